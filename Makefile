@@ -1,0 +1,35 @@
+# ofbench: the README's two commands are `make suites` and `make test`; both run setup first.
+PY      := .venv/bin/python
+PYTEST  := $(PY) -m pytest
+DUT     ?= local
+# Unit and behaviour tests of every system, plus the quick subset of the suites on --dut=local.
+TEST_PATHS := tests dut drivers traces reports
+
+.PHONY: setup test suites nightly bench clean-stale report-path help
+
+help:
+	@echo "make suites   set up, run pytest suites/ --dut=$(DUT), write reports/latest/index.html"
+	@echo "make test     set up, run the tests (what CI runs)"
+	@echo "make nightly  set up, run the long matrix and the trend check against InfluxDB"
+	@echo "make bench    set up, run the benchmarks only (classifier, generator, switch pipeline)"
+
+setup:
+	@bash scripts/setup.sh
+
+test: setup
+	$(PYTEST) $(TEST_PATHS) && $(PYTEST) suites/ --dut=local -m quick
+
+suites: setup
+	$(PYTEST) suites/ --dut=$(DUT) -m "not nightly"; rc=$$?; \
+	  echo "report: $$(readlink -f reports/latest)/index.html"; exit $$rc
+
+nightly: setup
+	$(PYTEST) suites/ --dut=$(DUT) --nightly --influx-url=$${OFBENCH_INFLUX_URL:-local}; rc=$$?; \
+	  echo "report: $$(readlink -f reports/latest)/index.html"; exit $$rc
+
+bench: setup
+	$(PYTEST) suites/ --dut=$(DUT) -m bench; rc=$$?; \
+	  echo "report: $$(readlink -f reports/latest)/index.html"; exit $$rc
+
+clean-stale: setup
+	$(PY) -m drivers.lab.cleanup

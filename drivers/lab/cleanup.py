@@ -1,0 +1,139 @@
+"""Remove what killed runs left behind: processes, network namespaces, hugepage files, sockets
+and OVS databases. Called at the start of every run and by ``make clean-stale``.
+
+A run keeps its state in ``<STATE_ROOT>/<run-id>/`` (owner.json, pids.jsonl, netns.list and
+its sockets/OVS dbs). A run is *stale* when its owner process is gone (pid dead or recycled,
+checked with the kernel start time). Live runs (another pytest on this box) are left alone.
+Names are recognisable: namespaces ``ofb-<short>-<tag>``, DPDK file prefixes ``ofb<short>``,
+where <short> is the run id's last 4 hex digits.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from drivers.supervisor import proc_start_time
+
+STATE_ROOT = Path(os.environ.get("OFBENCH_STATE_ROOT", "/run/ofbench"))
+HUGE_DIR = Path(os.environ.get("OFBENCH_HUGE_DIR", "/dev/hugepages-ofbench"))
+NETNS_RE = re.compile(r"^ofb-([0-9a-f]{4})-")
+
+
+def _read_json(path: Path):
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def owner_alive(state_dir: Path) -> bool:
+    owner = _read_json(state_dir / "owner.json")
+    if not owner:
+        return False
+    return proc_start_time(owner["pid"]) == owner.get("start_time")
+
+
+def list_netns() -> list[str]:
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    return [line.split()[0] for line in out.splitlines() if line.strip()]
+
+
+def delete_netns(name: str) -> None:
+    # Kill anything still running inside it first, or the namespace lingers.
+    pids = subprocess.run(["ip", "netns", "pids", name], capture_output=True, text=True).stdout
+    for pid in pids.split():
+        try:
+            os.kill(int(pid), signal.SIGKILL)
+        except (ProcessLookupError, ValueError):
+            pass
+    subprocess.run(["ip", "netns", "delete", name], capture_output=True)
+
+
+def kill_recorded(state_dir: Path) -> list[str]:
+    killed = []
+    try:
+        lines = (state_dir / "pids.jsonl").read_text().splitlines()
+    except OSError:
+        return killed
+    for line in lines:
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        if rec.get("start_time") is None or proc_start_time(rec["pid"]) != rec["start_time"]:
+            continue  # gone, or the pid now belongs to someone else
+        for kill in (os.killpg, os.kill):
+            try:
+                kill(rec["pid"], signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        killed.append(f"{rec['name']}({rec['pid']})")
+    return killed
+
+
+def remove_hugepage_files(short: str) -> int:
+    n = 0
+    if HUGE_DIR.is_dir():
+        for f in HUGE_DIR.glob(f"ofb{short}*"):
+            try:
+                f.unlink()
+                n += 1
+            except OSError:
+                pass
+    return n
+
+
+def remove_run_state(state_dir: Path, short: str) -> list[str]:
+    """Tear down one run's leftovers. Returns a description of what was removed."""
+    removed = [f"process {p}" for p in kill_recorded(state_dir)]
+    names = set()
+    try:
+        names |= set((state_dir / "netns.list").read_text().split())
+    except OSError:
+        pass
+    names |= {n for n in list_netns() if n.startswith(f"ofb-{short}-")}
+    for ns in sorted(names):
+        delete_netns(ns)
+        removed.append(f"netns {ns}")
+    n = remove_hugepage_files(short)
+    if n:
+        removed.append(f"{n} hugepage files")
+    shutil.rmtree(state_dir, ignore_errors=True)
+    return removed
+
+
+def cleanup_stale(state_root: Path = STATE_ROOT, log=print) -> list[str]:
+    removed: list[str] = []
+    live_shorts = set()
+    if state_root.is_dir():
+        for d in sorted(state_root.iterdir()):
+            if not d.is_dir():
+                continue
+            short = d.name[-4:]
+            if owner_alive(d):
+                live_shorts.add(short)
+                continue
+            what = remove_run_state(d, short)
+            if what:
+                log(f"[cleanup] stale run {d.name}: removed {', '.join(what)}")
+            removed += what
+    # Namespaces whose run left no state at all (killed between `ip netns add` and recording).
+    for ns in list_netns():
+        m = NETNS_RE.match(ns)
+        if m and m.group(1) not in live_shorts:
+            delete_netns(ns)
+            log(f"[cleanup] orphan netns {ns} removed")
+            removed.append(f"netns {ns}")
+    return removed
+
+
+if __name__ == "__main__":
+    what = cleanup_stale()
+    print(f"[cleanup] {len(what)} leftovers removed" if what else "[cleanup] nothing to remove")
+    sys.exit(0)

@@ -1,0 +1,161 @@
+"""Open vSwitch as lab equipment: the conformance tester switch and a performance peer.
+
+Each instance has its own db, sockets and logs under the run's state dir (OVS_RUNDIR, OVS_LOGDIR,
+OVS_DBDIR, OVS_SYSCONFDIR are all set: without them OVS falls back to /var/run/openvswitch and
+bridge management sockets collide with any other OVS on the box). Both daemons run in the
+foreground under the lab's supervisor, so they are stopped with the run and recorded for the
+stale-run cleanup. ``ovs-vswitchd`` runs inside ``netns`` when given, so the netdev datapath
+sees that namespace's veths (put the controller in the same namespace: its loopback differs).
+
+Kinds: ``ovs`` = userspace netdev datapath (Debian's ovs-vswitchd); ``ovs-dpdk`` = Debian's
+ovs-vswitchd-dpdk with dpdk-init (it always adds --in-memory, so it gets hugepages, not
+--no-huge; see DESIGN.md).
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from drivers.lab.local import LabError, run
+
+OVS_VSWITCHD = "/usr/lib/openvswitch-switch/ovs-vswitchd"
+OVS_VSWITCHD_DPDK = "/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk"
+OVS_SCHEMA = "/usr/share/openvswitch/vswitch.ovsschema"
+
+
+class OvsInstance:
+    def __init__(self, lab, name: str = "ovs", *, dpdk: bool = False, netns: str | None = None,
+                 dpdk_mem_mb: int = 256, dpdk_lcore: int | None = None,
+                 pmd_cpu_mask: str | None = None):
+        self.lab, self.name, self.dpdk, self.netns = lab, name, dpdk, netns
+        self.dpdk_mem_mb, self.dpdk_lcore, self.pmd_cpu_mask = dpdk_mem_mb, dpdk_lcore, pmd_cpu_mask
+        self.dir = Path(lab.state_dir) / f"ovs-{name}"
+        self.db_sock = self.dir / "db.sock"
+        self.env = {"OVS_RUNDIR": str(self.dir), "OVS_LOGDIR": str(self.dir),
+                    "OVS_DBDIR": str(self.dir), "OVS_SYSCONFDIR": str(self.dir)}
+        self.procs = []
+
+    @property
+    def kind(self) -> str:
+        return "ovs-dpdk" if self.dpdk else "ovs"
+
+    # ---- lifecycle ----------------------------------------------------------------------------
+    def start(self) -> "OvsInstance":
+        self.dir.mkdir(parents=True, exist_ok=True)
+        db = self.dir / "conf.db"
+        if not db.exists():
+            run(["ovsdb-tool", "create", db, OVS_SCHEMA])
+        sup = self.lab.supervisor
+        self.procs.append(sup.start(
+            f"{self.name}-ovsdb",
+            ["ovsdb-server", db, f"--remote=punix:{self.db_sock}",
+             f"--unixctl={self.dir / 'ovsdb-server.ctl'}", "--no-chdir", "-vconsole:warn",
+             f"--log-file={self.dir / 'ovsdb-server.log'}"],
+            env=self.env, ready=self.db_sock.exists, ready_timeout_s=15))
+        self.vsctl("--no-wait", "init")
+        if self.dpdk:
+            extra = self.lab.eal_args(f"{self.name}", mem_mb=self.dpdk_mem_mb,
+                                      lcores=str(self.dpdk_lcore if self.dpdk_lcore is not None
+                                                 else self.lab.next_core()))
+            # ovs-vswitchd-dpdk adds --in-memory itself; drop flags that clash with it.
+            extra = [a for a in extra if a not in ("--huge-unlink",)]
+            extra = _drop_option(extra, "-l")
+            self.vsctl("--no-wait", "set", "Open_vSwitch", ".",
+                       "other_config:dpdk-init=true",
+                       f"other_config:dpdk-extra={' '.join(extra)}",
+                       *([f"other_config:pmd-cpu-mask={self.pmd_cpu_mask}"]
+                         if self.pmd_cpu_mask else []))
+        binary = OVS_VSWITCHD_DPDK if self.dpdk else OVS_VSWITCHD
+        ctl = self.dir / "ovs-vswitchd.ctl"
+        self.procs.append(self.lab.supervisor.start(
+            f"{self.name}-vswitchd",
+            [binary, f"unix:{self.db_sock}", f"--unixctl={ctl}", "--no-chdir",
+             "-vconsole:warn", f"--log-file={self.dir / 'ovs-vswitchd.log'}"],
+            env=self.env, netns=self.netns, ready=lambda: self._appctl_ok(ctl),
+            ready_timeout_s=60 if self.dpdk else 20))
+        return self
+
+    def _appctl_ok(self, ctl: Path) -> bool:
+        if not ctl.exists():
+            return False
+        cp = subprocess.run(["ovs-appctl", "-t", str(ctl), "version"], capture_output=True,
+                            env={**os.environ, **self.env}, timeout=5)
+        return cp.returncode == 0
+
+    def stop(self) -> None:
+        for p in reversed(self.procs):
+            self.lab.supervisor.stop(p)
+        self.procs.clear()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    # ---- commands -----------------------------------------------------------------------------
+    def _run(self, argv: list, timeout: float = 30.0) -> str:
+        cp = subprocess.run([str(a) for a in argv], capture_output=True, text=True,
+                            env={**os.environ, **self.env}, timeout=timeout)
+        if cp.returncode != 0:
+            raise LabError(f"`{' '.join(map(str, argv))}` failed ({cp.returncode}): "
+                           f"{(cp.stderr or cp.stdout).strip()}")
+        return cp.stdout
+
+    def vsctl(self, *args, timeout: float = 30.0) -> str:
+        return self._run(["ovs-vsctl", f"--db=unix:{self.db_sock}", "--timeout=20", *args],
+                         timeout)
+
+    def ofctl(self, *args, protocols: str = "OpenFlow13") -> str:
+        return self._run(["ovs-ofctl", "-O", protocols, *args])
+
+    def appctl(self, *args) -> str:
+        return self._run(["ovs-appctl", "-t", self.dir / "ovs-vswitchd.ctl", *args])
+
+    def add_bridge(self, br: str, *, dpid: int | None = None, controller: str | None = None,
+                   protocols: str = "OpenFlow13", fail_mode: str = "secure",
+                   other_config: dict | None = None) -> None:
+        """A bridge on the userspace datapath (netdev); ``controller`` like tcp:127.0.0.1:6653."""
+        args = ["--", "add-br", br, "--", "set", "bridge", br, "datapath_type=netdev",
+                f"protocols={protocols}", f"fail_mode={fail_mode}"]
+        if dpid is not None:
+            args += [f"other_config:datapath-id={dpid:016x}"]
+        for k, v in (other_config or {}).items():
+            args += [f"other_config:{k}={v}"]
+        # Out-of-band: the controller connection must not depend on the bridge's own flows.
+        args += ["--", "set", "bridge", br, "other_config:disable-in-band=true"]
+        self.vsctl(*args)
+        if controller:
+            self.vsctl("set-controller", br, controller)
+
+    def add_port(self, br: str, port: str, *, ofport: int | None = None,
+                 type: str | None = None, options: dict | None = None) -> None:
+        args = ["add-port", br, port]
+        settings = []
+        if type:
+            settings.append(f"type={type}")
+        if ofport is not None:
+            settings.append(f"ofport_request={ofport}")
+        for k, v in (options or {}).items():
+            settings.append(f"options:{k}={v}")
+        if settings:
+            args += ["--", "set", "Interface", port, *settings]
+        self.vsctl(*args)
+
+    def controller_connected(self, br: str) -> bool:
+        out = self.vsctl("--columns=is_connected", "list", "Controller")
+        return "true" in out
+
+
+def _drop_option(args: list[str], opt: str) -> list[str]:
+    out, skip = [], False
+    for a in args:
+        if skip:
+            skip = False
+            continue
+        if a == opt:
+            skip = True
+            continue
+        out.append(a)
+    return out

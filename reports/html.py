@@ -1,0 +1,535 @@
+"""The run index page: reports/<run-id>/index.html, one self-contained page per run.
+
+What it shows, top to bottom: the run id and a summary (passed/failed/skipped/duration from
+session.json), links to pytest.html / trend.html / results.jsonl, the provenance shared by the
+run's records, then one section per suite: a bar chart of the suite's main metric (when there
+are at least two records to compare), a table of its records (one column per metric, a
+"targets" column with misses in red), and the extras the suite registered (plots and tables).
+
+Files of a run dir this module reads or writes:
+  results.jsonl                   records (reports.results)
+  session.json                    written by the harness at session end, all keys optional:
+                                  {"passed": N, "failed": N, "skipped": N, "errors": N,
+                                   "duration_s": x, "profile": "local", "command": "pytest ...",
+                                   "failed_tests": ["suites/x/test_y.py::test_z", ...]}
+  pytest.html, trend.html         linked when present
+  plots/*.png                     written here (charts of the index page)
+  extras/<suite>/manifest.jsonl   written by add_plot/add_table: {"kind", "file", "title"}
+  extras/<suite>/*.png|*.html     extras (a .png/.html without a manifest entry is shown too)
+
+Self-contained: inline CSS, no JS, nothing fetched; images are relative files in the run dir.
+Plots use matplotlib's Agg backend (no display). Not thread-safe (one writer per run dir).
+"""
+from __future__ import annotations
+
+import html
+import json
+import math
+import os
+import re
+import shutil
+from collections import Counter
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from reports.results import load_results
+
+INDEX_FILE = "index.html"
+SESSION_FILE = "session.json"
+PYTEST_HTML = "pytest.html"
+TREND_HTML = "trend.html"
+PLOTS_DIR = "plots"
+EXTRAS_DIR = "extras"
+MANIFEST = "manifest.jsonl"
+MAX_BARS = 60          # a chart with more bars is unreadable: show the first MAX_BARS
+OPEN_TABLE_ROWS = 100  # longer tables start collapsed
+
+CSS = """
+:root { --fg:#1d2330; --muted:#5b6577; --line:#d9dee7; --bg:#ffffff; --band:#f4f6fa;
+        --bad:#c62828; --badbg:#fde8e8; --good:#2e7d32; --goodbg:#e6f4ea; --accent:#1f5fbf; }
+* { box-sizing: border-box; }
+body { margin: 0; font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans",
+       sans-serif; color: var(--fg); background: var(--bg); }
+header { background: #18233a; color: #fff; padding: 18px 32px 14px; }
+header h1 { margin: 0 0 4px; font-size: 22px; font-weight: 600; }
+header .sub { color: #b9c3d6; font-size: 13px; }
+header a { color: #9cc3ff; }
+main { padding: 8px 32px 48px; max-width: 1500px; }
+h2 { font-size: 19px; margin: 32px 0 8px; padding-bottom: 4px; border-bottom: 2px solid var(--line); }
+h3 { font-size: 15px; margin: 18px 0 6px; color: var(--muted); }
+.chips { display: flex; flex-wrap: wrap; gap: 8px; margin: 14px 0 4px; }
+.chip { padding: 6px 12px; border-radius: 16px; background: var(--band); font-weight: 600; }
+.chip.pass { background: var(--goodbg); color: var(--good); }
+.chip.fail { background: var(--badbg); color: var(--bad); }
+.chip.skip { background: #fff4e0; color: #8a5a00; }
+.links a { margin-right: 16px; color: var(--accent); }
+nav.toc { margin: 10px 0; color: var(--muted); }
+nav.toc a { color: var(--accent); margin-right: 12px; }
+.scroll { overflow-x: auto; max-width: 100%; }
+table { border-collapse: collapse; margin: 6px 0 12px; font-size: 13px; }
+th, td { border: 1px solid var(--line); padding: 4px 8px; text-align: left; vertical-align: top; }
+th { background: var(--band); font-weight: 600; white-space: nowrap; position: sticky; top: 0; }
+tbody tr:nth-child(even) td { background: #fafbfd; }
+td.num { text-align: right; font-variant-numeric: tabular-nums;
+         font-family: ui-monospace, "DejaVu Sans Mono", monospace; white-space: nowrap; }
+td.name { font-weight: 600; white-space: nowrap; }
+td.params { color: var(--muted); font-size: 12px; }
+td.miss, tbody tr:nth-child(even) td.miss { background: var(--badbg); color: var(--bad); font-weight: 600; }
+td.met, tbody tr:nth-child(even) td.met { background: var(--goodbg); color: var(--good); }
+.true { color: var(--good); font-weight: 700; }
+.false { color: var(--bad); font-weight: 700; }
+.none { color: #a0a8b8; }
+table.kv th { text-align: right; position: static; }
+figure { margin: 10px 0 18px; }
+figure img { max-width: 100%; border: 1px solid var(--line); border-radius: 4px; }
+figcaption { color: var(--muted); font-size: 12px; margin-top: 2px; }
+.note { color: var(--muted); font-size: 12px; }
+.empty { color: var(--muted); font-style: italic; }
+details > summary { cursor: pointer; color: var(--accent); margin: 4px 0; }
+"""
+
+
+# ---- small pure helpers ----------------------------------------------------------------------
+
+def esc(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def slug(text: str, max_len: int = 60) -> str:
+    s = re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower()
+    return (s or "x")[:max_len]
+
+
+def fmt_number(v: float | int) -> str:
+    """Readable fixed notation with ~4 significant digits; no exponent for usual ranges."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return f"{v:,}".replace(",", "\u2009")
+    if not math.isfinite(v):
+        return str(v)
+    a = abs(v)
+    if a == 0:
+        return "0"
+    if a >= 1e4:
+        return f"{v:,.0f}".replace(",", "\u2009")
+    if a >= 1e-3:
+        digits = max(0, 3 - int(math.floor(math.log10(a))))
+        return f"{v:.{digits}f}"
+    return f"{v:.3g}"
+
+
+def cell(value: Any) -> str:
+    """<td> for one value: numbers right-aligned, bools as ✓/✗, null as a dash."""
+    if value is None:
+        return '<td class="num none">—</td>'
+    if isinstance(value, bool):
+        return f'<td class="num {"true" if value else "false"}">{"✓" if value else "✗"}</td>'
+    if isinstance(value, (int, float)):
+        return f'<td class="num">{esc(fmt_number(value))}</td>'
+    if isinstance(value, (list, tuple)):
+        return f"<td>{esc(', '.join(str(v) for v in value))}</td>"
+    if isinstance(value, Mapping):
+        return f"<td>{esc(json.dumps(value, sort_keys=True))}</td>"
+    return f"<td>{esc(value)}</td>"
+
+
+def ordered_keys(dicts: Iterable[Mapping]) -> list[str]:
+    """Union of keys in first-seen order."""
+    seen: dict[str, None] = {}
+    for d in dicts:
+        for k in d:
+            seen.setdefault(k, None)
+    return list(seen)
+
+
+def table_html(rows: Sequence[Mapping], title: str | None = None) -> str:
+    """A plain HTML table of rows (columns = union of keys). Also fine for pytest-html extras."""
+    if not rows:
+        return f'<p class="empty">{esc(title) + ": " if title else ""}no rows</p>'
+    cols = ordered_keys(rows)
+    head = "".join(f"<th>{esc(c)}</th>" for c in cols)
+    body = "".join("<tr>" + "".join(cell(r.get(c)) for c in cols) + "</tr>" for r in rows)
+    cap = f"<h3>{esc(title)}</h3>" if title else ""
+    return f'{cap}<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{body}' \
+           f"</tbody></table></div>"
+
+
+def plain(value: Any) -> str:
+    """A value as plain words (provenance table): bools as yes/no, null as 'none'."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return "none" if value is None else str(value)
+
+
+def params_text(params: Mapping) -> str:
+    parts = []
+    for k, v in params.items():
+        if isinstance(v, (list, tuple)):
+            v = ",".join(str(x) for x in v)
+        elif isinstance(v, Mapping):
+            v = json.dumps(v, sort_keys=True)
+        parts.append(f"{k}={v}")
+    return " ".join(parts)
+
+
+def target_text(t: Mapping) -> str:
+    text = t.get("message")
+    if text:
+        return text
+    value = t.get("value")
+    vtxt = fmt_number(value) if isinstance(value, (int, float)) else str(value)
+    s = f"{t.get('metric')} {vtxt}, target {t.get('op')} {fmt_number(t.get('target', 0))}"
+    if t.get("relative_to"):
+        s += f" (vs {t['relative_to']})"
+    if t.get("miss_by_pct") is not None and not t.get("ok", False):
+        s += f", off by {fmt_number(abs(t['miss_by_pct']))}%"
+    return s
+
+
+def targets_cell(record: Mapping) -> str:
+    misses = record.get("target_misses") or []
+    checked = record.get("targets") or []
+    if misses:
+        items = "<br>".join(esc("✗ " + target_text(t)) for t in misses)
+        return f'<td class="miss">{items}</td>'
+    if checked:
+        return f'<td class="met">✓ {len(checked)} met</td>'
+    return '<td class="none">—</td>'
+
+
+# ---- main metric and charts -----------------------------------------------------------------
+
+def main_metric(records: Sequence[Mapping]) -> str | None:
+    """The metric a suite's bar chart shows: the numeric (non-bool) metric most records carry;
+    ties go to the one with the clearest better-direction (throughput before latency before
+    other), then to the first seen."""
+    from reports.trend import metric_direction
+    counts: Counter[str] = Counter()
+    first_seen: dict[str, int] = {}
+    for rec in records:
+        for k, v in rec.get("metrics", {}).items():
+            first_seen.setdefault(k, len(first_seen))
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                counts[k] += 1
+    if not counts:
+        return None
+
+    def rank(k: str):
+        d = metric_direction(k)
+        return (-counts[k], 0 if d > 0 else 1 if d < 0 else 2, first_seen[k])
+    return min(counts, key=rank)
+
+
+def varying(records: Sequence[Mapping], key: str) -> bool:
+    return len({r.get("provenance", {}).get(key) for r in records}) > 1
+
+
+def record_label(rec: Mapping, show_kind: bool) -> str:
+    label = str(rec.get("name"))
+    if show_kind:
+        label += f" [{rec.get('provenance', {}).get('dut_switch_kind', '?')}]"
+    return label
+
+
+def bar_chart(records: Sequence[Mapping], metric: str, out_png: Path, title: str) -> Path | None:
+    """Horizontal bars of `metric` per record, coloured by switch kind when that varies; a
+    record that missed a target on this metric gets a red edge. None when < 2 values."""
+    rows = [(r, r["metrics"][metric]) for r in records
+            if isinstance(r.get("metrics", {}).get(metric), (int, float))
+            and not isinstance(r["metrics"][metric], bool)]
+    if len(rows) < 2:
+        return None
+    truncated = len(rows) > MAX_BARS
+    rows = rows[:MAX_BARS]
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    show_kind = varying([r for r, _ in rows], "dut_switch_kind")
+    kinds = list(dict.fromkeys(r.get("provenance", {}).get("dut_switch_kind", "?")
+                               for r, _ in rows))
+    palette = ["#1f5fbf", "#e08a1e", "#2e9d5b", "#8e44ad", "#7f8c8d", "#16a3b5"]
+    colour = {k: palette[i % len(palette)] for i, k in enumerate(kinds)}
+    labels = [record_label(r, show_kind) for r, _ in rows]
+    values = [float(v) for _, v in rows]
+    fig_h = 1.2 + 0.32 * len(rows)
+    fig, ax = plt.subplots(figsize=(9.5, fig_h), dpi=100)
+    try:
+        y = list(range(len(rows)))[::-1]
+        bars = ax.barh(y, values, color=[colour[r.get("provenance", {}).get("dut_switch_kind",
+                                                                           "?")] for r, _ in rows],
+                       height=0.7)
+        for bar, (rec, _) in zip(bars, rows):
+            if any(t.get("metric") == metric for t in rec.get("target_misses") or []):
+                bar.set_edgecolor("#c62828")
+                bar.set_linewidth(2.5)
+        ax.set_yticks(y, labels, fontsize=9)
+        ax.set_xlabel(metric)
+        ax.set_title(title, fontsize=11, loc="left")
+        ax.grid(axis="x", alpha=0.3)
+        ax.set_axisbelow(True)
+        for side in ("top", "right"):
+            ax.spines[side].set_visible(False)
+        vmax = max(values + [0])
+        for yi, v in zip(y, values):
+            ax.text(v + vmax * 0.01, yi, fmt_number(v), va="center", fontsize=8, color="#333")
+        ax.set_xlim(min(0, min(values)) * 1.1, vmax * 1.12 if vmax > 0 else 1)
+        if show_kind:
+            from matplotlib.patches import Patch
+            ax.legend(handles=[Patch(color=colour[k], label=k) for k in kinds],
+                      loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8,
+                      title="switch", title_fontsize=8, frameon=False)
+        if truncated:
+            ax.text(1.0, -0.02, f"first {MAX_BARS} records shown", transform=ax.transAxes,
+                    ha="right", va="top", fontsize=8, color="#777")
+        fig.tight_layout()
+        out_png.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(out_png)
+    finally:
+        plt.close(fig)
+    return out_png
+
+
+# ---- extras API (suites call these through the harness's `results` fixture) -------------------
+
+def _extras_dir(run_dir: Path, suite: str) -> Path:
+    if not re.fullmatch(r"[a-z][a-z0-9_]*", suite):
+        raise ValueError(f"suite name {suite!r} must match [a-z][a-z0-9_]*")
+    d = Path(run_dir) / EXTRAS_DIR / suite
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def _next_name(d: Path, title: str, ext: str) -> Path:
+    n = sum(1 for p in d.iterdir() if p.name != MANIFEST)
+    while True:
+        p = d / f"{n:03d}-{slug(title)}{ext}"
+        if not p.exists():
+            return p
+        n += 1
+
+
+def _manifest_add(d: Path, kind: str, path: Path, title: str) -> None:
+    with open(d / MANIFEST, "a", encoding="utf-8") as f:
+        f.write(json.dumps({"kind": kind, "file": path.name, "title": title}) + "\n")
+
+
+def add_plot(run_dir: Path, suite: str, fig_or_png: Any, title: str) -> Path:
+    """Register a plot for the suite's section: a matplotlib Figure (saved as PNG, then closed)
+    or the path of an existing PNG (copied). Returns the PNG's path in the run dir (also usable
+    as a pytest-html extra)."""
+    d = _extras_dir(run_dir, suite)
+    out = _next_name(d, title, ".png")
+    if isinstance(fig_or_png, (str, os.PathLike)):
+        src = Path(fig_or_png)
+        if not src.is_file():
+            raise FileNotFoundError(f"add_plot({suite!r}, {title!r}): {src} does not exist")
+        shutil.copyfile(src, out)
+    elif hasattr(fig_or_png, "savefig"):
+        fig_or_png.savefig(out, dpi=100, bbox_inches="tight")
+        import matplotlib.pyplot as plt
+        plt.close(fig_or_png)
+    else:
+        raise TypeError(f"add_plot({suite!r}, {title!r}): want a matplotlib Figure or a PNG "
+                        f"path, got {type(fig_or_png).__name__}")
+    _manifest_add(d, "png", out, title)
+    return out
+
+
+def add_table(run_dir: Path, suite: str, rows: Sequence[Mapping], title: str) -> Path:
+    """Register a table (list of flat dicts) for the suite's section. Stored as JSON rows;
+    returns its path. For a pytest-html extra use table_html(rows, title)."""
+    rows = [dict(r) for r in rows]
+    d = _extras_dir(run_dir, suite)
+    out = _next_name(d, title, ".json")
+    out.write_text(json.dumps(rows, indent=1, default=str))
+    _manifest_add(d, "table", out, title)
+    return out
+
+
+def load_extras(run_dir: Path, suite: str) -> list[dict]:
+    """[{kind, file (Path), title}] in registration order, plus unregistered .png/.html."""
+    d = Path(run_dir) / EXTRAS_DIR / suite
+    if not d.is_dir():
+        return []
+    items, listed = [], set()
+    if (d / MANIFEST).exists():
+        for line in (d / MANIFEST).read_text().splitlines():
+            if line.strip():
+                e = json.loads(line)
+                if (d / e["file"]).exists():
+                    items.append({**e, "file": d / e["file"]})
+                    listed.add(e["file"])
+    for p in sorted(d.iterdir()):
+        if p.name not in listed and p.suffix in (".png", ".html"):
+            items.append({"kind": p.suffix[1:], "file": p, "title": p.stem})
+    return items
+
+
+# ---- the page --------------------------------------------------------------------------------
+
+def load_session(run_dir: Path) -> dict:
+    p = Path(run_dir) / SESSION_FILE
+    if not p.exists():
+        return {}
+    try:
+        data = json.loads(p.read_text())
+    except json.JSONDecodeError as e:
+        return {"error": f"{p}: not JSON ({e})"}
+    return data if isinstance(data, dict) else {"error": f"{p}: not a JSON object"}
+
+
+def common_provenance(records: Sequence[Mapping]) -> tuple[dict, list[str]]:
+    """(keys whose value is the same in every record, keys that vary)."""
+    provs = [r.get("provenance", {}) for r in records]
+    keys = ordered_keys(provs)
+    same, varies = {}, []
+    for k in keys:
+        vals = {json.dumps(p.get(k), sort_keys=True) for p in provs}
+        if len(vals) == 1:
+            same[k] = provs[0].get(k)
+        else:
+            varies.append(k)
+    return same, varies
+
+
+def _summary_html(session: Mapping, records: Sequence[Mapping]) -> str:
+    chips = []
+    for key, cls in (("passed", "pass"), ("failed", "fail"), ("errors", "fail"),
+                     ("skipped", "skip")):
+        if key in session:
+            n = session[key]
+            chips.append(f'<span class="chip {cls if n else ""}">{esc(n)} {key}</span>')
+    if "duration_s" in session:
+        chips.append(f'<span class="chip">{esc(fmt_number(float(session["duration_s"])))} s'
+                     "</span>")
+    chips.append(f'<span class="chip">{len(records)} records</span>')
+    misses = sum(1 for r in records if r.get("target_misses"))
+    if misses:
+        chips.append(f'<span class="chip fail">{misses} target misses</span>')
+    out = f'<div class="chips">{"".join(chips)}</div>'
+    if session.get("command"):
+        out += f'<p class="note">command: <code>{esc(session["command"])}</code></p>'
+    if session.get("error"):
+        out += f'<p class="note">{esc(session["error"])}</p>'
+    failed = session.get("failed_tests") or []
+    if failed:
+        out += "<h3>failed tests</h3><ul>" + "".join(
+            f'<li class="false">{esc(t)}</li>' for t in failed) + "</ul>"
+    return out
+
+
+def _suite_section(run_dir: Path, suite: str, records: Sequence[Mapping]) -> str:
+    parts = [f'<section id="suite-{esc(slug(suite))}"><h2>{esc(suite)}'
+             f' <span class="note">{len(records)} record(s)</span></h2>']
+    if records:
+        metric = main_metric(records)
+        if metric:
+            png = bar_chart(records, metric, Path(run_dir) / PLOTS_DIR / f"{slug(suite)}-"
+                            f"{slug(metric)}.png", f"{suite}: {metric} per record")
+            if png:
+                rel = png.relative_to(run_dir).as_posix()
+                parts.append(f'<figure><img src="{esc(rel)}" alt="{esc(suite)}: {esc(metric)} '
+                             f'per record"><figcaption>{esc(metric)} per record</figcaption>'
+                             "</figure>")
+        metric_cols = ordered_keys(r.get("metrics", {}) for r in records)
+        prov_cols = [k for k in ("dut_switch_kind", "generator", "port_kind")
+                     if varying(records, k)]
+        has_targets = any(r.get("targets") or r.get("target_misses") for r in records)
+        head = ["name", *prov_cols, *metric_cols, "params"] + (["targets"] if has_targets else [])
+        rows_html = []
+        for r in records:
+            tds = [f'<td class="name">{esc(r.get("name"))}</td>']
+            tds += [cell(r.get("provenance", {}).get(k)) for k in prov_cols]
+            miss_metrics = {t.get("metric") for t in r.get("target_misses") or []}
+            for m in metric_cols:
+                td = cell(r.get("metrics", {}).get(m))
+                if m in miss_metrics:
+                    td = td.replace('<td class="', '<td class="miss ', 1)
+                tds.append(td)
+            tds.append(f'<td class="params">{esc(params_text(r.get("params", {})))}</td>')
+            if has_targets:
+                tds.append(targets_cell(r))
+            rows_html.append("<tr>" + "".join(tds) + "</tr>")
+        table = ('<div class="scroll"><table class="records"><thead><tr>'
+                 + "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr></thead><tbody>"
+                 + "".join(rows_html) + "</tbody></table></div>")
+        if len(records) > OPEN_TABLE_ROWS:
+            table = f"<details><summary>{len(records)} records</summary>{table}</details>"
+        parts.append(table)
+    else:
+        parts.append('<p class="empty">no records</p>')
+    for extra in load_extras(run_dir, suite):
+        rel = extra["file"].relative_to(run_dir).as_posix()
+        if extra["kind"] == "png":
+            parts.append(f'<figure><img src="{esc(rel)}" alt="{esc(extra["title"])}">'
+                         f'<figcaption>{esc(extra["title"])}</figcaption></figure>')
+        elif extra["kind"] == "table":
+            parts.append(table_html(json.loads(extra["file"].read_text()), extra["title"]))
+        elif extra["kind"] == "html":
+            parts.append(f'<h3>{esc(extra["title"])}</h3>' + extra["file"].read_text())
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+def page(title: str, header_html: str, body_html: str) -> str:
+    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+            f'<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f"<title>{esc(title)}</title><style>{CSS}</style></head>\n<body>"
+            f"<header>{header_html}</header>\n<main>{body_html}</main></body></html>\n")
+
+
+def render_run_index(run_dir: Path) -> Path:
+    """Write run_dir/index.html from what the run dir holds; returns its path. Safe to call
+    again (e.g. after the trend page was written): it overwrites."""
+    run_dir = Path(run_dir)
+    records = load_results(run_dir)
+    session = load_session(run_dir)
+    run_id = next((r["run_id"] for r in records if r.get("run_id")), run_dir.name)
+    by_suite: dict[str, list[dict]] = {}
+    for r in records:
+        by_suite.setdefault(r.get("suite", "?"), []).append(r)
+    extras_root = run_dir / EXTRAS_DIR
+    if extras_root.is_dir():
+        for d in sorted(extras_root.iterdir()):
+            if d.is_dir():
+                by_suite.setdefault(d.name, [])
+
+    same, varies = common_provenance(records)
+    profile = session.get("profile") or same.get("profile") or "?"
+    when = min((r["provenance"]["start_time"] for r in records), default="")
+    if when:
+        when = when[:19].replace("T", " ") + " UTC"
+    header = (f"<h1>ofbench run {esc(run_id)}</h1><div class=\"sub\">profile "
+              f"<b>{esc(profile)}</b>" + (f" · {esc(when)}" if when else "")
+              + (f" · git {esc(str(same.get('git_sha', ''))[:12])}"
+                 + (" (dirty)" if same.get("git_dirty") else "") if "git_sha" in same else "")
+              + "</div>")
+    links = []
+    for fname, label in ((PYTEST_HTML, "pytest report"), (TREND_HTML, "trend page"),
+                         ("results.jsonl", "results.jsonl"), (SESSION_FILE, "session.json")):
+        if (run_dir / fname).exists():
+            links.append(f'<a href="{fname}">{label}</a>')
+    body = [_summary_html(session, records)]
+    if links:
+        body.append(f'<p class="links">{"".join(links)}</p>')
+    if by_suite:
+        body.append('<nav class="toc">suites: ' + "".join(
+            f'<a href="#suite-{esc(slug(s))}">{esc(s)}</a>' for s in by_suite) + "</nav>")
+    if same or varies:
+        rows = "".join(f"<tr><th>{esc(k)}</th><td>{esc(plain(v))}</td></tr>"
+                       for k, v in same.items() if k not in ("start_time", "end_time"))
+        if varies:
+            rows += f'<tr><th>varies per record</th><td>{esc(", ".join(varies))}</td></tr>'
+        body.append(f"<details open><summary>provenance</summary><table class=\"kv\">{rows}"
+                    "</table></details>")
+    if not by_suite:
+        body.append('<p class="empty">This run wrote no records.</p>')
+    for suite, recs in by_suite.items():
+        body.append(_suite_section(run_dir, suite, recs))
+    out = run_dir / INDEX_FILE
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text(page(f"ofbench {run_id}", header, "\n".join(body)), encoding="utf-8")
+    os.replace(tmp, out)
+    return out

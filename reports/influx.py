@@ -1,0 +1,318 @@
+"""Export result records to InfluxDB, spooling to disk whenever it cannot take them.
+
+Goal: nothing lost, nothing duplicated, and a run never fails because InfluxDB is away.
+
+- One record -> one point: measurement = suite; tags = name, profile, dut_switch_kind,
+  generator, port_kind, git_sha (from provenance); fields = metrics (numbers as float so a
+  metric never changes field type, bools as bool, null skipped) plus the string field run_id;
+  time = provenance end_time in ns. Re-sending a record therefore overwrites the same point:
+  a retried write is idempotent, which is what makes "replay until acknowledged" safe.
+- `export(records)` first replays the spool, then writes; when InfluxDB is unreachable or answers
+  with anything but success or "bad data", the records are appended to
+  <spool_dir>/influx-spool.jsonl (one record per line, fsync'ed) with a warning that names
+  the file. Order is kept: while the spool is not empty, new records go behind it.
+- `replay_spool()` sends the spool in batches and removes a batch from the file (atomic
+  rewrite: tmp + fsync + rename) only after InfluxDB acknowledged it.
+- Records InfluxDB refuses as bad data (HTTP 400, e.g. a field type conflict) would block the
+  spool forever; they go to <spool_dir>/influx-rejected.jsonl with the server's reason, and a
+  warning. Lines of the spool that are not JSON (a torn write after a power cut) go to
+  <spool_dir>/influx-corrupt.jsonl.
+
+Concurrency: every spool access holds an exclusive flock on <spool_dir>/.influx-spool.lock,
+so two processes exporting to the same spool dir serialise. One InfluxExporter per thread.
+
+InfluxDB 1.8 conventions: token "-" (or "user:pass"), org "-", bucket "<db>/autogen".
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import datetime as dt
+import fcntl
+import json
+import logging
+import os
+import urllib.parse
+import warnings
+from pathlib import Path
+from typing import Iterable, Iterator, Mapping, Sequence
+
+log = logging.getLogger("ofbench.reports.influx")
+
+SPOOL_FILE = "influx-spool.jsonl"
+REJECTED_FILE = "influx-rejected.jsonl"
+CORRUPT_FILE = "influx-corrupt.jsonl"
+LOCK_FILE = ".influx-spool.lock"
+TAG_KEYS = ("profile", "dut_switch_kind", "generator", "port_kind", "git_sha")  # + name
+BATCH_RECORDS = 1000
+DEFAULT_TIMEOUT_MS = 5000
+
+
+class InfluxSpoolWarning(UserWarning):
+    """Records were spooled (or rejected) instead of reaching InfluxDB."""
+
+
+class InfluxUnavailable(Exception):
+    """InfluxDB could not take the write now; retry later (spool)."""
+
+
+class InfluxRejected(Exception):
+    """InfluxDB refused the data itself; retrying will not help."""
+
+
+# ---- pure conversion -------------------------------------------------------------------------
+
+def rfc3339_to_ns(text: str) -> int:
+    """'2024-05-01T02:03:04.123456789Z' -> ns since the epoch, exact (no float rounding)."""
+    if not text.endswith("Z"):
+        raise ValueError(f"time {text!r} is not RFC 3339 UTC with a Z suffix")
+    main, _, frac = text[:-1].partition(".")
+    if frac and not frac.isdigit():
+        raise ValueError(f"time {text!r}: bad fraction")
+    base = dt.datetime.strptime(main, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=dt.timezone.utc)
+    seconds = int((base - dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)).total_seconds())
+    return seconds * 1_000_000_000 + int((frac + "000000000")[:9] if frac else 0)
+
+
+def record_to_point_parts(record: Mapping) -> tuple[str, dict, dict, int]:
+    """(measurement, tags, fields, time_ns) of a result record; see the module docstring."""
+    prov = record.get("provenance", {})
+    tags = {"name": str(record["name"])}
+    for key in TAG_KEYS:
+        value = prov.get(key)
+        if value not in (None, ""):
+            tags[key] = str(value)
+    fields: dict[str, float | bool | str] = {}
+    for key, value in record.get("metrics", {}).items():
+        if value is None:
+            continue
+        fields[key] = value if isinstance(value, bool) else float(value)
+    # always one field, so a record whose metrics are all null is still a (visible) point
+    fields["run_id"] = str(record.get("run_id") or "unknown")
+    return str(record["suite"]), tags, fields, rfc3339_to_ns(prov["end_time"])
+
+
+def check_url(url: str) -> str | None:
+    """Why `url` cannot be an InfluxDB address, or None when it looks usable.
+    Checked before any connection so a typo never triggers a DNS lookup or a hang."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        parts.port  # noqa: B018 - raises on a bad port
+    except ValueError as e:
+        return f"unparsable URL {url!r}: {e}"
+    if parts.scheme not in ("http", "https"):
+        return f"URL {url!r} must start with http:// or https://"
+    if not parts.hostname:
+        return f"URL {url!r} has no host"
+    return None
+
+
+# ---- spool file ------------------------------------------------------------------------------
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _append_jsonl(path: Path, objs: Iterable[Mapping]) -> int:
+    data = "".join(json.dumps(o, separators=(",", ":"), allow_nan=False) + "\n" for o in objs)
+    if not data:
+        return 0
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    return data.count("\n")
+
+
+def _rewrite_jsonl(path: Path, objs: Sequence[Mapping]) -> None:
+    """Replace `path` by exactly `objs` (deleted when empty), crash-safe."""
+    if not objs:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+        _fsync_dir(path.parent)
+        return
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        for o in objs:
+            f.write(json.dumps(o, separators=(",", ":"), allow_nan=False) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)
+
+
+@dataclasses.dataclass
+class ExportResult:
+    sent: int = 0          # new records acknowledged by InfluxDB
+    replayed: int = 0      # spooled records acknowledged by InfluxDB
+    spooled: int = 0       # new records put in the spool
+    rejected: int = 0      # records InfluxDB refused as bad data (kept in the rejected file)
+    spool_path: Path | None = None
+    error: str | None = None
+
+
+class InfluxExporter:
+    """Writes records to one InfluxDB bucket; spools what it cannot write. See module doc."""
+
+    def __init__(self, url: str, token: str = "-", org: str = "-", bucket: str = "ofbench/autogen",
+                 spool_dir: Path = Path("reports/spool"), timeout_ms: int = DEFAULT_TIMEOUT_MS):
+        self.url, self.token, self.org, self.bucket = url, token, org, bucket
+        self.spool_dir = Path(spool_dir)
+        self.spool_dir.mkdir(parents=True, exist_ok=True)
+        self.spool_path = self.spool_dir / SPOOL_FILE
+        self.rejected_path = self.spool_dir / REJECTED_FILE
+        self.corrupt_path = self.spool_dir / CORRUPT_FILE
+        self.timeout_ms = timeout_ms
+        self._client = None
+        self._write_api = None
+
+    # ---- client ----
+    def _api(self):
+        if self._write_api is None:
+            problem = check_url(self.url)
+            if problem:
+                raise InfluxUnavailable(problem)
+            from influxdb_client import InfluxDBClient
+            from influxdb_client.client.write_api import SYNCHRONOUS
+            # No retries in the client: a failed write is spooled and retried next time.
+            self._client = InfluxDBClient(url=self.url, token=self.token, org=self.org,
+                                          timeout=self.timeout_ms, retries=False)
+            self._write_api = self._client.write_api(write_options=SYNCHRONOUS)
+        return self._write_api
+
+    def close(self) -> None:
+        if self._client is not None:
+            with contextlib.suppress(Exception):
+                self._write_api.close()
+                self._client.close()
+        self._client = self._write_api = None
+
+    def __enter__(self) -> "InfluxExporter":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _send(self, records: Sequence[Mapping]) -> None:
+        """Write records; raises InfluxUnavailable or InfluxRejected."""
+        from influxdb_client import Point, WritePrecision
+        from influxdb_client.rest import ApiException
+        points = []
+        for rec in records:
+            measurement, tags, fields, t_ns = record_to_point_parts(rec)
+            p = Point(measurement)
+            for k, v in tags.items():
+                p = p.tag(k, v)
+            for k, v in fields.items():
+                p = p.field(k, v)
+            points.append(p.time(t_ns, WritePrecision.NS))
+        api = self._api()
+        try:
+            api.write(bucket=self.bucket, org=self.org, record=points,
+                      write_precision=WritePrecision.NS)
+        except ApiException as e:
+            reason = f"HTTP {e.status} from {self.url}: {(e.body or e.reason or '')!s}"[:500]
+            if e.status == 400:
+                raise InfluxRejected(reason) from None
+            raise InfluxUnavailable(reason) from None
+        except Exception as e:  # connection refused, timeout, DNS, TLS, ... -> retry later
+            self.close()  # a fresh connection next time
+            raise InfluxUnavailable(f"{type(e).__name__}: {e}"[:500]) from None
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        with open(self.spool_dir / LOCK_FILE, "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    def _read_spool(self) -> list[dict]:
+        try:
+            lines = self.spool_path.read_text(encoding="utf-8").splitlines()
+        except FileNotFoundError:
+            return []
+        records, corrupt = [], []
+        for line in lines:
+            if not line.strip():
+                continue
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError:
+                corrupt.append({"line": line})
+        if corrupt:
+            _append_jsonl(self.corrupt_path, corrupt)
+            self._warn(f"{len(corrupt)} unreadable spool line(s) moved to {self.corrupt_path}")
+        return records
+
+    def _warn(self, message: str) -> None:
+        log.warning(message)
+        warnings.warn(message, InfluxSpoolWarning, stacklevel=3)
+
+    def _reject(self, records: Sequence[Mapping], reason: str) -> None:
+        _append_jsonl(self.rejected_path, ({"reason": reason, "record": r} for r in records))
+        self._warn(f"InfluxDB refused {len(records)} record(s) as bad data ({reason}); kept in "
+                   f"{self.rejected_path}, not retried")
+
+    # ---- public ----
+    def spooled_count(self) -> int:
+        with self._locked():
+            return len(self._read_spool())
+
+    def replay_spool(self) -> ExportResult:
+        """Send spooled records oldest first; remove each batch only once acknowledged.
+        Stops at the first batch InfluxDB cannot take (the rest stays, in order)."""
+        result = ExportResult(spool_path=self.spool_path)
+        with self._locked():
+            pending = self._read_spool()
+            while pending:
+                batch = pending[:BATCH_RECORDS]
+                try:
+                    self._send(batch)
+                    result.replayed += len(batch)
+                except InfluxUnavailable as e:
+                    result.error = str(e)
+                    break
+                except InfluxRejected as e:
+                    self._reject(batch, str(e))
+                    result.rejected += len(batch)
+                pending = pending[len(batch):]
+                _rewrite_jsonl(self.spool_path, pending)
+        if result.replayed:
+            log.info("replayed %d spooled record(s) to %s", result.replayed, self.url)
+        return result
+
+    def export(self, records: Iterable[Mapping]) -> ExportResult:
+        """Replay the spool, then write `records`; spool them if InfluxDB cannot take them.
+        Never raises for InfluxDB trouble (a run must not fail on it); see ExportResult."""
+        records = list(records)
+        for rec in records:  # a bad record is our bug: fail loudly, before anything is sent
+            record_to_point_parts(rec)
+        result = self.replay_spool()
+        if not records:
+            return result
+        with self._locked():
+            if result.error is None and not self.spool_path.exists():
+                for start in range(0, len(records), BATCH_RECORDS):
+                    batch = records[start:start + BATCH_RECORDS]
+                    try:
+                        self._send(batch)
+                        result.sent += len(batch)
+                    except InfluxUnavailable as e:
+                        result.error = str(e)
+                        records = records[start:]
+                        break
+                    except InfluxRejected as e:
+                        self._reject(batch, str(e))
+                        result.rejected += len(batch)
+                else:
+                    return result
+            result.spooled = _append_jsonl(self.spool_path, records)
+        self._warn(f"InfluxDB at {self.url} unavailable ({result.error}); {result.spooled} "
+                   f"record(s) spooled to {self.spool_path}, replayed on the next export")
+        return result

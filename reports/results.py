@@ -1,0 +1,306 @@
+"""Result records: validate against reports/schema/result-v1.json, append to results.jsonl.
+
+A record is one JSON object per line in reports/<run-id>/results.jsonl:
+
+    {"schema_version": 1, "suite": "throughput", "name": "ndr_64b_1flows",
+     "metrics": {"ndr_mpps": 3.2, "latency_p99_us": 41.0},
+     "params": {"frame_size_b": 64, "flows": 1},
+     "provenance": {"git_sha": ..., "git_dirty": ..., "dut_switch_kind": "ovs", "dut_build": ...,
+                    "generator": "softgen", "generator_version": ..., "profile": "local",
+                    "port_kind": "memif", "host": ..., "start_time": ..., "end_time": ...},
+     "run_id": "run-20240501T020304Z-1a2b"}
+
+Invariants:
+- every line of results.jsonl is a complete record that passed the schema; a record that fails
+  validation raises ResultRecordError (a ValueError naming the offending key) and nothing of it
+  is written;
+- metric values are numbers, bools or null: never NaN or infinity (JSON has no such values);
+- times are RFC 3339 UTC with a Z suffix and microseconds (the Influx exporter uses end_time as
+  the point time, so a retried export overwrites instead of duplicating).
+
+Concurrency: one ResultWriter per run, shared by the pytest process; `write` holds a lock and
+appends one line with a single write(2) on an O_APPEND descriptor.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import math
+import os
+import platform
+import secrets
+import socket
+import subprocess
+import threading
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import jsonschema
+
+SCHEMA_VERSION = 1
+SCHEMA_PATH = Path(__file__).resolve().parent / "schema" / f"result-v{SCHEMA_VERSION}.json"
+RESULTS_FILE = "results.jsonl"
+RUN_ID_PREFIX = "run-"
+LATEST_LINK = "latest"
+
+# Provenance keys the schema requires; collect_provenance fills the host/git/build ones, the
+# harness the DUT/generator/profile ones, `write` the times.
+REQUIRED_PROVENANCE = ("git_sha", "git_dirty", "dut_switch_kind", "dut_build", "generator",
+                       "generator_version", "profile", "port_kind", "host", "start_time",
+                       "end_time")
+
+
+class ResultRecordError(ValueError):
+    """A record does not match the result schema; the message names every offending key."""
+
+
+# ---- time -----------------------------------------------------------------------------------
+
+def utc_rfc3339(when: dt.datetime | float | None = None) -> str:
+    """RFC 3339 UTC with microseconds and a Z, e.g. 2024-05-01T02:03:04.123456Z.
+
+    `when` is an aware datetime, a POSIX timestamp in seconds, or None for now."""
+    if when is None:
+        when = dt.datetime.now(dt.timezone.utc)
+    elif isinstance(when, (int, float)):
+        when = dt.datetime.fromtimestamp(when, dt.timezone.utc)
+    elif when.tzinfo is None:
+        raise ValueError(f"naive datetime {when!r}: give a timezone-aware one (UTC)")
+    return when.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_rfc3339(text: str) -> dt.datetime:
+    """Inverse of utc_rfc3339 (also accepts fewer fraction digits / none)."""
+    return dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+# ---- run directories ------------------------------------------------------------------------
+
+def new_run_id(now: dt.datetime, rand_hex: str | None = None) -> str:
+    """run-YYYYmmddTHHMMSSZ-<4 hex>; `rand_hex` is for tests."""
+    suffix = rand_hex if rand_hex is not None else secrets.token_hex(2)
+    return f"{RUN_ID_PREFIX}{now.astimezone(dt.timezone.utc):%Y%m%dT%H%M%SZ}-{suffix}"
+
+
+def create_run_dir(reports_root: Path, now: dt.datetime | None = None) -> Path:
+    """Make reports_root/<new run id>/ and point reports_root/latest at it."""
+    now = now or dt.datetime.now(dt.timezone.utc)
+    reports_root = Path(reports_root)
+    reports_root.mkdir(parents=True, exist_ok=True)
+    while True:
+        run_dir = reports_root / new_run_id(now)
+        try:
+            run_dir.mkdir()
+            break
+        except FileExistsError:  # same second and same 4 hex: draw again
+            continue
+    update_latest_link(reports_root, run_dir)
+    return run_dir
+
+
+def update_latest_link(reports_root: Path, run_dir: Path) -> Path:
+    """Atomically (rename over) make reports_root/latest -> <run dir name> (relative link)."""
+    link = Path(reports_root) / LATEST_LINK
+    tmp = Path(reports_root) / f".{LATEST_LINK}.{os.getpid()}.tmp"
+    if tmp.is_symlink() or tmp.exists():
+        tmp.unlink()
+    os.symlink(Path(run_dir).name, tmp)
+    os.replace(tmp, link)
+    return link
+
+
+# ---- provenance ------------------------------------------------------------------------------
+
+def _git(repo_root: Path, *args: str) -> str | None:
+    try:
+        out = subprocess.run(["git", "-C", str(repo_root), *args], capture_output=True,
+                             text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def build_dir(repo_root: Path) -> Path:
+    """The meson build dir: env OFBENCH_BUILD_DIR, else <repo>/build."""
+    return Path(os.environ.get("OFBENCH_BUILD_DIR") or Path(repo_root) / "build")
+
+
+def file_build_id(path: Path) -> str:
+    """'sha256:<first 16 hex>' of a binary, or 'none' when it does not exist."""
+    path = Path(path)
+    if not path.is_file():
+        return "none"
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return "sha256:" + digest.hexdigest()[:16]
+
+
+def collect_provenance(repo_root: Path, switch_binary: str = "dut/switch/ofswitch") -> dict:
+    """Host-side provenance shared by every record of a run.
+
+    git_sha is 'none' in a repo without commits (or outside git); git_dirty counts tracked
+    modified files and untracked files that are not ignored. dut_build hashes
+    <build dir>/<switch_binary> ('none' until the switch is built)."""
+    repo_root = Path(repo_root)
+    sha = _git(repo_root, "rev-parse", "--verify", "-q", "HEAD") or "none"
+    status = _git(repo_root, "status", "--porcelain")
+    return {
+        "git_sha": sha,
+        "git_dirty": bool(status) if status is not None else True,
+        "dut_build": file_build_id(build_dir(repo_root) / switch_binary),
+        "host": socket.gethostname() or "unknown",
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+    }
+
+
+# ---- validation ------------------------------------------------------------------------------
+
+_validator: jsonschema.protocols.Validator | None = None
+
+
+def schema() -> dict:
+    return json.loads(SCHEMA_PATH.read_text())
+
+
+def _get_validator():
+    global _validator
+    if _validator is None:
+        s = schema()
+        cls = jsonschema.validators.validator_for(s)
+        cls.check_schema(s)
+        _validator = cls(s)
+    return _validator
+
+
+def _key_path(path: Iterable[Any]) -> str:
+    parts = [str(p) for p in path]
+    return ".".join(parts) if parts else "<record>"
+
+
+def _non_finite(record: Mapping, prefix: str = "") -> list[str]:
+    """Paths of NaN/inf floats anywhere in the record (the schema cannot see them)."""
+    bad = []
+    items = record.items() if isinstance(record, Mapping) else enumerate(record)
+    for key, value in items:
+        path = f"{prefix}.{key}" if prefix else str(key)
+        if isinstance(value, float) and not math.isfinite(value):
+            bad.append(f"{path}: {value!r} is not allowed (JSON has no NaN/inf; use null for "
+                       "'not measured')")
+        elif isinstance(value, (Mapping, list, tuple)):
+            bad.extend(_non_finite(value, path))
+    return bad
+
+
+def validation_errors(record: Mapping) -> list[str]:
+    """Every problem of a record as 'key.path: message', sorted; [] when valid."""
+    problems = _non_finite(record)
+    for err in _get_validator().iter_errors(record):
+        where = _key_path(err.absolute_path)
+        if err.validator == "required":
+            # jsonschema says "'x' is a required property" at the parent: name the key itself
+            missing = err.message.split("'")[1] if "'" in err.message else err.message
+            where = _key_path([*err.absolute_path, missing])
+            problems.append(f"{where}: required key is missing")
+        elif err.validator == "additionalProperties" and err.validator_value is False:
+            problems.append(f"{where}: {err.message}")
+        elif "propertyNames" in err.relative_schema_path:
+            # the error sits at the parent object; the offending key is err.instance
+            rule = (f"must match {err.validator_value!r}" if err.validator == "pattern"
+                    else err.message)
+            problems.append(f"{_key_path([*err.absolute_path, err.instance])}: bad key name, "
+                            f"{rule}")
+        else:
+            problems.append(f"{where}: {err.message}")
+    return sorted(set(problems))
+
+
+def validate_record(record: Mapping) -> None:
+    problems = validation_errors(record)
+    if problems:
+        who = f"{record.get('suite', '?')}/{record.get('name', '?')}" \
+            if isinstance(record, Mapping) else "?"
+        raise ResultRecordError(f"invalid result record {who} (schema {SCHEMA_PATH.name}):\n  "
+                                + "\n  ".join(problems))
+
+
+# ---- writer and reader -----------------------------------------------------------------------
+
+class ResultWriter:
+    """Validates and appends records to <run_dir>/results.jsonl.
+
+    base_provenance: the run's shared provenance (collect_provenance() plus profile,
+    dut_switch_kind, generator, ... known at session start); per-record `provenance` overrides it.
+    Times: end_time defaults to now; start_time defaults to end_time (pass the test's real start).
+    """
+
+    def __init__(self, run_dir: Path, base_provenance: Mapping | None = None,
+                 run_id: str | None = None):
+        self.run_dir = Path(run_dir)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.path = self.run_dir / RESULTS_FILE
+        self.base_provenance = dict(base_provenance or {})
+        self.run_id = run_id if run_id is not None else (
+            self.run_dir.name if self.run_dir.name.startswith(RUN_ID_PREFIX) else None)
+        self._lock = threading.Lock()
+
+    def build(self, suite: str, name: str, metrics: Mapping, params: Mapping | None = None,
+              provenance: Mapping | None = None, **extra: Any) -> dict:
+        """The record `write` would write (validated), without writing it."""
+        prov = {**self.base_provenance, **(provenance or {})}
+        prov.setdefault("end_time", utc_rfc3339())
+        prov.setdefault("start_time", prov["end_time"])
+        record: dict[str, Any] = {
+            "schema_version": SCHEMA_VERSION,
+            "suite": suite,
+            "name": name,
+            "metrics": dict(metrics) if isinstance(metrics, Mapping) else metrics,
+            "params": dict(params or {}),
+            "provenance": prov,
+        }
+        if self.run_id is not None:
+            record["run_id"] = self.run_id
+        record.update({k: v for k, v in extra.items() if v is not None})
+        validate_record(record)
+        return record
+
+    def write(self, suite: str, name: str, metrics: Mapping, params: Mapping | None = None,
+              provenance: Mapping | None = None, **extra: Any) -> dict:
+        """Validate and append one record; returns it. Extra keys allowed by the schema:
+        targets, target_misses, test_id. Raises ResultRecordError, writing nothing."""
+        record = self.build(suite, name, metrics, params, provenance, **extra)
+        line = (json.dumps(record, allow_nan=False, separators=(",", ":")) + "\n").encode()
+        with self._lock:
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, line)
+            finally:
+                os.close(fd)
+        return record
+
+
+def load_results(run_dir: Path, validate: bool = False) -> list[dict]:
+    """All records of a run in write order ([] if none). A corrupt line raises ValueError
+    naming the file and line number; validate=True also checks each against the schema."""
+    path = Path(run_dir) / RESULTS_FILE
+    if not path.exists():
+        return []
+    records = []
+    with path.open() as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise ValueError(f"{path}:{lineno}: not a JSON record ({e})") from None
+            if validate:
+                try:
+                    validate_record(record)
+                except ResultRecordError as e:
+                    raise ValueError(f"{path}:{lineno}: {e}") from None
+            records.append(record)
+    return records

@@ -1,0 +1,179 @@
+"""The run index page: content, extras API, and a look at it in headless Chromium."""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from reports.html import (add_plot, add_table, fmt_number, load_extras, main_metric,
+                          render_run_index, table_html)
+from reports.results import load_results
+from reports.tests.sample import make_sample_run, write_session
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                  "--no-first-run", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--hide-scrollbars"]
+
+
+class Tables(HTMLParser):
+    """Collects every <table> as rows of cell texts, and <img> sources."""
+
+    def __init__(self):
+        super().__init__()
+        self.tables: list[dict] = []
+        self.imgs: list[str] = []
+        self._row = self._cell = None
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "table":
+            self.tables.append({"class": a.get("class", ""), "rows": []})
+        elif tag == "tr" and self.tables:
+            self._row = []
+            self.tables[-1]["rows"].append(self._row)
+        elif tag in ("td", "th") and self._row is not None:
+            self._cell = {"text": "", "class": a.get("class", "")}
+            self._row.append(self._cell)
+        elif tag == "img":
+            self.imgs.append(a.get("src", ""))
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th"):
+            self._cell = None
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell["text"] += data
+
+
+def parse(text: str) -> Tables:
+    p = Tables()
+    p.feed(text)
+    return p
+
+
+@pytest.fixture
+def sample_run(tmp_path):
+    run_dir = tmp_path / "run-20240501T020000Z-abcd"
+    make_sample_run(run_dir)
+    write_session(run_dir)
+    (run_dir / "pytest.html").write_text("<html>pytest</html>")
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(5, 2.5))
+    ax.bar(["1", "2", "4", "8"], [3, 9, 14, 6])
+    ax.set_title("latency histogram")
+    add_plot(run_dir, "throughput", fig, "latency histogram, ovs, 1 flow")
+    add_table(run_dir, "throughput", [{"frame_size_b": 64, "ovs_mpps": 3.1, "ofbench_mpps": 8.4},
+                                      {"frame_size_b": 128, "ovs_mpps": 2.9}], "side by side")
+    return run_dir
+
+
+def test_index_has_summary_sections_tables_plots_and_targets(sample_run):
+    index = render_run_index(sample_run)
+    text = index.read_text()
+    assert index == sample_run / "index.html"
+    assert "<script" not in text and "http://" not in text and "https://" not in text
+    for s in ("7 passed", "1 failed", "2 skipped", "pytest.html", "results.jsonl",
+              "test_ndr[ovs-100000]", "run-20240501T020000Z-abcd"):
+        assert s in text
+    for suite in ("smoke", "throughput", "softgen"):
+        assert f'id="suite-{suite}"' in text
+    doc = parse(text)
+    records_tables = [t for t in doc.tables if t["class"] == "records"]
+    assert len(records_tables) == 3
+    tp = records_tables[1]["rows"]
+    head = [c["text"] for c in tp[0]]
+    assert head[:3] == ["name", "dut_switch_kind", "ndr_mpps"] and head[-1] == "targets"
+    assert len(tp) == 1 + 6
+    missed = [r for r in tp[1:] if "miss" in r[-1]["class"]]
+    assert len(missed) == 1 and "ndr_mpps 1.033, target >= 2.000" in missed[0][-1]["text"]
+    assert "miss" in missed[0][2]["class"]  # the metric cell itself is marked too
+    # the main-metric chart exists for the multi-record suite only, plus the registered extra
+    assert "plots/throughput-ndr-mpps.png" in doc.imgs
+    assert not any("smoke" in s for s in doc.imgs)
+    assert any(s.startswith("extras/throughput/") for s in doc.imgs)
+    for src in doc.imgs:
+        assert (sample_run / src).is_file()
+    assert any(t["rows"] and [c["text"] for c in t["rows"][0]] == ["frame_size_b", "ovs_mpps",
+                                                                    "ofbench_mpps"]
+               for t in doc.tables)
+
+
+def test_index_of_an_empty_run(tmp_path):
+    text = render_run_index(tmp_path).read_text()
+    assert "This run wrote no records" in text
+
+
+def test_main_metric_prefers_common_throughput(tmp_path):
+    make_sample_run(tmp_path)
+    recs = [r for r in load_results(tmp_path) if r["suite"] == "throughput"]
+    assert main_metric(recs) == "ndr_mpps"
+    assert main_metric([{"metrics": {"ok": True}}]) is None
+
+
+def test_extras_api(tmp_path):
+    png = tmp_path / "x.png"
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig = plt.figure()
+    fig.savefig(png)
+    plt.close(fig)
+    p1 = add_plot(tmp_path, "wan", png, "from a file")
+    p2 = add_table(tmp_path, "wan", [{"a": 1}], "a table")
+    (tmp_path / "extras" / "wan" / "zz-handmade.html").write_text("<p>hand made</p>")
+    items = load_extras(tmp_path, "wan")
+    assert [(i["kind"], i["title"]) for i in items] == [("png", "from a file"),
+                                                        ("table", "a table"),
+                                                        ("html", "zz-handmade")]
+    assert items[0]["file"] == p1 and items[1]["file"] == p2
+    with pytest.raises(FileNotFoundError, match="nope.png"):
+        add_plot(tmp_path, "wan", tmp_path / "nope.png", "missing")
+    with pytest.raises(TypeError, match="Figure or a PNG"):
+        add_plot(tmp_path, "wan", 42, "bad")
+    with pytest.raises(ValueError, match="suite name"):
+        add_table(tmp_path, "../evil", [], "bad")
+    # a suite with extras but no records still gets a section
+    assert 'id="suite-wan"' in render_run_index(tmp_path).read_text()
+
+
+def test_table_html_and_number_format():
+    t = table_html([{"a": 1, "b": True}, {"a": 2.5, "c": None}], "t<1>")
+    assert "t&lt;1&gt;" in t and t.count("<tr>") == 3 and "✓" in t
+    assert fmt_number(1234567.8) == "1\u2009234\u2009568"
+    assert fmt_number(3.14159) == "3.142" and fmt_number(0.00012) == "0.00012"
+    assert fmt_number(42) == "42" and fmt_number(0.0) == "0"
+
+
+def _chromium(args: list[str], tmp_path: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([CHROMIUM, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'chr'}",
+                           *args], capture_output=True, text=True, timeout=90)
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (make setup installs it)")
+def test_index_renders_in_headless_chromium(sample_run, tmp_path):
+    index = render_run_index(sample_run)
+    shot = tmp_path / "shot.png"
+    r = _chromium([f"--screenshot={shot}", "--window-size=1280,2000", index.as_uri()], tmp_path)
+    assert shot.is_file(), r.stderr[-2000:]
+    import matplotlib.image as mpimg
+    pixels = mpimg.imread(shot)
+    assert pixels.shape[0] == 2000 and pixels.shape[1] == 1280
+    assert pixels[..., :3].std() > 0.05  # not a blank page
+    # the dark header band is at the top: the CSS was applied
+    assert pixels[20, 640, :3].mean() < 0.3
+    dom = _chromium(["--dump-dom", index.as_uri()], tmp_path)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    doc = parse(dom.stdout)
+    assert len([t for t in doc.tables if t["class"] == "records"]) == 3
+    names = [row[0]["text"] for t in doc.tables if t["class"] == "records" for row in t["rows"][1:]]
+    assert "ndr_64b_100000flows" in names and "ping_and_udp_burst" in names
+    assert re.search(r"1 target misses", dom.stdout)

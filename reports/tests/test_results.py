@@ -1,0 +1,169 @@
+"""Result records: schema validation, writing, reading, run dirs, provenance."""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import re
+import subprocess
+
+import pytest
+
+from reports.results import (ResultRecordError, ResultWriter, collect_provenance,
+                             create_run_dir, file_build_id, load_results, new_run_id,
+                             parse_rfc3339, schema, utc_rfc3339, validation_errors)
+from reports.tests.sample import BASE_PROVENANCE, make_sample_run
+
+T0 = dt.datetime(2024, 5, 1, 2, 3, 4, 123456, tzinfo=dt.timezone.utc)
+
+
+@pytest.fixture
+def writer(tmp_path):
+    return ResultWriter(tmp_path / "run-20240501T020304Z-00ff", BASE_PROVENANCE)
+
+
+def test_schema_is_valid_draft_2020_12():
+    import jsonschema
+    s = schema()
+    assert s["$schema"].endswith("2020-12/schema")
+    jsonschema.Draft202012Validator.check_schema(s)
+
+
+def test_write_appends_one_valid_line_per_record(writer):
+    rec = writer.write("throughput", "ndr_64b_1flows", {"ndr_mpps": 3.2, "ok": True, "x_us": None},
+                       {"frame_size_b": 64, "sizes": [64, 128], "peer": {"kind": "ovs"}},
+                       {"start_time": utc_rfc3339(T0), "end_time": utc_rfc3339(T0)})
+    writer.write("throughput", "ndr_64b_2flows", {"ndr_mpps": 3.1})
+    lines = writer.path.read_text().splitlines()
+    assert len(lines) == 2
+    first = json.loads(lines[0])
+    assert first == rec
+    assert first["schema_version"] == 1
+    assert first["run_id"] == "run-20240501T020304Z-00ff"
+    assert first["provenance"]["profile"] == "local"
+    assert first["provenance"]["end_time"] == "2024-05-01T02:03:04.123456Z"
+    # defaults: end_time = now, start_time = end_time
+    second = json.loads(lines[1])["provenance"]
+    assert second["start_time"] == second["end_time"]
+    assert load_results(writer.run_dir, validate=True) == [first, json.loads(lines[1])]
+
+
+BAD_RECORDS = [
+    # (what to change, key that must be named in the error)
+    ({"metrics": {"rx_mpps": "fast"}}, "metrics.rx_mpps"),
+    ({"metrics": {"nested": {"a": 1}}}, "metrics.nested"),
+    ({"metrics": {"rx_mpps": float("nan")}}, "metrics.rx_mpps"),
+    ({"metrics": {"rx_mpps": float("inf")}}, "metrics.rx_mpps"),
+    ({"metrics": {"Rx Mpps": 1.0}}, "metrics.Rx Mpps"),
+    ({"metrics": [1, 2]}, "metrics"),
+    ({"params": {"deep": {"a": {"b": 1}}}}, "params.deep"),
+    ({"suite": "Bad Suite"}, "suite"),
+    ({"name": ""}, "name"),
+    ({"provenance": {"start_time": "yesterday"}}, "provenance.start_time"),
+    ({"provenance": {"end_time": "2024-05-01T02:03:04+02:00"}}, "provenance.end_time"),
+    ({"provenance": {"git_dirty": "no"}}, "provenance.git_dirty"),
+    ({"provenance": {"git_sha": "not-a-sha"}}, "provenance.git_sha"),
+    ({"provenance": {"profile": {"name": "x"}}}, "provenance.profile"),
+    ({"target_misses": [{"metric": "ndr_mpps", "op": "~", "target": 1}]}, "target_misses.0.op"),
+    ({"surprise": 1}, "surprise"),
+]
+
+
+@pytest.mark.parametrize("change,key", BAD_RECORDS, ids=[k for _, k in BAD_RECORDS])
+def test_bad_record_names_the_key_and_writes_nothing(writer, change, key):
+    args = {"suite": "smoke", "name": "ping", "metrics": {"ok": True}, "params": {},
+            "provenance": {}}
+    extra = {}
+    for k, v in change.items():
+        if k == "provenance":
+            args["provenance"] = v
+        elif k in args:
+            args[k] = v
+        else:
+            extra[k] = v
+    with pytest.raises(ResultRecordError) as err:
+        writer.write(**args, **extra)
+    assert key in str(err.value)
+    assert "smoke/" in str(err.value) or "Bad Suite" in str(err.value)
+    assert not writer.path.exists()
+
+
+def test_missing_provenance_keys_are_each_named(tmp_path):
+    w = ResultWriter(tmp_path, {"git_sha": "none"})
+    with pytest.raises(ResultRecordError) as err:
+        w.write("smoke", "ping", {"ok": True})
+    for key in ("git_dirty", "dut_switch_kind", "dut_build", "generator", "generator_version",
+                "profile", "port_kind", "host"):
+        assert f"provenance.{key}: required key is missing" in str(err.value)
+    assert not (tmp_path / "results.jsonl").exists()
+
+
+def test_missing_top_level_key_is_named():
+    problems = validation_errors({"schema_version": 1, "suite": "a", "name": "b",
+                                  "metrics": {}, "provenance": {}})
+    assert "params: required key is missing" in problems
+
+
+def test_load_results_names_file_and_line_of_a_corrupt_line(tmp_path):
+    make_sample_run(tmp_path)
+    with open(tmp_path / "results.jsonl", "a") as f:
+        f.write('{"suite": "torn\n')
+    n = len((tmp_path / "results.jsonl").read_text().splitlines())
+    with pytest.raises(ValueError, match=rf"results.jsonl:{n}: not a JSON record"):
+        load_results(tmp_path)
+
+
+def test_load_results_of_empty_run_is_empty(tmp_path):
+    assert load_results(tmp_path) == []
+
+
+def test_times_are_rfc3339_utc_and_round_trip():
+    text = utc_rfc3339(T0)
+    assert text == "2024-05-01T02:03:04.123456Z"
+    assert parse_rfc3339(text) == T0
+    assert utc_rfc3339(T0.astimezone(dt.timezone(dt.timedelta(hours=2)))) == text
+    with pytest.raises(ValueError):
+        utc_rfc3339(dt.datetime(2024, 1, 1))  # naive
+
+
+def test_run_ids_and_latest_link(tmp_path):
+    assert new_run_id(T0, "beef") == "run-20240501T020304Z-beef"
+    assert re.fullmatch(r"run-\d{8}T\d{6}Z-[0-9a-f]{4}", new_run_id(T0))
+    a = create_run_dir(tmp_path, T0)
+    b = create_run_dir(tmp_path, T0)
+    assert a != b and a.is_dir() and b.is_dir()
+    latest = tmp_path / "latest"
+    assert latest.is_symlink() and os.readlink(latest) == b.name  # relative: survives a move
+    assert latest.resolve() == b.resolve()
+    assert not list(tmp_path.glob(".latest*"))
+
+
+def test_collect_provenance_in_a_git_repo(tmp_path, monkeypatch):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git = ["git", "-C", str(repo), "-c", "user.email=t@t", "-c", "user.name=t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    (repo / "f").write_text("1")
+    subprocess.run([*git, "add", "f"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "x"], check=True)
+    build = tmp_path / "build"
+    (build / "dut" / "switch").mkdir(parents=True)
+    (build / "dut" / "switch" / "ofswitch").write_bytes(b"binary")
+    monkeypatch.setenv("OFBENCH_BUILD_DIR", str(build))
+    prov = collect_provenance(repo)
+    sha = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True).stdout
+    assert prov["git_sha"] == sha.strip()
+    assert prov["git_dirty"] is False
+    assert prov["dut_build"] == file_build_id(build / "dut" / "switch" / "ofswitch")
+    assert prov["dut_build"].startswith("sha256:") and prov["host"]
+    (repo / "f").write_text("2")
+    assert collect_provenance(repo)["git_dirty"] is True
+
+
+def test_collect_provenance_outside_git_and_without_build(tmp_path, monkeypatch):
+    monkeypatch.setenv("OFBENCH_BUILD_DIR", str(tmp_path / "nobuild"))
+    prov = collect_provenance(tmp_path)
+    assert prov["git_sha"] == "none" and prov["dut_build"] == "none"
+    # and such provenance is still a valid record
+    w = ResultWriter(tmp_path / "r", {**BASE_PROVENANCE, **prov})
+    w.write("smoke", "ping", {"ok": True})

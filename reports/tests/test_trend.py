@@ -1,0 +1,130 @@
+"""Trend statistics and the direction table (pure; the InfluxDB part is in test_influx.py)."""
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import pytest
+
+from reports.results import load_results
+from reports.tests.sample import make_sample_run
+from reports.trend import (DIRECTION_OVERRIDES, SeriesKey, evaluate, history_query, judge,
+                           median_mad, metric_direction, noise_band, record_keys,
+                           write_trend_page)
+
+DIRECTIONS = [
+    # higher is better: rates, ok flags, NDR/PDR-derived ratios
+    ("rx_mpps", 1), ("tx_mpps", 1), ("ndr_mpps", 1), ("pdr_mpps", 1), ("lookup_mlps", 1),
+    ("goodput_mbps", 1), ("rate_gbps", 1), ("ok", 1), ("passed", 1), ("cache_hit_ratio", 1),
+    ("ndr_vs_peer_ratio", 1), ("tx_mpps_vs_testpmd_ratio", 1), ("cases_passed", 1),
+    # lower is better: times, latency, loss, errors
+    ("latency_p99_us", -1), ("latency_p50_ns", -1), ("high_ms", -1), ("setup_s", -1),
+    ("delay_error_us", -1), ("lost_pkts", -1), ("loss_ratio", -1), ("ping_loss_pct", -1),
+    ("latency_vs_peer_ratio", -1), ("p99_us_vs_peer_ratio", -1), ("rx_errors", -1),
+    ("cases_failed", -1), ("cycles_per_pkt", -1), ("jitter_us", -1), ("unsent_pkts", -1),
+    # a latency measured in Mpps-land is still latency: rule 1 wins over units
+    ("latency_at_mpps", -1),
+    # no direction: counts and configuration echoes are not judged
+    ("tx_pkts", 0), ("rx_pkts", 0), ("flows", 0), ("trials", 0), ("frame_size_b", 0),
+]
+
+
+@pytest.mark.parametrize("metric,direction", DIRECTIONS, ids=[m for m, _ in DIRECTIONS])
+def test_direction_table(metric, direction):
+    assert metric_direction(metric) == direction
+
+
+def test_direction_override_wins(monkeypatch):
+    monkeypatch.setitem(DIRECTION_OVERRIDES, "tx_pkts", 1)
+    assert metric_direction("tx_pkts") == 1
+
+
+def test_median_and_mad():
+    assert median_mad([1, 2, 3, 4, 100]) == (3, 1)
+    assert median_mad([5.0]) == (5.0, 0.0)
+    with pytest.raises(ValueError):
+        median_mad([])
+
+
+def test_noise_band_has_a_relative_floor():
+    assert noise_band(10.0, 0.0) == pytest.approx(0.2)          # 2 % of the median
+    assert noise_band(10.0, 1.0, k=3) == pytest.approx(3 * 1.4826)
+    assert noise_band(0.0, 0.0) > 0
+
+
+HIST = [10.0, 10.2, 9.9, 10.1, 9.8, 10.0, 10.3]
+
+
+@pytest.mark.parametrize("value,direction,verdict", [
+    (10.1, 1, "ok"), (9.2, 1, "regression"), (11.0, 1, "progression"),
+    (11.0, -1, "regression"), (9.2, -1, "progression"), (12.0, 0, "untracked"),
+    (None, 1, "not_measured"),
+])
+def test_judge_verdicts(value, direction, verdict):
+    assert judge(value, HIST, direction).verdict == verdict
+
+
+def test_one_outlier_night_does_not_widen_the_band():
+    j = judge(9.2, HIST + [50.0], 1)
+    assert j.verdict == "regression" and j.median == pytest.approx(10.05)
+
+
+def test_judge_needs_history():
+    j = judge(1.0, [10.0, 10.0], 1)
+    assert j.verdict == "new" and j.n_history == 2
+
+
+def test_bool_metric_flip_is_a_regression():
+    assert judge(False, [True] * 5, metric_direction("ok")).verdict == "regression"
+    assert judge(True, [True] * 5, metric_direction("ok")).verdict == "ok"
+
+
+def test_change_pct_and_stats_are_reported():
+    j = judge(8.0, [10.0] * 5, 1)
+    assert j.change_pct == pytest.approx(-20.0) and j.mad == 0 and j.n_history == 5
+
+
+def _records(tmp_path):
+    make_sample_run(tmp_path)
+    return load_results(tmp_path)
+
+
+def test_evaluate_keys_include_switch_kind_and_sorts_regressions_first(tmp_path):
+    records = _records(tmp_path)
+    rec = next(r for r in records if r["name"] == "ndr_64b_1flows"
+               and r["provenance"]["dut_switch_kind"] == "ofbench")
+    key = dict(record_keys(rec))
+    k = next(k for k in key if k.metric == "ndr_mpps")
+    assert k == SeriesKey("throughput", "ndr_64b_1flows", "local", "ofbench", "softgen",
+                          "memif", "ndr_mpps")
+    history = {k: [(f"2024-04-{d:02d}T02:00:00.000000Z", 20.0) for d in range(1, 8)]}
+    rows = evaluate(records, history)
+    assert rows[0].key == k and rows[0].judgement.verdict == "regression"
+    assert sum(r.judgement.verdict == "regression" for r in rows) == 1
+    # the same name on the other switch kind has no history: not compared with ofbench's
+    other = [r for r in rows if r.key == SeriesKey("throughput", "ndr_64b_1flows", "local",
+                                                   "ovs", "softgen", "memif", "ndr_mpps")]
+    assert other[0].judgement.verdict == "new"
+
+
+def test_trend_page_and_json(tmp_path):
+    records = _records(tmp_path)
+    k = SeriesKey("softgen", "tx_64b_1core_memif", "local", "ovs", "softgen", "memif", "tx_mpps")
+    start = dt.datetime(2024, 4, 1, tzinfo=dt.timezone.utc)
+    history = {k: [((start + dt.timedelta(days=d)).strftime("%Y-%m-%dT%H:%M:%S.%fZ"), 9.0 + 0.1 * (d % 2))
+                   for d in range(10)]}
+    rows = evaluate(records, history)
+    page = write_trend_page(tmp_path, rows, settings={"last_n": 20})
+    text = page.read_text()
+    assert "tx_64b_1core_memif" in text and "progression" in text
+    assert 'src="plots/trend-' in text and "<script" not in text
+    data = json.loads((tmp_path / "trend.json").read_text())
+    assert data["counts"]["progression"] == 1
+    assert len(list((tmp_path / "plots").glob("trend-*.png"))) >= 1
+
+
+def test_history_query_escapes_strings():
+    q = history_query('ofb"/autogen', 'su"ite', "pro\\file", "2024-05-01T00:00:00Z", 5)
+    assert 'bucket: "ofb\\"/autogen"' in q and 'r._measurement == "su\\"ite"' in q
+    assert 'r.profile == "pro\\\\file"' in q and "tail(n: 5)" in q
+    assert "stop: 2024-05-01T00:00:00Z" in q

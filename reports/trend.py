@@ -1,0 +1,419 @@
+"""Nightly trend: compare each metric of a run with its history in InfluxDB.
+
+For every record of the run and every metric in it, the history is the last N points of the
+same series before the run started: same suite (measurement), name, profile, dut_switch_kind,
+generator and port_kind (git_sha is deliberately not part of the key: the point is to compare
+across commits). Then:
+
+    median  = median(history)
+    mad     = median(|x - median|)                     (median absolute deviation)
+    band    = max(K * 1.4826 * mad, REL_FLOOR * |median|, ABS_FLOOR)
+    verdict = ok           if |value - median| <= band
+              regression   if the value moved beyond the band in the worse direction
+              progression  if it moved beyond the band in the better direction
+              untracked    if the metric has no better direction (counts, sizes, ...)
+              new          if there are fewer than MIN_HISTORY points of history
+
+1.4826 * MAD estimates the standard deviation for normal noise, and unlike the standard
+deviation one outlier night does not widen the band. REL_FLOOR keeps a perfectly stable history
+(MAD = 0) from flagging every tiny wobble. K = 3 by default.
+
+Direction of a metric (metric_direction), from the snake_case tokens of its name, first rule
+that applies wins:
+
+    1. a token in LOWER_WORDS  (latency, lost, loss, drop(s), error(s), fail(ed), miss(es),
+       jitter, timeout(s), unsent, retries, cycles, ooo, dup, ...)            -> lower is better
+    2. the last token is a rate unit in HIGHER_UNITS (mpps, kpps, pps, mlps, mbps, gbps, ...)
+                                                                              -> higher is better
+    3. the last token is a time unit in LOWER_UNITS (ns, us, ms, s, sec)      -> lower is better
+    4. any other token is a rate unit (tx_mpps_vs_testpmd_ratio)              -> higher is better
+    5. any other token is a time unit (p99_us_vs_peer_ratio)                  -> lower is better
+    6. a token in HIGHER_WORDS (ok, pass(ed), hit(s), ndr, pdr, throughput, goodput, speedup,
+       score, success, rate)                                                  -> higher is better
+    7. otherwise                                                              -> 0: not judged
+
+So `rx_mpps`, `ndr_mpps`, `ok`, `ndr_vs_peer_ratio` are higher-is-better; `latency_p99_us`,
+`high_ms`, `loss_ratio`, `latency_vs_peer_ratio`, `lost_pkts` are lower-is-better; `tx_pkts`
+and `flows` are not judged. A plain `*_ratio` gets its direction from its other words (ratios
+against a peer are ratios of throughput or of latency). DIRECTION_OVERRIDES wins over the
+rules for names that read wrong.
+
+Booleans count as 1/0 (True better for `ok`). Pure functions take plain values; the only I/O is
+fetch_history (Flux over influxdb-client) and write_trend_page.
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+import math
+import statistics
+from pathlib import Path
+from typing import Iterable, Mapping, Sequence
+
+K_DEFAULT = 3.0
+MAD_TO_SIGMA = 1.4826
+REL_FLOOR = 0.02
+ABS_FLOOR = 1e-9
+MIN_HISTORY = 3
+LAST_N_DEFAULT = 20
+TREND_HTML = "trend.html"
+TREND_JSON = "trend.json"
+MAX_PLOTS = 400  # more plots than that make a page nobody reads; the table still has all
+
+LOWER_WORDS = frozenset({
+    "latency", "lat", "lost", "loss", "losses", "drop", "drops", "dropped", "error", "errors",
+    "err", "errs", "fail", "failed", "failures", "fails", "miss", "misses", "missed", "jitter",
+    "timeout", "timeouts", "unsent", "retries", "retransmits", "cycles", "ooo", "dup", "dups",
+    "duplicate", "duplicates", "reorder", "reordered", "overruns", "stalls", "flaky",
+})
+HIGHER_UNITS = frozenset({"mpps", "kpps", "pps", "mlps", "klps", "lps", "mbps", "gbps", "kbps",
+                          "bps", "ops", "mops", "kops", "fps", "rps", "tps", "cps"})
+LOWER_UNITS = frozenset({"ns", "us", "ms", "s", "sec", "secs", "seconds"})
+HIGHER_WORDS = frozenset({"ok", "pass", "passed", "passes", "hit", "hits", "ndr", "pdr",
+                          "throughput", "goodput", "speedup", "score", "success", "successes",
+                          "rate"})
+DIRECTION_OVERRIDES: dict[str, int] = {}
+
+
+def metric_direction(metric: str) -> int:
+    """+1 higher is better, -1 lower is better, 0 no direction (not judged). See module doc."""
+    if metric in DIRECTION_OVERRIDES:
+        return DIRECTION_OVERRIDES[metric]
+    tokens = [t for t in metric.lower().split("_") if t]
+    if not tokens:
+        return 0
+    if any(t in LOWER_WORDS for t in tokens):
+        return -1
+    if tokens[-1] in HIGHER_UNITS:
+        return 1
+    if tokens[-1] in LOWER_UNITS:
+        return -1
+    if any(t in HIGHER_UNITS for t in tokens):   # e.g. tx_mpps_vs_testpmd_ratio
+        return 1
+    if any(t in LOWER_UNITS for t in tokens):    # e.g. p99_us_vs_peer_ratio
+        return -1
+    if any(t in HIGHER_WORDS for t in tokens):
+        return 1
+    return 0
+
+
+def median_mad(values: Sequence[float]) -> tuple[float, float]:
+    """(median, median absolute deviation). ValueError on an empty sequence."""
+    if not values:
+        raise ValueError("median_mad of no values")
+    med = statistics.median(values)
+    return med, statistics.median(abs(v - med) for v in values)
+
+
+def noise_band(median: float, mad: float, k: float = K_DEFAULT,
+               rel_floor: float = REL_FLOOR, abs_floor: float = ABS_FLOOR) -> float:
+    """Half-width of the band around the median inside which a change is noise."""
+    return max(k * MAD_TO_SIGMA * mad, rel_floor * abs(median), abs_floor)
+
+
+@dataclasses.dataclass
+class Judgement:
+    verdict: str            # ok | regression | progression | untracked | new | not_measured
+    value: float | None
+    median: float | None = None
+    mad: float | None = None
+    band: float | None = None
+    n_history: int = 0
+    direction: int = 0
+    change_pct: float | None = None
+
+
+def as_number(value) -> float | None:
+    if value is None or isinstance(value, str):
+        return None
+    v = float(value)  # bool -> 1.0/0.0
+    return v if math.isfinite(v) else None
+
+
+def judge(value, history: Sequence[float], direction: int, k: float = K_DEFAULT,
+          rel_floor: float = REL_FLOOR, min_history: int = MIN_HISTORY) -> Judgement:
+    """Verdict for one new value against its history (oldest first; only values matter)."""
+    v = as_number(value)
+    hist = [h for h in (as_number(x) for x in history) if h is not None]
+    if v is None:
+        return Judgement("not_measured", None, n_history=len(hist), direction=direction)
+    if len(hist) < min_history:
+        return Judgement("new", v, n_history=len(hist), direction=direction)
+    med, mad = median_mad(hist)
+    band = noise_band(med, mad, k, rel_floor)
+    delta = v - med
+    change = (delta / abs(med) * 100.0) if med != 0 else None
+    j = Judgement("ok", v, med, mad, band, len(hist), direction, change)
+    if direction == 0:
+        j.verdict = "untracked"
+    elif abs(delta) > band:
+        j.verdict = "progression" if delta * direction > 0 else "regression"
+    return j
+
+
+# ---- series keys -----------------------------------------------------------------------------
+
+SERIES_TAGS = ("name", "profile", "dut_switch_kind", "generator", "port_kind")
+
+
+@dataclasses.dataclass(frozen=True, order=True)
+class SeriesKey:
+    suite: str
+    name: str
+    profile: str
+    dut_switch_kind: str
+    generator: str
+    port_kind: str
+    metric: str
+
+    def label(self) -> str:
+        return f"{self.suite}/{self.name} [{self.dut_switch_kind}, {self.generator}, " \
+               f"{self.port_kind}] {self.metric}"
+
+
+def record_keys(record: Mapping) -> list[tuple[SeriesKey, object]]:
+    """(key, value) for every metric of a record."""
+    prov = record.get("provenance", {})
+    base = [record["suite"], record["name"]] + [str(prov.get(t, "")) for t in SERIES_TAGS[1:]]
+    return [(SeriesKey(*base, metric), value) for metric, value in record.get("metrics", {}).items()]
+
+
+@dataclasses.dataclass
+class TrendRow:
+    key: SeriesKey
+    judgement: Judgement
+    time: str                                   # the record's end_time
+    history: list[tuple[str, float]]            # (RFC 3339 time, value), oldest first
+
+
+def evaluate(records: Iterable[Mapping], history: Mapping[SeriesKey, Sequence[tuple[str, float]]],
+             k: float = K_DEFAULT, rel_floor: float = REL_FLOOR,
+             min_history: int = MIN_HISTORY) -> list[TrendRow]:
+    """Judge every metric of every record against history[key] (pure)."""
+    rows = []
+    for rec in records:
+        for key, value in record_keys(rec):
+            hist = list(history.get(key, []))
+            j = judge(value, [v for _, v in hist], metric_direction(key.metric), k, rel_floor,
+                      min_history)
+            rows.append(TrendRow(key, j, rec["provenance"]["end_time"], hist))
+    order = {"regression": 0, "progression": 1, "ok": 2, "new": 3, "untracked": 4,
+             "not_measured": 5}
+    rows.sort(key=lambda r: (order.get(r.judgement.verdict, 9), r.key))
+    return rows
+
+
+# ---- InfluxDB history (Flux) -------------------------------------------------------------------
+
+def flux_string(s: str) -> str:
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("${", "\\${") + '"'
+
+
+def history_query(bucket: str, suite: str, profile: str, before: str, last_n: int) -> str:
+    """Flux: the last `last_n` points per series and field of one suite+profile before `before`
+    (RFC 3339). run_id is a string field, not a metric: filtered out."""
+    return f"""from(bucket: {flux_string(bucket)})
+  |> range(start: 1970-01-01T00:00:00Z, stop: {before})
+  |> filter(fn: (r) => r._measurement == {flux_string(suite)} and r.profile == {flux_string(profile)})
+  |> filter(fn: (r) => r._field != "run_id")
+  |> group(columns: ["_measurement", "name", "profile", "dut_switch_kind", "generator", "port_kind", "_field"])
+  |> sort(columns: ["_time"])
+  |> tail(n: {int(last_n)})
+"""
+
+
+def _rfc3339_of(t) -> str:
+    if isinstance(t, dt.datetime):
+        return t.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return str(t)
+
+
+def fetch_history(url: str, token: str, org: str, bucket: str,
+                  wanted: Iterable[tuple[str, str]], before: str,
+                  last_n: int = LAST_N_DEFAULT, timeout_ms: int = 20000
+                  ) -> dict[SeriesKey, list[tuple[str, float]]]:
+    """History of every series of the (suite, profile) pairs in `wanted`, points strictly
+    before `before` (RFC 3339 UTC), oldest first. Raises on connection/query errors."""
+    from influxdb_client import InfluxDBClient
+    from reports.influx import check_url
+    problem = check_url(url)
+    if problem:
+        raise ValueError(problem)
+    out: dict[SeriesKey, list[tuple[str, float]]] = {}
+    with InfluxDBClient(url=url, token=token, org=org, timeout=timeout_ms, retries=False) as c:
+        api = c.query_api()
+        for suite, profile in sorted(set(wanted)):
+            for table in api.query(history_query(bucket, suite, profile, before, last_n)):
+                for r in table.records:
+                    v = r.get_value()
+                    num = as_number(v)
+                    if num is None:
+                        continue
+                    key = SeriesKey(suite, str(r.values.get("name", "")), profile,
+                                    *(str(r.values.get(t) or "") for t in SERIES_TAGS[2:]),
+                                    r.get_field())
+                    out.setdefault(key, []).append((_rfc3339_of(r.get_time()), num))
+    for pts in out.values():
+        pts.sort()
+    return out
+
+
+# ---- page ------------------------------------------------------------------------------------
+
+VERDICT_STYLE = {"regression": ("miss", "▼ regression"), "progression": ("met", "▲ progression"),
+                 "ok": ("", "ok"), "new": ("", "new (little history)"),
+                 "untracked": ("", "not judged"), "not_measured": ("", "not measured")}
+
+
+def _plot_row(row: TrendRow, out_png: Path) -> Path:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.dates as mdates
+    import matplotlib.pyplot as plt
+    from reports.results import parse_rfc3339
+    j = row.judgement
+    fig, ax = plt.subplots(figsize=(4.6, 2.6), dpi=100)
+    try:
+        if row.history:
+            xs = [parse_rfc3339(t) for t, _ in row.history]
+            ax.plot(xs, [v for _, v in row.history], "o-", color="#1f5fbf", ms=3, lw=1,
+                    label="history")
+        if j.value is not None:
+            colour = {"regression": "#c62828", "progression": "#2e7d32"}.get(j.verdict, "#111")
+            ax.plot([parse_rfc3339(row.time)], [j.value], "*", color=colour, ms=12,
+                    label="this run")
+        if j.median is not None and j.band is not None:
+            ax.axhline(j.median, color="#888", lw=0.8, ls="--")
+            ax.axhspan(j.median - j.band, j.median + j.band, color="#1f5fbf", alpha=0.08)
+        ax.set_title(f"{row.key.suite}/{row.key.name} [{row.key.dut_switch_kind}]\n"
+                     f"{row.key.metric}", fontsize=8, loc="left")
+        ax.tick_params(labelsize=7)
+        ax.xaxis.set_major_formatter(mdates.DateFormatter("%m-%d"))
+        ax.grid(alpha=0.3)
+        for side in ("top", "right"):
+            ax.spines[side].set_visible(False)
+        fig.tight_layout()
+        out_png.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(out_png)
+    finally:
+        plt.close(fig)
+    return out_png
+
+
+def write_trend_page(run_dir: Path, rows: Sequence[TrendRow], error: str | None = None,
+                     settings: Mapping | None = None) -> Path:
+    """run_dir/trend.html (summary table + one plot per judged metric) and trend.json."""
+    from reports.html import cell, esc, fmt_number, page, slug
+    run_dir = Path(run_dir)
+    counts = {v: sum(1 for r in rows if r.judgement.verdict == v) for v in VERDICT_STYLE}
+    chips = "".join(
+        f'<span class="chip {"fail" if v == "regression" and n else "pass" if v == "progression" and n else ""}">'
+        f"{n} {esc(VERDICT_STYLE[v][1])}</span>" for v, n in counts.items() if n)
+    body = [f'<div class="chips">{chips}</div>' if chips else ""]
+    if error:
+        body.append(f'<p class="false">history unavailable: {esc(error)}</p>')
+    if settings:
+        body.append('<p class="note">' + esc(", ".join(f"{k}={v}" for k, v in settings.items()))
+                    + "</p>")
+    head = ["verdict", "suite", "name", "switch", "generator", "port", "metric", "value",
+            "median", "band ±", "change %", "history n"]
+    trs = []
+    for r in rows:
+        j = r.judgement
+        cls, text = VERDICT_STYLE.get(j.verdict, ("", j.verdict))
+        trs.append(
+            f'<tr><td class="{cls}">{esc(text)}</td><td>{esc(r.key.suite)}</td>'
+            f'<td class="name">{esc(r.key.name)}</td><td>{esc(r.key.dut_switch_kind)}</td>'
+            f"<td>{esc(r.key.generator)}</td><td>{esc(r.key.port_kind)}</td>"
+            f"<td>{esc(r.key.metric)}</td>{cell(j.value)}{cell(j.median)}{cell(j.band)}"
+            f"{cell(j.change_pct)}{cell(j.n_history)}</tr>")
+    body.append('<div class="scroll"><table class="trend"><thead><tr>'
+                + "".join(f"<th>{h}</th>" for h in head) + "</tr></thead><tbody>"
+                + "".join(trs) + "</tbody></table></div>")
+    plotted = [r for r in rows if r.judgement.value is not None and r.judgement.direction != 0
+               and r.history]
+    figs = []
+    for i, r in enumerate(plotted[:MAX_PLOTS]):
+        png = _plot_row(r, run_dir / "plots" / f"trend-{i:04d}-{slug(r.key.label(), 80)}.png")
+        rel = png.relative_to(run_dir).as_posix()
+        figs.append(f'<figure><img src="{esc(rel)}" alt="{esc(r.key.label())}"><figcaption>'
+                    f"{esc(VERDICT_STYLE[r.judgement.verdict][1])}</figcaption></figure>")
+    if figs:
+        note = f" (first {MAX_PLOTS} of {len(plotted)})" if len(plotted) > MAX_PLOTS else ""
+        body.append(f"<h2>metrics over time{note}</h2>"
+                    '<div style="display:grid;grid-template-columns:repeat(auto-fill,'
+                    'minmax(470px,1fr));gap:8px">' + "".join(figs) + "</div>")
+    header = (f"<h1>ofbench trend · {esc(run_dir.name)}</h1><div class=\"sub\">each metric "
+              "against the median ± noise band of its history · "
+              '<a href="index.html">run index</a></div>')
+    out = run_dir / TREND_HTML
+    out.write_text(page(f"ofbench trend {run_dir.name}", header, "\n".join(body)),
+                   encoding="utf-8")
+    (run_dir / TREND_JSON).write_text(json.dumps({
+        "error": error, "settings": dict(settings or {}), "counts": counts,
+        "rows": [{**dataclasses.asdict(r.key), **dataclasses.asdict(r.judgement),
+                  "time": r.time, "history": r.history} for r in rows]}, indent=1))
+    return out
+
+
+@dataclasses.dataclass
+class TrendReport:
+    rows: list[TrendRow]
+    path: Path
+    error: str | None = None
+
+    @property
+    def regressions(self) -> list[TrendRow]:
+        return [r for r in self.rows if r.judgement.verdict == "regression"]
+
+    @property
+    def any_regression(self) -> bool:
+        return bool(self.regressions)
+
+    @property
+    def exit_code(self) -> int:
+        """0 = fine, 1 = regression, 2 = history could not be read (nothing was compared)."""
+        return 1 if self.any_regression else 2 if self.error else 0
+
+    def summary(self) -> str:
+        if self.error:
+            return f"trend: history unavailable ({self.error}); see {self.path}"
+        regs = "; ".join(f"{r.key.label()} {fmt(r.judgement.value)} vs median "
+                         f"{fmt(r.judgement.median)}" for r in self.regressions[:10])
+        return (f"trend: {len(self.regressions)} regression(s) of {len(self.rows)} metrics"
+                + (f": {regs}" if regs else "") + f"; see {self.path}")
+
+
+def fmt(v) -> str:
+    return "—" if v is None else f"{v:.4g}"
+
+
+def run_trend(run_dir: Path, url: str, token: str = "-", org: str = "-",
+              bucket: str = "ofbench/autogen", last_n: int = LAST_N_DEFAULT,
+              k: float = K_DEFAULT, rel_floor: float = REL_FLOOR,
+              min_history: int = MIN_HISTORY, run_start: str | None = None) -> TrendReport:
+    """Compare the run's records with their history; write trend.html/json.
+
+    History = points strictly before `run_start` (default: the earliest start_time among the
+    run's records), so the run's own exported records are never part of their own history.
+    Call it after the run's records were exported (or spooled)."""
+    from reports.results import load_results
+    run_dir = Path(run_dir)
+    records = load_results(run_dir)
+    before = run_start or (min(r["provenance"]["start_time"] for r in records) if records
+                           else None)
+    settings = {"last_n": last_n, "k": k, "rel_floor": rel_floor, "min_history": min_history,
+                "history_before": before, "bucket": bucket}
+    error = None
+    history: dict = {}
+    if records:
+        wanted = {(r["suite"], r["provenance"]["profile"]) for r in records}
+        try:
+            history = fetch_history(url, token, org, bucket, wanted, before, last_n)
+        except Exception as e:  # report it on the page and in the exit code, don't crash
+            error = f"{type(e).__name__}: {e}"[:500]
+    rows = evaluate(records, history, k, rel_floor, min_history) if not error else \
+        evaluate(records, {}, k, rel_floor, min_history=math.inf)
+    path = write_trend_page(run_dir, rows, error, settings)
+    return TrendReport(rows, path, error)

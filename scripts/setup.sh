@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# ofbench setup: idempotent. Run as root on Debian 12 (`make setup`, also run by `make test`
+# and `make suites`). A second run checks each step and changes nothing.
+#   1. apt packages (DPDK 22.11, OVS, QEMU, Chromium, ...)   -- skipped when all are installed
+#   2. .venv with exactly requirements.lock                    -- skipped when the lock is unchanged
+#   3. meson/ninja build of every C part into build/           -- ninja is incremental
+#   4. 2 MB hugepages + a hugetlbfs mount at /dev/hugepages-ofbench (warn and fall back to --no-huge)
+#   5. influxd 1.8.10 built with `go install` into tools/bin (git-ignored), once
+#   6. a tiny QEMU guest (Debian kernel + busybox initramfs) in tools/guest, once
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+say() { printf '[setup] %s\n' "$*"; }
+
+APT_PACKAGES=(
+  dpdk libdpdk-dev dpdk-dev meson ninja-build pkg-config build-essential libpcap-dev libnuma-dev
+  libbsd-dev openvswitch-switch openvswitch-switch-dpdk openvswitch-common qemu-system-x86
+  qemu-utils busybox-static chromium iproute2 iputils-ping tcpdump iperf3 python3-venv python3-dev
+  procps psmisc ethtool cpio kmod golang-go
+)
+
+# ---- 1. apt ----------------------------------------------------------------------------------
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  say "apt: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # We start OVS by hand with our own dirs per run; the distro service must not hold the db.
+  systemctl disable --now openvswitch-switch >/dev/null 2>&1 || true
+else
+  say "apt: all ${#APT_PACKAGES[@]} packages present"
+fi
+
+# ---- 2. venv ---------------------------------------------------------------------------------
+PY=/usr/bin/python3
+stamp=.venv/.lock-sha256
+want=$(sha256sum requirements.lock | cut -d' ' -f1)
+if [[ ! -x .venv/bin/python || ! -f $stamp || "$(cat $stamp)" != "$want" ]]; then
+  say "venv: creating .venv from requirements.lock"
+  rm -rf .venv
+  $PY -m venv .venv
+  .venv/bin/pip install -q --disable-pip-version-check --no-deps -r requirements.lock
+  echo "$want" > $stamp
+else
+  say "venv: up to date"
+fi
+
+# ---- 3. C builds -----------------------------------------------------------------------------
+if [[ ! -f build/build.ninja ]]; then
+  say "build: meson setup build"
+  meson setup build --buildtype=release >/dev/null
+fi
+say "build: ninja -C build"
+ninja -C build >/dev/null
+
+# ---- 4. hugepages ----------------------------------------------------------------------------
+HUGE_DIR=/dev/hugepages-ofbench
+WANT_PAGES=${OFBENCH_HUGEPAGES:-768}
+have=$(cat /proc/sys/vm/nr_hugepages)
+if (( have < WANT_PAGES )); then
+  echo "$WANT_PAGES" > /proc/sys/vm/nr_hugepages 2>/dev/null || true
+  have=$(cat /proc/sys/vm/nr_hugepages)
+fi
+mkdir -p $HUGE_DIR
+if ! mountpoint -q $HUGE_DIR; then
+  mount -t hugetlbfs -o pagesize=2M nodev $HUGE_DIR 2>/dev/null || true
+fi
+if mountpoint -q $HUGE_DIR && (( have > 0 )); then
+  say "hugepages: $have x 2 MB, mounted at $HUGE_DIR"
+else
+  say "WARNING: no usable hugepages ($have reserved, mount $(mountpoint -q $HUGE_DIR && echo ok || echo missing)); DPDK processes fall back to --no-huge (slower)"
+fi
+
+# ---- 5. influxd 1.8.10 -------------------------------------------------------------------------
+mkdir -p tools/bin
+if [[ ! -x tools/bin/influxd ]]; then
+  say "influxd: go install github.com/influxdata/influxdb/cmd/influxd@v1.8.10 (first time ~3 min)"
+  GO=$(command -v go || echo /usr/lib/go/bin/go)
+  GOBIN=$ROOT/tools/bin GOFLAGS=-mod=mod GOPATH=${GOPATH:-/root/go} \
+    $GO install -ldflags "-s -w" github.com/influxdata/influxdb/cmd/influxd@v1.8.10
+else
+  say "influxd: present"
+fi
+
+# ---- 6. guest image (dut/vmwire) ---------------------------------------------------------------
+if [[ -x dut/vmwire/build_guest.sh ]]; then
+  dut/vmwire/build_guest.sh "$ROOT/tools/guest"
+fi
+say "done"

@@ -1,0 +1,40 @@
+"""The harness as a user meets it: `pytest suites/ --dut=...` from the repo root."""
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def pytest_run(*args, cwd=REPO, timeout=120):
+    return subprocess.run([sys.executable, "-m", "pytest", *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def test_profile_with_unknown_key_stops_the_run_naming_the_key(tmp_path):
+    bad = tmp_path / "typo.yaml"
+    bad.write_text(textwrap.dedent("""
+        schema_version: 1
+        lab: {kind: local}
+        switch: {kind: ovs, wokers: 2}
+    """))
+    cp = pytest_run("suites/", f"--dut={bad}", f"--reports-dir={tmp_path / 'reports'}",
+                    "--collect-only", "-q")
+    assert cp.returncode != 0
+    assert "typo.yaml: switch.wokers: unknown key" in cp.stderr + cp.stdout
+    assert not (tmp_path / "reports").exists(), "nothing may start before the profile is valid"
+
+
+def test_feature_marker_skips_with_the_reason(tmp_path):
+    suite = tmp_path / "test_needs_trex.py"
+    suite.write_text(textwrap.dedent("""
+        import pytest
+        @pytest.mark.features("trex")
+        def test_line_rate():
+            pass
+    """))
+    cp = pytest_run(str(suite), "--dut=local", "-rs", f"--rootdir={REPO}", "-c",
+                    str(REPO / "pyproject.toml"), "-p", "conftest")
+    out = cp.stdout + cp.stderr
+    assert "profile 'local' lacks feature(s): trex" in out, out

@@ -1,0 +1,80 @@
+"""One test per kind of bad profile: each must be refused with the file and the key named."""
+import copy
+
+import pytest
+import yaml
+
+from dut.profiles.schema import ProfileError, available_profiles, load_profile
+
+GOOD = {
+    "schema_version": 1,
+    "lab": {"kind": "local"},
+    "features": ["netns", "ovs"],
+    "switch": {"kind": "ovs"},
+    "generator": {"kind": "softgen", "ports": {"g0": {"devargs": "net_null0"}}},
+    "links": [{"generator": "g0", "switch": "p1"}],
+}
+
+
+def write(tmp_path, data, name="bad.yaml"):
+    p = tmp_path / name
+    p.write_text(data if isinstance(data, str) else yaml.safe_dump(data))
+    return str(p)
+
+
+def mutate(fn):
+    d = copy.deepcopy(GOOD)
+    fn(d)
+    return d
+
+
+@pytest.mark.parametrize("name", available_profiles())
+def test_shipped_profiles_parse(name):
+    assert load_profile(name).name == name
+
+
+def test_good_profile_gets_defaults(tmp_path):
+    p = load_profile(write(tmp_path, GOOD, "good.yaml"))
+    assert p.name == "good" and p.switch["workers"] == 1 and p.controller["port"] == 0
+    assert p.switch_kinds == ["ovs"] and p.has("netns") and not p.has("trex")
+
+
+@pytest.mark.parametrize("bad, key, words", [
+    (lambda d: d.update(colour="blue"), "colour", "unknown key"),
+    (lambda d: d["switch"].update(wrkers=2), "switch.wrkers", "unknown key"),
+    (lambda d: d["switch"].update(workers="two"), "switch.workers", "expected int"),
+    (lambda d: d["switch"].update(workers=0), "switch.workers", "must be >= 1"),
+    (lambda d: d.pop("switch"), "switch", "required key is missing"),
+    (lambda d: d["switch"].update(kind="cisco"), "switch.kind", "is not one of"),
+    (lambda d: d.update(features=["netns", "warp_drive"]), "features[1]", "is not one of"),
+    (lambda d: d.update(schema_version=2), "schema_version", "is not one of"),
+    (lambda d: d.update(targets={"throughput": {"x": {"ndr_mpps": "at least 14"}}}),
+     "targets.throughput.x.ndr_mpps", "bad target"),
+    (lambda d: d.update(lab={"kind": "remote"}), "lab.hosts", "remote lab needs"),
+    (lambda d: d.update(generator={"kind": "trex"}), "generator.server", "required"),
+    (lambda d: d["links"][0].update(generator="g9"), "links[0].generator", "no generator port"),
+    (lambda d: d.update(peers=["ovs"]), "peers", "already the profile's switch"),
+    (lambda d: d["controller"].update(port=70000) if "controller" in d
+     else d.update(controller={"port": 70000}), "controller.port", "out of range"),
+])
+def test_bad_profile_names_file_and_key(tmp_path, bad, key, words):
+    path = write(tmp_path, mutate(bad))
+    with pytest.raises(ProfileError) as e:
+        load_profile(path)
+    msg = str(e.value)
+    assert "bad.yaml" in msg and f"{key}:" in msg and words in msg, msg
+
+
+def test_missing_file_lists_known_profiles():
+    with pytest.raises(ProfileError, match=r"nosuchlab.yaml: no such profile file \(known"):
+        load_profile("nosuchlab")
+
+
+def test_yaml_syntax_error_names_file(tmp_path):
+    with pytest.raises(ProfileError, match=r"bad.yaml: not valid YAML"):
+        load_profile(write(tmp_path, "switch: [unclosed\n"))
+
+
+def test_not_a_mapping(tmp_path):
+    with pytest.raises(ProfileError, match=r"bad.yaml: a profile is a mapping"):
+        load_profile(write(tmp_path, "- just\n- a list\n"))
