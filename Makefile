@@ -20,11 +20,11 @@ test: setup
 	$(PYTEST) $(TEST_PATHS) && $(PYTEST) suites/ --dut=local -m quick
 
 suites: setup
-	$(PYTEST) suites/ --dut=$(DUT) -m "not nightly"; rc=$$?; \
+	$(PYTEST) suites/ --dut=$(DUT) -v -m "not nightly"; rc=$$?; \
 	  echo "report: $$(readlink -f reports/latest)/index.html"; exit $$rc
 
 nightly: setup
-	$(PYTEST) suites/ --dut=$(DUT) --nightly --influx-url=$${OFBENCH_INFLUX_URL:-local}; rc=$$?; \
+	$(PYTEST) suites/ --dut=$(DUT) -v --nightly --influx-url=$${OFBENCH_INFLUX_URL:-local}; rc=$$?; \
 	  echo "report: $$(readlink -f reports/latest)/index.html"; exit $$rc
 
 bench: setup

@@ -298,6 +298,10 @@ class Results:
                         + "; ".join(m["message"] for m in misses), pytrace=False)
         return rec
 
+    def progress(self, message: str) -> None:
+        """A live progress line for long tests (shown even though pytest captures output)."""
+        progress_line(self.request.config, f"{self.suite}: {message}")
+
     def _export(self, records):
         if self.state.influx is not None:
             self.state.influx.export(records)
@@ -319,6 +323,21 @@ class Results:
         if extras is None:
             extras = self.request.node._ofbench_extras = []
         extras.append((Path(path), title))
+
+
+def progress_line(config, message: str) -> None:
+    tr = config.pluginmanager.get_plugin("terminalreporter")
+    stamp = time.strftime("%H:%M:%S")
+    if tr is not None:
+        tr.write_line(f"[{stamp}] {message}")
+    else:
+        print(f"[{stamp}] {message}", file=sys.stderr, flush=True)
+
+
+@pytest.fixture
+def progress(request):
+    """``progress("trial 3/12: 4.1 Mpps, 0 lost")``: a live line on the terminal."""
+    return lambda message: progress_line(request.config, message)
 
 
 @pytest.fixture
