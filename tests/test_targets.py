@@ -19,3 +19,10 @@ def test_unmeasured_target_is_a_miss_and_other_tests_are_untouched():
     (miss,) = check_targets(T, "throughput", "ndr_64b_1flows", {"ndr_mpps": 15})
     assert "not measured" in miss["message"]
     assert check_targets(T, "throughput", "other", {}) == []
+
+
+def test_star_entry_applies_to_every_result_of_the_suite_and_names_override_it():
+    t = {"throughput": {"*": {"ndr_mpps": ">= 1"}, "special": {"ndr_mpps": ">= 5"}}}
+    assert check_targets(t, "throughput", "any", {"ndr_mpps": 2}) == []
+    (miss,) = check_targets(t, "throughput", "special", {"ndr_mpps": 2})
+    assert miss["target"] == ">= 5"

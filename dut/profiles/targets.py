@@ -22,14 +22,21 @@ def parse_target(expr: str) -> tuple[str, float]:
     return m.group(1), float(m.group(2))
 
 
+def targets_for(targets: dict, suite: str, name: str) -> dict:
+    """The conditions that apply to one result: the suite's ``"*"`` entry, overridden by the
+    entry named like the result."""
+    per_suite = targets.get(suite) or {}
+    return {**(per_suite.get("*") or {}), **(per_suite.get(name) or {})}
+
+
 def check_targets(targets: dict, suite: str, name: str, metrics: dict) -> list[dict]:
-    """Misses of ``metrics`` against ``targets[suite][name]``.
+    """Misses of ``metrics`` against the targets for ``suite``/``name``.
 
     A target whose metric is absent from the record is a miss too ("not measured"): a lab that
     promises a figure must deliver it.
     """
     misses = []
-    for metric, expr in (targets.get(suite, {}).get(name, {}) or {}).items():
+    for metric, expr in targets_for(targets, suite, name).items():
         op, bound = parse_target(expr)
         value = metrics.get(metric)
         if not isinstance(value, (int, float)) or isinstance(value, bool):
