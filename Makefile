@@ -24,7 +24,7 @@ suites: setup
 	  echo "report: $$(readlink -f reports/latest)/index.html"; exit $$rc
 
 nightly: setup
-	$(PYTEST) suites/ --dut=$(DUT) -v --nightly --influx-url=$${OFBENCH_INFLUX_URL:-local}; rc=$$?; \
+	$(PYTEST) suites/ --dut=$(DUT) -v --nightly --influx-url=$${OFBENCH_INFLUX_URL:-local} --influx-token=$${OFBENCH_INFLUX_TOKEN:--}; rc=$$?; \
 	  echo "report: $$(readlink -f reports/latest)/index.html"; exit $$rc
 
 bench: setup

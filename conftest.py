@@ -65,6 +65,7 @@ class RunState:
         self.influx = None
         self.influxd = None
         self.influx_settings: dict = {}
+        self.failed_tests: list[str] = []
 
 
 def _is_suite_run(config) -> bool:
@@ -112,7 +113,9 @@ def pytest_sessionstart(session):
     if state.run_dir is None:
         return
     from drivers.lab.cleanup import cleanup_stale
+    from reports.results import prune_run_dirs
     cleanup_stale(log=lambda m: print(m, file=sys.stderr))
+    prune_run_dirs(Path(session.config.getoption("--reports-dir")), keep=50)
     _start_influx_export(state)
 
 
@@ -384,6 +387,8 @@ def pytest_runtest_logreport(report):
         state.counts["skipped"] += 1
     elif report.outcome == "failed":
         state.counts["error"] += 1
+    if report.outcome == "failed":
+        state.failed_tests.append(report.nodeid)
 
 
 _STATE: dict = {}
@@ -396,7 +401,8 @@ def pytest_sessionfinish(session, exitstatus):
     if state.run_dir is None or not _is_suite_run(session.config):
         return
     trend_note = _nightly_trend(session, state)
-    summary = dict(state.counts, duration_s=round(time.time() - state.started, 1),
+    summary = dict(state.counts, failed_tests=state.failed_tests,
+                   duration_s=round(time.time() - state.started, 1),
                    profile=state.profile.name, exitstatus=int(exitstatus),
                    command=" ".join(["pytest", *sys.argv[1:]]))
     (state.run_dir / "session.json").write_text(json.dumps(summary, indent=2))

@@ -9,9 +9,10 @@ are at least two records to compare), a table of its records (one column per met
 Files of a run dir this module reads or writes:
   results.jsonl                   records (reports.results)
   session.json                    written by the harness at session end, all keys optional:
-                                  {"passed": N, "failed": N, "skipped": N, "errors": N,
+                                  {"passed": N, "failed": N, "skipped": N, "error": N,
                                    "duration_s": x, "profile": "local", "command": "pytest ...",
-                                   "failed_tests": ["suites/x/test_y.py::test_z", ...]}
+                                   "failed_tests": ["suites/x/test_y.py::test_z", ...],
+                                   "pytest_html": "pytest.html"}
   pytest.html, trend.html         linked when present
   plots/*.png                     written here (charts of the index page)
   extras/<suite>/manifest.jsonl   written by add_plot/add_table: {"kind", "file", "title"}
@@ -43,6 +44,8 @@ EXTRAS_DIR = "extras"
 MANIFEST = "manifest.jsonl"
 MAX_BARS = 60          # a chart with more bars is unreadable: show the first MAX_BARS
 OPEN_TABLE_ROWS = 100  # longer tables start collapsed
+TRANSPOSE_MAX_RECORDS = 4   # few records with many metrics: a column per record reads better
+TRANSPOSE_MIN_METRICS = 8
 
 CSS = """
 :root { --fg:#1d2330; --muted:#5b6577; --line:#d9dee7; --bg:#ffffff; --band:#f4f6fa;
@@ -79,7 +82,9 @@ td.met, tbody tr:nth-child(even) td.met { background: var(--goodbg); color: var(
 .true { color: var(--good); font-weight: 700; }
 .false { color: var(--bad); font-weight: 700; }
 .none { color: #a0a8b8; }
-table.kv th { text-align: right; position: static; }
+h2 .verdict { font-size: 14px; margin-left: 8px; }
+table.kv th, table.transposed tbody th { text-align: right; position: static; }
+table.transposed thead th { text-align: right; }
 figure { margin: 10px 0 18px; }
 figure img { max-width: 100%; border: 1px solid var(--line); border-radius: 4px; }
 figcaption { color: var(--muted); font-size: 12px; margin-top: 2px; }
@@ -305,7 +310,7 @@ def _next_name(d: Path, title: str, ext: str) -> Path:
     n = sum(1 for p in d.iterdir() if p.name != MANIFEST)
     while True:
         p = d / f"{n:03d}-{slug(title)}{ext}"
-        if not p.exists():
+        if not any(d.glob(f"{n:03d}-*")):
             return p
         n += 1
 
@@ -338,14 +343,17 @@ def add_plot(run_dir: Path, suite: str, fig_or_png: Any, title: str) -> Path:
 
 
 def add_table(run_dir: Path, suite: str, rows: Sequence[Mapping], title: str) -> Path:
-    """Register a table (list of flat dicts) for the suite's section. Stored as JSON rows;
-    returns its path. For a pytest-html extra use table_html(rows, title)."""
+    """Register a table (list of flat dicts) for the suite's section. Writes the rows as
+    <n>-<title>.json and the rendered fragment beside it as <n>-<title>.html; returns the
+    .html path (ready for pytest-html's extras.html)."""
     rows = [dict(r) for r in rows]
     d = _extras_dir(run_dir, suite)
     out = _next_name(d, title, ".json")
     out.write_text(json.dumps(rows, indent=1, default=str))
+    fragment = out.with_suffix(".html")
+    fragment.write_text(table_html(rows, title))
     _manifest_add(d, "table", out, title)
-    return out
+    return fragment
 
 
 def load_extras(run_dir: Path, suite: str) -> list[dict]:
@@ -361,6 +369,8 @@ def load_extras(run_dir: Path, suite: str) -> list[dict]:
                 if (d / e["file"]).exists():
                     items.append({**e, "file": d / e["file"]})
                     listed.add(e["file"])
+    # the .html fragment of a registered table is the same table: not listed twice
+    listed |= {Path(f).with_suffix(".html").name for f in list(listed) if f.endswith(".json")}
     for p in sorted(d.iterdir()):
         if p.name not in listed and p.suffix in (".png", ".html"):
             items.append({"kind": p.suffix[1:], "file": p, "title": p.stem})
@@ -376,8 +386,8 @@ def load_session(run_dir: Path) -> dict:
     try:
         data = json.loads(p.read_text())
     except json.JSONDecodeError as e:
-        return {"error": f"{p}: not JSON ({e})"}
-    return data if isinstance(data, dict) else {"error": f"{p}: not a JSON object"}
+        return {"_load_error": f"{p}: not JSON ({e})"}
+    return data if isinstance(data, dict) else {"_load_error": f"{p}: not a JSON object"}
 
 
 def common_provenance(records: Sequence[Mapping]) -> tuple[dict, list[str]]:
@@ -396,11 +406,12 @@ def common_provenance(records: Sequence[Mapping]) -> tuple[dict, list[str]]:
 
 def _summary_html(session: Mapping, records: Sequence[Mapping]) -> str:
     chips = []
-    for key, cls in (("passed", "pass"), ("failed", "fail"), ("errors", "fail"),
-                     ("skipped", "skip")):
-        if key in session:
+    for key, cls, label in (("passed", "pass", "passed"), ("failed", "fail", "failed"),
+                            ("errors", "fail", "errors"), ("error", "fail", "errors"),
+                            ("skipped", "skip", "skipped")):
+        if isinstance(session.get(key), int) and (key not in ("error", "errors") or session[key]):
             n = session[key]
-            chips.append(f'<span class="chip {cls if n else ""}">{esc(n)} {key}</span>')
+            chips.append(f'<span class="chip {cls if n else ""}">{esc(n)} {label}</span>')
     if "duration_s" in session:
         chips.append(f'<span class="chip">{esc(fmt_number(float(session["duration_s"])))} s'
                      "</span>")
@@ -411,8 +422,8 @@ def _summary_html(session: Mapping, records: Sequence[Mapping]) -> str:
     out = f'<div class="chips">{"".join(chips)}</div>'
     if session.get("command"):
         out += f'<p class="note">command: <code>{esc(session["command"])}</code></p>'
-    if session.get("error"):
-        out += f'<p class="note">{esc(session["error"])}</p>'
+    if session.get("_load_error"):
+        out += f'<p class="note">{esc(session["_load_error"])}</p>'
     failed = session.get("failed_tests") or []
     if failed:
         out += "<h3>failed tests</h3><ul>" + "".join(
@@ -420,9 +431,26 @@ def _summary_html(session: Mapping, records: Sequence[Mapping]) -> str:
     return out
 
 
+PASS_METRICS = ("ok", "passed", "pass")
+
+
+def pass_counts(records: Sequence[Mapping]) -> tuple[int, int] | None:
+    """(records whose ok/passed flag is true, records carrying such a flag), or None."""
+    flags = [next((r["metrics"][k] for k in PASS_METRICS
+                   if isinstance(r.get("metrics", {}).get(k), bool)), None) for r in records]
+    flags = [f for f in flags if f is not None]
+    return (sum(flags), len(flags)) if flags else None
+
+
 def _suite_section(run_dir: Path, suite: str, records: Sequence[Mapping]) -> str:
+    counts = pass_counts(records)
+    verdict = ""
+    if counts:
+        ok, n = counts
+        verdict = (f' <span class="verdict {"true" if ok == n else "false"}">{ok} of {n} ok'
+                   "</span>")
     parts = [f'<section id="suite-{esc(slug(suite))}"><h2>{esc(suite)}'
-             f' <span class="note">{len(records)} record(s)</span></h2>']
+             f' <span class="note">{len(records)} record(s)</span>{verdict}</h2>']
     if records:
         metric = main_metric(records)
         if metric:
@@ -433,28 +461,7 @@ def _suite_section(run_dir: Path, suite: str, records: Sequence[Mapping]) -> str
                 parts.append(f'<figure><img src="{esc(rel)}" alt="{esc(suite)}: {esc(metric)} '
                              f'per record"><figcaption>{esc(metric)} per record</figcaption>'
                              "</figure>")
-        metric_cols = ordered_keys(r.get("metrics", {}) for r in records)
-        prov_cols = [k for k in ("dut_switch_kind", "generator", "port_kind")
-                     if varying(records, k)]
-        has_targets = any(r.get("targets") or r.get("target_misses") for r in records)
-        head = ["name", *prov_cols, *metric_cols, "params"] + (["targets"] if has_targets else [])
-        rows_html = []
-        for r in records:
-            tds = [f'<td class="name">{esc(r.get("name"))}</td>']
-            tds += [cell(r.get("provenance", {}).get(k)) for k in prov_cols]
-            miss_metrics = {t.get("metric") for t in r.get("target_misses") or []}
-            for m in metric_cols:
-                td = cell(r.get("metrics", {}).get(m))
-                if m in miss_metrics:
-                    td = td.replace('<td class="', '<td class="miss ', 1)
-                tds.append(td)
-            tds.append(f'<td class="params">{esc(params_text(r.get("params", {})))}</td>')
-            if has_targets:
-                tds.append(targets_cell(r))
-            rows_html.append("<tr>" + "".join(tds) + "</tr>")
-        table = ('<div class="scroll"><table class="records"><thead><tr>'
-                 + "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr></thead><tbody>"
-                 + "".join(rows_html) + "</tbody></table></div>")
+        table = records_table(records)
         if len(records) > OPEN_TABLE_ROWS:
             table = f"<details><summary>{len(records)} records</summary>{table}</details>"
         parts.append(table)
@@ -473,6 +480,84 @@ def _suite_section(run_dir: Path, suite: str, records: Sequence[Mapping]) -> str
     return "\n".join(parts)
 
 
+def _metric_td(rec: Mapping, metric: str) -> str:
+    td = cell(rec.get("metrics", {}).get(metric))
+    if metric in {t.get("metric") for t in rec.get("target_misses") or []}:
+        td = td.replace('<td class="', '<td class="miss ', 1)
+    return td
+
+
+def records_table(records: Sequence[Mapping]) -> str:
+    """One row per record and a column per metric; transposed (a column per record, a row
+    per metric) when there are few records with many metrics, which reads better than a
+    table that scrolls sideways."""
+    metric_cols = ordered_keys(r.get("metrics", {}) for r in records)
+    prov_cols = [k for k in ("dut_switch_kind", "generator", "port_kind")
+                 if varying(records, k)]
+    has_targets = any(r.get("targets") or r.get("target_misses") for r in records)
+    if len(records) <= TRANSPOSE_MAX_RECORDS and len(metric_cols) > TRANSPOSE_MIN_METRICS:
+        show_kind = varying(records, "dut_switch_kind")
+        head = "<th>metric</th>" + "".join(f"<th>{esc(record_label(r, show_kind))}</th>"
+                                           for r in records)
+        rows = [f"<tr><th>{esc(k)}</th>" + "".join(cell(r.get("provenance", {}).get(k))
+                                                   for r in records) + "</tr>"
+                for k in prov_cols]
+        rows += [f"<tr><th>{esc(m)}</th>" + "".join(_metric_td(r, m) for r in records)
+                 + "</tr>" for m in metric_cols]
+        rows.append("<tr><th>params</th>" + "".join(
+            f'<td class="params">{esc(params_text(r.get("params", {})))}</td>'
+            for r in records) + "</tr>")
+        if has_targets:
+            rows.append("<tr><th>targets</th>" + "".join(targets_cell(r) for r in records)
+                        + "</tr>")
+        return ('<div class="scroll"><table class="records transposed"><thead><tr>' + head
+                + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>")
+    head = ["name", *prov_cols, *metric_cols, "params"] + (["targets"] if has_targets else [])
+    rows_html = []
+    for r in records:
+        tds = [f'<td class="name">{esc(r.get("name"))}</td>']
+        tds += [cell(r.get("provenance", {}).get(k)) for k in prov_cols]
+        tds += [_metric_td(r, m) for m in metric_cols]
+        tds.append(f'<td class="params">{esc(params_text(r.get("params", {})))}</td>')
+        if has_targets:
+            tds.append(targets_cell(r))
+        rows_html.append("<tr>" + "".join(tds) + "</tr>")
+    return ('<div class="scroll"><table class="records"><thead><tr>'
+            + "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr></thead><tbody>"
+            + "".join(rows_html) + "</tbody></table></div>")
+
+
+LOG_DIRS = ("tests", "logs")   # the harness stores process logs per test / per run here
+MAX_LOG_LINKS = 300
+
+
+def logs_html(run_dir: Path) -> str:
+    """Collapsed list of the run's process logs (tests/<test>/*.log, logs/*), linked."""
+    groups: list[tuple[str, list[Path]]] = []
+    total = 0
+    for top in LOG_DIRS:
+        root = Path(run_dir) / top
+        if not root.is_dir():
+            continue
+        dirs = [root] + sorted(p for p in root.rglob("*") if p.is_dir())
+        for d in dirs:
+            files = sorted(p for p in d.iterdir() if p.is_file())
+            if files and total < MAX_LOG_LINKS:
+                files = files[:MAX_LOG_LINKS - total]
+                total += len(files)
+                groups.append((d.relative_to(run_dir).as_posix(), files))
+    if not groups:
+        return ""
+    items = "".join(
+        f"<li><b>{esc(name)}</b>: " + " ".join(
+            f'<a href="{esc(f.relative_to(run_dir).as_posix())}">{esc(f.name)}</a>'
+            for f in files) + "</li>" for name, files in groups)
+    more = f'<p class="note">first {MAX_LOG_LINKS} files shown</p>' \
+        if total >= MAX_LOG_LINKS else ""
+    return f"<details><summary>process logs ({total} files)</summary><ul>{items}</ul>" \
+           f"{more}</details>"
+
+
 def page(title: str, header_html: str, body_html: str) -> str:
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
             f'<meta name="viewport" content="width=device-width, initial-scale=1">'
@@ -484,7 +569,10 @@ def render_run_index(run_dir: Path) -> Path:
     """Write run_dir/index.html from what the run dir holds; returns its path. Safe to call
     again (e.g. after the trend page was written): it overwrites."""
     run_dir = Path(run_dir)
-    records = load_results(run_dir)
+    load_errors: list[str] = []
+    # a torn or hand-edited line must not cost the whole page: show what is readable
+    records = [r for r in load_results(run_dir, errors=load_errors)
+               if isinstance(r.get("metrics"), dict) and isinstance(r.get("provenance"), dict)]
     session = load_session(run_dir)
     run_id = next((r["run_id"] for r in records if r.get("run_id")), run_dir.name)
     by_suite: dict[str, list[dict]] = {}
@@ -498,7 +586,7 @@ def render_run_index(run_dir: Path) -> Path:
 
     same, varies = common_provenance(records)
     profile = session.get("profile") or same.get("profile") or "?"
-    when = min((r["provenance"]["start_time"] for r in records), default="")
+    when = min((str(r["provenance"].get("start_time", "")) for r in records), default="")
     if when:
         when = when[:19].replace("T", " ") + " UTC"
     header = (f"<h1>ofbench run {esc(run_id)}</h1><div class=\"sub\">profile "
@@ -507,11 +595,19 @@ def render_run_index(run_dir: Path) -> Path:
                  + (" (dirty)" if same.get("git_dirty") else "") if "git_sha" in same else "")
               + "</div>")
     links = []
+    # pytest-html writes its file after the harness renders this page: a harness run
+    # (session.json present) names it, or gets the default name
+    pytest_html = session.get("pytest_html", PYTEST_HTML if session else None)
+    if pytest_html and not (run_dir / PYTEST_HTML).exists():
+        links.append(f'<a href="{esc(pytest_html)}">pytest report</a>')
     for fname, label in ((PYTEST_HTML, "pytest report"), (TREND_HTML, "trend page"),
                          ("results.jsonl", "results.jsonl"), (SESSION_FILE, "session.json")):
         if (run_dir / fname).exists():
             links.append(f'<a href="{fname}">{label}</a>')
     body = [_summary_html(session, records)]
+    if load_errors:
+        body.append('<p class="false">unreadable lines in results.jsonl, skipped:</p><ul>'
+                    + "".join(f"<li>{esc(e)}</li>" for e in load_errors) + "</ul>")
     if links:
         body.append(f'<p class="links">{"".join(links)}</p>')
     if by_suite:
@@ -524,6 +620,9 @@ def render_run_index(run_dir: Path) -> Path:
             rows += f'<tr><th>varies per record</th><td>{esc(", ".join(varies))}</td></tr>'
         body.append(f"<details open><summary>provenance</summary><table class=\"kv\">{rows}"
                     "</table></details>")
+    logs = logs_html(run_dir)
+    if logs:
+        body.append(logs)
     if not by_suite:
         body.append('<p class="empty">This run wrote no records.</p>')
     for suite, recs in by_suite.items():

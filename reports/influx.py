@@ -11,6 +11,8 @@ Goal: nothing lost, nothing duplicated, and a run never fails because InfluxDB i
   with anything but success or "bad data", the records are appended to
   <spool_dir>/influx-spool.jsonl (one record per line, fsync'ed) with a warning that names
   the file. Order is kept: while the spool is not empty, new records go behind it.
+- After a failure, `export` spools directly (no network) for retry_after_s seconds, so a dead
+  server costs one timeout per outage, not one per record; the warning comes once per outage.
 - `replay_spool()` sends the spool in batches and removes a batch from the file (atomic
   rewrite: tmp + fsync + rename) only after InfluxDB acknowledged it.
 - Records InfluxDB refuses as bad data (HTTP 400, e.g. a field type conflict) would block the
@@ -32,6 +34,7 @@ import fcntl
 import json
 import logging
 import os
+import time
 import urllib.parse
 import warnings
 from pathlib import Path
@@ -46,6 +49,9 @@ LOCK_FILE = ".influx-spool.lock"
 TAG_KEYS = ("profile", "dut_switch_kind", "generator", "port_kind", "git_sha")  # + name
 BATCH_RECORDS = 1000
 DEFAULT_TIMEOUT_MS = 5000
+# After InfluxDB was unreachable, exports spool without trying the network for this long, so a
+# run against a black-holed server does not pay a connect timeout per record.
+DEFAULT_RETRY_AFTER_S = 30.0
 
 
 class InfluxSpoolWarning(UserWarning):
@@ -159,7 +165,8 @@ class InfluxExporter:
     """Writes records to one InfluxDB bucket; spools what it cannot write. See module doc."""
 
     def __init__(self, url: str, token: str = "-", org: str = "-", bucket: str = "ofbench/autogen",
-                 spool_dir: Path = Path("reports/spool"), timeout_ms: int = DEFAULT_TIMEOUT_MS):
+                 spool_dir: Path = Path("reports/spool"), timeout_ms: int = DEFAULT_TIMEOUT_MS,
+                 retry_after_s: float = DEFAULT_RETRY_AFTER_S, clock=time.monotonic):
         self.url, self.token, self.org, self.bucket = url, token, org, bucket
         self.spool_dir = Path(spool_dir)
         self.spool_dir.mkdir(parents=True, exist_ok=True)
@@ -167,6 +174,11 @@ class InfluxExporter:
         self.rejected_path = self.spool_dir / REJECTED_FILE
         self.corrupt_path = self.spool_dir / CORRUPT_FILE
         self.timeout_ms = timeout_ms
+        self.retry_after_s = retry_after_s
+        self._clock = clock
+        self._down_until: float | None = None   # clock() before which we do not try
+        self._down_reason: str | None = None
+        self._warned_outage = False
         self._client = None
         self._write_api = None
 
@@ -210,18 +222,34 @@ class InfluxExporter:
             for k, v in fields.items():
                 p = p.field(k, v)
             points.append(p.time(t_ns, WritePrecision.NS))
-        api = self._api()
         try:
+            api = self._api()
             api.write(bucket=self.bucket, org=self.org, record=points,
                       write_precision=WritePrecision.NS)
+        except InfluxUnavailable as e:
+            self._mark_down(str(e))
+            raise
         except ApiException as e:
             reason = f"HTTP {e.status} from {self.url}: {(e.body or e.reason or '')!s}"[:500]
             if e.status == 400:
                 raise InfluxRejected(reason) from None
+            self._mark_down(reason)
             raise InfluxUnavailable(reason) from None
         except Exception as e:  # connection refused, timeout, DNS, TLS, ... -> retry later
             self.close()  # a fresh connection next time
-            raise InfluxUnavailable(f"{type(e).__name__}: {e}"[:500]) from None
+            reason = f"{type(e).__name__}: {e}"[:500]
+            self._mark_down(reason)
+            raise InfluxUnavailable(reason) from None
+        self._down_until = self._down_reason = None
+        self._warned_outage = False
+
+    def _mark_down(self, reason: str) -> None:
+        self._down_until = self._clock() + self.retry_after_s
+        self._down_reason = reason
+
+    def backing_off(self) -> bool:
+        """True while a recent failure says not to try the network yet."""
+        return self._down_until is not None and self._clock() < self._down_until
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
@@ -264,25 +292,42 @@ class InfluxExporter:
         with self._locked():
             return len(self._read_spool())
 
-    def replay_spool(self) -> ExportResult:
+    def _send_isolating_rejects(self, batch: Sequence[Mapping], result: ExportResult) -> int:
+        """Send a batch; if InfluxDB refuses it as bad data, send its records one by one so
+        only the bad ones are rejected (re-sending the good ones is idempotent). Returns how
+        many were acknowledged; raises InfluxUnavailable."""
+        try:
+            self._send(batch)
+            return len(batch)
+        except InfluxRejected as e:
+            if len(batch) == 1:
+                self._reject(batch, str(e))
+                result.rejected += 1
+                return 0
+        return sum(self._send_isolating_rejects([rec], result) for rec in batch)
+
+    def _replay_locked(self, result: ExportResult) -> None:
+        pending = self._read_spool()
+        while pending:
+            batch = pending[:BATCH_RECORDS]
+            try:
+                result.replayed += self._send_isolating_rejects(batch, result)
+            except InfluxUnavailable as e:
+                result.error = str(e)
+                return
+            pending = pending[len(batch):]
+            _rewrite_jsonl(self.spool_path, pending)
+
+    def replay_spool(self, respect_backoff: bool = False) -> ExportResult:
         """Send spooled records oldest first; remove each batch only once acknowledged.
-        Stops at the first batch InfluxDB cannot take (the rest stays, in order)."""
+        Stops at the first batch InfluxDB cannot take (the rest stays, in order). Called
+        explicitly it always tries; export() respects the back-off after a failure."""
         result = ExportResult(spool_path=self.spool_path)
+        if respect_backoff and self.backing_off():
+            result.error = f"still backing off after: {self._down_reason}"
+            return result
         with self._locked():
-            pending = self._read_spool()
-            while pending:
-                batch = pending[:BATCH_RECORDS]
-                try:
-                    self._send(batch)
-                    result.replayed += len(batch)
-                except InfluxUnavailable as e:
-                    result.error = str(e)
-                    break
-                except InfluxRejected as e:
-                    self._reject(batch, str(e))
-                    result.rejected += len(batch)
-                pending = pending[len(batch):]
-                _rewrite_jsonl(self.spool_path, pending)
+            self._replay_locked(result)
         if result.replayed:
             log.info("replayed %d spooled record(s) to %s", result.replayed, self.url)
         return result
@@ -293,26 +338,33 @@ class InfluxExporter:
         records = list(records)
         for rec in records:  # a bad record is our bug: fail loudly, before anything is sent
             record_to_point_parts(rec)
-        result = self.replay_spool()
-        if not records:
-            return result
-        with self._locked():
-            if result.error is None and not self.spool_path.exists():
+        result = ExportResult(spool_path=self.spool_path)
+        with self._locked():  # one lock for replay + write: order stays oldest first
+            if self.backing_off():
+                result.error = f"still backing off after: {self._down_reason}"
+            else:
+                self._replay_locked(result)
+            if not records:
+                return result
+            if result.error is None:
                 for start in range(0, len(records), BATCH_RECORDS):
                     batch = records[start:start + BATCH_RECORDS]
                     try:
-                        self._send(batch)
-                        result.sent += len(batch)
+                        result.sent += self._send_isolating_rejects(batch, result)
                     except InfluxUnavailable as e:
                         result.error = str(e)
                         records = records[start:]
                         break
-                    except InfluxRejected as e:
-                        self._reject(batch, str(e))
-                        result.rejected += len(batch)
                 else:
                     return result
             result.spooled = _append_jsonl(self.spool_path, records)
-        self._warn(f"InfluxDB at {self.url} unavailable ({result.error}); {result.spooled} "
+        if result.replayed:
+            log.info("replayed %d spooled record(s) to %s", result.replayed, self.url)
+        message = (f"InfluxDB at {self.url} unavailable ({result.error}); {result.spooled} "
                    f"record(s) spooled to {self.spool_path}, replayed on the next export")
+        if self._warned_outage:  # once per outage is enough on the terminal
+            log.info(message)
+        else:
+            self._warned_outage = True
+            self._warn(message)
         return result

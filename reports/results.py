@@ -110,6 +110,21 @@ def update_latest_link(reports_root: Path, run_dir: Path) -> Path:
     return link
 
 
+def prune_run_dirs(reports_root: Path, keep: int = 50) -> list[Path]:
+    """Delete all but the newest `keep` run dirs (by run id, i.e. start time); never the one
+    reports/latest points at. Returns what was deleted. For labs whose disk fills up."""
+    import shutil
+    reports_root = Path(reports_root)
+    runs = sorted(p for p in reports_root.glob(f"{RUN_ID_PREFIX}*") if p.is_dir()
+                  and not p.is_symlink())
+    latest = reports_root / LATEST_LINK
+    protected = latest.resolve() if latest.is_symlink() else None
+    doomed = [p for p in runs[:max(0, len(runs) - keep)] if p.resolve() != protected]
+    for p in doomed:
+        shutil.rmtree(p, ignore_errors=True)
+    return doomed
+
+
 # ---- provenance ------------------------------------------------------------------------------
 
 def _git(repo_root: Path, *args: str) -> str | None:
@@ -282,9 +297,11 @@ class ResultWriter:
         return record
 
 
-def load_results(run_dir: Path, validate: bool = False) -> list[dict]:
+def load_results(run_dir: Path, validate: bool = False,
+                 errors: list[str] | None = None) -> list[dict]:
     """All records of a run in write order ([] if none). A corrupt line raises ValueError
-    naming the file and line number; validate=True also checks each against the schema."""
+    naming the file and line number, or, when an `errors` list is given, is skipped and its
+    message appended there. validate=True also checks each record against the schema."""
     path = Path(run_dir) / RESULTS_FILE
     if not path.exists():
         return []
@@ -295,12 +312,21 @@ def load_results(run_dir: Path, validate: bool = False) -> list[dict]:
                 continue
             try:
                 record = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise ValueError(f"{path}:{lineno}: not a JSON record ({e})") from None
+                if not isinstance(record, dict):
+                    raise ValueError("not a JSON object")
+            except ValueError as e:
+                problem = f"{path}:{lineno}: not a JSON record ({e})"
+                if errors is None:
+                    raise ValueError(problem) from None
+                errors.append(problem)
+                continue
             if validate:
                 try:
                     validate_record(record)
                 except ResultRecordError as e:
-                    raise ValueError(f"{path}:{lineno}: {e}") from None
+                    if errors is None:
+                        raise ValueError(f"{path}:{lineno}: {e}") from None
+                    errors.append(f"{path}:{lineno}: {e}")
+                    continue
             records.append(record)
     return records

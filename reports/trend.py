@@ -139,7 +139,8 @@ def judge(value, history: Sequence[float], direction: int, k: float = K_DEFAULT,
     if v is None:
         return Judgement("not_measured", None, n_history=len(hist), direction=direction)
     if len(hist) < min_history:
-        return Judgement("new", v, n_history=len(hist), direction=direction)
+        return Judgement("new" if direction else "untracked", v, n_history=len(hist),
+                         direction=direction)
     med, mad = median_mad(hist)
     band = noise_band(med, mad, k, rel_floor)
     delta = v - med
@@ -210,11 +211,17 @@ def flux_string(s: str) -> str:
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("${", "\\${") + '"'
 
 
-def history_query(bucket: str, suite: str, profile: str, before: str, last_n: int) -> str:
-    """Flux: the last `last_n` points per series and field of one suite+profile before `before`
-    (RFC 3339). run_id is a string field, not a metric: filtered out."""
+HISTORY_DAYS_DEFAULT = 400
+
+
+def history_query(bucket: str, suite: str, profile: str, before: str, last_n: int,
+                  history_days: float = HISTORY_DAYS_DEFAULT) -> str:
+    """Flux: the last `last_n` points per series and field of one suite+profile in the
+    `history_days` before `before` (RFC 3339). run_id is a string field, not a metric."""
+    from reports.results import parse_rfc3339, utc_rfc3339
+    start = utc_rfc3339(parse_rfc3339(before) - dt.timedelta(days=history_days))
     return f"""from(bucket: {flux_string(bucket)})
-  |> range(start: 1970-01-01T00:00:00Z, stop: {before})
+  |> range(start: {start}, stop: {before})
   |> filter(fn: (r) => r._measurement == {flux_string(suite)} and r.profile == {flux_string(profile)})
   |> filter(fn: (r) => r._field != "run_id")
   |> group(columns: ["_measurement", "name", "profile", "dut_switch_kind", "generator", "port_kind", "_field"])
@@ -231,10 +238,12 @@ def _rfc3339_of(t) -> str:
 
 def fetch_history(url: str, token: str, org: str, bucket: str,
                   wanted: Iterable[tuple[str, str]], before: str,
-                  last_n: int = LAST_N_DEFAULT, timeout_ms: int = 20000
+                  last_n: int = LAST_N_DEFAULT, timeout_ms: int = 20000,
+                  history_days: float = HISTORY_DAYS_DEFAULT
                   ) -> dict[SeriesKey, list[tuple[str, float]]]:
     """History of every series of the (suite, profile) pairs in `wanted`, points strictly
-    before `before` (RFC 3339 UTC), oldest first. Raises on connection/query errors."""
+    before `before` (RFC 3339 UTC) and at most `history_days` older, oldest first. Raises on
+    connection/query errors."""
     from influxdb_client import InfluxDBClient
     from reports.influx import check_url
     problem = check_url(url)
@@ -244,7 +253,8 @@ def fetch_history(url: str, token: str, org: str, bucket: str,
     with InfluxDBClient(url=url, token=token, org=org, timeout=timeout_ms, retries=False) as c:
         api = c.query_api()
         for suite, profile in sorted(set(wanted)):
-            for table in api.query(history_query(bucket, suite, profile, before, last_n)):
+            query = history_query(bucket, suite, profile, before, last_n, history_days)
+            for table in api.query(query):
                 for r in table.records:
                     v = r.get_value()
                     num = as_number(v)
@@ -304,7 +314,7 @@ def _plot_row(row: TrendRow, out_png: Path) -> Path:
 def write_trend_page(run_dir: Path, rows: Sequence[TrendRow], error: str | None = None,
                      settings: Mapping | None = None) -> Path:
     """run_dir/trend.html (summary table + one plot per judged metric) and trend.json."""
-    from reports.html import cell, esc, fmt_number, page, slug
+    from reports.html import cell, esc, page, slug
     run_dir = Path(run_dir)
     counts = {v: sum(1 for r in rows if r.judgement.verdict == v) for v in VERDICT_STYLE}
     chips = "".join(
@@ -400,11 +410,14 @@ def run_trend(run_dir: Path, url: str, token: str = "-", org: str = "-",
     Call it after the run's records were exported (or spooled)."""
     from reports.results import load_results
     run_dir = Path(run_dir)
-    records = load_results(run_dir)
+    load_errors: list[str] = []
+    records = load_results(run_dir, validate=True, errors=load_errors)
     before = run_start or (min(r["provenance"]["start_time"] for r in records) if records
                            else None)
     settings = {"last_n": last_n, "k": k, "rel_floor": rel_floor, "min_history": min_history,
                 "history_before": before, "bucket": bucket}
+    if load_errors:
+        settings["skipped_unreadable_records"] = len(load_errors)
     error = None
     history: dict = {}
     if records:

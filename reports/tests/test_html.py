@@ -134,7 +134,8 @@ def test_extras_api(tmp_path):
     assert [(i["kind"], i["title"]) for i in items] == [("png", "from a file"),
                                                         ("table", "a table"),
                                                         ("html", "zz-handmade")]
-    assert items[0]["file"] == p1 and items[1]["file"] == p2
+    assert items[0]["file"] == p1 and items[1]["file"] == p2.with_suffix(".json")
+    assert p2.suffix == ".html" and "<table>" in p2.read_text()  # for pytest-html extras
     with pytest.raises(FileNotFoundError, match="nope.png"):
         add_plot(tmp_path, "wan", tmp_path / "nope.png", "missing")
     with pytest.raises(TypeError, match="Figure or a PNG"):
@@ -177,3 +178,54 @@ def test_index_renders_in_headless_chromium(sample_run, tmp_path):
     names = [row[0]["text"] for t in doc.tables if t["class"] == "records" for row in t["rows"][1:]]
     assert "ndr_64b_100000flows" in names and "ping_and_udp_burst" in names
     assert re.search(r"1 target misses", dom.stdout)
+
+
+def test_few_records_with_many_metrics_get_a_column_each(tmp_path):
+    from reports.results import ResultWriter
+    from reports.tests.sample import BASE_PROVENANCE
+    w = ResultWriter(tmp_path, BASE_PROVENANCE)
+    metrics = {f"m{i}_us": float(i) for i in range(10)}
+    w.write("smoke", "a", metrics, provenance={"dut_switch_kind": "ovs"})
+    w.write("smoke", "b", metrics, provenance={"dut_switch_kind": "ovs-dpdk"},
+            target_misses=[{"metric": "m3_us", "target": "<= 1", "value": 3.0,
+                            "message": "m3_us = 3, target <= 1: off by +2"}])
+    doc = parse(render_run_index(tmp_path).read_text())
+    t = next(t for t in doc.tables if "transposed" in t["class"])
+    assert [c["text"] for c in t["rows"][0]] == ["metric", "a [ovs]", "b [ovs-dpdk]"]
+    m3 = next(r for r in t["rows"] if r[0]["text"] == "m3_us")
+    assert "miss" in m3[2]["class"] and "miss" not in m3[1]["class"]
+    assert t["rows"][-1][0]["text"] == "targets" and "off by +2" in t["rows"][-1][2]["text"]
+
+
+def test_a_big_suite_stays_readable(tmp_path):
+    from reports.html import MAX_BARS, OPEN_TABLE_ROWS
+    from reports.results import ResultWriter
+    from reports.tests.sample import BASE_PROVENANCE
+    w = ResultWriter(tmp_path, BASE_PROVENANCE)
+    n = OPEN_TABLE_ROWS + 50
+    for i in range(n):
+        w.write("conformance", f"case_{i:04d}", {"ok": i % 7 != 0, "duration_ms": 10.0 + i})
+    text = render_run_index(tmp_path).read_text()
+    assert f"<details><summary>{n} records</summary>" in text  # long tables start collapsed
+    assert f"{n - len(range(0, n, 7))} of {n} ok" in text
+    assert text.count("<tr>") >= n
+    assert (tmp_path / "plots" / "conformance-duration-ms.png").is_file()
+    assert MAX_BARS < n
+
+
+def test_a_torn_results_line_is_reported_not_fatal(tmp_path):
+    make_sample_run(tmp_path)
+    with open(tmp_path / "results.jsonl", "a") as f:
+        f.write('{"suite": "torn"\n')
+    text = render_run_index(tmp_path).read_text()
+    assert "unreadable lines in results.jsonl" in text and 'id="suite-throughput"' in text
+
+
+def test_process_logs_are_linked(tmp_path):
+    make_sample_run(tmp_path)
+    d = tmp_path / "tests" / "suites_smoke_test_smoke.py_test_ping_ovs_"
+    d.mkdir(parents=True)
+    (d / "sw-ovs-vswitchd.log").write_text("log")
+    text = render_run_index(tmp_path).read_text()
+    assert 'href="tests/suites_smoke_test_smoke.py_test_ping_ovs_/sw-ovs-vswitchd.log"' in text
+    assert "process logs (1 files)" in text

@@ -167,3 +167,23 @@ def test_collect_provenance_outside_git_and_without_build(tmp_path, monkeypatch)
     # and such provenance is still a valid record
     w = ResultWriter(tmp_path / "r", {**BASE_PROVENANCE, **prov})
     w.write("smoke", "ping", {"ok": True})
+
+
+def test_target_misses_in_the_harness_format_are_accepted(writer):
+    """dut/profiles/targets.py writes {metric, target: '>= 14.0', value, off_by, message}."""
+    miss = {"metric": "ndr_mpps", "target": ">= 14.0", "value": 3.2, "off_by": -10.8,
+            "message": "ndr_mpps = 3.2, target >= 14.0: off by -10.8 (-77.1%)"}
+    not_measured = {"metric": "latency_p99_us", "target": "<= 50", "value": None,
+                    "message": "latency_p99_us: target <= 50, not measured"}
+    rec = writer.write("throughput", "ndr_64b_1flows", {"ndr_mpps": 3.2},
+                       target_misses=[miss, not_measured], test_id="suites/x.py::test_y")
+    assert rec["target_misses"][0] == miss and rec["test_id"] == "suites/x.py::test_y"
+
+
+def test_prune_keeps_the_newest_and_latest(tmp_path):
+    from reports.results import prune_run_dirs, update_latest_link
+    dirs = [create_run_dir(tmp_path, T0 + dt.timedelta(seconds=i)) for i in range(5)]
+    update_latest_link(tmp_path, dirs[0])  # latest may point at an old run: keep it anyway
+    gone = prune_run_dirs(tmp_path, keep=2)
+    assert sorted(gone) == dirs[1:3]
+    assert [d.exists() for d in dirs] == [True, False, False, True, True]

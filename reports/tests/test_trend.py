@@ -128,3 +128,9 @@ def test_history_query_escapes_strings():
     assert 'bucket: "ofb\\"/autogen"' in q and 'r._measurement == "su\\"ite"' in q
     assert 'r.profile == "pro\\\\file"' in q and "tail(n: 5)" in q
     assert "stop: 2024-05-01T00:00:00Z" in q
+    assert "start: 2023-03-28T00:00:00.000000Z" in q  # 400 days of history by default
+
+
+def test_metric_without_direction_is_never_new_or_judged():
+    assert judge(5, [], 0).verdict == "untracked"
+    assert judge(500, [5, 5, 5, 5], 0).verdict == "untracked"

@@ -1,0 +1,94 @@
+"""Command line for a run folder (the harness calls the same functions at session end):
+
+  python -m reports render [RUN_DIR]            rewrite RUN_DIR/index.html (default reports/latest)
+  python -m reports export [RUN_DIR] --influx-url URL [--token - --org - --bucket ofbench/autogen]
+                                                send a run's records (idempotent: re-exporting a
+                                                run overwrites the same points), spool on failure
+  python -m reports replay --influx-url URL     send what reports/spool/ holds
+  python -m reports trend [RUN_DIR] --influx-url URL [--last-n 20 --k 3]
+                                                write trend.html; exit 1 on a regression, 2 when
+                                                the history could not be read
+  python -m reports influxd [DATA_DIR]          run the local influxd in the foreground
+
+--influx-url local starts the repo's influxd (tools/bin/influxd, data in tools/influxdb-data)
+for the duration of the command.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+SPOOL_DIR = REPO / "reports" / "spool"
+
+
+def _influx_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--influx-url", required=True, help="http://host:8086, or 'local'")
+    p.add_argument("--token", default="-", help="1.8: 'user:pass' or '-' (default '-')")
+    p.add_argument("--org", default="-", help="1.8: '-' (default)")
+    p.add_argument("--bucket", default="ofbench/autogen", help="1.8: '<db>/<rp>'")
+
+
+@contextlib.contextmanager
+def _influx_settings(args):
+    settings = {"url": args.influx_url, "token": args.token, "org": args.org,
+                "bucket": args.bucket}
+    if args.influx_url != "local":
+        yield settings
+        return
+    from reports.influxd import LocalInfluxd
+    with LocalInfluxd() as srv:
+        yield {**settings, **srv.client_settings()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m reports", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    for name in ("render", "export", "trend"):
+        p = sub.add_parser(name)
+        p.add_argument("run_dir", nargs="?", default=str(REPO / "reports" / "latest"))
+        if name != "render":
+            _influx_args(p)
+        if name == "trend":
+            p.add_argument("--last-n", type=int, default=20)
+            p.add_argument("--k", type=float, default=3.0)
+    _influx_args(sub.add_parser("replay"))
+    p = sub.add_parser("influxd")
+    p.add_argument("data_dir", nargs="?", default=None)
+    args = ap.parse_args(argv)
+
+    if args.cmd == "render":
+        from reports.html import render_run_index
+        print(render_run_index(Path(args.run_dir).resolve()))
+        return 0
+    if args.cmd == "influxd":
+        from reports.influxd import DEFAULT_DATA_DIR, LocalInfluxd
+        srv = LocalInfluxd(data_dir=Path(args.data_dir) if args.data_dir else DEFAULT_DATA_DIR)
+        with srv:
+            print(f"influxd on {srv.url}, bucket {srv.bucket}, data {srv.data_dir}; Ctrl-C "
+                  "stops it", flush=True)
+            with contextlib.suppress(KeyboardInterrupt):
+                srv.proc.wait()
+        return 0
+    with _influx_settings(args) as settings:
+        if args.cmd in ("export", "replay"):
+            from reports.influx import InfluxExporter
+            from reports.results import load_results
+            with InfluxExporter(spool_dir=SPOOL_DIR, **settings) as exp:
+                records = load_results(Path(args.run_dir)) if args.cmd == "export" else []
+                res = exp.export(records) if records else exp.replay_spool()
+            print(f"sent {res.sent}, replayed {res.replayed}, spooled {res.spooled}, rejected "
+                  f"{res.rejected}" + (f"; error: {res.error}" if res.error else ""))
+            return 0 if not (res.spooled or res.rejected) else 3
+        from reports.trend import run_trend
+        report = run_trend(Path(args.run_dir).resolve(), last_n=args.last_n, k=args.k,
+                           **settings)
+        print(report.summary())
+        return report.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

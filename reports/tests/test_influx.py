@@ -1,0 +1,296 @@
+"""InfluxDB export with spool-and-replay, against the real local influxd 1.8, and the trend
+history query against the same server."""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+import socket
+import warnings
+
+import pytest
+
+from reports.influx import (InfluxExporter, InfluxSpoolWarning, check_url,
+                            record_to_point_parts, rfc3339_to_ns)
+from reports.influxd import LocalInfluxd, render_config
+from reports.results import ResultWriter, load_results, utc_rfc3339
+from reports.tests.sample import BASE_PROVENANCE, provenance_at
+from reports.trend import run_trend
+
+T0 = dt.datetime(2024, 5, 1, 2, 0, tzinfo=dt.timezone.utc)
+
+
+# ---- pure parts ----------------------------------------------------------------------------
+
+def test_rfc3339_to_ns_is_exact():
+    assert rfc3339_to_ns("1970-01-01T00:00:01.000000001Z") == 1_000_000_001
+    assert rfc3339_to_ns("2024-05-01T02:03:04.123456Z") == \
+        rfc3339_to_ns("2024-05-01T02:03:04Z") + 123_456_000
+    assert rfc3339_to_ns("2024-05-01T02:03:04Z") == int(
+        dt.datetime(2024, 5, 1, 2, 3, 4, tzinfo=dt.timezone.utc).timestamp()) * 10 ** 9
+    with pytest.raises(ValueError):
+        rfc3339_to_ns("2024-05-01T02:03:04+02:00")
+
+
+def test_record_to_point_parts(tmp_path):
+    w = ResultWriter(tmp_path / "run-20240501T020000Z-abcd", BASE_PROVENANCE)
+    rec = w.write("throughput", "ndr_64b_1flows", {"ndr_mpps": 3, "ok": True, "lat_us": None},
+                  provenance=provenance_at(T0))
+    m, tags, fields, t_ns = record_to_point_parts(rec)
+    assert m == "throughput"
+    assert tags == {"name": "ndr_64b_1flows", "profile": "local", "dut_switch_kind": "ovs",
+                    "generator": "softgen", "port_kind": "memif",
+                    "git_sha": BASE_PROVENANCE["git_sha"]}
+    # ints become floats (a field never changes type), bools stay, nulls are skipped
+    assert fields == {"ndr_mpps": 3.0, "ok": True, "run_id": "run-20240501T020000Z-abcd"}
+    assert isinstance(fields["ndr_mpps"], float)
+    assert t_ns == rfc3339_to_ns(utc_rfc3339(T0))
+
+
+@pytest.mark.parametrize("url,ok", [("http://127.0.0.1:8086", True), ("https://h", True),
+                                    ("127.0.0.1:8086", False), ("ftp://h", False),
+                                    ("http://", False), ("http://[::1", False),
+                                    ("http://h:99999", False)])
+def test_check_url(url, ok):
+    assert (check_url(url) is None) == ok
+
+
+def test_config_binds_loopback_only_and_never_phones_home(tmp_path):
+    text = render_config(tmp_path, 18086, 18088)
+    assert text.splitlines()[1] == "reporting-disabled = true"
+    assert 'bind-address = "127.0.0.1:18088"' in text
+    assert 'bind-address = "127.0.0.1:18086"' in text
+    assert "flux-enabled = true" in text
+    assert "flux-enabled = false" in render_config(tmp_path, 1, 2, flux_enabled=False)
+    assert str(tmp_path / "wal") in text
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]  # closed when we return: nothing listens there
+
+
+def _records(writer: ResultWriter, n: int, start: dt.datetime, suite: str = "smoke",
+             value=lambda i: float(i)) -> list[dict]:
+    return [writer.write(suite, f"rec{i}", {"rx_mpps": value(i), "ok": i % 2 == 0},
+                         {"i": i}, provenance_at(start + dt.timedelta(seconds=i)))
+            for i in range(n)]
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:{port}", "http://[::1", "not a url"])
+def test_down_or_bad_url_spools_with_a_warning_naming_the_spool(tmp_path, url):
+    w = ResultWriter(tmp_path / "run", BASE_PROVENANCE)
+    recs = _records(w, 3, T0)
+    exp = InfluxExporter(url.format(port=_closed_port()), spool_dir=tmp_path / "spool")
+    with pytest.warns(InfluxSpoolWarning, match=str(tmp_path / "spool" / "influx-spool.jsonl")):
+        res = exp.export(recs)
+    assert res.spooled == 3 and res.sent == 0 and res.error
+    spooled = [json.loads(x) for x in exp.spool_path.read_text().splitlines()]
+    assert spooled == recs
+    # a second export keeps order: old spool first, then the new records; the warning came
+    # once for this outage, and within retry_after_s no connection is even tried
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", InfluxSpoolWarning)
+        res = exp.export(recs[:1])
+    assert res.spooled == 1 and "backing off" in res.error
+    assert [json.loads(x) for x in exp.spool_path.read_text().splitlines()] == recs + recs[:1]
+
+
+def test_backoff_ends_after_retry_after_s(tmp_path):
+    now = [100.0]
+    exp = InfluxExporter(f"http://127.0.0.1:{_closed_port()}", spool_dir=tmp_path,
+                         retry_after_s=30, clock=lambda: now[0])
+    w = ResultWriter(tmp_path / "run", BASE_PROVENANCE)
+    with pytest.warns(InfluxSpoolWarning):
+        exp.export(_records(w, 1, T0))
+    assert exp.backing_off()
+    now[0] += 29
+    assert "backing off" in exp.export(_records(w, 1, T0)).error
+    now[0] += 2
+    assert not exp.backing_off()
+    res = exp.export(_records(w, 1, T0))
+    assert "Connection refused" in res.error and exp.spooled_count() == 3
+
+
+def test_corrupt_spool_line_is_moved_aside_not_lost(tmp_path):
+    exp = InfluxExporter(f"http://127.0.0.1:{_closed_port()}", spool_dir=tmp_path)
+    exp.spool_path.write_text('{"torn": \n')
+    with pytest.warns(InfluxSpoolWarning, match="unreadable spool"):
+        assert exp.replay_spool().replayed == 0
+    assert "torn" in exp.corrupt_path.read_text()
+
+
+# ---- against the real server -----------------------------------------------------------------
+
+def _server(tmp_path_factory, flux: bool):
+    srv = LocalInfluxd(data_dir=tmp_path_factory.mktemp("influxdb"), flux_enabled=flux)
+    srv.start()
+    return srv
+
+
+@pytest.fixture(scope="module")
+def influxd_server(tmp_path_factory):
+    """One real server for the module's write tests. Without Flux: its start costs ~5 s of CPU
+    and the spool test restarts the server; writes and InfluxQL do not need it."""
+    srv = _server(tmp_path_factory, flux=False)
+    try:
+        yield srv
+    finally:
+        srv.kill()  # data is not needed after the tests; SIGKILL is quickest
+
+
+@pytest.fixture(scope="module")
+def influxd_flux_server(tmp_path_factory):
+    """A server with Flux, as runs use it, for the trend's history queries."""
+    srv = _server(tmp_path_factory, flux=True)
+    try:
+        yield srv
+    finally:
+        srv.kill()
+
+
+def _use(srv: LocalInfluxd, request) -> LocalInfluxd:
+    """The shared server, running, with a fresh database of this test's own as its default."""
+    srv.start()  # no-op when running; restarts it if a test left it killed
+    srv.db = "t_" + re.sub(r"\W", "_", request.node.name)
+    srv.create_database()
+    return srv
+
+
+@pytest.fixture
+def influxd(influxd_server, request):
+    return _use(influxd_server, request)
+
+
+@pytest.fixture
+def influxd_flux(influxd_flux_server, request):
+    return _use(influxd_flux_server, request)
+
+
+def _count_and_values(srv: LocalInfluxd, measurement: str) -> dict[str, tuple]:
+    body = srv.query(f'SELECT "rx_mpps", "ok", "run_id" FROM "{measurement}" GROUP BY "name"',
+                     db=srv.db)
+    out = {}
+    for series in body["results"][0].get("series", []):
+        for row in series["values"]:
+            name = series["tags"]["name"]
+            assert name not in out, f"duplicate point for {name}"
+            out[name] = (row[0], *row[1:])
+    return out
+
+
+def test_spool_and_replay_against_real_influxd(tmp_path, influxd):
+    w = ResultWriter(tmp_path / "run-20240501T020000Z-abcd", BASE_PROVENANCE)
+    exp = InfluxExporter(**influxd.client_settings(), spool_dir=tmp_path / "spool")
+    first = _records(w, 5, T0)
+    res = exp.export(first)
+    assert (res.sent, res.spooled) == (5, 0)
+
+    influxd.kill()  # a crash: the next export cannot reach it
+    second = _records(w, 4, T0 + dt.timedelta(minutes=1), suite="throughput")
+    with pytest.warns(InfluxSpoolWarning, match="influx-spool.jsonl"):
+        res = exp.export(second)
+    assert (res.sent, res.spooled) == (0, 4)
+    assert exp.spooled_count() == 4
+
+    influxd.start()  # same data dir, same port
+    res = exp.replay_spool()
+    assert res.replayed == 4 and res.error is None
+    assert not exp.spool_path.exists()
+    # replaying again sends nothing; re-exporting the same records does not duplicate them
+    assert exp.replay_spool().replayed == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", InfluxSpoolWarning)
+        assert exp.export(second[:2]).sent == 2
+
+    smoke, tput = _count_and_values(influxd, "smoke"), _count_and_values(influxd, "throughput")
+    assert len(smoke) == 5 and len(tput) == 4
+    for rec in first + second:
+        got = (smoke if rec["suite"] == "smoke" else tput)[rec["name"]]
+        t, rx, ok, run_id = got
+        assert rfc3339_to_ns(t) == rfc3339_to_ns(rec["provenance"]["end_time"])
+        assert rx == rec["metrics"]["rx_mpps"] and ok == rec["metrics"]["ok"]
+        assert run_id == "run-20240501T020000Z-abcd"
+    exp.close()
+
+
+def test_trend_against_real_influxd(tmp_path, influxd_flux):
+    """Ten past nightly runs in InfluxDB, then a run with one regression and one progression."""
+    settings = influxd_flux.client_settings()
+    exp = InfluxExporter(**settings, spool_dir=tmp_path / "spool")
+    past_start = T0 - dt.timedelta(days=10)
+    for night in range(10):
+        # every night is another commit: history must join across git_sha tags
+        w = ResultWriter(tmp_path / f"run-202404{night + 20:02d}T020000Z-0000",
+                         {**BASE_PROVENANCE, "git_sha": f"{night + 1:07x}"})
+        when = past_start + dt.timedelta(days=night)
+        jitter = 0.05 * (night % 3)
+        recs = [w.write("throughput", "ndr_64b_1flows",
+                        {"ndr_mpps": 3.0 + jitter, "latency_p99_us": 40.0 + jitter,
+                         "trials": 9}, provenance=provenance_at(when)),
+                w.write("throughput", "ndr_64b_1flows",  # other switch kind, other series
+                        {"ndr_mpps": 9.0 + jitter}, provenance=provenance_at(
+                            when + dt.timedelta(seconds=1), dut_switch_kind="ofbench")),
+                w.write("throughput", "ndr_64b_1flows",  # other profile: never history
+                        {"ndr_mpps": 100.0}, provenance=provenance_at(
+                            when + dt.timedelta(seconds=2), profile="lab1"))]
+        assert exp.export(recs).sent == 3
+
+    run_dir = tmp_path / "run-20240501T020000Z-cafe"
+    w = ResultWriter(run_dir, BASE_PROVENANCE)
+    now = [w.write("throughput", "ndr_64b_1flows",
+                   {"ndr_mpps": 2.0, "latency_p99_us": 30.0, "trials": 12},
+                   provenance=provenance_at(T0)),
+           w.write("throughput", "ndr_64b_1flows", {"ndr_mpps": 9.05},
+                   provenance=provenance_at(T0 + dt.timedelta(seconds=1),
+                                            dut_switch_kind="ofbench"))]
+    exp.export(now)  # the run's own points must not become their own history
+
+    report = run_trend(run_dir, **settings, last_n=8)
+    assert report.error is None
+    verdicts = {(r.key.dut_switch_kind, r.key.metric): r.judgement for r in report.rows}
+    assert verdicts[("ovs", "ndr_mpps")].verdict == "regression"
+    assert verdicts[("ovs", "ndr_mpps")].n_history == 8            # last N only
+    assert verdicts[("ovs", "ndr_mpps")].median == pytest.approx(3.05)
+    assert verdicts[("ovs", "latency_p99_us")].verdict == "progression"
+    assert verdicts[("ovs", "trials")].verdict == "untracked"
+    assert verdicts[("ofbench", "ndr_mpps")].verdict == "ok"
+    assert report.any_regression and report.exit_code == 1
+    assert "regression" in report.summary()
+    page = (run_dir / "trend.html").read_text()
+    assert page.count('src="plots/trend-') == 3  # one plot per judged metric with history
+    assert len(load_results(run_dir)) == 2
+
+
+def test_trend_with_influxdb_down_says_so(tmp_path):
+    run_dir = tmp_path / "run-20240501T020000Z-cafe"
+    w = ResultWriter(run_dir, BASE_PROVENANCE)
+    w.write("throughput", "x", {"ndr_mpps": 1.0}, provenance=provenance_at(T0))
+    report = run_trend(run_dir, url=f"http://127.0.0.1:{_closed_port()}")
+    assert report.error and report.exit_code == 2 and not report.any_regression
+    assert "history unavailable" in (run_dir / "trend.html").read_text()
+
+
+def test_second_server_on_the_same_data_dir_is_refused(influxd):
+    from reports.influxd import InfluxdError
+    with pytest.raises(InfluxdError, match="already uses"):
+        LocalInfluxd(data_dir=influxd.data_dir).start()
+    assert influxd.is_ready()
+
+
+def test_bad_data_is_rejected_alone_and_kept(tmp_path, influxd):
+    """A metric that changes type (bool, then number) is refused by InfluxDB (HTTP 400): that
+    record goes to the rejected file, the good records of the same batch still arrive."""
+    w = ResultWriter(tmp_path / "run", BASE_PROVENANCE)
+    exp = InfluxExporter(**influxd.client_settings(), spool_dir=tmp_path / "spool")
+    good = _records(w, 3, T0)  # "ok" is a bool field
+    assert exp.export(good[:1]).sent == 1
+    bad = w.write("smoke", "bad", {"ok": 1.5}, provenance=provenance_at(T0))
+    with pytest.warns(InfluxSpoolWarning, match="refused 1 record"):
+        res = exp.export([good[1], bad, good[2]])
+    assert (res.sent, res.rejected, res.spooled) == (2, 1, 0)
+    kept = [json.loads(x) for x in exp.rejected_path.read_text().splitlines()]
+    assert kept[0]["record"] == bad and "HTTP 400" in kept[0]["reason"]
+    assert len(_count_and_values(influxd, "smoke")) == 3
+    assert not exp.spool_path.exists()
