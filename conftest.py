@@ -232,7 +232,13 @@ def switch_available(kind: str, profile) -> str | None:
     if kind == "ovs":
         return None if "ovs" in profile.features else "profile lacks feature ovs"
     if kind == "ovs-dpdk":
-        return None if "ovs_dpdk" in profile.features else "profile lacks feature ovs_dpdk"
+        if "ovs_dpdk" not in profile.features:
+            return "profile lacks feature ovs_dpdk"
+        from drivers.lab.local import hugepages_usable
+        if profile.lab_kind == "local" and not hugepages_usable():
+            return ("ovs-dpdk needs hugepages (it always runs --in-memory) and none are free "
+                    "or /dev/hugepages-ofbench is not mounted")
+        return None
     return f"unknown switch kind {kind!r}"
 
 

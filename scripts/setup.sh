@@ -59,7 +59,7 @@ ninja -C build >/dev/null
 
 # ---- 4. hugepages ----------------------------------------------------------------------------
 HUGE_DIR=/dev/hugepages-ofbench
-WANT_PAGES=${OFBENCH_HUGEPAGES:-768}
+WANT_PAGES=${OFBENCH_HUGEPAGES:-2048}   # 4 GiB of 24: switch, OVS-DPDK, generators, guests
 have=$(cat /proc/sys/vm/nr_hugepages)
 if (( have < WANT_PAGES )); then
   echo "$WANT_PAGES" > /proc/sys/vm/nr_hugepages 2>/dev/null || true
@@ -88,6 +88,10 @@ fi
 
 # ---- 6. guest image (dut/vmwire) ---------------------------------------------------------------
 if [[ -x dut/vmwire/build_guest.sh ]]; then
+  # The guest builder asks apt for the kernel package: it needs package lists.
+  if [[ -z "$(ls -A /var/lib/apt/lists 2>/dev/null | grep -v -e lock -e partial)" ]]; then
+    apt-get update -qq
+  fi
   dut/vmwire/build_guest.sh "$ROOT/tools/guest"
 fi
 say "done"

@@ -55,6 +55,9 @@ class OvsInstance:
             env=self.env, ready=self.db_sock.exists, ready_timeout_s=15))
         self.vsctl("--no-wait", "init")
         if self.dpdk:
+            if not getattr(self.lab, "use_hugepages", True):
+                raise LabError("ovs-dpdk needs hugepages (ovs-vswitchd-dpdk always adds "
+                               "--in-memory, which cannot run with --no-huge); none usable")
             extra = self.lab.eal_args(f"{self.name}", mem_mb=self.dpdk_mem_mb,
                                       lcores=str(self.dpdk_lcore if self.dpdk_lcore is not None
                                                  else self.lab.next_core()))

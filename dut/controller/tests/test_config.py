@@ -1,0 +1,114 @@
+"""Strict controller config: one test per kind of bad input, each error names the key."""
+import pytest
+
+from dut.controller.config import ConfigError, load_config, parse_config
+
+
+def _write(tmp_path, text):
+    p = tmp_path / "c.yaml"
+    p.write_text(text)
+    return p
+
+
+def test_full_config_loads(tmp_path):
+    cfg = load_config(_write(tmp_path, """\
+matcher: aho_corasick
+patterns: [ABCDEFGHIJ, KLMNOPQRST]
+high_workers: 8
+high_precedence_min: 4
+worker_mode: processes
+low_worker_nice: 19
+out_port: 2
+completion_log: /tmp/x.csv
+"""))
+    assert cfg.patterns == (b"ABCDEFGHIJ", b"KLMNOPQRST")
+    assert (cfg.matcher, cfg.high_workers, cfg.high_precedence_min) == ("aho_corasick", 8, 4)
+    assert (cfg.worker_mode, cfg.low_worker_nice, cfg.out_port) == ("processes", 19, 2)
+
+
+def test_defaults():
+    cfg = parse_config({"patterns": ["x"]})
+    assert (cfg.matcher, cfg.high_workers, cfg.high_precedence_min, cfg.worker_mode,
+            cfg.out_port) == ("naive", 1, 5, "threads", "flood")
+
+
+def test_thread_count_zero_names_key_and_line(tmp_path):
+    p = _write(tmp_path, "patterns: [x]\nhigh_workers: 0\n")
+    with pytest.raises(ConfigError, match=r"c.yaml: key 'high_workers' \(line 2\).*0"):
+        load_config(p)
+
+
+def test_thread_count_not_integer():
+    with pytest.raises(ConfigError, match="'high_workers'"):
+        parse_config({"patterns": ["x"], "high_workers": "8"})
+    with pytest.raises(ConfigError, match="'high_workers'"):
+        parse_config({"patterns": ["x"], "high_workers": True})
+
+
+def test_empty_pattern_list(tmp_path):
+    with pytest.raises(ConfigError, match=r"key 'patterns' \(line 1\).*non-empty"):
+        load_config(_write(tmp_path, "patterns: []\n"))
+
+
+def test_missing_patterns():
+    with pytest.raises(ConfigError, match="'patterns' is required"):
+        parse_config({"matcher": "naive"})
+
+
+def test_bad_pattern_item():
+    with pytest.raises(ConfigError, match="item 1"):
+        parse_config({"patterns": ["ok", ""]})
+    with pytest.raises(ConfigError, match="item 0"):
+        parse_config({"patterns": [12]})
+
+
+def test_unknown_matcher(tmp_path):
+    p = _write(tmp_path, "patterns: [x]\nmatcher: boyer_moore\n")
+    with pytest.raises(ConfigError, match=r"key 'matcher' \(line 2\): unknown matcher"):
+        load_config(p)
+
+
+def test_unknown_key(tmp_path):
+    p = _write(tmp_path, "patterns: [x]\n\nhigh_threads: 8\n")
+    with pytest.raises(ConfigError, match=r"key 'high_threads' \(line 3\): unknown key"):
+        load_config(p)
+
+
+def test_bad_worker_mode():
+    with pytest.raises(ConfigError, match="'worker_mode'"):
+        parse_config({"patterns": ["x"], "worker_mode": "greenlets"})
+
+
+def test_precedence_out_of_range():
+    with pytest.raises(ConfigError, match="'high_precedence_min'.*0..7"):
+        parse_config({"patterns": ["x"], "high_precedence_min": 8})
+
+
+def test_bad_nice():
+    with pytest.raises(ConfigError, match="'low_worker_nice'"):
+        parse_config({"patterns": ["x"], "low_worker_nice": -5})
+
+
+def test_bad_out_port():
+    with pytest.raises(ConfigError, match="'out_port'"):
+        parse_config({"patterns": ["x"], "out_port": "port2"})
+
+
+def test_bad_completion_log():
+    with pytest.raises(ConfigError, match="'completion_log'"):
+        parse_config({"patterns": ["x"], "completion_log": 5})
+
+
+def test_top_level_not_a_mapping(tmp_path):
+    with pytest.raises(ConfigError, match="top level must be a mapping"):
+        load_config(_write(tmp_path, "- a\n- b\n"))
+
+
+def test_invalid_yaml(tmp_path):
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(_write(tmp_path, "patterns: [x\n"))
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_config(tmp_path / "nope.yaml")

@@ -1,0 +1,143 @@
+"""FIFO and prioritised engines with fake Packet-Out senders (no os-ken, no switch)."""
+import threading
+import time
+
+import pytest
+from scapy.layers.inet import IP, TCP
+from scapy.layers.l2 import Ether
+
+from dut.controller import matching
+from dut.controller.config import parse_config
+from dut.controller.engine import FifoEngine, PriorityEngine
+from dut.controller.timing import CompletionLog, parse_lines
+
+
+def frame(ip_id, prec, payload=b"..ABCDEFGHIJ.." * 10):
+    return bytes(Ether() / IP(tos=prec << 5, id=ip_id) / TCP() / payload)
+
+
+class Sent:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.items = []
+
+    def __call__(self, data, in_port):
+        with self.lock:
+            self.items.append((data, in_port))
+
+
+class SlowMatcher:
+    """Sleeps (GIL released) so ordering is decided by the queues, not by the CPU."""
+
+    def __init__(self, seconds):
+        self.seconds = seconds
+
+    def count(self, payload):
+        time.sleep(self.seconds)
+        return 1
+
+    def close(self):
+        pass
+
+
+def test_fifo_handles_in_arrival_order_and_logs(tmp_path):
+    log = tmp_path / "log.csv"
+    cfg = parse_config({"patterns": ["ABCDEFGHIJ"], "completion_log": str(log)})
+    sent = Sent()
+    eng = FifoEngine(cfg, sent)
+    frames = [frame(i, 5 if i % 2 else 0) for i in range(6)]
+    for f in frames:
+        eng.handle(f, 1)
+    eng.stop()
+    assert [d for d, _ in sent.items] == frames
+    recs = parse_lines(log.read_text().splitlines())
+    assert [r.ip_id for r in recs] == list(range(6))
+    assert [r.klass for r in recs] == ["low", "high"] * 3
+    assert {r.matches for r in recs} == {10}
+    assert all(r.t_out_ns >= r.t_in_ns for r in recs)
+
+
+def test_priority_pool_has_one_low_and_n_high_workers():
+    cfg = parse_config({"patterns": ["x"], "high_workers": 4})
+    eng = PriorityEngine(cfg, Sent())
+    try:
+        names = [t.name for t in eng.workers]
+        assert sum(n.startswith("ofb-low") for n in names) == 1
+        assert sum(n.startswith("ofb-high") for n in names) == 4
+        assert all(t.is_alive() for t in eng.workers)
+    finally:
+        eng.stop()
+    assert not any(t.is_alive() for t in eng.workers)
+
+
+def test_priority_serves_late_high_packets_before_early_low_ones():
+    """Low_High order: 20 low then 20 high. 4 high workers finish the highs long before the
+    single low worker finishes the lows (FIFO would finish the lows first)."""
+    cfg = parse_config({"patterns": ["x"], "high_workers": 4})
+    log = CompletionLog(None)
+    done = {}
+    sent = Sent()
+
+    def send(data, in_port):
+        sent(data, in_port)
+        done[data] = time.monotonic()
+
+    eng = PriorityEngine(cfg, send, log=log, matcher=SlowMatcher(0.01))
+    lows = [frame(i, 0) for i in range(20)]
+    highs = [frame(100 + i, 5) for i in range(20)]
+    try:
+        for f in lows + highs:
+            eng.handle(f, 3)
+        deadline = time.monotonic() + 30
+        while len(sent.items) < 40 and time.monotonic() < deadline:
+            time.sleep(0.01)
+    finally:
+        eng.stop()
+    assert len(sent.items) == 40
+    assert max(done[f] for f in highs) < max(done[f] for f in lows)
+    assert {p for _, p in sent.items} == {3}
+
+
+def test_non_ip_packets_go_to_the_low_worker():
+    cfg = parse_config({"patterns": ["x"], "high_workers": 2})
+    sent = Sent()
+    eng = PriorityEngine(cfg, sent)
+    try:
+        eng.handle(b"\xff" * 60, 1)
+        deadline = time.monotonic() + 5
+        while not sent.items and time.monotonic() < deadline:
+            time.sleep(0.005)
+    finally:
+        eng.stop()
+    assert eng.handled == {"high": 0, "low": 1}
+
+
+def test_processes_mode_searches_in_search_processes(tmp_path):
+    log = tmp_path / "log.csv"
+    cfg = parse_config({"patterns": ["ABCDEFGHIJ"], "high_workers": 2,
+                        "worker_mode": "processes", "low_worker_nice": 5,
+                        "completion_log": str(log)})
+    sent = Sent()
+    eng = PriorityEngine(cfg, sent)
+    procs = [sp.proc for sp in eng.search_procs]
+    try:
+        assert len(procs) == 3
+        for i in range(10):
+            eng.handle(frame(i, 5 if i < 5 else 0), 2)
+        deadline = time.monotonic() + 10
+        while len(sent.items) < 10 and time.monotonic() < deadline:
+            time.sleep(0.01)
+    finally:
+        eng.stop()
+    assert len(sent.items) == 10
+    assert {r.matches for r in parse_lines(log.read_text().splitlines())} == {10}
+    assert all(p.poll() is not None for p in procs)  # no search process left behind
+
+
+def test_processes_mode_with_bad_matcher_fails_at_start(monkeypatch, tmp_path):
+    monkeypatch.setattr(matching, "_lib", None)
+    monkeypatch.setenv("OFBENCH_BUILD_DIR", str(tmp_path))
+    cfg = parse_config({"patterns": ["x"], "matcher": "aho_corasick",
+                        "worker_mode": "processes"})
+    with pytest.raises(matching.MatcherError, match="not found"):
+        PriorityEngine(cfg, Sent())

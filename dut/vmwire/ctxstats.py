@@ -1,0 +1,112 @@
+"""Host cost of moving packets: context switches and CPU time, per packet.
+
+RISE 4.0 watched ``vmstat``'s context switches (e1000: ~10000/s under iperf; vhost-user:
+~3000/s). We read the same kernel counters, twice, around a measurement:
+
+* system-wide: ``ctxt`` and the ``cpu`` jiffies of /proc/stat (noisy on a shared box: other
+  users' work counts too);
+* per process (all threads): ``voluntary_ctxt_switches`` + ``nonvoluntary_ctxt_switches`` of
+  /proc/<pid>/task/*/status and utime+stime of /proc/<pid>/stat, for the processes that carry
+  the packets (guests, switch). This is what the vmwire experiment compares.
+
+Pure: the parsers and :func:`cost_per_packet`; thin: :func:`sample`.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def parse_proc_stat(text: str) -> tuple[int, int, int]:
+    """(ctxt, busy_jiffies, total_jiffies) from /proc/stat."""
+    ctxt = busy = total = 0
+    for line in text.splitlines():
+        parts = line.split()
+        if not parts:
+            continue
+        if parts[0] == "ctxt":
+            ctxt = int(parts[1])
+        elif parts[0] == "cpu":
+            vals = [int(v) for v in parts[1:]]
+            total = sum(vals[:8])          # user nice system idle iowait irq softirq steal
+            idle = vals[3] + (vals[4] if len(vals) > 4 else 0)
+            busy = total - idle
+    return ctxt, busy, total
+
+
+def parse_status_ctxt(text: str) -> int:
+    """voluntary + nonvoluntary context switches from a /proc/<pid>[/task/<tid>]/status."""
+    n = 0
+    for line in text.splitlines():
+        if line.startswith(("voluntary_ctxt_switches:", "nonvoluntary_ctxt_switches:")):
+            n += int(line.split()[1])
+    return n
+
+
+def parse_stat_cpu_ticks(text: str) -> int:
+    """utime + stime (clock ticks, all threads) from /proc/<pid>/stat."""
+    fields = text.rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+@dataclass
+class Sample:
+    system_ctxt: int
+    system_busy_jiffies: int
+    procs_ctxt: dict[int, int] = field(default_factory=dict)
+    procs_cpu_ticks: dict[int, int] = field(default_factory=dict)
+
+
+def _proc_ctxt(pid: int) -> int | None:
+    total, found = 0, False
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return None
+    for t in tasks:
+        try:
+            total += parse_status_ctxt((t / "status").read_text())
+            found = True
+        except OSError:  # a thread ended between listing and reading
+            pass
+    return total if found else None
+
+
+def sample(pids: list[int]) -> Sample:
+    ctxt, busy, _ = parse_proc_stat(Path("/proc/stat").read_text())
+    s = Sample(ctxt, busy)
+    for pid in pids:
+        c = _proc_ctxt(pid)
+        try:
+            ticks = parse_stat_cpu_ticks(Path(f"/proc/{pid}/stat").read_text())
+        except OSError:
+            ticks = None
+        if c is not None and ticks is not None:
+            s.procs_ctxt[pid], s.procs_cpu_ticks[pid] = c, ticks
+    return s
+
+
+def cost_per_packet(before: Sample, after: Sample, packets: int, seconds: float,
+                    clk_tck: int = CLK_TCK) -> dict:
+    """Flat metrics for a result record. Processes missing from either sample are left out
+    (a process that ended mid-run has no final counter)."""
+    pids = set(before.procs_ctxt) & set(after.procs_ctxt)
+    proc_ctxt = sum(after.procs_ctxt[p] - before.procs_ctxt[p] for p in pids)
+    proc_ticks = sum(after.procs_cpu_ticks[p] - before.procs_cpu_ticks[p] for p in pids)
+    sys_ctxt = after.system_ctxt - before.system_ctxt
+    kpkt = packets / 1000.0 if packets > 0 else float("nan")
+    return {
+        "packets": packets,
+        "seconds": round(seconds, 3),
+        "proc_ctx_switches": proc_ctxt,
+        "proc_ctx_per_s": round(proc_ctxt / seconds, 1) if seconds > 0 else None,
+        "proc_ctx_per_kpkt": round(proc_ctxt / kpkt, 4) if packets > 0 else None,
+        "host_ctx_per_s": round(sys_ctxt / seconds, 1) if seconds > 0 else None,
+        "host_ctx_per_kpkt": round(sys_ctxt / kpkt, 4) if packets > 0 else None,
+        "proc_cpu_s": round(proc_ticks / clk_tck, 3),
+        "proc_cpu_us_per_pkt": round(proc_ticks / clk_tck * 1e6 / packets, 4)
+        if packets > 0 else None,
+    }

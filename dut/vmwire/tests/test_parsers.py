@@ -1,0 +1,106 @@
+"""Pure parsers and builders: ctx/CPU counters, testpmd stats, capture, isolation probe."""
+import struct
+
+import pytest
+
+from dut.vmwire import capture as cap
+from dut.vmwire.ctxstats import (Sample, cost_per_packet, parse_proc_stat, parse_stat_cpu_ticks,
+                                 parse_status_ctxt)
+from dut.vmwire.isoprobe import make_frames, tag_of, tally
+from dut.vmwire.testpmd import parse_port_stats, pmd_argv, virtio_user_vdev
+from dut.vmwire.wiring import af_packet_port, pcap_port, switch_support, vhost_port
+
+
+def test_proc_stat_and_status():
+    ctxt, busy, total = parse_proc_stat("cpu  10 0 5 100 5 0 0 0 0 0\ncpu0 1 2 3 4\nctxt 777\n")
+    assert (ctxt, busy, total) == (777, 15, 120)
+    assert parse_status_ctxt("Name:\tx\nvoluntary_ctxt_switches:\t5\n"
+                             "nonvoluntary_ctxt_switches:\t7\n") == 12
+    stat = "42 (qemu (x) y) S " + " ".join(str(i) for i in range(1, 50))
+    # fields after ')': state=S, then 1.. ; utime is field 14 overall -> index 11 after state
+    assert parse_stat_cpu_ticks(stat) == 11 + 12
+
+
+def test_cost_per_packet_leaves_out_vanished_processes():
+    a = Sample(1000, 0, {1: 10, 2: 5}, {1: 100, 2: 50})
+    b = Sample(3000, 0, {1: 30}, {1: 200})
+    m = cost_per_packet(a, b, packets=10_000, seconds=2.0, clk_tck=100)
+    assert m["proc_ctx_switches"] == 20 and m["proc_ctx_per_kpkt"] == 2.0
+    assert m["host_ctx_per_kpkt"] == 200.0 and m["host_ctx_per_s"] == 1000.0
+    assert m["proc_cpu_s"] == 1.0 and m["proc_cpu_us_per_pkt"] == 100.0
+    assert cost_per_packet(a, b, 0, 1.0)["proc_ctx_per_kpkt"] is None
+
+
+def test_testpmd_stats_and_argv():
+    text = ("junk\n  ######################## NIC statistics for port 0  ########################\n"
+            "  RX-packets: 5     RX-missed: 1          RX-bytes:  320\n  RX-errors: 0\n"
+            "  RX-nombuf:  0\n  TX-packets: 9    TX-errors: 0          TX-bytes:  576\n"
+            "  ############################################################################\n")
+    assert parse_port_stats(text) == {0: {"rx_packets": 5, "rx_missed": 1, "rx_bytes": 320,
+                                          "rx_errors": 0, "rx_nombuf": 0, "tx_packets": 9,
+                                          "tx_errors": 0, "tx_bytes": 576}}
+    argv = pmd_argv(["-l", "1", "--file-prefix", "p"], ["net_null0"], fwd="io", cpu=1)
+    assert "-l" not in argv and argv[argv.index("--lcores") + 1] == "0@1,1@1"
+    assert "--forward-mode=io" in argv and "-i" in argv
+    with pytest.raises(ValueError):
+        pmd_argv([], [], fwd="flowgen", cpu=0)
+    assert virtio_user_vdev(2, "/s", server=True, mac="02:00:00:00:00:01") == \
+        "net_virtio_user2,path=/s,queues=1,queue_size=256,server=1,mac=02:00:00:00:00:01"
+
+
+def test_port_specs_for_every_switch_kind():
+    n, spec = vhost_port("g1", 3, "/r/g1.sock")
+    assert n == 3 and spec["ovs"]["type"] == "dpdkvhostuserclient"
+    assert spec["devargs"] == "net_vhost3,iface=/r/g1.sock,queues=1,client=1"
+    _, spec = af_packet_port("k1", 4, "k1s", create="veth", peer="k1g")
+    assert spec["ovs"]["options"]["dpdk-devargs"] == "net_af_packet4,iface=k1s"
+    assert pcap_port("c", 9, "/x.pcap")[1]["devargs"] == "net_pcap9,tx_pcap=/x.pcap"
+    assert switch_support("ovs", "vhost-user") and switch_support("ovs-dpdk", "vhost-user") is None
+    with pytest.raises(ValueError):
+        af_packet_port("k", 1, "k", create="veth")
+
+
+def test_pcap_reader_and_capture_args(tmp_path):
+    p = tmp_path / "a.pcap"
+    frames = [b"\x01" * 60, b"\x02" * 64]
+    data = struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)
+    for f in frames:
+        data += struct.pack("<IIII", 1, 2, len(f), len(f)) + f
+    p.write_bytes(data)
+    assert cap.read_pcap(p) == frames
+    args = cap.ovs_mirror_args("br0", "m", ["g1", "g2"], "cap")
+    s = " ".join(args)
+    assert "select-src-port=@p0,@p1" in s and "select-dst-port=@p0,@p1" in s
+    assert "output-port=@out" in s and s.endswith("add Bridge br0 mirrors @m")
+    assert cap.pdump_argv("pfx", 0, "/r.pcap", "/t.pcap")[-1] == \
+        "port=0,queue=*,rx-dev=/r.pcap,tx-dev=/t.pcap"
+    (tmp_path / "bad").write_bytes(b"x" * 30)
+    with pytest.raises(ValueError):
+        cap.read_pcap(tmp_path / "bad")
+
+
+GUESTS = [{"name": "a1", "tenant": "A", "mac": "02:00:00:00:01:01"},
+          {"name": "a2", "tenant": "A", "mac": "02:00:00:00:02:01"},
+          {"name": "b1", "tenant": "B", "mac": "02:00:00:00:03:01"}]
+
+
+def test_isoprobe_frames_are_varied_and_tagged():
+    frames = make_frames(GUESTS, 400, seed=5)
+    assert make_frames(GUESTS, 400, seed=5) == frames       # reproducible from the seed
+    kinds = {d["dst"] for _, _, d in frames} | {d["src"] for _, _, d in frames}
+    assert {"guest", "broadcast", "multicast", "random", "own", "spoof-guest",
+            "spoof-random"} <= kinds
+    assert any(len(d["vlans"]) == 2 for _, _, d in frames)
+    for seq, (s, f, d) in enumerate(frames):
+        assert tag_of(f) == (s, seq) and len(f) >= 60
+        # the kernel strips the outer tag on receive: the tag must still be found
+        assert tag_of(f[:12] + f[16:]) == (s, seq) if d["vlans"] else True
+
+
+def test_tally_counts_leaks_and_delivery():
+    sent = [2, 1, 1]
+    received = {0: [(1, 0)], 1: [(0, 1), (0, 2)], 2: [(0, 1), (2, 5)]}   # b1 got one from A
+    t = tally(GUESTS, sent, received)
+    assert t["leaks"] == 1 and t["same_tenant_received"] == 3
+    assert t["same_tenant_expected"] == 3 and t["delivered_ratio"] == 1.0
+    assert t["received_by_tenant"]["b1"] == {"A": 1}   # own frames (2,5) are not counted

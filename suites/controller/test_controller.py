@@ -1,0 +1,182 @@
+"""Document 000: ToS-prioritised os-ken controller vs the FIFO baseline (experiment.py).
+
+Each test runs one *group*: a trace (order, pattern count) and a matcher, the FIFO baseline
+with that matcher, then the prioritised app with each configuration, all in the same run, so
+the ratios compare like with like. Records: ``<trace>_<P>pat_<N>thr_<matcher>[_proc]`` with
+``high_ms``, ``low_ms``, ``fifo_high_ms``, ``fifo_low_ms``, ``high_ratio``, ``low_ratio`` (means
+over repetitions; ``*_stdev`` the spread; ``recv_*_ms`` the receiver cross-check), and
+``<trace>_<P>pat_fifo_<matcher>`` for the baseline. ``_proc`` = worker_mode processes (our
+improvement: the search runs in one process per worker, so it uses every core). Repetitions
+are interleaved across configurations (experiment.Rig.run_interleaved).
+
+  quick    Random, 20 patterns, aho_corasick, FIFO vs 2 high threads, 1 repetition.
+  default  Random/20: naive and aho_corasick with 1 and 8 threads, naive 8 processes;
+           High_Low/20 and Low_High/20 with naive, 8 threads; 3 repetitions.
+  nightly  every trace x patterns 1/20/50 x both matchers x 1/2/4/8 threads (+ naive in
+           processes mode), 5 repetitions.
+The last test draws the document's Figures 5-7 and Table 2 side by side with ours.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import pytest
+
+from dut.controller.matching import make_matcher
+from dut.controller.classify import parse_frame
+from suites.controller import docfigs
+from suites.controller.experiment import Config, Rig, make_trace, summary_metrics
+from traces.tos_trace import read_pcap
+
+OURS: dict = {}          # (order, patterns, label, matcher) -> metrics, for the summary test
+SEARCH_COST: dict = {}   # (patterns, matcher) -> us per packet
+
+
+@dataclass(frozen=True)
+class Group:
+    order: str
+    patterns: int
+    matcher: str
+    threads: tuple[int, ...] = ()
+    processes: tuple[int, ...] = ()
+    reps: int = 3
+
+    @property
+    def id(self) -> str:
+        p = f"-proc{'_'.join(map(str, self.processes))}" if self.processes else ""
+        return (f"{self.order}-{self.patterns}pat-{self.matcher}-"
+                f"thr{'_'.join(map(str, self.threads))}{p}-x{self.reps}")
+
+
+QUICK = [Group("random", 20, "aho_corasick", threads=(2,), reps=1)]
+DEFAULT = [
+    Group("random", 20, "naive", threads=(1, 8), processes=(8,)),
+    Group("random", 20, "aho_corasick", threads=(1, 8)),
+    Group("high_low", 20, "naive", threads=(8,)),
+    Group("low_high", 20, "naive", threads=(8,)),
+]
+NIGHTLY = [Group(o, p, m, threads=(1, 2, 4, 8),
+                 processes=(1, 2, 4, 8) if m == "naive" else (), reps=5)
+           for o in ("high_low", "low_high", "random") for p in (1, 20, 50)
+           for m in ("naive", "aho_corasick")]
+
+
+@pytest.fixture(scope="module")
+def rig(lab):
+    r = Rig(lab, "ovs")
+    try:
+        yield r
+    finally:
+        r.close()
+
+
+@pytest.fixture(scope="module")
+def trace_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("c6traces")
+
+
+def search_cost_us(pcap, meta, matcher: str, samples: int = 20) -> float:
+    """Per-packet cost of the matcher alone on this trace's payloads (this process, 1 core)."""
+    frames = read_pcap(pcap)[:samples]
+    m = make_matcher(matcher, [p.encode() for p in meta["patterns"]])
+    payloads = [f[parse_frame(f).payload_offset:] for f in frames]
+    t0 = time.perf_counter()
+    for p in payloads:
+        m.count(p)
+    dt = time.perf_counter() - t0
+    m.close()
+    return dt / len(payloads) * 1e6
+
+
+def run_group(rig, trace_dir, results, g: Group) -> None:
+    pcap, meta = make_trace(g.order, g.patterns, trace_dir)
+    cost = search_cost_us(pcap, meta, g.matcher)
+    SEARCH_COST[(g.patterns, g.matcher)] = cost
+    configs = [Config("priority", g.matcher, n) for n in g.threads]
+    configs += [Config("priority", g.matcher, n, "processes", 0) for n in g.processes]
+    configs = [Config("fifo", g.matcher)] + configs
+    outcomes = list(zip(configs, rig.run_interleaved(configs, pcap, meta, g.reps)))
+    fifo = outcomes[0][1]
+    problems = []
+    for cfg, o in outcomes:
+        m = summary_metrics(o, fifo)
+        m["search_us_per_packet"] = round(cost, 2)
+        label = "fifo" if cfg.app == "fifo" else \
+            f"{cfg.high_workers}thr" + ("_proc" if cfg.worker_mode == "processes" else "")
+        OURS[(g.order, g.patterns, label, g.matcher)] = m
+        results.record(
+            f"{g.order}_{g.patterns}pat_{cfg.label}", m,
+            params={"trace": g.order, "patterns": g.patterns, "matcher": g.matcher,
+                    "app": cfg.app, "high_workers": cfg.high_workers,
+                    "worker_mode": cfg.worker_mode, "low_worker_nice": cfg.low_worker_nice,
+                    "reps": g.reps, "send_pps": rig.send_pps, "packets": len(meta["classes"]),
+                    "trace_sha256": meta["pcap_sha256"]},
+            provenance={"dut_switch_kind": rig.switch_kind, "port_kind": "veth",
+                        "generator": "suites.controller.hosts (AF_PACKET)",
+                        "generator_version": "1", "controller": "os-ken 4.2.2 native hub"})
+        n = len(meta["classes"])
+        if m["packet_ins_min"] < n:
+            problems.append(f"{cfg.label}: only {m['packet_ins_min']} of {n} Packet-Ins "
+                            f"(after {o.lost_reps} retried repetitions)")
+        if not m["matches_ok"]:
+            problems.append(f"{cfg.label}: match counts differ from the trace's expected ones")
+        if m["received_min"] < n:
+            problems.append(f"{cfg.label}: receiver got {m['received_min']} of {n}")
+    rows = [{"config": "fifo" if c.app == "fifo" else c.label,
+             **{k: OURS[(g.order, g.patterns,
+                         "fifo" if c.app == "fifo" else
+                         f"{c.high_workers}thr" + ("_proc" if c.worker_mode == "processes"
+                                                   else ""), g.matcher)][k]
+                for k in ("high_ms", "high_ms_stdev", "low_ms", "low_ms_stdev", "high_ratio",
+                          "low_ratio", "recv_high_ms", "recv_low_ms")}}
+            for c, _ in outcomes]
+    results.add_table(rows, f"{g.order}, {g.patterns} patterns, {g.matcher}: completion "
+                            f"times (ms, mean of {g.reps})")
+    assert not problems, "; ".join(problems)
+
+
+@pytest.mark.quick
+@pytest.mark.features("netns", "ovs")
+@pytest.mark.parametrize("group", QUICK, ids=lambda g: g.id)
+def test_quick(rig, trace_dir, results, group):
+    run_group(rig, trace_dir, results, group)
+
+
+@pytest.mark.features("netns", "ovs")
+@pytest.mark.parametrize("group", DEFAULT, ids=lambda g: g.id)
+def test_default(rig, trace_dir, results, group):
+    run_group(rig, trace_dir, results, group)
+
+
+@pytest.mark.nightly
+@pytest.mark.features("netns", "ovs")
+@pytest.mark.parametrize("group", NIGHTLY, ids=lambda g: g.id)
+def test_nightly(rig, trace_dir, results, group):
+    run_group(rig, trace_dir, results, group)
+
+
+@pytest.mark.quick
+def test_zz_document_comparison(results):
+    """Figures 5-7 and Table 2 of the document beside ours, from what this run measured."""
+    if not OURS:
+        pytest.skip("no controller group ran in this session")
+    matchers = sorted({k[3] for k in OURS})
+    for matcher in matchers:
+        for suffix in ("", "_proc"):
+            rows = docfigs.comparison_rows(OURS, matcher, suffix)
+            if rows:
+                results.add_table(rows, f"document 000 vs ofbench ({matcher}{suffix})")
+        for order in ("high_low", "low_high", "random"):
+            if (order, 20, "fifo", matcher) in OURS:
+                results.add_plot(docfigs.figure(order, 20, OURS, matcher),
+                                 f"{docfigs.FIGURE[order]}: document vs ofbench ({matcher})")
+        if ("random", 20, "8thr_proc", matcher) in OURS:
+            results.add_plot(docfigs.figure("random", 20, OURS, matcher, "_proc"),
+                             f"Random: document vs ofbench ({matcher}, processes)")
+        if any(("random", p, "8thr", matcher) in OURS for p in (1, 50)):
+            results.add_table(docfigs.table2_rows(OURS, matcher), f"Table 2 ({matcher})")
+    if SEARCH_COST:
+        results.add_table([{"patterns": p, "matcher": m, "search_us_per_packet": round(c, 1)}
+                           for (p, m), c in sorted(SEARCH_COST.items())],
+                          "payload search cost per 1448 B packet (one core, no contention)")

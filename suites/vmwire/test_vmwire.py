@@ -1,0 +1,436 @@
+"""vmwire: guests wired to the switch by vhost-user vs the kernel path (source document 001,
+RISE 4.0), tenant isolation by logical port, and capture of vhost-user ports.
+
+Every test runs once per switch kind of the profile (``switch_kind``); a kind that cannot
+carry a path (plain OVS has no vhost-user) is skipped with the reason. Guests:
+  * QEMU VMs (tools/guest, TCG here, KVM with the profile feature ``kvm``),
+  * virtio_user guests: dpdk-testpmd on the vhost-user socket (rates),
+  * kernel-path guests: the same on a tap/veth that the switch reads with af_packet.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from dut.vmwire import capture as cap
+from dut.vmwire.ctxstats import cost_per_packet, sample
+from dut.vmwire.guest import Nic, Role, find_guest_image, start_qemu_guest, wait_guest
+from dut.vmwire.tenants import parse_config
+from dut.vmwire.testpmd import PmdGuest, virtio_user_vdev
+from dut.vmwire.topology import VmwireTopology
+from dut.vmwire.wiring import VHOST, af_packet_port, pcap_port, switch_support, vhost_port
+
+REPO = Path(__file__).resolve().parents[2]
+TAGS = {"ofbench": "ofb", "ovs": "ovs", "ovs-dpdk": "dpd"}
+
+
+def _need(switch_kind: str, path: str) -> None:
+    why = switch_support(switch_kind, path)
+    if why:
+        pytest.skip(why)
+
+
+def _switch_is_client(profile, switch_kind: str) -> bool:
+    """vhost-user roles: OVS is always the client here (dpdkvhostuserclient); the ofbench
+    switch takes ``vmwire.switch_vhost_mode`` from the profile (default client)."""
+    if switch_kind != "ofbench":
+        return True
+    return profile.section("vmwire").get("switch_vhost_mode", "client") == "client"
+
+
+def _need_guest_image() -> None:
+    try:
+        find_guest_image()
+    except Exception as e:  # noqa: BLE001 - the message says how to build it
+        pytest.skip(str(e))
+
+
+def _stop_all(lab, things) -> None:
+    for t in reversed(things):
+        try:
+            lab.supervisor.stop(t.proc if hasattr(t, "proc") else t)
+        except Exception:  # noqa: BLE001 - keep stopping the others
+            pass
+
+
+# ---- QEMU guests ping each other through the switch over vhost-user ---------------------------
+@pytest.mark.quick
+@pytest.mark.features("vm_guests")
+def test_qemu_guests_ping_over_vhost_user(request, lab, profile, switch_kind, results):
+    _need(switch_kind, VHOST)
+    _need_guest_image()
+    if "quick" in (request.config.getoption("-m") or "") and \
+            switch_kind != profile.switch["kind"]:
+        # Two TCG guests boot in 30-70 s on the shared box: the quick subset boots them once.
+        pytest.skip("quick subset: QEMU guests only on the profile's own switch")
+    tag = f"vp{TAGS[switch_kind]}"
+    kvm = "kvm" in profile.features
+    s1, s2 = lab.sock_path(f"{tag}-g1.sock"), lab.sock_path(f"{tag}-g2.sock")
+    cfg = parse_config({"ports": {"g1": 1, "g2": 2}, "tenants": {"t1": ["g1", "g2"]}}, tag)
+    sw_client = _switch_is_client(profile, switch_kind)
+    ports = [vhost_port("g1", 1, s1, switch_client=sw_client),
+             vhost_port("g2", 2, s2, switch_client=sw_client)]
+    guests = []
+    t0 = time.monotonic()
+    with VmwireTopology(lab, switch_kind, tag, ports, cfg) as topo:
+        try:
+            guests.append(start_qemu_guest(
+                lab, f"{tag}-vm1", Nic("vhost-user", str(s1), mac="52:54:00:00:01:01", server=sw_client),
+                Role("idle", "10.21.0.1/24"), kvm=kvm, netns=topo.ns))
+            guests.append(start_qemu_guest(
+                lab, f"{tag}-vm2", Nic("vhost-user", str(s2), mac="52:54:00:00:01:02", server=sw_client),
+                Role("ping", "10.21.0.2/24", peer="10.21.0.1", count=10), kvm=kvm,
+                netns=topo.ns))
+            out = wait_guest(guests[1], 120)
+            booted = guests[0].output().ready
+        finally:
+            _stop_all(lab, guests)
+    elapsed = time.monotonic() - t0
+    results.record(name="qemu_ping_vhost_user",
+                   metrics={"ping_tx": out.ping_tx or 0, "ping_rx": out.ping_rx or 0,
+                            "elapsed_s": round(elapsed, 1)},
+                   params={"switch_kind": switch_kind, "accel": "kvm" if kvm else "tcg",
+                           "switch_vhost_mode": "client" if sw_client else "server"},
+                   provenance={"port_kind": "vhost-user", "dut_switch_kind": switch_kind})
+    assert booted and out.ready, f"guests did not boot; serial logs {guests[0].serial_path}, " \
+                                 f"{guests[1].serial_path}"
+    assert not out.errors, out.errors
+    assert out.ping_tx == 10 and out.ping_rx == 10, \
+        f"ping through {switch_kind} over vhost-user: {out.ping_rx}/{out.ping_tx} replies"
+
+
+# ---- the experiment: vhost-user vs the kernel path, same run ------------------------------------
+MEASURE_S = 5.0
+
+
+def _measure_loop(guest: PmdGuest, extra_pids, seconds=MEASURE_S) -> dict:
+    """Rate of a packet loop: guest port 0 -> switch -> guest port 1 -> (io forward) -> guest
+    port 0 -> ... seeded with ``start tx_first``. One polling thread for the guests (CPU 0),
+    the switch on the other core; every frame crosses the switch once per lap, so the rate is
+    the switch path's guest-to-guest capacity (not split between competing guests)."""
+    guest.cmd("start tx_first 16")
+    time.sleep(2.0)  # links up, loop filled
+    pids = [guest.proc.pid, *extra_pids]
+    s0, c0, t0 = guest.port_stats(), sample(pids), time.monotonic()
+    time.sleep(seconds)
+    s1, c1, t1 = guest.port_stats(), sample(pids), time.monotonic()
+    guest.cmd("stop")
+    dt = t1 - t0
+    rx = sum(s1[p]["rx_packets"] - s0[p]["rx_packets"] for p in (0, 1))
+    tx = sum(s1[p]["tx_packets"] - s0[p]["tx_packets"] for p in (0, 1))
+    m = {"rx_mpps": round(rx / dt / 1e6, 4), "tx_mpps": round(tx / dt / 1e6, 4),
+         "rx_mbps": round(rx * 64 * 8 / dt / 1e6, 1)}
+    m.update(cost_per_packet(c0, c1, rx, dt))
+    return m
+
+
+@pytest.mark.bench
+@pytest.mark.features("netns")
+def test_vhost_vs_kernel_virtio_user(lab, switch_kind, results):
+    """virtio_user guests (testpmd, 64 B frames looping g1 -> switch -> g2 -> g1), once over
+    vhost-user, once over veths that the switch reads with af_packet; same run, same switch."""
+    _need(switch_kind, VHOST)
+    tag = f"vk{TAGS[switch_kind]}"
+    s1, s2 = lab.sock_path(f"{tag}-v1.sock"), lab.sock_path(f"{tag}-v2.sock")
+    cfg = parse_config({"ports": {"v1": 1, "v2": 2, "k1": 3, "k2": 4},
+                        "tenants": {"fast": ["v1", "v2"], "kern": ["k1", "k2"]}}, tag)
+    ports = [vhost_port("v1", 1, s1), vhost_port("v2", 2, s2),
+             af_packet_port("k1", 3, "k1s", create="veth", peer="k1g"),
+             af_packet_port("k2", 4, "k2s", create="veth", peer="k2g")]
+    per_path = {}
+    with VmwireTopology(lab, switch_kind, tag, ports, cfg) as topo:
+        for path, vtx, vrx in (
+                ("vhost_user", virtio_user_vdev(0, s1, server=True),
+                 virtio_user_vdev(1, s2, server=True)),
+                ("kernel", "net_af_packet0,iface=k1g", "net_af_packet1,iface=k2g")):
+            guest = None
+            try:
+                guest = PmdGuest.start(lab, f"{tag}-{path[:2]}", [vtx, vrx], fwd="io", cpu=0,
+                                       netns=topo.ns, extra=["--port-topology=paired"])
+                per_path[path] = _measure_loop(guest, topo.switch_pids())
+            finally:
+                if guest:
+                    lab.supervisor.stop(guest.proc)
+            results.record(name=f"virtio_user_{path}", metrics=per_path[path],
+                           params={"switch_kind": switch_kind, "frame_bytes": 64,
+                                   "measure_s": MEASURE_S,
+                                   "hugepages": bool(getattr(lab, "use_hugepages", False))},
+                           provenance={"port_kind": "vhost-user" if path == "vhost_user"
+                                       else "af_packet-veth", "generator": "dpdk-testpmd",
+                                       "dut_switch_kind": switch_kind})
+    _record_summary(results, "vhost_vs_kernel", per_path["vhost_user"], per_path["kernel"],
+                    {"guest_kind": "virtio_user", "switch_kind": switch_kind,
+                     "kernel_path": "af_packet-veth"}, mbps_key="rx_mbps")
+
+
+def _record_summary(results, name, vhost: dict, kernel: dict, params: dict, *, mbps_key: str):
+    def ratio(a, b):
+        return round(a / b, 3) if a is not None and b else None
+    v_ctx, k_ctx = vhost.get("proc_ctx_per_kpkt"), kernel.get("proc_ctx_per_kpkt")
+    metrics = {"vhost_user_mbps": vhost[mbps_key], "kernel_path_mbps": kernel[mbps_key],
+               "throughput_ratio": ratio(vhost[mbps_key], kernel[mbps_key]),
+               "vhost_ctx_per_kpkt": v_ctx, "kernel_ctx_per_kpkt": k_ctx,
+               "ctx_ratio": ratio(v_ctx, k_ctx),
+               "vhost_host_ctx_per_kpkt": vhost.get("host_ctx_per_kpkt"),
+               "kernel_host_ctx_per_kpkt": kernel.get("host_ctx_per_kpkt"),
+               "host_ctx_ratio": ratio(vhost.get("host_ctx_per_kpkt"),
+                                       kernel.get("host_ctx_per_kpkt")),
+               "vhost_cpu_us_per_pkt": vhost.get("proc_cpu_us_per_pkt"),
+               "kernel_cpu_us_per_pkt": kernel.get("proc_cpu_us_per_pkt")}
+    results.add_table([{"path": "vhost-user", **vhost}, {"path": "kernel", **kernel}],
+                      f"{name} ({params.get('guest_kind')}, {params.get('switch_kind')})")
+    results.record(name=name, metrics=metrics, params=params,
+                   provenance={"dut_switch_kind": params.get("switch_kind")})
+    return metrics
+
+
+def _qemu_iperf(lab, topo, tag, nic_a: Nic, nic_b: Nic, kvm: bool, seconds: int) -> dict:
+    guests = []
+    try:
+        guests.append(start_qemu_guest(lab, f"{tag}-srv", nic_a,
+                                       Role("iperf3-server", "10.22.0.1/24"), kvm=kvm,
+                                       netns=topo.ns))
+        guests.append(start_qemu_guest(lab, f"{tag}-cli", nic_b,
+                                       Role("iperf3-client", "10.22.0.2/24", peer="10.22.0.1",
+                                            seconds=seconds), kvm=kvm, netns=topo.ns))
+        wait_guest(guests[0], 90, until="ready")
+        wait_guest(guests[1], 90, until="ready")
+        pids = [g.proc.pid for g in guests] + topo.switch_pids()
+        c0, t0 = sample(pids), time.monotonic()
+        out = wait_guest(guests[1], seconds + 90)
+        c1, t1 = sample(pids), time.monotonic()
+    finally:
+        _stop_all(lab, guests)
+    assert out.done and out.iperf_mbps() is not None, \
+        f"iperf3 did not finish: errors {out.errors}; serial {guests[1].serial_path}"
+    pkts = out.stats.get("rx_packets", 0) + out.stats.get("tx_packets", 0)
+    m = {"iperf_mbps": round(out.iperf_mbps(), 1),
+         "retransmits": out.iperf["end"]["sum_sent"].get("retransmits")}
+    m.update(cost_per_packet(c0, c1, pkts, t1 - t0))
+    return m
+
+
+@pytest.mark.bench
+@pytest.mark.features("vm_guests")
+def test_vhost_vs_kernel_qemu(lab, profile, switch_kind, results):
+    """QEMU guests, iperf3 guest-to-guest: vhost-user (virtio-net) vs tap + af_packet with an
+    emulated e1000 (RISE's baseline) and with virtio-net."""
+    _need(switch_kind, VHOST)
+    _need_guest_image()
+    tag = f"vq{TAGS[switch_kind]}"
+    kvm = "kvm" in profile.features
+    seconds = 8
+    s1, s2 = lab.sock_path(f"{tag}-v1.sock"), lab.sock_path(f"{tag}-v2.sock")
+    cfg = parse_config({"ports": {"v1": 1, "v2": 2, "e1": 3, "e2": 4, "n1": 5, "n2": 6},
+                        "tenants": {"vhost": ["v1", "v2"], "e1000": ["e1", "e2"],
+                                    "virtio": ["n1", "n2"]}}, tag)
+    ports = [vhost_port("v1", 1, s1), vhost_port("v2", 2, s2)]
+    for ofport, name in ((3, "e1"), (4, "e2"), (5, "n1"), (6, "n2")):
+        ports.append(af_packet_port(name, ofport, f"{tag}{name}", create="tap"))
+    per_path = {}
+    with VmwireTopology(lab, switch_kind, tag, ports, cfg) as topo:
+        runs = (("vhost_user", Nic("vhost-user", str(s1), mac="52:54:00:00:02:01"),
+                 Nic("vhost-user", str(s2), mac="52:54:00:00:02:02")),
+                ("kernel_e1000", Nic("tap", f"{tag}e1", "e1000", "52:54:00:00:02:03"),
+                 Nic("tap", f"{tag}e2", "e1000", "52:54:00:00:02:04")),
+                ("kernel_virtio", Nic("tap", f"{tag}n1", "virtio-net-pci", "52:54:00:00:02:05"),
+                 Nic("tap", f"{tag}n2", "virtio-net-pci", "52:54:00:00:02:06")))
+        for path, a, b in runs:
+            per_path[path] = _qemu_iperf(lab, topo, f"{tag}{path[:1]}{path[-1]}", a, b, kvm,
+                                         seconds)
+            results.record(name=f"qemu_{path}", metrics=per_path[path],
+                           params={"switch_kind": switch_kind, "accel": "kvm" if kvm else "tcg",
+                                   "iperf_s": seconds},
+                           provenance={"port_kind": path, "generator": "iperf3-in-guest",
+                                       "dut_switch_kind": switch_kind})
+    m = _record_summary(results, "vhost_vs_kernel_qemu", per_path["vhost_user"],
+                        per_path["kernel_e1000"],
+                        {"guest_kind": "qemu", "switch_kind": switch_kind,
+                         "kernel_path": "tap-e1000", "accel": "kvm" if kvm else "tcg"},
+                        mbps_key="iperf_mbps")
+    assert m["vhost_user_mbps"] > 0 and m["kernel_path_mbps"] > 0
+
+
+# ---- isolation: 3 tenants, random flows (spoofed MACs, VLAN ids), counted at every guest --------
+ISO_TENANTS = {"red": ["r1", "r2"], "green": ["g1", "g2"], "blue": ["b1", "b2"]}
+
+
+@pytest.mark.quick
+@pytest.mark.features("netns")
+def test_tenant_isolation(lab, profile, switch_kind, results):
+    """Six virtio_user guests in three tenants. Each guest is a vhost-user port of the switch,
+    bridged by one testpmd (io forwarding, port pairs) to a tap where a raw socket sends and
+    counts tagged frames. Zero frames may reach another tenant's guest."""
+    _need(switch_kind, VHOST)
+    tag = f"is{TAGS[switch_kind]}"
+    names = [n for members in ISO_TENANTS.values() for n in members]
+    cfg = parse_config({"ports": {n: i + 1 for i, n in enumerate(names)},
+                        "tenants": ISO_TENANTS}, tag)
+    socks = {n: lab.sock_path(f"{tag}-{n}.sock") for n in names}
+    sw_client = _switch_is_client(profile, switch_kind)
+    ports = [vhost_port(n, i + 1, socks[n], switch_client=sw_client)
+             for i, n in enumerate(names)]
+    guests = [{"name": n, "tenant": cfg.tenant_of[n], "iface": f"t{n}",
+               "mac": f"02:00:00:00:{i + 1:02x}:01"} for i, n in enumerate(names)]
+    vdevs = []
+    for i, g in enumerate(guests):
+        vdevs.append(virtio_user_vdev(i, socks[g["name"]], server=sw_client,
+                                      mac=f"02:00:00:00:{i + 1:02x}:fe"))
+        vdevs.append(f"net_tap{i},iface={g['iface']}")
+    spec_path = Path(lab.supervisor.log_dir) / f"{tag}-isoprobe-spec.json"
+    out_path = Path(lab.supervisor.log_dir) / f"{tag}-isoprobe.json"
+    spec_path.parent.mkdir(parents=True, exist_ok=True)
+    spec_path.write_text(json.dumps({"guests": guests, "frames": 600, "seed": 7,
+                                     "gap_s": 0.002, "drain_s": 1.5}))
+    adapter = None
+    with VmwireTopology(lab, switch_kind, tag, ports, cfg) as topo:
+        try:
+            adapter = PmdGuest.start(lab, f"{tag}-adapters", vdevs, fwd="io", cpu=0,
+                                     netns=topo.ns, extra=["--port-topology=paired"])
+            adapter.cmd("start")
+            for g in guests:
+                lab.netns_exec(topo.ns, ["ip", "link", "set", g["iface"], "up"])
+            _wait_vhost_links(topo, len(names))
+            probe = lab.netns_exec(topo.ns, [sys.executable, "-m", "dut.vmwire.isoprobe",
+                                             "--spec", str(spec_path), "--out", str(out_path)],
+                                   timeout=120)
+            res = json.loads(out_path.read_text())
+            sw_stats = topo.port_stats()
+        finally:
+            if adapter:
+                lab.supervisor.stop(adapter.proc)
+    rows = [{"guest": g["name"], "tenant": g["tenant"],
+             **{f"from_{t}": res["received_by_tenant"].get(g["name"], {}).get(t, 0)
+                for t in ISO_TENANTS}} for g in guests]
+    results.add_table(rows, f"frames received per guest by sender tenant ({switch_kind})")
+    results.record(name="tenant_isolation",
+                   metrics={"frames_sent": sum(res["sent"].values()), "leaked_frames": res["leaks"],
+                            "same_tenant_received": res["same_tenant_received"],
+                            "same_tenant_expected": res["same_tenant_expected"],
+                            "delivered_ratio": res["delivered_ratio"]},
+                   params={"switch_kind": switch_kind, "tenants": len(ISO_TENANTS),
+                           "guests": len(guests), "seed": 7},
+                   provenance={"port_kind": "vhost-user", "generator": "isoprobe-raw-socket",
+                               "dut_switch_kind": switch_kind})
+    assert res["leaks"] == 0, f"{res['leaks']} frames crossed tenants: {rows}; {probe.stdout}"
+    # The path must work, or "no leak" proves nothing. Loss is allowed, silence is not.
+    assert res["delivered_ratio"] and res["delivered_ratio"] >= 0.9, \
+        f"only {res['delivered_ratio']} of same-tenant frames arrived: {rows}; switch {sw_stats}"
+
+
+def _wait_vhost_links(topo, n: int, timeout_s: float = 30.0) -> None:
+    """Until the switch reports all ``n`` vhost-user ports up (OVS: link_state)."""
+    if topo.switch.ovs is None:
+        time.sleep(3.0)  # ofbench: no link query here; its client ports connect within ~1 s
+        return
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        out = topo.switch.ovs.vsctl("--columns=name,link_state", "list", "Interface")
+        if out.count('"up"') + out.count(": up") >= n:
+            return
+        time.sleep(0.5)
+
+
+# ---- capture: a vhost-user port to pcap, by flows (any switch) and by OVS mirror -----------------
+@pytest.mark.quick
+@pytest.mark.features("netns")
+def test_capture_vhost_user_port(lab, switch_kind, results):
+    """Guest g1 and g2 on vhost-user ports. The slice app copies everything entering or leaving
+    g1 to a pcap-writing port (flows method); on OVS kinds an OVS mirror copies g2 to a second
+    one. Every probe frame must be in the pcap of its port."""
+    _need(switch_kind, VHOST)
+    tag = f"cp{TAGS[switch_kind]}"
+    names = ["g1", "g2"]
+    cfg = parse_config({"ports": {"g1": 1, "g2": 2}, "tenants": {"t": names}}, tag)
+    socks = {n: lab.sock_path(f"{tag}-{n}.sock") for n in names}
+    logdir = Path(lab.supervisor.log_dir)
+    logdir.mkdir(parents=True, exist_ok=True)
+    pcap_flows, pcap_mirror = logdir / f"{tag}-g1-flows.pcap", logdir / f"{tag}-g2-mirror.pcap"
+    ports = [vhost_port(n, i + 1, socks[n]) for i, n in enumerate(names)]
+    ports.append(pcap_port("capflows", 99, pcap_flows))
+    use_mirror = switch_kind in ("ovs", "ovs-dpdk")
+    if use_mirror:
+        ports.append(pcap_port("capmirror", 98, pcap_mirror))
+    guests = [{"name": n, "tenant": "t", "iface": f"t{n}", "mac": f"02:00:00:00:{i + 1:02x}:01"}
+              for i, n in enumerate(names)]
+    vdevs = []
+    for i, g in enumerate(guests):
+        vdevs += [virtio_user_vdev(i, socks[g["name"]], server=True),
+                  f"net_tap{i},iface={g['iface']}"]
+    spec_path, out_path = logdir / f"{tag}-spec.json", logdir / f"{tag}-probe.json"
+    spec_path.write_text(json.dumps({"guests": guests, "frames": 200, "seed": 3,
+                                     "gap_s": 0.002, "drain_s": 1.0}))
+    adapter = None
+    topo = VmwireTopology(lab, switch_kind, tag, ports, cfg,
+                          capture={"ofport": 99, "ports": ["g1"]})
+    with topo:
+        try:
+            if use_mirror:
+                topo.switch.ovs.vsctl(*cap.ovs_mirror_args("br0", "m-g2", ["g2"], "capmirror"))
+            adapter = PmdGuest.start(lab, f"{tag}-adapters", vdevs, fwd="io", cpu=0,
+                                     netns=topo.ns, extra=["--port-topology=paired"])
+            adapter.cmd("start")
+            for g in guests:
+                lab.netns_exec(topo.ns, ["ip", "link", "set", g["iface"], "up"])
+            _wait_vhost_links(topo, 2)
+            lab.netns_exec(topo.ns, [sys.executable, "-m", "dut.vmwire.isoprobe", "--spec",
+                                     str(spec_path), "--out", str(out_path)], timeout=60)
+            res = json.loads(out_path.read_text())
+        finally:
+            if adapter:
+                lab.supervisor.stop(adapter.proc)
+    # The pcap files are complete once the switch closed its ports (topology closed above).
+    from dut.vmwire.isoprobe import tag_of
+    flows_tags = {tag_of(f) for f in cap.read_pcap(pcap_flows)} - {None}
+    sent = sum(res["sent"].values())
+    metrics = {"frames_sent": sent, "captured_flows_method": len(flows_tags)}
+    if use_mirror:
+        metrics["captured_mirror_method"] = len({tag_of(f) for f in cap.read_pcap(pcap_mirror)}
+                                                - {None})
+    results.record(name="capture_vhost_user", metrics=metrics,
+                   params={"switch_kind": switch_kind},
+                   provenance={"port_kind": "vhost-user", "dut_switch_kind": switch_kind})
+    # Every frame crosses g1 (sent by g1 or delivered to it): all must be in g1's capture.
+    assert len(flows_tags) == sent, f"flows capture has {len(flows_tags)} of {sent} frames " \
+                                    f"({pcap_flows})"
+    if use_mirror:
+        assert metrics["captured_mirror_method"] == sent, \
+            f"mirror capture has {metrics['captured_mirror_method']} of {sent} ({pcap_mirror})"
+
+
+# ---- a guest that restarts is reconnected by the switch ----------------------------------------
+@pytest.mark.quick
+@pytest.mark.features("netns")
+def test_guest_restart_reconnects(lab, profile, switch_kind, results):
+    """Two virtio_user guests (one testpmd, packet loop through the switch) are stopped and
+    started again on the same sockets: traffic must flow again without touching the switch."""
+    _need(switch_kind, VHOST)
+    tag = f"rc{TAGS[switch_kind]}"
+    s1, s2 = lab.sock_path(f"{tag}-g1.sock"), lab.sock_path(f"{tag}-g2.sock")
+    cfg = parse_config({"ports": {"g1": 1, "g2": 2}, "tenants": {"t": ["g1", "g2"]}}, tag)
+    sw_client = _switch_is_client(profile, switch_kind)
+    vdevs = [virtio_user_vdev(0, s1, server=sw_client),
+             virtio_user_vdev(1, s2, server=sw_client)]
+    laps = []
+    with VmwireTopology(lab, switch_kind, tag,
+                        [vhost_port("g1", 1, s1, switch_client=sw_client),
+                         vhost_port("g2", 2, s2, switch_client=sw_client)], cfg) as topo:
+        for attempt in range(2):
+            guest = None
+            try:
+                guest = PmdGuest.start(lab, f"{tag}-g{attempt}", vdevs, fwd="io", cpu=0,
+                                       netns=topo.ns, extra=["--port-topology=paired"])
+                laps.append(_measure_loop(guest, topo.switch_pids(), seconds=1.0)["packets"])
+            finally:
+                if guest:
+                    lab.supervisor.stop(guest.proc)
+    results.record(name="guest_restart_reconnect",
+                   metrics={"packets_first_start": laps[0], "packets_after_restart": laps[1]},
+                   params={"switch_kind": switch_kind},
+                   provenance={"port_kind": "vhost-user", "dut_switch_kind": switch_kind})
+    assert laps[0] > 0, "no traffic before the restart"
+    assert laps[1] > 0, f"{switch_kind} did not reconnect to the restarted guest"
