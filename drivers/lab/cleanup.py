@@ -16,11 +16,15 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from drivers.supervisor import proc_start_time
 
 STATE_ROOT = Path(os.environ.get("OFBENCH_STATE_ROOT", "/run/ofbench"))
+# Consulted by every cleanup, whatever root it was given, so that no cleanup takes the
+# namespaces of runs living under the default root for orphans.
+SYSTEM_STATE_ROOT = STATE_ROOT
 HUGE_DIR = Path(os.environ.get("OFBENCH_HUGE_DIR", "/dev/hugepages-ofbench"))
 NETNS_RE = re.compile(r"^ofb-([0-9a-f]{4})-")
 
@@ -108,25 +112,38 @@ def remove_run_state(state_dir: Path, short: str) -> list[str]:
     return removed
 
 
+def _recent(d: Path, seconds: float = 60.0) -> bool:
+    try:
+        return time.time() - d.stat().st_mtime < seconds
+    except OSError:
+        return False
+
+
 def cleanup_stale(state_root: Path = STATE_ROOT, log=print) -> list[str]:
     removed: list[str] = []
-    live_shorts = set()
     if state_root.is_dir():
         for d in sorted(state_root.iterdir()):
             if not d.is_dir():
                 continue
             short = d.name[-4:]
-            if owner_alive(d):
-                live_shorts.add(short)
+            # A run writes owner.json right after creating its folder: a young folder without
+            # it is being born, not dead.
+            if owner_alive(d) or (not (d / "owner.json").exists() and _recent(d)):
                 continue
             what = remove_run_state(d, short)
             if what:
                 log(f"[cleanup] stale run {d.name}: removed {', '.join(what)}")
             removed += what
-    # Namespaces whose run left no state at all (killed between `ip netns add` and recording).
+    # Namespaces whose run left no state folder at all (it is removed only after them). Folders
+    # of this root and of the default one count: a test may use a private root, and must never
+    # take other live runs' namespaces for orphans.
+    known_shorts = set()
+    for root in {Path(state_root), SYSTEM_STATE_ROOT}:
+        if root.is_dir():
+            known_shorts |= {d.name[-4:] for d in root.iterdir() if d.is_dir()}
     for ns in list_netns():
         m = NETNS_RE.match(ns)
-        if m and m.group(1) not in live_shorts:
+        if m and m.group(1) not in known_shorts:
             delete_netns(ns)
             log(f"[cleanup] orphan netns {ns} removed")
             removed.append(f"netns {ns}")
