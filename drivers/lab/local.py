@@ -37,6 +37,14 @@ def run(argv: list[str], *, check: bool = True, timeout: float = 30.0,
     return cp
 
 
+def free_hugepage_mb() -> int:
+    try:
+        return 2 * int(Path("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages")
+                       .read_text())
+    except OSError:
+        return 0
+
+
 def hugepages_usable() -> bool:
     try:
         free = int(Path("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages").read_text())
@@ -138,6 +146,11 @@ class LocalLab:
         if no_pci:
             args.append("--no-pci")
         if not self.use_hugepages:
+            return args + ["--no-huge", "-m", str(mem_mb)]
+        if free_hugepage_mb() < mem_mb:
+            # Other DPDK processes on the box hold the pages: slower beats failing to start.
+            self.warnings.append(f"{name}: only {free_hugepage_mb()} MB of hugepages free, "
+                                 f"{mem_mb} MB wanted; running it with --no-huge")
             return args + ["--no-huge", "-m", str(mem_mb)]
         if in_memory:
             return args + ["-m", str(mem_mb), "--in-memory", "--single-file-segments"]

@@ -1,0 +1,253 @@
+"""Port-to-port topologies of the throughput suite, built in the lab:
+
+  generator loopback:  softgen [net_ring: a port that loops onto itself]   (sanity, quick)
+                       softgen A [memif server] ---- [memif client] softgen B  (latency floor)
+  switch (ovs-dpdk):   OVS-DPDK dpdkvhostuser ports (server: <ovs rundir>/<port>) == softgen
+                       virtio_user clients p0, p1
+  switch (ofbench):    ofswitch net_vhost ports (server) == softgen virtio_user clients p0, p1
+                       (wire="memif": softgen memif servers == ofswitch net_memif clients)
+  switch (ovs):        softgen [af_packet] -- veth -- OVS netdev (no DPDK: the kernel path)
+Why vhost-user for the DPDK switches: OVS-DPDK's memif ports never come up here (OVS runs with
+--in-memory and logs "rte_pmd_memif_probe(): Failed to register mp action callback"), and both
+switches must be measured over the same wire to be compared. The switch is the vhost-user
+backend and socket server, started first; softgen (the frontend, virtio_user) connects after
+it: a virtio_user *server* blocks in probe until a client connects, and a virtio_user process
+needs --in-memory EAL memory, not unlinked hugepages (DESIGN.md). The switch's datapath core
+and softgen's worker core are pinned apart (SWITCH_CORE, GEN_WORKER_CORE).
+Flows are installed by p2p_app (os-ken) through the switch's OpenFlow channel for every kind.
+Everything is started by the lab supervisor and stopped at teardown.
+"""
+from __future__ import annotations
+
+import contextlib
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from drivers.softgen.driver import Instance, Softgen, SoftgenPort, control_ready, softgen_argv, wait_links_up
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+_SEQ = iter(range(1, 1 << 30))
+# Two busy-polling loops (the generator's worker, the switch's datapath) on one core of a 2-core
+# box starve each other: pin them apart. softgen's control thread (blocking) shares the switch's.
+SWITCH_CORE, GEN_WORKER_CORE = 0, 1
+
+
+def fresh_sock(lab, name: str) -> Path:
+    """A socket path never used before in this run (memif servers refuse a stale path)."""
+    p = Path(lab.sock_path(f"{name}-{next(_SEQ)}.sock"))
+    p.unlink(missing_ok=True)
+    return p
+
+
+def memif(n: int, role: str, sock: Path, kind_id: int = 0) -> str:
+    return f"net_memif{n},role={role},socket={sock},socket-abstract=no,id={kind_id}"
+
+
+def virtio_user(n: int, sock: Path, queue_size: int = 1024) -> str:
+    """The generator's end of a vhost-user wire: virtio_user as the client of the switch's
+    socket (a virtio_user server=1 would block in probe until the switch connects)."""
+    return f"net_virtio_user{n},path={sock},queues=1,queue_size={queue_size}"
+
+
+HUGEPAGES_FREE = Path("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages")
+_HUGE_FLAGS_WITH_VALUE = ("--huge-dir", "-m", "--socket-mem")
+_HUGE_FLAGS = ("--huge-unlink", "--in-memory", "--single-file-segments", "--no-huge")
+
+
+def without_hugepages(args: list[str], mem_mb: int) -> list[str]:
+    """EAL args with every hugepage flag replaced by `--no-huge -m mem_mb` (pure)."""
+    out, skip = [], False
+    for a in args:
+        if skip:
+            skip = False
+        elif a in _HUGE_FLAGS_WITH_VALUE:
+            skip = True
+        elif a not in _HUGE_FLAGS:
+            out.append(a)
+    return out + ["--no-huge", "-m", str(mem_mb)]
+
+
+def free_hugepage_mb() -> int:
+    try:
+        return int(HUGEPAGES_FREE.read_text()) * 2
+    except (OSError, ValueError):
+        return 0
+
+
+def eal_args(lab, name: str, mem_mb: int, lcores: str, in_memory: bool = False, free_mb=free_hugepage_mb) -> list[str]:
+    """lab.eal_args, but --no-huge when the box has fewer free hugepages than this process
+    needs: other runs on a shared box hold them, and EAL would exit "Cannot init memory"."""
+    args = lab.eal_args(name, mem_mb=mem_mb, lcores=lcores, in_memory=in_memory)
+    if "--no-huge" in args or free_mb() >= mem_mb + 32:
+        return args
+    return without_hugepages(args, mem_mb)
+
+
+def start_softgen(lab, name: str, ports: list[SoftgenPort], lcores: tuple[int, int] = (0, 1),
+                  netns: str | None = None, mem_mb: int = 128) -> Instance:
+    ctl = Path(lab.sock_path(f"{name}.ctl"))
+    # a virtio_user frontend shares its memory with the backend: no unlinked hugepages
+    in_memory = any(p.resolved_kind() == "virtio_user" for p in ports)
+    eal = eal_args(lab, name, mem_mb, f"{lcores[0]},{lcores[1]}", in_memory=in_memory)
+    argv = softgen_argv(ports, ctl, eal + ["--main-lcore", str(lcores[0])])
+    proc = lab.supervisor.start(name, argv, netns=netns, ready=lambda: control_ready(ctl), ready_timeout_s=30)
+    inst = Instance(ctl, ports)
+    inst.managed = proc
+    return inst
+
+
+@dataclass
+class Topology:
+    gen: Softgen
+    tx_port: str
+    rx_port: str
+    port_kind: str
+    switch_kind: str | None
+    max_rate_pps: float
+    stop: object
+
+    def close(self):
+        self.gen.close()
+        self.stop()
+
+
+def ring_loopback(lab, tag: str = "rl") -> Topology:
+    """One softgen, one net_ring port that loops onto itself: TX and RX on one worker core, so
+    nothing on a busy 2-core box can starve the receiver behind the sender's back."""
+    inst = start_softgen(lab, f"{tag}-gen", [SoftgenPort("r", "net_ring0")], (0, 1))
+    gen = Softgen([inst])
+    return Topology(gen, "r", "r", "ring", None, 5e6, lambda: lab.supervisor.stop(inst.managed))
+
+
+def loopback(lab, tag: str = "lb") -> Topology:
+    sock = fresh_sock(lab, f"{tag}-memif")
+    a = start_softgen(lab, f"{tag}-gen-a", [SoftgenPort("a", memif(0, "server", sock))], (0, 1))
+    b = start_softgen(lab, f"{tag}-gen-b", [SoftgenPort("b", memif(0, "client", sock))], (1, 0))
+    gen = Softgen([a, b])
+    if not wait_links_up(gen, 15):
+        gen.close()
+        raise RuntimeError("generator loopback: memif link did not come up in 15 s")
+
+    def stop():
+        for inst in (b, a):
+            lab.supervisor.stop(inst.managed)
+    return Topology(gen, "a", "b", "memif", None, 10e6, stop)
+
+
+def _controller(lab, name: str, flows: int, netns: str | None, ofports: tuple[int, int]):
+    from drivers.lab.switches import start_controller
+    done = Path(lab.sock_path(f"{name}.flows"))
+    done.unlink(missing_ok=True)
+    cfg = Path(lab.sock_path(f"{name}.yaml"))
+    cfg.write_text(yaml.safe_dump({"pairs": [list(ofports)], "flows": flows, "udp_src_base": 1024,
+                                   "done_file": str(done)}))
+    proc, port = start_controller(lab, name, "suites.throughput.p2p_app", netns=netns, config=str(cfg))
+    return proc, port, done
+
+
+def _wait_file(path: Path, timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not path.exists():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{what} not done after {timeout_s:.0f} s")
+        time.sleep(0.1)
+
+
+def _wait_paths(ports: list[SoftgenPort], timeout_s: float, kind: str) -> None:
+    for p in ports:
+        sock = Path(dict(kv.split("=", 1) for kv in p.devargs.split(",")[1:] if "=" in kv)["path"])
+        _wait_file(sock, timeout_s, f"{kind}: vhost-user socket {sock}")
+
+
+def switch_p2p(lab, kind: str, flows: int, tag: str = "sw", wire: str = "vhost") -> Topology:
+    """softgen p0 -> switch port 1 ... switch port 2 -> softgen p1, flows installed."""
+    from drivers.lab.switches import start_switch
+    cleanup: list = []
+
+    def stop():
+        for fn in reversed(cleanup):
+            with contextlib.suppress(Exception):
+                fn()
+
+    try:
+        netns = None
+        if kind in ("ovs-dpdk", "ofbench") and wire == "vhost":
+            # the switch is the vhost-user backend and socket server (OVS dpdkvhostuser: the
+            # socket is <its rundir>/<port name>); softgen connects as virtio_user client
+            # afterwards (a virtio_user *server* blocks in probe until a client comes)
+            port_kind, max_rate = "vhost", 10e6
+            kernel_ports: list = []
+            names = [f"{tag}vh{i}" for i in (0, 1)]
+            if kind == "ovs-dpdk":
+                socks = [Path(lab.state_dir) / f"ovs-{tag}-{kind}" / n for n in names]
+            else:
+                socks = [fresh_sock(lab, f"{tag}-vhost{i}") for i in (0, 1)]
+            extra = [(i + 1, {"ovs": {"name": names[i], "type": "dpdkvhostuser"},
+                              "devargs": f"net_vhost{i + 1},iface={sock},queues=1"})
+                     for i, sock in enumerate(socks)]
+            gen_ports = [SoftgenPort("p0", virtio_user(0, socks[0])), SoftgenPort("p1", virtio_user(1, socks[1]))]
+        elif kind == "ofbench" and wire == "memif":
+            s0, s1 = (fresh_sock(lab, f"{tag}-memif{i}") for i in (0, 1))
+            gen_ports = [SoftgenPort("p0", memif(0, "server", s0)), SoftgenPort("p1", memif(1, "server", s1))]
+            sw_dev = [memif(10, "client", s0), memif(11, "client", s1)]
+            port_kind, max_rate = "memif", 10e6
+            kernel_ports = []
+            extra = [(1, {"devargs": sw_dev[0]}), (2, {"devargs": sw_dev[1]})]
+        elif kind in ("ovs-dpdk", "ofbench"):
+            raise ValueError(f"{kind}: wire {wire!r} not supported (vhost; ofbench also memif)")
+        else:  # ovs netdev: the kernel path through veth
+            netns = lab.add_netns(f"{tag}")
+            cleanup.append(lambda: lab.del_netns(netns))
+            g0, g1, w0, w1 = (lab.ifname(f"{tag}{x}") for x in ("g0", "g1", "w0", "w1"))
+            lab.add_veth(netns, g0, netns, w0)
+            lab.add_veth(netns, g1, netns, w1)
+            gen_ports = [SoftgenPort("p0", f"net_af_packet0,iface={g0}"), SoftgenPort("p1", f"net_af_packet1,iface={g1}")]
+            kernel_ports = [(1, w0), (2, w1)]
+            extra = []
+            port_kind, max_rate = "af_packet", 1e6
+        cproc, cport, done = _controller(lab, f"{tag}-ctl", flows, netns, (1, 2))
+        cleanup.append(lambda: lab.supervisor.stop(cproc))
+
+        def switch():
+            if kind == "ofbench":  # start_ofswitch directly: it can pin the worker and busy-poll
+                from dut.switch.launcher import start_ofswitch
+                devports = [(o, f"net_af_packet{o},iface={i}") for o, i in kernel_ports]
+                devports += [(o, spec["devargs"]) for o, spec in extra]
+                proc = start_ofswitch(lab, f"{tag}-{kind}", ports=devports, controller=("127.0.0.1", cport),
+                                      dpid=0x7E, netns=netns, lcores=str(SWITCH_CORE), idle_sleep_us=0,
+                                      mem_mb=256)
+                cleanup.append(lambda: lab.supervisor.stop(proc))
+                return
+            sw = start_switch(lab, kind, name=f"{tag}-{kind}", netns=netns, ports=kernel_ports,
+                              controller=("127.0.0.1", cport), dpid=0x7E, extra_ports=extra)
+            cleanup.append(sw.stop)
+            if kind == "ovs-dpdk":  # its PMD thread on the switch core, away from the generator's
+                sw.ovs.vsctl("set", "Open_vSwitch", ".", f"other_config:pmd-cpu-mask={1 << SWITCH_CORE:#x}")
+
+        def generator():
+            inst = start_softgen(lab, f"{tag}-gen", gen_ports, (SWITCH_CORE, GEN_WORKER_CORE), netns=netns)
+            cleanup.append(lambda: lab.supervisor.stop(inst.managed))
+            return inst
+
+        if port_kind == "vhost":  # the switch owns the sockets
+            switch()
+            _wait_paths(gen_ports, 20, kind)
+            gen_inst = generator()
+        else:  # the memif servers are the generator's, the switch connects to them
+            gen_inst = generator()
+            switch()
+        _wait_file(done, 60 + flows / 500, f"{kind}: installing {flows} flows")
+        gen = Softgen([gen_inst])
+        if not wait_links_up(gen, 20):
+            raise RuntimeError(f"{kind}: generator links not up after 20 s")
+        time.sleep(0.5)  # let the switch finish port setup (first packets may hit a cold path)
+        return Topology(gen, "p0", "p1", port_kind, kind, max_rate, stop)
+    except BaseException:
+        stop()
+        raise
