@@ -15,6 +15,7 @@ from os_ken.ofproto import ofproto_v1_3
 
 from dut.controller.config import ConfigError, load_config
 from dut.controller.launcher import app_config_path
+from dut.controller.ofutil import reset_and_install_table_miss
 
 
 def config_from_env():
@@ -45,17 +46,9 @@ class PayloadSearchApp(app_manager.OSKenApp):
     @set_ev_cls(ofp_event.EventOFPSwitchFeatures, CONFIG_DISPATCHER)
     def on_features(self, ev):
         dp = ev.msg.datapath
-        ofp, parser = dp.ofproto, dp.ofproto_parser
-        dp.send_msg(parser.OFPFlowMod(datapath=dp, command=ofp.OFPFC_DELETE,
-                                      table_id=ofp.OFPTT_ALL, out_port=ofp.OFPP_ANY,
-                                      out_group=ofp.OFPG_ANY, match=parser.OFPMatch()))
-        # Table-miss to the controller with the whole packet (no buffering): every packet of
-        # the trace becomes a Packet-In carrying its full payload for the search.
-        actions = [parser.OFPActionOutput(ofp.OFPP_CONTROLLER, ofp.OFPCML_NO_BUFFER)]
-        inst = [parser.OFPInstructionActions(ofp.OFPIT_APPLY_ACTIONS, actions)]
-        dp.send_msg(parser.OFPFlowMod(datapath=dp, priority=0, match=parser.OFPMatch(),
-                                      instructions=inst))
-        dp.send_msg(parser.OFPBarrierRequest(dp))
+        # Every packet of the trace becomes a Packet-In carrying its full payload for the search.
+        reset_and_install_table_miss(dp)
+        dp.send_msg(dp.ofproto_parser.OFPBarrierRequest(dp))
         self.logger.info("datapath %016x connected; table-miss installed", dp.id)
 
     @set_ev_cls(ofp_event.EventOFPBarrierReply, MAIN_DISPATCHER)

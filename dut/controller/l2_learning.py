@@ -65,6 +65,8 @@ try:
     from os_ken.controller.handler import CONFIG_DISPATCHER, MAIN_DISPATCHER, set_ev_cls
     from os_ken.lib.packet import ethernet, packet
     from os_ken.ofproto import ofproto_v1_3
+
+    from dut.controller.ofutil import reset_and_install_table_miss
 except ImportError:  # pragma: no cover - os-ken is in the venv; this keeps the logic importable
     app_manager = None
 
@@ -82,13 +84,7 @@ if app_manager is not None:
         @set_ev_cls(ofp_event.EventOFPSwitchFeatures, CONFIG_DISPATCHER)
         def on_features(self, ev):
             dp = ev.msg.datapath
-            ofp, parser = dp.ofproto, dp.ofproto_parser
-            # Start from an empty table 0, then the table-miss entry (priority 0).
-            dp.send_msg(parser.OFPFlowMod(datapath=dp, command=ofp.OFPFC_DELETE,
-                                          table_id=ofp.OFPTT_ALL, out_port=ofp.OFPP_ANY,
-                                          out_group=ofp.OFPG_ANY, match=parser.OFPMatch()))
-            actions = [parser.OFPActionOutput(ofp.OFPP_CONTROLLER, ofp.OFPCML_NO_BUFFER)]
-            self._add_flow(dp, 0, parser.OFPMatch(), actions, idle_timeout=0)
+            reset_and_install_table_miss(dp)
             self.logger.info("datapath %016x connected; table-miss installed", dp.id)
 
         def _add_flow(self, dp, priority, match, actions, idle_timeout):

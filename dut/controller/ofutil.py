@@ -1,0 +1,16 @@
+"""OpenFlow 1.3 message helpers shared by our os-ken apps (no os-ken import at module level:
+callers pass the datapath, whose ofproto/parser modules carry everything)."""
+from __future__ import annotations
+
+
+def reset_and_install_table_miss(dp) -> None:
+    """Empty every table, then add the table-miss entry (priority 0) that sends the *whole*
+    packet to the controller (OFPCML_NO_BUFFER), so Packet-Ins carry the full payload."""
+    ofp, parser = dp.ofproto, dp.ofproto_parser
+    dp.send_msg(parser.OFPFlowMod(datapath=dp, command=ofp.OFPFC_DELETE, table_id=ofp.OFPTT_ALL,
+                                  out_port=ofp.OFPP_ANY, out_group=ofp.OFPG_ANY,
+                                  match=parser.OFPMatch()))
+    actions = [parser.OFPActionOutput(ofp.OFPP_CONTROLLER, ofp.OFPCML_NO_BUFFER)]
+    inst = [parser.OFPInstructionActions(ofp.OFPIT_APPLY_ACTIONS, actions)]
+    dp.send_msg(parser.OFPFlowMod(datapath=dp, priority=0, match=parser.OFPMatch(),
+                                  instructions=inst))
