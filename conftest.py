@@ -22,10 +22,10 @@ import pytest
 
 from dut.profiles.schema import FEATURES, ProfileError, load_profile
 from dut.profiles.targets import check_targets
+from drivers.lab.switches import switch_available
 
 REPO = Path(__file__).resolve().parent
 SUITES = REPO / "suites"
-BUILD = Path(os.environ.get("OFBENCH_BUILD_DIR", REPO / "build"))
 
 
 # ---- options ----------------------------------------------------------------------------------
@@ -220,26 +220,6 @@ def _per_test_logs(request):
         yield
     finally:
         sup.log_dir = old
-
-
-def switch_available(kind: str, profile) -> str | None:
-    """None if switch ``kind`` can run in this lab, else the reason it cannot."""
-    if kind == "ofbench":
-        binary = BUILD / "dut/switch/ofswitch"
-        if profile.lab_kind == "local" and not binary.exists():
-            return f"ofbench switch not built ({binary} missing)"
-        return None
-    if kind == "ovs":
-        return None if "ovs" in profile.features else "profile lacks feature ovs"
-    if kind == "ovs-dpdk":
-        if "ovs_dpdk" not in profile.features:
-            return "profile lacks feature ovs_dpdk"
-        from drivers.lab.local import hugepages_usable
-        if profile.lab_kind == "local" and not hugepages_usable():
-            return ("ovs-dpdk needs hugepages (it always runs --in-memory) and none are free "
-                    "or /dev/hugepages-ofbench is not mounted")
-        return None
-    return f"unknown switch kind {kind!r}"
 
 
 def pytest_generate_tests(metafunc):

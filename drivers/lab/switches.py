@@ -7,6 +7,7 @@ wires (memif, vhost-user) are added by the suites that need rates, through ``ext
 """
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,6 +15,30 @@ from pathlib import Path
 from drivers.lab.ovs import OvsInstance
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+def build_dir() -> Path:
+    return Path(os.environ.get("OFBENCH_BUILD_DIR") or REPO / "build")
+
+
+def switch_available(kind: str, profile) -> str | None:
+    """None if switch ``kind`` can run in this lab, else the reason it cannot (for a skip)."""
+    if kind == "ofbench":
+        binary = build_dir() / "dut/switch/ofswitch"
+        if profile.lab_kind == "local" and not binary.exists():
+            return f"ofbench switch not built ({binary} missing)"
+        return None
+    if kind == "ovs":
+        return None if "ovs" in profile.features else "profile lacks feature ovs"
+    if kind == "ovs-dpdk":
+        if "ovs_dpdk" not in profile.features:
+            return "profile lacks feature ovs_dpdk"
+        from drivers.lab.local import hugepages_usable
+        if profile.lab_kind == "local" and not hugepages_usable():
+            return ("ovs-dpdk needs hugepages (it always runs --in-memory) and none are free "
+                    "or /dev/hugepages-ofbench is not mounted")
+        return None
+    return f"unknown switch kind {kind!r}"
 
 
 @dataclass

@@ -229,13 +229,8 @@ def test_softgen_tx_64b_1core_memif(lab, results, progress):
 
 # ---- the switch matrix --------------------------------------------------------------------------
 def _switch_unavailable(kind: str, profile) -> str | None:
-    if kind == "ofbench":
-        from dut.switch.launcher import binary_path
-        return None if binary_path().exists() else f"ofbench switch not built ({binary_path()} missing)"
-    feature = {"ovs": "ovs", "ovs-dpdk": "ovs_dpdk"}.get(kind)
-    if feature is None:
-        return f"unknown switch kind {kind!r}"
-    return None if feature in profile.features else f"profile lacks feature {feature}"
+    from drivers.lab.switches import switch_available
+    return switch_available(kind, profile)
 
 
 def _case_id(case) -> str:
