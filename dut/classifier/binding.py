@@ -1,0 +1,170 @@
+"""Python binding of the classifier library (cffi, ABI mode) for tests and suites.
+
+Loads ``<build>/dut/classifier/libofbcls.so`` where ``<build>`` is ``$OFBENCH_BUILD_DIR`` or
+``<repo>/build``. Same semantics as classifier.h: highest priority wins, equal priorities go
+to the lower rule id (earlier insert); ``lookup`` returns ``(handle, rule_id)`` with
+``(0, 0)`` for no match. The object is single-writer: do not share one instance between
+Python threads without your own lock.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from cffi import FFI
+
+REPO = Path(__file__).resolve().parents[2]
+ALGOS = {"ours": 0, "tss": 1, "linear": 2}
+
+_CDEF = """
+struct ofb_cls_params { uint32_t key_len; uint32_t expected_rules; uint64_t mem_budget_bytes;
+                        int algo; uint32_t prio_min, prio_max; };
+struct ofb_cls_rule { uint32_t priority; const uint8_t *value; const uint8_t *mask; uint64_t handle; };
+struct ofb_cls_stats { uint64_t rules, tables, bytes, version, pending_frees, pending_removals; };
+struct ofb_cls;
+struct ofb_cls *ofb_cls_create(const struct ofb_cls_params *);
+void ofb_cls_destroy(struct ofb_cls *);
+uint32_t ofb_cls_insert(struct ofb_cls *, const struct ofb_cls_rule *);
+int ofb_cls_delete_id(struct ofb_cls *, uint32_t);
+uint32_t ofb_cls_delete(struct ofb_cls *, const struct ofb_cls_rule *);
+int ofb_cls_build_bulk(struct ofb_cls *, const struct ofb_cls_rule *, size_t, uint32_t *);
+void ofb_cls_batch_begin(struct ofb_cls *);
+void ofb_cls_batch_commit(struct ofb_cls *);
+void ofb_cls_synchronize(struct ofb_cls *);
+uint64_t ofb_cls_lookup_id(const struct ofb_cls *, const uint8_t *, uint32_t *);
+size_t ofb_cls_lookup_batch(const struct ofb_cls *, const uint8_t *const keys[], size_t,
+                            uint64_t handles_out[], uint32_t rule_ids_out[]);
+void ofb_cls_get_stats(const struct ofb_cls *, struct ofb_cls_stats *);
+"""
+
+_ffi = FFI()
+_ffi.cdef(_CDEF)
+_lib = None
+
+
+def build_dir() -> Path:
+    return Path(os.environ.get("OFBENCH_BUILD_DIR") or REPO / "build")
+
+
+def library_path() -> Path:
+    return build_dir() / "dut" / "classifier" / "libofbcls.so"
+
+
+def load():
+    """The loaded library; FileNotFoundError naming the path when it is not built."""
+    global _lib
+    if _lib is None:
+        p = library_path()
+        if not p.exists():
+            raise FileNotFoundError(f"{p} not found: build it (make setup, or ninja -C {build_dir()})")
+        _lib = _ffi.dlopen(str(p))
+    return _lib
+
+
+class Classifier:
+    def __init__(self, key_len: int, algo: str = "ours", expected_rules: int = 0,
+                 prio_min: int = 0, prio_max: int = 0):
+        if algo not in ALGOS:
+            raise ValueError(f"unknown algorithm {algo!r}; use one of {sorted(ALGOS)}")
+        self.lib = load()
+        self.key_len = key_len
+        self.algo = algo
+        p = _ffi.new("struct ofb_cls_params *", {"key_len": key_len, "expected_rules": expected_rules,
+                                                  "algo": ALGOS[algo], "prio_min": prio_min,
+                                                  "prio_max": prio_max})
+        self._c = self.lib.ofb_cls_create(p)
+        if self._c == _ffi.NULL:
+            raise ValueError(f"ofb_cls_create refused key_len={key_len}")
+
+    def _check(self, b: bytes, what: str) -> bytes:
+        if len(b) != self.key_len:
+            raise ValueError(f"{what} is {len(b)} bytes, key_len is {self.key_len}")
+        return bytes(b)
+
+    def _rule(self, priority: int, value: bytes, mask: bytes, handle: int = 0):
+        v = _ffi.new("uint8_t[]", self._check(value, "value"))
+        m = _ffi.new("uint8_t[]", self._check(mask, "mask"))
+        r = _ffi.new("struct ofb_cls_rule *", {"priority": priority, "value": v, "mask": m, "handle": handle})
+        return r, (v, m)
+
+    def insert(self, priority: int, value: bytes, mask: bytes, handle: int) -> int:
+        r, _keep = self._rule(priority, value, mask, handle)
+        rid = self.lib.ofb_cls_insert(self._c, r)
+        if rid == 0:
+            raise MemoryError("ofb_cls_insert failed")
+        return rid
+
+    def delete_id(self, rule_id: int) -> bool:
+        return self.lib.ofb_cls_delete_id(self._c, rule_id) == 0
+
+    def delete(self, priority: int, value: bytes, mask: bytes) -> int:
+        r, _keep = self._rule(priority, value, mask)
+        return self.lib.ofb_cls_delete(self._c, r)
+
+    def build_bulk(self, rules: Sequence[tuple[int, bytes, bytes, int]]) -> list[int]:
+        n = len(rules)
+        arr = _ffi.new("struct ofb_cls_rule[]", n)
+        keep = []
+        for i, (prio, value, mask, handle) in enumerate(rules):
+            v = _ffi.new("uint8_t[]", self._check(value, "value"))
+            m = _ffi.new("uint8_t[]", self._check(mask, "mask"))
+            keep.append((v, m))
+            arr[i].priority, arr[i].value, arr[i].mask, arr[i].handle = prio, v, m, handle
+        ids = _ffi.new("uint32_t[]", max(n, 1))
+        if self.lib.ofb_cls_build_bulk(self._c, arr, n, ids) != 0:
+            raise MemoryError("ofb_cls_build_bulk failed")
+        return list(ids[0:n])
+
+    def batch(self):
+        """Context manager: the updates inside become visible to readers at once."""
+        cls = self
+
+        class _B:
+            def __enter__(self):
+                cls.lib.ofb_cls_batch_begin(cls._c)
+
+            def __exit__(self, *exc):
+                cls.lib.ofb_cls_batch_commit(cls._c)
+
+        return _B()
+
+    def lookup(self, key: bytes) -> tuple[int, int]:
+        rid = _ffi.new("uint32_t *")
+        h = self.lib.ofb_cls_lookup_id(self._c, self._check(key, "key"), rid)
+        return int(h), int(rid[0])
+
+    def lookup_batch(self, keys: Iterable[bytes]) -> list[tuple[int, int]]:
+        keys = [self._check(k, "key") for k in keys]
+        n = len(keys)
+        bufs = [_ffi.new("uint8_t[]", k) for k in keys]
+        kp = _ffi.new("const uint8_t *[]", bufs)
+        ho = _ffi.new("uint64_t[]", max(n, 1))
+        io = _ffi.new("uint32_t[]", max(n, 1))
+        self.lib.ofb_cls_lookup_batch(self._c, kp, n, ho, io)
+        return [(int(ho[i]), int(io[i])) for i in range(n)]
+
+    def stats(self) -> dict:
+        st = _ffi.new("struct ofb_cls_stats *")
+        self.lib.ofb_cls_synchronize(self._c)
+        self.lib.ofb_cls_get_stats(self._c, st)
+        return {k: int(getattr(st, k)) for k in
+                ("rules", "tables", "bytes", "version", "pending_frees", "pending_removals")}
+
+    def close(self) -> None:
+        if self._c is not None and self._c != _ffi.NULL:
+            self.lib.ofb_cls_destroy(self._c)
+        self._c = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass

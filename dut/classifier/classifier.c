@@ -1,0 +1,1477 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* ofbench wildcard classifier: see classifier.h for the design. */
+#include "classifier.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef __SSE4_2__
+#include <nmmintrin.h>
+#endif
+
+#define MAXW (OFB_CLS_MAX_KEY_LEN / 8)
+#define V_INF UINT64_MAX
+#define CAND_MAX 63   /* +1 slot: collect() writes one past the last kept */
+#define BATCH_CHUNK 16
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+#define COLD __attribute__((cold, noinline))
+
+/* One rule inside a block.  value/mask words follow: w[0..nwk) value (already
+ * masked), w[nwk..2nwk) mask.  del_v is written in place by the writer (one
+ * atomic 64-bit store); everything else is immutable once published. */
+struct ent {
+    uint32_t prio, id;
+    uint64_t handle;
+    uint64_t add_v;
+    _Atomic uint64_t del_v;
+    uint64_t w[];
+};
+
+struct blk {            /* immutable bucket contents, sorted (prio desc, id asc) */
+    uint32_t n;
+    uint32_t bytes;
+    uint64_t data[];
+};
+
+struct tbl {
+    uint64_t cm[MAXW];  /* common mask words */
+    uint8_t wi[MAXW];   /* indexes of the non-zero words of cm */
+    uint8_t nw;
+    uint32_t nb_log;    /* 2^nb_log buckets; one 64-bit filter word per bucket */
+    uint32_t max_prio;  /* upper bound of priorities held */
+    uint32_t bits;      /* popcount of cm */
+    uint32_t n_ent;     /* physical entries */
+    size_t bytes;
+    uint64_t *filter;   /* per bucket: 4 x 16-bit (q << 9 | fingerprint), q desc */
+    _Atomic(struct blk *) *bk;
+};
+
+/* What phase 1 of a lookup reads per table, packed (32 B, two per cache line)
+ * so 100 tables cost 50 lines of L1 instead of ~300 of struct tbl. */
+struct pdesc {
+    uint64_t m0, m1;          /* masks of the first two non-zero words (0 if absent) */
+    uint8_t w0, w1, nw, pad;
+    uint32_t fmask;           /* buckets - 1 */
+    const uint64_t *filter;
+};
+
+struct snap {           /* what readers iterate: tables (TSS: by max_prio desc) */
+    uint32_t n;
+    size_t bytes;
+    struct tbl **t;     /* n table pointers */
+    uint32_t npad;      /* n rounded up to 8; SoA arrays below have npad entries */
+    bool simd_ok;       /* every table hashes <= 2 words */
+    uint64_t *sm0, *sm1, *sw0, *sw1, *sfm, *sfb;  /* AVX-512 phase 1 inputs */
+    struct pdesc d[];   /* n descriptors, same order */
+};
+
+static const uint64_t zero_filter[2];
+
+struct lin {            /* LINEAR: all entries sorted */
+    uint32_t n;
+    size_t bytes;
+    uint64_t data[];
+};
+
+struct rslot {
+    _Atomic uint64_t v;  /* 0 = outside; else version seen at enter */
+    int used;
+} __attribute__((aligned(64)));
+
+struct rrec { uint32_t tidx; uint32_t h; };   /* writer-side, by rule id */
+struct retired { void *p; size_t bytes; uint64_t v; };
+struct pendrm { uint64_t r; uint32_t id; };
+
+struct ofb_cls {
+    /* read-mostly, shared with readers */
+    uint32_t key_len, nwk, es;        /* es = entry stride in bytes */
+    enum ofb_cls_algo algo;
+    uint32_t qmin;
+    uint64_t qscale;                  /* q = 1 + ((p - qmin) * qscale >> 32) */
+    _Atomic uint64_t version __attribute__((aligned(64)));
+    _Atomic(struct snap *) snap;
+    _Atomic(struct lin *) lin;
+    struct rslot readers[OFB_CLS_MAX_READERS];
+
+    /* writer only */
+    uint64_t wv;                      /* version updates are written at */
+    bool in_batch;
+    uint32_t updates_since_reclaim;
+    struct tbl **wt; uint32_t nwt, cap_wt;
+    uint32_t *tmap; uint32_t tmap_cap;  /* mask -> table index + 1 */
+    struct rrec *rr; uint32_t n_ids, cap_ids;  /* id 0 unused */
+    uint64_t n_rules;
+    struct retired *ret; size_t n_ret, cap_ret;
+    struct pendrm *prm; size_t n_prm, cap_prm;
+    size_t prm_head;
+    _Atomic uint64_t bytes;
+    uint32_t expected;
+};
+
+/* ---------- small helpers ---------- */
+
+static void *xalloc(struct ofb_cls *c, size_t n)
+{
+    void *p = NULL;
+    if (n < 4096)
+        p = malloc(n ? n : 16);  /* blocks: no alignment waste */
+    else if (posix_memalign(&p, 64, n))
+        p = NULL;
+    if (!p)
+        return NULL;
+    atomic_fetch_add_explicit(&c->bytes, n, memory_order_relaxed);
+    return p;
+}
+
+static void xfree(struct ofb_cls *c, void *p, size_t n)
+{
+    if (!p)
+        return;
+    atomic_fetch_sub_explicit(&c->bytes, n, memory_order_relaxed);
+    free(p);
+}
+
+/* The table hash: the high half of the xor of (masked word i) * K_i over the
+ * table mask's non-zero words (i = position among them).  Multiplicative, so
+ * the AVX-512 phase 1 computes it 8 tables at a time (vpmullq).  The slot is
+ * the low bits, the fingerprint bits 24..30. */
+#define HK0 0x9e3779b97f4a7c15ull
+#define HK1 0xc2b2ae3d27d4eb4full
+static inline uint64_t hk(unsigned i)
+{
+    return i == 0 ? HK0 : i == 1 ? HK1 : (0x165667b19e3779f9ull * (2 * i + 1)) | 1;
+}
+
+/* fold the high half down first: a product's high half ignores nothing, but
+ * bits set only at the top of a word (eth_type in bytes 6-7 of a little-endian
+ * word) would otherwise reach only the top bits of the hash, never the bucket */
+static inline uint64_t fold(uint64_t x)
+{
+    return x ^ (x >> 32);
+}
+
+static inline uint32_t hash2(uint64_t x0, uint64_t x1)
+{
+    return (uint32_t)(((fold(x0) * HK0) ^ (fold(x1) * HK1)) >> 32);
+}
+
+static inline uint32_t hash_words(const uint64_t *kw, const struct tbl *t)
+{
+    uint64_t acc = 0;
+    for (unsigned i = 0; i < t->nw; i++)
+        acc ^= fold(kw[t->wi[i]] & t->cm[t->wi[i]]) * hk(i);
+    return (uint32_t)(acc >> 32);
+}
+
+/* Filter word of a bucket: up to 4 entries of 16 bits, q (7 bits, 0 = empty)
+ * << 9 | fingerprint (9 bits, 1..511; 0 = "any key": the entry stands for
+ * the 4th and later rules of a bucket that holds more than 4).  Entries are in
+ * descending q (blocks are sorted by priority, quantisation is monotone), so
+ * the first entry a key may match gives the candidate's upper bound. */
+static inline uint32_t fp_of(uint32_t h)
+{
+    uint32_t f = (h >> 23) & 0x1ff;
+    return f ? f : 1;
+}
+
+/* q of the first entry of w a key with hash h may match, 0 if none */
+static inline uint32_t word_may(uint64_t w, uint32_t h)
+{
+    uint32_t fp = fp_of(h);
+    for (int i = 0; i < 4; i++) {
+        uint32_t e = (uint32_t)(w >> (16 * i)) & 0xffff;
+        if ((e >> 9) && ((e & 0x1ff) == 0 || (e & 0x1ff) == fp))
+            return e >> 9;
+    }
+    return 0;
+}
+
+static inline uint32_t hash_desc(const uint64_t *kw, const struct pdesc *d, const struct tbl *t)
+{
+    if (__builtin_expect(d->nw > 2, 0))
+        return hash_words(kw, t);
+    return hash2(kw[d->w0] & d->m0, kw[d->w1] & d->m1);
+}
+
+
+static inline uint32_t quant(const struct ofb_cls *c, uint32_t p)
+{
+    if (p <= c->qmin)
+        return 1;
+    uint64_t q = 1 + (((uint64_t)(p - c->qmin) * c->qscale) >> 32);
+    return q > 127 ? 127 : (uint32_t)q;
+}
+
+static void set_quant(struct ofb_cls *c, uint32_t lo, uint32_t hi)
+{
+    if (hi <= lo)
+        hi = lo + 1;
+    c->qmin = lo;
+    /* 126 steps over [lo, hi]: q in 1..127 (7 bits of a filter entry) */
+    c->qscale = ((uint64_t)126 << 32) / ((uint64_t)(hi - lo) + 1);
+}
+
+static inline struct ent *ent_at(const struct ofb_cls *c, const void *data, uint32_t i)
+{
+    return (struct ent *)((const char *)data + (size_t)i * c->es);
+}
+
+static inline bool ent_match(const struct ofb_cls *c, const struct ent *e, const uint64_t *kw)
+{
+    const uint64_t *v = e->w, *m = e->w + c->nwk;
+    for (uint32_t i = 0; i < c->nwk; i++)
+        if ((kw[i] & m[i]) != v[i])
+            return false;
+    return true;
+}
+
+static inline bool ent_visible(const struct ent *e, uint64_t v)
+{
+    return e->add_v <= v && v < atomic_load_explicit(&e->del_v, memory_order_relaxed);
+}
+
+/* a outranks (p, id)? */
+static inline bool better(uint32_t pa, uint32_t ida, uint32_t pb, uint32_t idb)
+{
+    return pa > pb || (pa == pb && ida < idb);
+}
+
+static inline void load_key(const struct ofb_cls *c, const uint8_t *key, uint64_t *kw)
+{
+    kw[c->nwk - 1] = 0;
+    memcpy(kw, key, c->key_len);
+}
+
+
+static void words_of(const struct ofb_cls *c, const uint8_t *bytes, uint64_t *w)
+{
+    memset(w, 0, sizeof(uint64_t) * MAXW);
+    memcpy(w, bytes, c->key_len);
+}
+
+/* ---------- retire / reclaim (epoch-based, versions are the epochs) ---------- */
+
+static void retire(struct ofb_cls *c, void *p, size_t bytes)
+{
+    if (!p)
+        return;
+    if (c->n_ret == c->cap_ret) {
+        size_t nc = c->cap_ret ? c->cap_ret * 2 : 256;
+        struct retired *r = realloc(c->ret, nc * sizeof(*r));
+        if (!r) {
+            abort(); /* cannot free safely and cannot remember it */
+        }
+        c->ret = r;
+        c->cap_ret = nc;
+    }
+    c->ret[c->n_ret++] = (struct retired){ p, bytes, c->wv };
+}
+
+static void publish(struct ofb_cls *c)
+{
+    atomic_store_explicit(&c->version, c->wv, memory_order_release);
+    c->wv++;
+}
+
+/* min version of the readers inside enter, UINT64_MAX when none */
+static uint64_t min_reader(struct ofb_cls *c)
+{
+    atomic_thread_fence(memory_order_seq_cst);
+    uint64_t m = UINT64_MAX;
+    for (int i = 0; i < OFB_CLS_MAX_READERS; i++) {
+        if (!c->readers[i].used)
+            continue;
+        uint64_t v = atomic_load_explicit(&c->readers[i].v, memory_order_acquire);
+        if (v && v < m)
+            m = v;
+    }
+    return m;
+}
+
+static void physical_remove(struct ofb_cls *c, uint32_t id);
+
+void ofb_cls_reclaim(struct ofb_cls *c)
+{
+    uint64_t m = min_reader(c);
+    uint64_t pub = atomic_load_explicit(&c->version, memory_order_relaxed);
+    /* deleted rules: invisible to every reader once all are at >= r */
+    size_t i = c->prm_head;
+    while (i < c->n_prm && c->prm[i].r <= pub && c->prm[i].r <= m) {
+        physical_remove(c, c->prm[i].id);
+        i++;
+    }
+    c->prm_head = i;
+    if (c->prm_head == c->n_prm)
+        c->prm_head = c->n_prm = 0;
+    /* memory retired at version v: no reader at <= v may remain */
+    size_t k = 0;
+    for (size_t j = 0; j < c->n_ret; j++) {
+        if (m == UINT64_MAX || c->ret[j].v <= m)
+            xfree(c, c->ret[j].p, c->ret[j].bytes);
+        else
+            c->ret[k++] = c->ret[j];
+    }
+    c->n_ret = k;
+    c->updates_since_reclaim = 0;
+}
+
+static void after_update(struct ofb_cls *c)
+{
+    if (c->in_batch)
+        return;
+    publish(c);
+    if (++c->updates_since_reclaim >= 64)
+        ofb_cls_reclaim(c);
+}
+
+void ofb_cls_synchronize(struct ofb_cls *c)
+{
+    for (int round = 0; round < 3; round++) {
+        if (!c->in_batch)
+            publish(c);
+        uint64_t target = atomic_load(&c->version);
+        for (int i = 0; i < OFB_CLS_MAX_READERS; i++) {
+            if (!c->readers[i].used)
+                continue;
+            for (;;) {
+                uint64_t v = atomic_load_explicit(&c->readers[i].v, memory_order_acquire);
+                if (v == 0 || v >= target)
+                    break;
+                __builtin_ia32_pause();
+            }
+        }
+        ofb_cls_reclaim(c);
+    }
+}
+
+int ofb_cls_reader_register(struct ofb_cls *c)
+{
+    for (int i = 0; i < OFB_CLS_MAX_READERS; i++) {
+        if (!c->readers[i].used) {
+            atomic_store(&c->readers[i].v, 0);
+            c->readers[i].used = 1;
+            atomic_thread_fence(memory_order_seq_cst);
+            return i;
+        }
+    }
+    return -1;
+}
+
+void ofb_cls_reader_unregister(struct ofb_cls *c, int rid)
+{
+    atomic_store(&c->readers[rid].v, 0);
+    c->readers[rid].used = 0;
+}
+
+void ofb_cls_reader_enter(struct ofb_cls *c, int rid)
+{
+    atomic_store_explicit(&c->readers[rid].v,
+                          atomic_load_explicit(&c->version, memory_order_acquire),
+                          memory_order_relaxed);
+    /* pairs with the fence in min_reader(): either the writer sees us, or we
+     * see everything it unlinked before reading our slot */
+    atomic_thread_fence(memory_order_seq_cst);
+}
+
+void ofb_cls_reader_leave(struct ofb_cls *c, int rid)
+{
+    atomic_store_explicit(&c->readers[rid].v, 0, memory_order_release);
+}
+
+/* ---------- tables (writer) ---------- */
+
+static uint32_t mask_hash(const uint64_t *m, uint32_t nwk)
+{
+    uint64_t h = 0x12345;
+    for (uint32_t i = 0; i < nwk; i++) {
+        h ^= m[i];
+        h *= 0x9e3779b97f4a7c15ull;
+        h ^= h >> 29;
+    }
+    return (uint32_t)h;
+}
+
+static int tmap_find(struct ofb_cls *c, const uint64_t *m)
+{
+    if (!c->tmap_cap)
+        return -1;
+    uint32_t i = mask_hash(m, c->nwk) & (c->tmap_cap - 1);
+    for (;;) {
+        uint32_t x = c->tmap[i];
+        if (!x)
+            return -1;
+        if (!memcmp(c->wt[x - 1]->cm, m, c->nwk * 8))
+            return (int)(x - 1);
+        i = (i + 1) & (c->tmap_cap - 1);
+    }
+}
+
+static int tmap_add(struct ofb_cls *c, uint32_t idx)
+{
+    if ((c->nwt + 1) * 2 > c->tmap_cap) {
+        uint32_t nc = c->tmap_cap ? c->tmap_cap * 2 : 64;
+        uint32_t *n = calloc(nc, sizeof(uint32_t));
+        if (!n)
+            return -1;
+        uint32_t *old = c->tmap, oc = c->tmap_cap;
+        c->tmap = n;
+        c->tmap_cap = nc;
+        for (uint32_t j = 0; j < oc; j++)
+            if (old[j]) {
+                uint32_t k = mask_hash(c->wt[old[j] - 1]->cm, c->nwk) & (nc - 1);
+                while (n[k])
+                    k = (k + 1) & (nc - 1);
+                n[k] = old[j];
+            }
+        free(old);
+    }
+    uint32_t k = mask_hash(c->wt[idx]->cm, c->nwk) & (c->tmap_cap - 1);
+    while (c->tmap[k])
+        k = (k + 1) & (c->tmap_cap - 1);
+    c->tmap[k] = idx + 1;
+    return 0;
+}
+
+static struct tbl *tbl_alloc(struct ofb_cls *c, const uint64_t *cm, uint32_t nb_log)
+{
+    size_t nb = (size_t)1 << nb_log;
+    size_t bytes = sizeof(struct tbl) + nb * 8 + 8 + nb * sizeof(void *);
+    struct tbl *t = xalloc(c, sizeof(struct tbl));
+    if (!t)
+        return NULL;
+    memset(t, 0, sizeof(*t));
+    memcpy(t->cm, cm, sizeof(t->cm));
+    for (uint32_t i = 0; i < c->nwk; i++) {
+        if (cm[i])
+            t->wi[t->nw++] = (uint8_t)i;
+        t->bits += (uint32_t)__builtin_popcountll(cm[i]);
+    }
+    t->nb_log = nb_log;
+    t->bytes = bytes;
+    t->filter = xalloc(c, nb * 8 + 8);
+    t->bk = xalloc(c, nb * sizeof(void *));
+    if (!t->filter || !t->bk) {
+        xfree(c, t->filter, nb * 8 + 8);
+        xfree(c, t->bk, nb * sizeof(void *));
+        xfree(c, t, sizeof(struct tbl));
+        return NULL;
+    }
+    memset(t->filter, 0, nb * 8 + 8);
+    memset((void *)t->bk, 0, nb * sizeof(void *));
+    return t;
+}
+
+/* retire a table and its arrays (its blocks are owned by whoever replaced it) */
+static void tbl_retire(struct ofb_cls *c, struct tbl *t)
+{
+    size_t nb = (size_t)1 << t->nb_log;
+    retire(c, t->filter, nb * 8 + 8);
+    retire(c, (void *)t->bk, nb * sizeof(void *));
+    retire(c, t, sizeof(struct tbl));
+}
+
+/* historical name: bucket index << 3 (callers shift it back) */
+static inline uint32_t fslot(const struct tbl *t, uint32_t h)
+{
+    return (h & ((1u << t->nb_log) - 1)) << 3;
+}
+
+static uint32_t ent_hash(const struct ofb_cls *c, const struct tbl *t, const struct ent *e)
+{
+    (void)c;
+    return hash_words(e->w, t);  /* value words are masked by the rule mask, which covers cm */
+}
+
+static uint64_t bucket_filter(const struct ofb_cls *c, const struct tbl *t, const struct blk *k)
+{
+    uint64_t w = 0;
+    if (!k)
+        return 0;
+    for (uint32_t i = 0; i < k->n && i < 4; i++) {
+        const struct ent *e = ent_at(c, k->data, i);
+        uint64_t fp = (i == 3 && k->n > 4) ? 0 : fp_of(ent_hash(c, t, e));
+        w |= ((uint64_t)quant(c, e->prio) << 9 | fp) << (16 * i);
+    }
+    return w;
+}
+
+/* rebuild the snapshot readers iterate (TSS: sorted by max_prio desc) */
+static int cmp_tbl_prio(const void *a, const void *b)
+{
+    const struct tbl *x = *(struct tbl *const *)a, *y = *(struct tbl *const *)b;
+    return x->max_prio < y->max_prio ? 1 : x->max_prio > y->max_prio ? -1 : 0;
+}
+
+static int snap_rebuild(struct ofb_cls *c)
+{
+    size_t npad_max = (c->nwt + 7) & ~7u;
+    size_t bytes = sizeof(struct snap) + c->nwt * (sizeof(struct pdesc) + sizeof(void *)) +
+                   6 * npad_max * sizeof(uint64_t) + 64;
+    struct snap *s = xalloc(c, bytes);
+    if (!s)
+        return -1;
+    s->bytes = bytes;
+    s->n = 0;
+    s->t = (struct tbl **)&s->d[c->nwt];
+    uint64_t *soa = (uint64_t *)(((uintptr_t)&s->t[c->nwt] + 63) & ~(uintptr_t)63);
+    s->sm0 = soa; s->sm1 = soa + npad_max; s->sw0 = soa + 2 * npad_max;
+    s->sw1 = soa + 3 * npad_max; s->sfm = soa + 4 * npad_max; s->sfb = soa + 5 * npad_max;
+    for (uint32_t i = 0; i < c->nwt; i++)
+        if (c->wt[i]->n_ent)
+            s->t[s->n++] = c->wt[i];
+    if (c->algo == OFB_CLS_ALGO_TSS)
+        qsort(s->t, s->n, sizeof(void *), cmp_tbl_prio);
+    for (uint32_t i = 0; i < s->n; i++) {
+        const struct tbl *t = s->t[i];
+        struct pdesc *d = &s->d[i];
+        memset(d, 0, sizeof(*d));
+        d->nw = t->nw;
+        d->w0 = t->nw > 0 ? t->wi[0] : 0;
+        d->m0 = t->nw > 0 ? t->cm[t->wi[0]] : 0;
+        d->w1 = t->nw > 1 ? t->wi[1] : 0;
+        d->m1 = t->nw > 1 ? t->cm[t->wi[1]] : 0;
+        d->fmask = (1u << t->nb_log) - 1;
+        d->filter = t->filter;
+    }
+    s->npad = (s->n + 7) & ~7u;
+    s->simd_ok = true;
+    for (uint32_t i = 0; i < s->npad; i++) {
+        bool real = i < s->n;
+        s->sm0[i] = real ? s->d[i].m0 : 0;
+        s->sm1[i] = real ? s->d[i].m1 : 0;
+        s->sw0[i] = real ? s->d[i].w0 : 0;
+        s->sw1[i] = real ? s->d[i].w1 : 0;
+        s->sfm[i] = real ? s->d[i].fmask : 0;
+        s->sfb[i] = (uint64_t)(uintptr_t)(real ? s->d[i].filter : zero_filter);
+        if (real && s->d[i].nw > 2)
+            s->simd_ok = false;
+    }
+    struct snap *old = atomic_load_explicit(&c->snap, memory_order_relaxed);
+    atomic_store_explicit(&c->snap, s, memory_order_release);
+    if (old)
+        retire(c, old, old->bytes);
+    return 0;
+}
+
+/* double the buckets of table idx: new arrays, new blocks, old ones retired */
+static int tbl_grow(struct ofb_cls *c, uint32_t idx, uint32_t new_log)
+{
+    struct tbl *o = c->wt[idx];
+    struct tbl *t = tbl_alloc(c, o->cm, new_log);
+    if (!t)
+        return -1;
+    t->max_prio = o->max_prio;
+    size_t onb = (size_t)1 << o->nb_log, nnb = (size_t)1 << new_log;
+    /* count per new bucket */
+    uint32_t *cnt = calloc(nnb, sizeof(uint32_t));
+    if (!cnt)
+        return -1;
+    for (size_t b = 0; b < onb; b++) {
+        struct blk *k = atomic_load_explicit(&o->bk[b], memory_order_relaxed);
+        if (!k)
+            continue;
+        for (uint32_t i = 0; i < k->n; i++) {
+            uint32_t h = ent_hash(c, t, ent_at(c, k->data, i));
+            cnt[fslot(t, h) >> 3]++;
+        }
+    }
+    for (size_t b = 0; b < nnb; b++) {
+        if (!cnt[b])
+            continue;
+        size_t bytes = sizeof(struct blk) + (size_t)cnt[b] * c->es;
+        struct blk *k = xalloc(c, bytes);
+        if (!k) {
+            free(cnt);
+            return -1; /* leaks the partial table: out of memory is fatal enough */
+        }
+        k->n = 0;
+        k->bytes = (uint32_t)bytes;
+        atomic_store_explicit(&t->bk[b], k, memory_order_relaxed);
+    }
+    /* old blocks are sorted, and a stable split keeps the order */
+    for (size_t b = 0; b < onb; b++) {
+        struct blk *k = atomic_load_explicit(&o->bk[b], memory_order_relaxed);
+        if (!k)
+            continue;
+        for (uint32_t i = 0; i < k->n; i++) {
+            struct ent *e = ent_at(c, k->data, i);
+            uint32_t h = ent_hash(c, t, e);
+            uint32_t fs = fslot(t, h);
+            struct blk *nk = atomic_load_explicit(&t->bk[fs >> 3], memory_order_relaxed);
+            struct ent *d = ent_at(c, nk->data, nk->n++);
+            memcpy(d, e, c->es);
+            (void)h;
+        }
+        retire(c, k, k->bytes);
+    }
+    free(cnt);
+    for (size_t b = 0; b < nnb; b++)
+        t->filter[b] = bucket_filter(c, t, atomic_load_explicit(&t->bk[b], memory_order_relaxed));
+    t->n_ent = o->n_ent;
+    c->wt[idx] = t;
+    tbl_retire(c, o);
+    return 0; /* caller rebuilds the snapshot */
+}
+
+static int tbl_create(struct ofb_cls *c, const uint64_t *cm, uint32_t hint)
+{
+    uint32_t log = 4;
+    while (((size_t)1 << log) < hint && log < 28)
+        log++;
+    if (c->nwt == c->cap_wt) {
+        uint32_t nc = c->cap_wt ? c->cap_wt * 2 : 16;
+        struct tbl **n = realloc(c->wt, nc * sizeof(*n));
+        if (!n)
+            return -1;
+        c->wt = n;
+        c->cap_wt = nc;
+    }
+    struct tbl *t = tbl_alloc(c, cm, log);
+    if (!t)
+        return -1;
+    c->wt[c->nwt] = t;
+    if (tmap_add(c, c->nwt))
+        return -1;
+    return (int)c->nwt++;
+}
+
+/* relax(M): clear every byte that is a partial prefix (0x80..0xfe with
+ * contiguous leading ones) so nearby prefix lengths share a table */
+static void relax(const struct ofb_cls *c, const uint64_t *m, uint64_t *r)
+{
+    memcpy(r, m, sizeof(uint64_t) * MAXW);
+    uint8_t *b = (uint8_t *)r;
+    for (uint32_t i = 0; i < c->key_len; i++) {
+        uint8_t x = b[i];
+        /* partial prefix: ~x is 0...01...1, i.e. (~x & (~x + 1)) == 0 */
+        uint8_t nx = (uint8_t)~x;
+        if (x && x != 0xff && (uint8_t)(nx & (uint8_t)(nx + 1)) == 0)
+            b[i] = 0;
+    }
+}
+
+static uint32_t group_count(const struct ofb_cls *c, const struct tbl *t, const struct blk *k,
+                            const uint64_t *val)
+{
+    uint32_t n = 0;
+    if (!k)
+        return 0;
+    for (uint32_t i = 0; i < k->n; i++) {
+        const struct ent *e = ent_at(c, k->data, i);
+        bool same = true;
+        for (uint32_t w = 0; w < t->nw && same; w++)
+            same = ((e->w[t->wi[w]] ^ val[t->wi[w]]) & t->cm[t->wi[w]]) == 0;
+        n += same;
+    }
+    return n;
+}
+
+static int rr_reserve(struct ofb_cls *c, uint32_t more)
+{
+    if (c->n_ids + more + 1 <= c->cap_ids)
+        return 0;
+    uint32_t nc = c->cap_ids ? c->cap_ids : 1024;
+    while (nc < c->n_ids + more + 1)
+        nc *= 2;
+    struct rrec *n = realloc(c->rr, (size_t)nc * sizeof(*n));
+    if (!n)
+        return -1;
+    atomic_fetch_add(&c->bytes, (size_t)(nc - c->cap_ids) * sizeof(*n));
+    c->rr = n;
+    c->cap_ids = nc;
+    return 0;
+}
+
+/* writer: put entry e (fully formed) into table idx */
+static int tbl_put(struct ofb_cls *c, uint32_t idx, const uint8_t *ebuf, uint32_t *h_out)
+{
+    struct tbl *t = c->wt[idx];
+    const struct ent *e = (const struct ent *)ebuf;
+    if (t->n_ent + 1 > ((size_t)2 << t->nb_log)) {  /* <= 2 rules per bucket on average */
+        if (tbl_grow(c, idx, t->nb_log + 1) || snap_rebuild(c))
+            return -1;
+        t = c->wt[idx];
+    }
+    uint32_t h = ent_hash(c, t, e);
+    uint32_t fs = fslot(t, h);
+    struct blk *ok = atomic_load_explicit(&t->bk[fs >> 3], memory_order_relaxed);
+    uint32_t on = ok ? ok->n : 0;
+    size_t bytes = sizeof(struct blk) + (size_t)(on + 1) * c->es;
+    struct blk *nk = xalloc(c, bytes);
+    if (!nk)
+        return -1;
+    nk->n = on + 1;
+    nk->bytes = (uint32_t)bytes;
+    uint32_t pos = 0;
+    while (pos < on) {
+        const struct ent *x = ent_at(c, ok->data, pos);
+        if (better(e->prio, e->id, x->prio, x->id))
+            break;
+        pos++;
+    }
+    if (pos)
+        memcpy(nk->data, ok->data, (size_t)pos * c->es);
+    memcpy(ent_at(c, nk->data, pos), e, c->es);
+    if (on > pos)
+        memcpy(ent_at(c, nk->data, pos + 1), ent_at(c, ok->data, pos), (size_t)(on - pos) * c->es);
+    atomic_store_explicit(&t->bk[fs >> 3], nk, memory_order_release);
+    atomic_store_explicit((_Atomic uint64_t *)&t->filter[fs >> 3], bucket_filter(c, t, nk), memory_order_release);
+    if (ok)
+        retire(c, ok, ok->bytes);
+    t->n_ent++;
+    bool resort = false;
+    if (e->prio > t->max_prio) {
+        t->max_prio = e->prio;
+        resort = c->algo == OFB_CLS_ALGO_TSS;
+    }
+    if (t->n_ent == 1 || resort)
+        if (snap_rebuild(c))
+            return -1;
+    *h_out = h;
+    return 0;
+}
+
+static void make_ent(struct ofb_cls *c, const struct ofb_cls_rule *r, uint32_t id, uint8_t *ebuf,
+                     uint64_t *m)
+{
+    struct ent *e = (struct ent *)ebuf;
+    uint64_t v[MAXW];
+    words_of(c, r->mask, m);
+    words_of(c, r->value, v);
+    e->prio = r->priority;
+    e->id = id;
+    e->handle = r->handle;
+    e->add_v = c->wv;
+    atomic_store_explicit(&e->del_v, V_INF, memory_order_relaxed);
+    for (uint32_t i = 0; i < c->nwk; i++) {
+        e->w[i] = v[i] & m[i];
+        e->w[c->nwk + i] = m[i];
+    }
+}
+
+static inline bool tbl_fits(const struct ofb_cls *c, const struct tbl *t, const uint64_t *m)
+{
+    for (uint32_t i = 0; i < c->nwk; i++)
+        if (t->cm[i] & ~m[i])
+            return false;
+    return true;
+}
+
+/* choose a table for a rule with masked value words val and mask m.
+ * OURS (TupleMerge-like): the most specific existing table whose mask is a
+ * subset of m and whose group for (val & cm) has room (exact tables always
+ * have room); else a new table for relax(m), or for m if that exists. */
+static int choose_table(struct ofb_cls *c, const uint64_t *val, const uint64_t *m)
+{
+    if (c->algo == OFB_CLS_ALGO_TSS) {
+        int i = tmap_find(c, m);
+        return i >= 0 ? i : tbl_create(c, m, c->expected ? c->expected / 64 : 16);
+    }
+    int best = -1;
+    uint32_t best_bits = 0;
+    for (uint32_t i = 0; i < c->nwt; i++) {
+        const struct tbl *t = c->wt[i];
+        if ((best >= 0 && t->bits <= best_bits) || !tbl_fits(c, t, m))
+            continue;
+        bool exact = !memcmp(t->cm, m, c->nwk * 8);
+        if (!exact) {
+            uint32_t h = hash_words(val, t);
+            const struct blk *k = atomic_load_explicit(&t->bk[fslot(t, h) >> 3], memory_order_relaxed);
+            if (group_count(c, t, k, val) >= OFB_CLS_MERGE_LIMIT)
+                continue;
+        }
+        best = (int)i;
+        best_bits = t->bits;
+    }
+    if (best >= 0)
+        return best;
+    uint64_t r[MAXW];
+    relax(c, m, r);
+    return tmap_find(c, r) < 0 ? tbl_create(c, r, 16) : tbl_create(c, m, 16);
+}
+
+static uint32_t insert_one(struct ofb_cls *c, const struct ofb_cls_rule *r)
+{
+    if (rr_reserve(c, 1))
+        return 0;
+    uint32_t id = ++c->n_ids;
+    uint64_t ebuf[4 + 2 * MAXW];
+    uint64_t m[MAXW];
+    make_ent(c, r, id, (uint8_t *)ebuf, m);
+    struct ent *e = (struct ent *)ebuf;
+
+    if (c->algo == OFB_CLS_ALGO_LINEAR) {
+        struct lin *o = atomic_load_explicit(&c->lin, memory_order_relaxed);
+        uint32_t on = o ? o->n : 0, pos = 0;
+        size_t bytes = sizeof(struct lin) + (size_t)(on + 1) * c->es;
+        struct lin *n = xalloc(c, bytes);
+        if (!n) {
+            c->n_ids--;
+            return 0;
+        }
+        n->n = on + 1;
+        n->bytes = bytes;
+        while (pos < on && !better(e->prio, id, ent_at(c, o->data, pos)->prio, ent_at(c, o->data, pos)->id))
+            pos++;
+        if (pos)
+            memcpy(n->data, o->data, (size_t)pos * c->es);
+        memcpy(ent_at(c, n->data, pos), e, c->es);
+        if (on > pos)
+            memcpy(ent_at(c, n->data, pos + 1), ent_at(c, o->data, pos), (size_t)(on - pos) * c->es);
+        atomic_store_explicit(&c->lin, n, memory_order_release);
+        if (o)
+            retire(c, o, o->bytes);
+        c->rr[id] = (struct rrec){ 0, 0 };
+    } else {
+        int ti = choose_table(c, e->w, m);
+        uint32_t h;
+        if (ti < 0 || tbl_put(c, (uint32_t)ti, (uint8_t *)ebuf, &h)) {
+            c->n_ids--;
+            return 0;
+        }
+        c->rr[id] = (struct rrec){ (uint32_t)ti, h };
+    }
+    c->n_rules++;
+    return id;
+}
+
+uint32_t ofb_cls_insert(struct ofb_cls *c, const struct ofb_cls_rule *r)
+{
+    uint32_t id = insert_one(c, r);
+    if (id)
+        after_update(c);
+    return id;
+}
+
+/* ---------- delete ---------- */
+
+/* find the visible entry with this id; returns it (inside the current block) */
+static struct ent *find_ent(struct ofb_cls *c, uint32_t id, struct blk **blk_out, uint32_t *pos_out)
+{
+    if (c->algo == OFB_CLS_ALGO_LINEAR) {
+        struct lin *l = atomic_load_explicit(&c->lin, memory_order_relaxed);
+        for (uint32_t i = 0; l && i < l->n; i++) {
+            struct ent *e = ent_at(c, l->data, i);
+            if (e->id == id) {
+                *pos_out = i;
+                *blk_out = NULL;
+                return e;
+            }
+        }
+        return NULL;
+    }
+    struct tbl *t = c->wt[c->rr[id].tidx];
+    struct blk *k = atomic_load_explicit(&t->bk[fslot(t, c->rr[id].h) >> 3], memory_order_relaxed);
+    for (uint32_t i = 0; k && i < k->n; i++) {
+        struct ent *e = ent_at(c, k->data, i);
+        if (e->id == id) {
+            *blk_out = k;
+            *pos_out = i;
+            return e;
+        }
+    }
+    return NULL;
+}
+
+static int delete_one(struct ofb_cls *c, uint32_t id)
+{
+    if (id == 0 || id > c->n_ids || c->rr[id].tidx == UINT32_MAX)
+        return -1;
+    struct blk *k;
+    uint32_t pos;
+    struct ent *e = find_ent(c, id, &k, &pos);
+    if (!e || atomic_load_explicit(&e->del_v, memory_order_relaxed) != V_INF)
+        return -1;
+    atomic_store_explicit(&e->del_v, c->wv, memory_order_relaxed);
+    if (c->n_prm == c->cap_prm) {
+        size_t nc = c->cap_prm ? c->cap_prm * 2 : 256;
+        struct pendrm *p = realloc(c->prm, nc * sizeof(*p));
+        if (!p)
+            abort();
+        c->prm = p;
+        c->cap_prm = nc;
+    }
+    c->prm[c->n_prm++] = (struct pendrm){ c->wv, id };
+    c->n_rules--;
+    return 0;
+}
+
+/* after the grace period: drop the entry from its block, lower the filter */
+static void physical_remove(struct ofb_cls *c, uint32_t id)
+{
+    struct blk *k;
+    uint32_t pos;
+    struct ent *e = find_ent(c, id, &k, &pos);
+    uint32_t tidx = c->rr[id].tidx;
+    c->rr[id].tidx = UINT32_MAX;
+    if (!e)
+        return;
+    if (c->algo == OFB_CLS_ALGO_LINEAR) {
+        struct lin *o = atomic_load_explicit(&c->lin, memory_order_relaxed);
+        size_t bytes = sizeof(struct lin) + (size_t)(o->n - 1) * c->es;
+        struct lin *n = xalloc(c, bytes);
+        if (!n)
+            return; /* stays as an invisible entry */
+        n->n = o->n - 1;
+        n->bytes = bytes;
+        memcpy(n->data, o->data, (size_t)pos * c->es);
+        memcpy(ent_at(c, n->data, pos), ent_at(c, o->data, pos + 1), (size_t)(o->n - pos - 1) * c->es);
+        atomic_store_explicit(&c->lin, n, memory_order_release);
+        retire(c, o, o->bytes);
+        return;
+    }
+    struct tbl *t = c->wt[tidx];
+    uint32_t fs = fslot(t, c->rr[id].h);
+    struct blk *nk = NULL;
+    if (k->n > 1) {
+        size_t bytes = sizeof(struct blk) + (size_t)(k->n - 1) * c->es;
+        nk = xalloc(c, bytes);
+        if (!nk)
+            return;
+        nk->n = k->n - 1;
+        nk->bytes = (uint32_t)bytes;
+        memcpy(nk->data, k->data, (size_t)pos * c->es);
+        memcpy(ent_at(c, nk->data, pos), ent_at(c, k->data, pos + 1), (size_t)(k->n - pos - 1) * c->es);
+    }
+    atomic_store_explicit(&t->bk[fs >> 3], nk, memory_order_release);
+    atomic_store_explicit((_Atomic uint64_t *)&t->filter[fs >> 3], bucket_filter(c, t, nk), memory_order_release);
+    retire(c, k, k->bytes);
+    t->n_ent--;
+    if (t->n_ent == 0)
+        snap_rebuild(c);
+}
+
+int ofb_cls_delete_id(struct ofb_cls *c, uint32_t id)
+{
+    if (delete_one(c, id))
+        return -1;
+    after_update(c);
+    return 0;
+}
+
+uint32_t ofb_cls_delete(struct ofb_cls *c, const struct ofb_cls_rule *r)
+{
+    uint64_t m[MAXW], v[MAXW];
+    words_of(c, r->mask, m);
+    words_of(c, r->value, v);
+    for (uint32_t i = 0; i < c->nwk; i++)
+        v[i] &= m[i];
+    uint32_t best = 0;
+    uint64_t now = c->wv;
+    if (c->algo == OFB_CLS_ALGO_LINEAR) {
+        struct lin *l = atomic_load_explicit(&c->lin, memory_order_relaxed);
+        for (uint32_t i = 0; l && i < l->n && !best; i++) {
+            struct ent *e = ent_at(c, l->data, i);
+            if (e->prio == r->priority && ent_visible(e, now) &&
+                !memcmp(e->w, v, c->nwk * 8) && !memcmp(e->w + c->nwk, m, c->nwk * 8))
+                best = e->id;
+        }
+    } else {
+        for (uint32_t j = 0; j < c->nwt; j++) {
+            struct tbl *t = c->wt[j];
+            if (!t->n_ent || !tbl_fits(c, t, m))
+                continue;
+            uint32_t h = hash_words(v, t);
+            struct blk *k = atomic_load_explicit(&t->bk[fslot(t, h) >> 3], memory_order_relaxed);
+            for (uint32_t i = 0; k && i < k->n; i++) {
+                struct ent *e = ent_at(c, k->data, i);
+                if (e->prio == r->priority && ent_visible(e, now) &&
+                    !memcmp(e->w, v, c->nwk * 8) && !memcmp(e->w + c->nwk, m, c->nwk * 8) &&
+                    (!best || e->id < best))
+                    best = e->id;
+            }
+        }
+    }
+    if (!best)
+        return 0;
+    delete_one(c, best);
+    after_update(c);
+    return best;
+}
+
+void ofb_cls_batch_begin(struct ofb_cls *c)
+{
+    c->in_batch = true;
+}
+
+void ofb_cls_batch_commit(struct ofb_cls *c)
+{
+    c->in_batch = false;
+    publish(c);
+    ofb_cls_reclaim(c);
+}
+
+static int cmp_ent(const void *a, const void *b)
+{
+    const struct ent *x = a, *y = b;
+    return better(x->prio, x->id, y->prio, y->id) ? -1 : better(y->prio, y->id, x->prio, x->id) ? 1 : 0;
+}
+
+/* LINEAR: append everything, sort once, publish one array */
+static int bulk_linear(struct ofb_cls *c, const struct ofb_cls_rule *rules, size_t n, uint32_t *ids)
+{
+    struct lin *o = atomic_load_explicit(&c->lin, memory_order_relaxed);
+    uint32_t on = o ? o->n : 0;
+    size_t bytes = sizeof(struct lin) + (size_t)(on + n) * c->es;
+    struct lin *l = xalloc(c, bytes);
+    if (!l)
+        return -1;
+    l->n = on + (uint32_t)n;
+    l->bytes = bytes;
+    if (on)
+        memcpy(l->data, o->data, (size_t)on * c->es);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t m[MAXW];
+        uint32_t id = ++c->n_ids;
+        make_ent(c, &rules[i], id, (uint8_t *)ent_at(c, l->data, on + (uint32_t)i), m);
+        c->rr[id] = (struct rrec){ 0, 0 };
+        if (ids)
+            ids[i] = id;
+    }
+    qsort(l->data, l->n, c->es, cmp_ent);
+    c->n_rules += n;
+    atomic_store_explicit(&c->lin, l, memory_order_release);
+    if (o)
+        retire(c, o, o->bytes);
+    return 0;
+}
+
+int ofb_cls_build_bulk(struct ofb_cls *c, const struct ofb_cls_rule *rules, size_t n, uint32_t *ids)
+{
+    bool was = c->in_batch;
+    if (c->n_rules == 0 && c->n_ids == 0 && n) {
+        uint32_t lo = UINT32_MAX, hi = 0;
+        for (size_t i = 0; i < n; i++) {
+            lo = rules[i].priority < lo ? rules[i].priority : lo;
+            hi = rules[i].priority > hi ? rules[i].priority : hi;
+        }
+        set_quant(c, lo, hi);
+    }
+    if (rr_reserve(c, (uint32_t)n))
+        return -1;
+    c->in_batch = true;
+    int rc = 0;
+    if (c->algo == OFB_CLS_ALGO_LINEAR)
+        rc = bulk_linear(c, rules, n, ids);
+    for (size_t i = 0; c->algo != OFB_CLS_ALGO_LINEAR && i < n; i++) {
+        uint32_t id = insert_one(c, &rules[i]);
+        if (ids)
+            ids[i] = id;
+        if (!id) {
+            rc = -1;
+            break;
+        }
+    }
+    c->in_batch = was;
+    if (!was) {
+        publish(c);
+        ofb_cls_reclaim(c);
+    }
+    return rc;
+}
+
+/* ---------- lookup ---------- */
+
+struct cand { uint32_t q, h; const struct tbl *t; };
+
+/* best visible match inside one bucket block that outranks (*bp, *bid) */
+static inline void check_block(const struct ofb_cls *c, const struct blk *k, const uint64_t *kw,
+                               uint64_t v, uint32_t *bp, uint32_t *bid, uint64_t *bh)
+{
+    if (!k)
+        return;
+    for (uint32_t i = 0; i < k->n; i++) {
+        const struct ent *e = ent_at(c, k->data, i);
+        if (*bid && !better(e->prio, e->id, *bp, *bid))
+            return; /* sorted: nothing further can win */
+        if (ent_visible(e, v) && ent_match(c, e, kw)) {
+            *bp = e->prio;
+            *bid = e->id;
+            *bh = e->handle;
+            return;
+        }
+    }
+}
+
+static inline const struct blk *bucket_of(const struct tbl *t, uint32_t h)
+{
+    return atomic_load_explicit(&t->bk[fslot(t, h) >> 3], memory_order_acquire);
+}
+
+/* visit candidates in descending filter byte with exact early exit */
+static inline void drain(const struct ofb_cls *c, struct cand *cd, uint32_t nc, const uint64_t *kw,
+                         uint64_t v, uint32_t *bp, uint32_t *bid, uint64_t *bh)
+{
+    while (nc) {
+        uint32_t j = 0;
+        for (uint32_t i = 1; i < nc; i++)
+            if (cd[i].q > cd[j].q)
+                j = i;
+        if (*bid && cd[j].q < quant(c, *bp))
+            return;
+        check_block(c, bucket_of(cd[j].t, cd[j].h), kw, v, bp, bid, bh);
+        cd[j] = cd[--nc];
+    }
+}
+
+/* phase 1 of OURS: one filter byte per table, from the packed descriptors.
+ * Bytes and hashes go to fixed slots first (addresses independent of the
+ * loaded bytes: a store whose address depends on a load made the CPU hold the
+ * next tables' loads behind it, ~24 cycles per table), then a second, cheap
+ * pass keeps the non-zero ones. */
+#define PROBE_CHUNK 64
+static inline uint32_t collect_scalar(const struct ofb_cls *c, const struct snap *s, const uint64_t *kw,
+                                      struct cand *cd, uint64_t v, uint32_t *bp, uint32_t *bid, uint64_t *bh)
+{
+    uint32_t nc = 0;
+    const uint32_t n = s->n;
+    const struct pdesc *restrict d = s->d;
+    struct tbl *const *tp = s->t;
+    uint64_t ev[PROBE_CHUNK];
+    uint32_t hv[PROBE_CHUNK];
+    for (uint32_t base = 0; base < n; base += PROBE_CHUNK) {
+        uint32_t m = n - base < PROBE_CHUNK ? n - base : PROBE_CHUNK;
+        for (uint32_t i = 0; i < m; i++) {
+            const struct pdesc *x = &d[base + i];
+            uint32_t h = hash_desc(kw, x, tp[base + i]);
+            hv[i] = h;
+            ev[i] = atomic_load_explicit((_Atomic uint64_t *)&x->filter[h & x->fmask], memory_order_relaxed);
+        }
+        atomic_thread_fence(memory_order_acquire);
+        for (uint32_t i = 0; i < m; i++) {
+            uint32_t q = word_may(ev[i], hv[i]);
+            if (q) {
+                cd[nc++] = (struct cand){ q, hv[i], tp[base + i] };
+                if (unlikely(nc == CAND_MAX)) {
+                    drain(c, cd, nc, kw, v, bp, bid, bh);
+                    nc = 0;
+                }
+            }
+        }
+    }
+    return nc;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+/* Phase 1 for 8 tables per step: gather the two key words of each table
+ * (vpermt2q), mask, multiply-hash (vpmullq), gather the 16-bit filter slots
+ * (vpgatherqd), test q != 0 and fingerprint in-vector; only the few
+ * candidates leave the vector unit. */
+__attribute__((target("avx512f,avx512dq,avx512vl,avx512bw")))
+static uint32_t collect_avx512(const struct ofb_cls *c, const struct snap *s, const uint64_t *kw,
+                               struct cand *cd, uint64_t v, uint32_t *bp, uint32_t *bid, uint64_t *bh)
+{
+    uint32_t nc = 0;
+    const __m512i klo = _mm512_loadu_si512((const void *)kw);
+    const __m512i khi = _mm512_loadu_si512((const void *)(kw + 8));
+    const __m512i k0 = _mm512_set1_epi64((long long)HK0), k1 = _mm512_set1_epi64((long long)HK1);
+    const __m512i c1ff = _mm512_set1_epi64(0x1ff), one = _mm512_set1_epi64(1);
+    const __m512i rep4 = _mm512_set1_epi64(0x0001000100010001ll);
+    const __m512i m1ff = _mm512_set1_epi16(0x1ff), mq = _mm512_set1_epi16((short)0xfe00);
+#define AVX_CHUNK 32
+    uint32_t mk[AVX_CHUNK];
+    uint64_t ea[AVX_CHUNK * 8];
+    uint32_t ha[AVX_CHUNK * 8];
+    uint32_t b0 = 0;
+    for (uint32_t b = 0; b < s->npad; b += 8) {
+        __m512i x0 = _mm512_permutex2var_epi64(klo, _mm512_load_si512((const void *)(s->sw0 + b)), khi);
+        __m512i x1 = _mm512_permutex2var_epi64(klo, _mm512_load_si512((const void *)(s->sw1 + b)), khi);
+        x0 = _mm512_and_si512(x0, _mm512_load_si512((const void *)(s->sm0 + b)));
+        x1 = _mm512_and_si512(x1, _mm512_load_si512((const void *)(s->sm1 + b)));
+        x0 = _mm512_xor_si512(x0, _mm512_srli_epi64(x0, 32));
+        x1 = _mm512_xor_si512(x1, _mm512_srli_epi64(x1, 32));
+        __m512i acc = _mm512_xor_si512(_mm512_mullo_epi64(x0, k0), _mm512_mullo_epi64(x1, k1));
+        __m512i h64 = _mm512_srli_epi64(acc, 32);
+        __m512i slot = _mm512_and_si512(h64, _mm512_load_si512((const void *)(s->sfm + b)));
+        __m512i addr = _mm512_add_epi64(_mm512_load_si512((const void *)(s->sfb + b)), _mm512_slli_epi64(slot, 3));
+        __m512i w = _mm512_i64gather_epi64(addr, (const void *)0, 1);
+        /* fingerprint per table, copied into its four 16-bit entries */
+        __m512i fp = _mm512_and_si512(_mm512_srli_epi64(h64, 23), c1ff);
+        fp = _mm512_max_epu64(fp, one);
+        fp = _mm512_mullo_epi64(fp, rep4);
+        __m512i efp = _mm512_and_si512(w, m1ff);
+        __mmask32 has_q = _mm512_test_epi16_mask(w, mq);
+        __mmask32 fp_ok = _mm512_cmpeq_epi16_mask(efp, fp) | _mm512_testn_epi16_mask(efp, efp);
+        __m256i h = _mm512_cvtepi64_epi32(h64);
+        /* no branch on the gathered data inside the loop: a mispredicted
+         * "has candidates" branch serialised the gathers */
+        unsigned j = (b - b0) >> 3;
+        mk[j] = has_q & fp_ok;
+        _mm512_storeu_si512((void *)&ea[j * 8], w);
+        _mm256_storeu_si256((__m256i *)&ha[j * 8], h);
+        if (j + 1 < AVX_CHUNK && b + 8 < s->npad)
+            continue;
+        for (unsigned g = 0; g <= j; g++) {
+            uint32_t mask = mk[g];
+            while (mask) {
+                unsigned lane = (unsigned)__builtin_ctz(mask), i = lane >> 2;
+                mask &= ~(0xfu << (4 * i));   /* first matching entry of table i */
+                uint32_t q = (uint32_t)(ea[g * 8 + i] >> (16 * (lane & 3) + 9)) & 0x7f;
+                cd[nc++] = (struct cand){ q, ha[g * 8 + i], s->t[b0 + g * 8 + i] };
+                if (unlikely(nc == CAND_MAX)) {
+                    drain(c, cd, nc, kw, v, bp, bid, bh);
+                    nc = 0;
+                }
+            }
+        }
+        b0 = b + 8;
+    }
+    return nc;
+}
+static int have_avx512 = -1;
+#endif
+
+static inline uint32_t collect(const struct ofb_cls *c, const struct snap *s, const uint64_t *kw,
+                               struct cand *cd, uint64_t v, uint32_t *bp, uint32_t *bid, uint64_t *bh)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (have_avx512 > 0 && s->simd_ok)
+        return collect_avx512(c, s, kw, cd, v, bp, bid, bh);
+#endif
+    return collect_scalar(c, s, kw, cd, v, bp, bid, bh);
+}
+
+static uint64_t lookup_ours(const struct ofb_cls *c, const uint64_t *kw, uint64_t v, const struct snap *s,
+                            uint32_t *id_out)
+{
+    uint32_t bp = 0, bid = 0;
+    uint64_t bh = 0;
+    struct cand cd[CAND_MAX + 1];
+    if (s) {
+        uint32_t nc = collect(c, s, kw, cd, v, &bp, &bid, &bh);
+        drain(c, cd, nc, kw, v, &bp, &bid, &bh);
+    }
+    *id_out = bid;
+    return bh;
+}
+
+static uint64_t lookup_tss(const struct ofb_cls *c, const uint64_t *kw, uint64_t v, const struct snap *s,
+                           uint32_t *id_out)
+{
+    uint32_t bp = 0, bid = 0;
+    uint64_t bh = 0;
+    for (uint32_t i = 0; s && i < s->n; i++) {
+        const struct tbl *t = s->t[i];
+        if (bid && t->max_prio < bp)
+            break;
+        check_block(c, bucket_of(t, hash_desc(kw, &s->d[i], t)), kw, v, &bp, &bid, &bh);
+    }
+    *id_out = bid;
+    return bh;
+}
+
+static uint64_t lookup_linear(const struct ofb_cls *c, const uint64_t *kw, uint64_t v, uint32_t *id_out)
+{
+    const struct lin *l = atomic_load_explicit(&c->lin, memory_order_acquire);
+    for (uint32_t i = 0; l && i < l->n; i++) {
+        const struct ent *e = ent_at(c, l->data, i);
+        if (ent_visible(e, v) && ent_match(c, e, kw)) {
+            *id_out = e->id;
+            return e->handle;
+        }
+    }
+    *id_out = 0;
+    return 0;
+}
+
+static inline uint64_t lookup_kw(const struct ofb_cls *c, const uint64_t *kw, uint64_t v,
+                                 const struct snap *s, uint32_t *id)
+{
+    switch (c->algo) {
+    case OFB_CLS_ALGO_OURS: return lookup_ours(c, kw, v, s, id);
+    case OFB_CLS_ALGO_TSS: return lookup_tss(c, kw, v, s, id);
+    default: return lookup_linear(c, kw, v, id);
+    }
+}
+
+uint64_t ofb_cls_lookup_id(const struct ofb_cls *c, const uint8_t *key, uint32_t *id_out)
+{
+    uint64_t kw[MAXW];
+    uint32_t id;
+    uint64_t v = atomic_load_explicit(&c->version, memory_order_acquire);
+    const struct snap *s = atomic_load_explicit(&c->snap, memory_order_acquire);
+    load_key(c, key, kw);
+    uint64_t h = lookup_kw(c, kw, v, s, &id);
+    if (id_out)
+        *id_out = id;
+    return h;
+}
+
+uint64_t ofb_cls_lookup(const struct ofb_cls *c, const uint8_t *key)
+{
+    return ofb_cls_lookup_id(c, key, NULL);
+}
+
+/* OURS batch: phase 1 for every key, then prefetch the top candidate's bucket
+ * pointer for all keys, then its block, then finish each key */
+static size_t batch_ours(const struct ofb_cls *c, const uint8_t *const keys[], size_t n, uint64_t *ho,
+                         uint32_t *io, uint64_t v, const struct snap *s)
+{
+    uint64_t kw[BATCH_CHUNK][MAXW];
+    struct cand cd[BATCH_CHUNK][CAND_MAX + 1];
+    uint32_t nc[BATCH_CHUNK], bp[BATCH_CHUNK], bid[BATCH_CHUNK], top[BATCH_CHUNK];
+    uint64_t bh[BATCH_CHUNK];
+    const struct blk *tb[BATCH_CHUNK];
+    size_t hits = 0;
+    for (size_t i = 0; i < n; i++) {
+        load_key(c, keys[i], kw[i]);
+        bp[i] = bid[i] = 0;
+        bh[i] = 0;
+        nc[i] = s ? collect(c, s, kw[i], cd[i], v, &bp[i], &bid[i], &bh[i]) : 0;
+        uint32_t j = 0;
+        for (uint32_t x = 1; x < nc[i]; x++)
+            if (cd[i][x].q > cd[i][j].q)
+                j = x;
+        top[i] = j;
+        if (nc[i]) {
+            const struct tbl *t = cd[i][j].t;
+            __builtin_prefetch(&t->bk[fslot(t, cd[i][j].h) >> 3]);
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        tb[i] = NULL;
+        if (nc[i]) {
+            tb[i] = bucket_of(cd[i][top[i]].t, cd[i][top[i]].h);
+            if (tb[i])
+                __builtin_prefetch(tb[i]);
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (nc[i]) {
+            uint32_t j = top[i];
+            if (!bid[i] || cd[i][j].q >= quant(c, bp[i]))
+                check_block(c, tb[i], kw[i], v, &bp[i], &bid[i], &bh[i]);
+            cd[i][j] = cd[i][--nc[i]];
+            drain(c, cd[i], nc[i], kw[i], v, &bp[i], &bid[i], &bh[i]);
+        }
+        ho[i] = bh[i];
+        if (io)
+            io[i] = bid[i];
+        hits += bid[i] != 0;
+    }
+    return hits;
+}
+
+size_t ofb_cls_lookup_batch(const struct ofb_cls *c, const uint8_t *const keys[], size_t n,
+                            uint64_t handles_out[], uint32_t rule_ids_out[])
+{
+    size_t hits = 0;
+    for (size_t off = 0; off < n;) {
+        size_t m = n - off > OFB_CLS_BATCH_MAX ? OFB_CLS_BATCH_MAX : n - off;
+        uint64_t v = atomic_load_explicit(&c->version, memory_order_acquire);
+        const struct snap *s = atomic_load_explicit(&c->snap, memory_order_acquire);
+        if (c->algo == OFB_CLS_ALGO_OURS) {
+            for (size_t k = 0; k < m; k += BATCH_CHUNK) {
+                size_t q = m - k > BATCH_CHUNK ? BATCH_CHUNK : m - k;
+                hits += batch_ours(c, keys + off + k, q, handles_out + off + k,
+                                   rule_ids_out ? rule_ids_out + off + k : NULL, v, s);
+            }
+        } else {
+            for (size_t k = 0; k < m; k++) {
+                uint64_t kw[MAXW];
+                uint32_t id;
+                load_key(c, keys[off + k], kw);
+                handles_out[off + k] = lookup_kw(c, kw, v, s, &id);
+                if (rule_ids_out)
+                    rule_ids_out[off + k] = id;
+                hits += id != 0;
+            }
+        }
+        off += m;
+    }
+    return hits;
+}
+
+/* ---------- create / destroy / stats ---------- */
+
+const char *ofb_cls_algo_name(enum ofb_cls_algo a)
+{
+    switch (a) {
+    case OFB_CLS_ALGO_OURS: return "ours";
+    case OFB_CLS_ALGO_TSS: return "tss";
+    case OFB_CLS_ALGO_LINEAR: return "linear";
+    }
+    return "?";
+}
+
+struct ofb_cls *ofb_cls_create(const struct ofb_cls_params *p)
+{
+    if (!p || p->key_len < 1 || p->key_len > OFB_CLS_MAX_KEY_LEN || (unsigned)p->algo > 2) {
+        errno = EINVAL;
+        return NULL;
+    }
+    struct ofb_cls *c = NULL;
+    if (posix_memalign((void **)&c, 64, sizeof(*c)))
+        return NULL;
+    memset(c, 0, sizeof(*c));
+    c->key_len = p->key_len;
+    c->nwk = (p->key_len + 7) / 8;
+    c->es = sizeof(struct ent) + 16 * c->nwk;
+    c->algo = p->algo;
+    c->expected = p->expected_rules;
+    if (p->prio_min == 0 && p->prio_max == 0)
+        set_quant(c, 0, 65535);
+    else
+        set_quant(c, p->prio_min, p->prio_max);
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (have_avx512 < 0) {
+        const char *no = getenv("OFB_CLS_NO_SIMD");
+        have_avx512 = (!no || !*no || *no == '0') && __builtin_cpu_supports("avx512f") &&
+                      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
+                      __builtin_cpu_supports("avx512bw");
+    }
+#endif
+    atomic_store(&c->bytes, sizeof(*c));
+    atomic_store(&c->version, 1);
+    c->wv = 2;
+    return c;
+}
+
+void ofb_cls_destroy(struct ofb_cls *c)
+{
+    if (!c)
+        return;
+    for (size_t j = 0; j < c->n_ret; j++)
+        free(c->ret[j].p);
+    for (uint32_t i = 0; i < c->nwt; i++) {
+        struct tbl *t = c->wt[i];
+        size_t nb = (size_t)1 << t->nb_log;
+        for (size_t b = 0; b < nb; b++)
+            free(atomic_load_explicit(&t->bk[b], memory_order_relaxed));
+        free(t->filter);
+        free((void *)t->bk);
+        free(t);
+    }
+    free(atomic_load(&c->snap));
+    free(atomic_load(&c->lin));
+    free(c->wt);
+    free(c->tmap);
+    free(c->rr);
+    free(c->ret);
+    free(c->prm);
+    free(c);
+}
+
+void ofb_cls_get_stats(const struct ofb_cls *c, struct ofb_cls_stats *st)
+{
+    st->rules = c->n_rules;
+    st->tables = c->algo == OFB_CLS_ALGO_LINEAR ? 1 : c->nwt;
+    st->bytes = atomic_load_explicit(&c->bytes, memory_order_relaxed);
+    st->version = atomic_load(&c->version);
+    st->pending_frees = c->n_ret;
+    st->pending_removals = c->n_prm - c->prm_head;
+}
+
+uint64_t ofb_cls_memory_bytes(const struct ofb_cls *c)
+{
+    return atomic_load_explicit(&c->bytes, memory_order_relaxed);
+}
+
+uint32_t ofb_cls_key_len(const struct ofb_cls *c)
+{
+    return c->key_len;
+}

@@ -1,0 +1,311 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* C tests of the classifier (meson test 'classifier-c'):
+ *  1. differential: random rule sets (prefixes, arbitrary masks, few masks,
+ *     equal priorities), inserts/deletes interleaved with lookups of random and
+ *     rule-hitting keys; ours and tss must return exactly linear's rule id,
+ *     single and batched, like OVS tests/test-classifier.c.
+ *  2. concurrency: one writer replacing rules (insert-then-delete, and
+ *     delete-then-insert inside a batch) and growing tables, two readers
+ *     checking they never see a missing or stale rule.
+ * Usage: cls-test [--quick] */
+#include "classifier.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static int failures;
+#define CHECK(cond, ...)                                                       \
+    do {                                                                       \
+        if (!(cond)) {                                                         \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);               \
+            fprintf(stderr, __VA_ARGS__);                                      \
+            fputc('\n', stderr);                                               \
+            if (++failures > 20)                                               \
+                exit(1);                                                       \
+        }                                                                      \
+    } while (0)
+
+static uint64_t rs = 88172645463325252ull;
+static uint64_t rnd(void)
+{
+    rs ^= rs << 13;
+    rs ^= rs >> 7;
+    rs ^= rs << 17;
+    return rs;
+}
+
+enum shape { SH_PREFIX, SH_ARBITRARY, SH_FEWMASKS, SH_EQPRIO, SH_N };
+static const char *shape_name[] = { "prefix", "arbitrary", "fewmasks", "eqprio" };
+
+struct r {
+    uint8_t v[128], m[128];
+    uint32_t prio;
+    uint32_t id[3];
+    int alive;
+};
+
+static void gen_mask(uint8_t *m, uint32_t kl, enum shape sh, uint8_t pool[][128], int npool)
+{
+    if (sh == SH_FEWMASKS || sh == SH_EQPRIO) {
+        memcpy(m, pool[rnd() % npool], kl);
+        return;
+    }
+    for (uint32_t i = 0; i < kl; i++) {
+        if (sh == SH_PREFIX) {
+            /* per 4-byte field: a prefix of random length */
+            if (i % 4 == 0) {
+                uint32_t len = rnd() % 33, f = len ? ~0u << (32 - len) : 0;
+                for (uint32_t j = 0; j < 4 && i + j < kl; j++)
+                    m[i + j] = (uint8_t)(f >> (24 - 8 * j));
+            }
+        } else {
+            m[i] = (rnd() % 4 == 0) ? 0 : (uint8_t)rnd();
+        }
+    }
+}
+
+static void differential(uint32_t kl, enum shape sh, int nops, int bulk)
+{
+    struct ofb_cls *c[3];
+    for (int a = 0; a < 3; a++) {
+        struct ofb_cls_params p = { .key_len = kl, .algo = (enum ofb_cls_algo)a, .prio_max = 1000 };
+        c[a] = ofb_cls_create(&p);
+    }
+    int cap = nops + 16;
+    struct r *rules = calloc(cap, sizeof(*rules));
+    int n = 0;
+    uint8_t pool[6][128];
+    for (int i = 0; i < 6; i++)
+        for (uint32_t j = 0; j < kl; j++)
+            pool[i][j] = (uint8_t)rnd() & (uint8_t)rnd();  /* sparse-ish masks */
+
+    if (bulk) {
+        int nb = nops / 2;
+        struct ofb_cls_rule *br = calloc(nb, sizeof(*br));
+        uint32_t *ids = calloc(nb, sizeof(uint32_t));
+        for (int i = 0; i < nb; i++) {
+            struct r *x = &rules[n++];
+            gen_mask(x->m, kl, sh, pool, 6);
+            for (uint32_t j = 0; j < kl; j++)
+                x->v[j] = (uint8_t)rnd();
+            x->prio = sh == SH_EQPRIO ? 7 : (uint32_t)(rnd() % 1000);
+            br[i] = (struct ofb_cls_rule){ x->prio, x->v, x->m, (uint64_t)i + 1 };
+            x->alive = 1;
+        }
+        for (int a = 0; a < 3; a++) {
+            CHECK(ofb_cls_build_bulk(c[a], br, nb, ids) == 0, "bulk");
+            for (int i = 0; i < nb; i++)
+                rules[i].id[a] = ids[i];
+        }
+        free(br);
+        free(ids);
+    }
+    uint8_t key[128];
+    for (int op = 0; op < nops; op++) {
+        int what = (int)(rnd() % 10);
+        if (what < 4 && n < cap) {                       /* insert */
+            struct r *x = &rules[n];
+            gen_mask(x->m, kl, sh, pool, 6);
+            for (uint32_t j = 0; j < kl; j++)
+                x->v[j] = (uint8_t)rnd();
+            if (n && rnd() % 8 == 0) {               /* duplicate of an existing rule */
+                struct r *y = &rules[rnd() % n];
+                memcpy(x->v, y->v, kl);
+                memcpy(x->m, y->m, kl);
+            }
+            x->prio = sh == SH_EQPRIO ? 7 : (uint32_t)(rnd() % 1000);
+            struct ofb_cls_rule cr = { x->prio, x->v, x->m, (uint64_t)n + 1 };
+            for (int a = 0; a < 3; a++) {
+                x->id[a] = ofb_cls_insert(c[a], &cr);
+                CHECK(x->id[a] != 0, "insert failed");
+            }
+            x->alive = 1;
+            n++;
+        } else if (what < 6 && n) {                      /* delete */
+            struct r *x = &rules[rnd() % n];
+            if (!x->alive)
+                continue;
+            if (rnd() % 2) {
+                for (int a = 0; a < 3; a++)
+                    CHECK(ofb_cls_delete_id(c[a], x->id[a]) == 0, "delete_id");
+            } else {
+                struct ofb_cls_rule cr = { x->prio, x->v, x->m, 0 };
+                uint32_t got[3];
+                for (int a = 0; a < 3; a++)
+                    got[a] = ofb_cls_delete(c[a], &cr);
+                /* with duplicates, the lowest id of the equal rules goes: the
+                 * same logical rule in all three (ids are in insert order) */
+                CHECK(got[0] == got[2] && got[1] == got[2] && got[2], "delete by value %u %u %u",
+                      got[0], got[1], got[2]);
+                for (int i = 0; i < n; i++)
+                    if (rules[i].alive && rules[i].id[2] == got[2])
+                        rules[i].alive = 0;
+                continue;
+            }
+            x->alive = 0;
+        } else {                                         /* lookups */
+            const uint8_t *kp[32];
+            uint8_t keys[32][128];
+            for (int k = 0; k < 32; k++) {
+                for (uint32_t j = 0; j < kl; j++)
+                    keys[k][j] = (uint8_t)rnd();
+                if (n && k % 2) {                    /* hit a rule */
+                    struct r *x = &rules[rnd() % n];
+                    for (uint32_t j = 0; j < kl; j++)
+                        keys[k][j] = (keys[k][j] & ~x->m[j]) | (x->v[j] & x->m[j]);
+                }
+                kp[k] = keys[k];
+            }
+            uint64_t h[3][32];
+            uint32_t ids[3][32];
+            for (int a = 0; a < 3; a++)
+                ofb_cls_lookup_batch(c[a], kp, 32, h[a], ids[a]);
+            for (int k = 0; k < 32; k++) {
+                uint32_t ref = ids[2][k], got[2];
+                for (int a = 0; a < 2; a++)
+                    ofb_cls_lookup_id(c[a], kp[k], &got[a]);
+                /* ids are assigned in the same order in all three */
+                CHECK(got[0] == ref && got[1] == ref && ids[0][k] == ref && ids[1][k] == ref,
+                      "kl=%u %s op=%d: ours %u/%u tss %u/%u linear %u", kl, shape_name[sh], op,
+                      got[0], ids[0][k], got[1], ids[1][k], ref);
+                CHECK(h[0][k] == h[2][k], "handle");
+            }
+        }
+        (void)key;
+    }
+    for (int a = 0; a < 3; a++) {
+        struct ofb_cls_stats st;
+        ofb_cls_synchronize(c[a]);
+        ofb_cls_get_stats(c[a], &st);
+        int alive = 0;
+        for (int i = 0; i < n; i++)
+            alive += rules[i].alive;
+        CHECK(st.rules == (uint64_t)alive, "stats.rules %lu != %d", (unsigned long)st.rules, alive);
+        CHECK(st.pending_removals == 0 && st.pending_frees == 0, "pending after synchronize");
+        ofb_cls_destroy(c[a]);
+    }
+    free(rules);
+}
+
+/* ---------- concurrency ---------- */
+
+#define SLOTS 64
+static struct ofb_cls *cc;
+static atomic_int stop;
+static atomic_long reads_done;
+static uint8_t slot_key[SLOTS][8];
+
+static void *reader(void *arg)
+{
+    (void)arg;
+    int rid = ofb_cls_reader_register(cc);
+    uint32_t last_gen[SLOTS] = { 0 };
+    const uint8_t *kp[SLOTS];
+    uint64_t h[SLOTS];
+    for (int s = 0; s < SLOTS; s++)
+        kp[s] = slot_key[s];
+    long n = 0;
+    while (!atomic_load(&stop)) {
+        ofb_cls_reader_enter(cc, rid);
+        ofb_cls_lookup_batch(cc, kp, SLOTS, h, NULL);
+        for (int s = 0; s < SLOTS; s++) {
+            uint64_t x = ofb_cls_lookup(cc, kp[s]);
+            CHECK(h[s] != 0 && x != 0, "reader saw no rule for slot %d", s);
+            /* handle = slot << 32 | generation; generations only grow */
+            CHECK((h[s] >> 32) == (uint64_t)s + 1 && (x >> 32) == (uint64_t)s + 1, "wrong slot");
+            uint32_t g = (uint32_t)h[s], g2 = (uint32_t)x;
+            CHECK(g >= last_gen[s] && g2 >= g, "stale rule: gen %u after %u", g, last_gen[s]);
+            last_gen[s] = g2;
+        }
+        ofb_cls_reader_leave(cc, rid);
+        n += SLOTS;
+    }
+    ofb_cls_reader_unregister(cc, rid);
+    atomic_fetch_add(&reads_done, n);
+    return NULL;
+}
+
+static void concurrency(double seconds)
+{
+    struct ofb_cls_params p = { .key_len = 8, .algo = OFB_CLS_ALGO_OURS };
+    cc = ofb_cls_create(&p);
+    uint32_t cur[SLOTS];
+    uint8_t m_exact[8], m_half[8];
+    memset(m_exact, 0xff, 8);
+    memset(m_half, 0xff, 4);
+    memset(m_half + 4, 0, 4);
+    for (int s = 0; s < SLOTS; s++) {
+        for (int j = 0; j < 8; j++)
+            slot_key[s][j] = (uint8_t)rnd();
+        slot_key[s][0] = (uint8_t)s;
+        struct ofb_cls_rule r = { 1, slot_key[s], (s % 2) ? m_exact : m_half, ((uint64_t)s + 1) << 32 | 1 };
+        cur[s] = ofb_cls_insert(cc, &r);
+    }
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++)
+        pthread_create(&th[i], NULL, reader, NULL);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    uint32_t gen = 1;
+    long updates = 0;
+    uint8_t fv[8], fm[8];
+    for (;;) {
+        for (int s = 0; s < SLOTS; s++) {
+            gen++;
+            struct ofb_cls_rule r = { gen, slot_key[s], (gen % 2) ? m_exact : m_half,
+                                      ((uint64_t)s + 1) << 32 | gen };
+            if (gen % 3 == 0) {
+                /* delete first, insert second: only safe as one batch */
+                ofb_cls_batch_begin(cc);
+                CHECK(ofb_cls_delete_id(cc, cur[s]) == 0, "delete");
+                cur[s] = ofb_cls_insert(cc, &r);
+                ofb_cls_batch_commit(cc);
+            } else {
+                uint32_t old = cur[s];
+                cur[s] = ofb_cls_insert(cc, &r);
+                CHECK(ofb_cls_delete_id(cc, old) == 0, "delete");
+            }
+            /* filler that grows tables and churns blocks */
+            uint64_t mp = rnd() % 32 * 0x9e3779b97f4a7c15ull;  /* 32 masks */
+            for (int j = 0; j < 8; j++)
+                fv[j] = (uint8_t)rnd(), fm[j] = (uint8_t)(mp >> (8 * j));
+            fv[0] = fm[0] = 0xff; /* never matches slot keys (slot < 64) */
+            struct ofb_cls_rule f = { (uint32_t)(rnd() % 100), fv, fm, 7 };
+            ofb_cls_insert(cc, &f);
+            updates += 3;
+        }
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        if ((t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9 > seconds)
+            break;
+    }
+    atomic_store(&stop, 1);
+    for (int i = 0; i < 2; i++)
+        pthread_join(th[i], NULL);
+    ofb_cls_synchronize(cc);
+    struct ofb_cls_stats st;
+    ofb_cls_get_stats(cc, &st);
+    printf("concurrency: %ld updates, %ld reader lookups, %lu rules, %lu tables, %lu bytes\n", updates,
+           (long)atomic_load(&reads_done), (unsigned long)st.rules, (unsigned long)st.tables,
+           (unsigned long)st.bytes);
+    CHECK(atomic_load(&reads_done) > 0, "readers ran");
+    ofb_cls_destroy(cc);
+}
+
+int main(int argc, char **argv)
+{
+    int quick = argc > 1 && !strcmp(argv[1], "--quick");
+    int nops = quick ? 1500 : 20000;
+    uint32_t kls[] = { 4, 13, 40 };
+    for (int k = 0; k < 3; k++)
+        for (int sh = 0; sh < SH_N; sh++)
+            for (int bulk = 0; bulk < 2; bulk++)
+                differential(kls[k], (enum shape)sh, nops, bulk);
+    printf("differential: %d failures\n", failures);
+    concurrency(quick ? 1.0 : 5.0);
+    printf("%s\n", failures ? "FAILED" : "OK");
+    return failures ? 1 : 0;
+}
