@@ -20,9 +20,9 @@ ALGOS = {"ours": 0, "tss": 1, "linear": 2}
 
 _CDEF = """
 struct ofb_cls_params { uint32_t key_len; uint32_t expected_rules; uint64_t mem_budget_bytes;
-                        int algo; uint32_t prio_min, prio_max; };
+                        int algo; uint32_t prio_min, prio_max; uint32_t bands; };
 struct ofb_cls_rule { uint32_t priority; const uint8_t *value; const uint8_t *mask; uint64_t handle; };
-struct ofb_cls_stats { uint64_t rules, tables, bytes, version, pending_frees, pending_removals; };
+struct ofb_cls_stats { uint64_t rules, tables, bytes, version, pending_frees, pending_removals, bands; };
 struct ofb_cls;
 struct ofb_cls *ofb_cls_create(const struct ofb_cls_params *);
 void ofb_cls_destroy(struct ofb_cls *);
@@ -65,7 +65,7 @@ def load():
 
 class Classifier:
     def __init__(self, key_len: int, algo: str = "ours", expected_rules: int = 0,
-                 prio_min: int = 0, prio_max: int = 0):
+                 prio_min: int = 0, prio_max: int = 0, bands: int = 0):
         if algo not in ALGOS:
             raise ValueError(f"unknown algorithm {algo!r}; use one of {sorted(ALGOS)}")
         self.lib = load()
@@ -73,7 +73,7 @@ class Classifier:
         self.algo = algo
         p = _ffi.new("struct ofb_cls_params *", {"key_len": key_len, "expected_rules": expected_rules,
                                                   "algo": ALGOS[algo], "prio_min": prio_min,
-                                                  "prio_max": prio_max})
+                                                  "prio_max": prio_max, "bands": bands})
         self._c = self.lib.ofb_cls_create(p)
         if self._c == _ffi.NULL:
             raise ValueError(f"ofb_cls_create refused key_len={key_len}")
@@ -150,7 +150,7 @@ class Classifier:
         self.lib.ofb_cls_synchronize(self._c)
         self.lib.ofb_cls_get_stats(self._c, st)
         return {k: int(getattr(st, k)) for k in
-                ("rules", "tables", "bytes", "version", "pending_frees", "pending_removals")}
+                ("rules", "tables", "bytes", "version", "pending_frees", "pending_removals", "bands")}
 
     def close(self) -> None:
         if self._c is not None and self._c != _ffi.NULL:

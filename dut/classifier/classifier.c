@@ -44,6 +44,7 @@ struct tbl {
     uint32_t max_prio;  /* upper bound of priorities held */
     uint32_t bits;      /* popcount of cm */
     uint32_t n_ent;     /* physical entries */
+    uint32_t band;      /* OURS priority band (0 = highest priorities) */
     size_t bytes;
     uint64_t *filter;   /* per bucket: 4 x 16-bit (q << 9 | fingerprint), q desc */
     _Atomic(struct blk *) *bk;
@@ -59,10 +60,12 @@ struct pdesc {
 };
 
 struct snap {           /* what readers iterate: tables (TSS: by max_prio desc) */
-    uint32_t n;
+    uint32_t n;         /* real tables (TSS iterates t[0..n)) */
     size_t bytes;
-    struct tbl **t;     /* n table pointers */
-    uint32_t npad;      /* n rounded up to 8; SoA arrays below have npad entries */
+    struct tbl **t;     /* npad slots: table pointers, NULL for padding */
+    uint32_t npad;      /* slots; SoA arrays below have npad entries */
+    uint32_t nb;        /* OURS: bands; band b owns slots bs[b]..bs[b+1] (multiples of 8) */
+    uint32_t bs[OFB_CLS_MAX_BANDS + 1];
     bool simd_ok;       /* every table hashes <= 2 words */
     uint64_t *sm0, *sm1, *sw0, *sw1, *sfm, *sfb;  /* AVX-512 phase 1 inputs */
     struct pdesc d[];   /* n descriptors, same order */
@@ -89,8 +92,10 @@ struct ofb_cls {
     /* read-mostly, shared with readers */
     uint32_t key_len, nwk, es;        /* es = entry stride in bytes */
     enum ofb_cls_algo algo;
-    uint32_t qmin;
-    uint64_t qscale;                  /* q = 1 + ((p - qmin) * qscale >> 32) */
+    uint32_t qmin, qmax, qlevels;
+    uint64_t qscale;                  /* qfine = (p - qmin) * qscale >> 32 */
+    uint32_t nbands;                  /* OURS priority bands (power of two) */
+    bool bands_auto;
     _Atomic uint64_t version __attribute__((aligned(64)));
     _Atomic(struct snap *) snap;
     _Atomic(struct lin *) lin;
@@ -99,8 +104,11 @@ struct ofb_cls {
     /* writer only */
     uint64_t wv;                      /* version updates are written at */
     bool in_batch;
+    bool snap_dirty;                  /* snapshot rebuild deferred to publish */
     uint32_t updates_since_reclaim;
     struct tbl **wt; uint32_t nwt, cap_wt;
+    uint32_t *btl[OFB_CLS_MAX_BANDS]; /* OURS: indexes into wt of each band's tables */
+    uint32_t nbt[OFB_CLS_MAX_BANDS], cap_bt[OFB_CLS_MAX_BANDS];
     uint32_t *tmap; uint32_t tmap_cap;  /* mask -> table index + 1 */
     struct rrec *rr; uint32_t n_ids, cap_ids;  /* id 0 unused */
     uint64_t n_rules;
@@ -177,14 +185,23 @@ static inline uint32_t fp_of(uint32_t h)
     return f ? f : 1;
 }
 
+#ifdef OFB_CLS_PROFILE
+/* counters for bench/cls_prof.c (scalar phase 1 only counts "any" hits) */
+unsigned long ofb_prof_blocks, ofb_prof_bands, ofb_prof_ents, ofb_prof_found, ofb_prof_cands, ofb_prof_any;
+#define PROF(x) (x)
+#else
+#define PROF(x) ((void)0)
+#endif
 /* q of the first entry of w a key with hash h may match, 0 if none */
 static inline uint32_t word_may(uint64_t w, uint32_t h)
 {
     uint32_t fp = fp_of(h);
     for (int i = 0; i < 4; i++) {
         uint32_t e = (uint32_t)(w >> (16 * i)) & 0xffff;
-        if ((e >> 9) && ((e & 0x1ff) == 0 || (e & 0x1ff) == fp))
+        if ((e >> 9) && ((e & 0x1ff) == 0 || (e & 0x1ff) == fp)) {
+            PROF(ofb_prof_any += (e & 0x1ff) == 0);
             return e >> 9;
+        }
     }
     return 0;
 }
@@ -197,12 +214,30 @@ static inline uint32_t hash_desc(const uint64_t *kw, const struct pdesc *d, cons
 }
 
 
-static inline uint32_t quant(const struct ofb_cls *c, uint32_t p)
+/* Priority quantisation.  qfine(p) in 0..qlevels-1 (qlevels = 127 * bands)
+ * is monotone in p (clamped outside [qmin, qmax]).  Its high part is the band
+ * (band 0 = the highest priorities), its low part the 7-bit q a filter entry
+ * holds (1..127).  Bands are disjoint ranges in descending order, so a match
+ * found in band b outranks every rule of bands > b, equal priorities share a
+ * band, and q is monotone within a band: the only place q is compared. */
+static inline uint32_t qfine(const struct ofb_cls *c, uint32_t p)
 {
     if (p <= c->qmin)
-        return 1;
-    uint64_t q = 1 + (((uint64_t)(p - c->qmin) * c->qscale) >> 32);
-    return q > 127 ? 127 : (uint32_t)q;
+        return 0;
+    if (p >= c->qmax)
+        return c->qlevels - 1;
+    uint64_t f = ((uint64_t)(p - c->qmin) * c->qscale) >> 32;
+    return f >= c->qlevels ? c->qlevels - 1 : (uint32_t)f;
+}
+
+static inline uint32_t quant(const struct ofb_cls *c, uint32_t p)
+{
+    return 1 + qfine(c, p) % 127;
+}
+
+static inline uint32_t band_of(const struct ofb_cls *c, uint32_t p)
+{
+    return c->nbands - 1 - qfine(c, p) / 127;
 }
 
 static void set_quant(struct ofb_cls *c, uint32_t lo, uint32_t hi)
@@ -210,8 +245,9 @@ static void set_quant(struct ofb_cls *c, uint32_t lo, uint32_t hi)
     if (hi <= lo)
         hi = lo + 1;
     c->qmin = lo;
-    /* 126 steps over [lo, hi]: q in 1..127 (7 bits of a filter entry) */
-    c->qscale = ((uint64_t)126 << 32) / ((uint64_t)(hi - lo) + 1);
+    c->qmax = hi;
+    c->qlevels = 127 * c->nbands;
+    c->qscale = ((uint64_t)c->qlevels << 32) / ((uint64_t)(hi - lo) + 1);
 }
 
 static inline struct ent *ent_at(const struct ofb_cls *c, const void *data, uint32_t i)
@@ -270,8 +306,30 @@ static void retire(struct ofb_cls *c, void *p, size_t bytes)
     c->ret[c->n_ret++] = (struct retired){ p, bytes, c->wv };
 }
 
+static int snap_rebuild(struct ofb_cls *c);
+
+/* the set of live tables changed: rebuild the readers' snapshot now, or at
+ * the next publish when inside a batch (a bulk build creates and grows
+ * thousands of tables; rebuilding per change was most of its time).  Until
+ * then readers use the old snapshot, whose retired tables stay allocated
+ * (nothing is reclaimed inside a batch) and hold only published rules. */
+static int snap_touch(struct ofb_cls *c)
+{
+    if (c->in_batch) {
+        c->snap_dirty = true;
+        return 0;
+    }
+    c->snap_dirty = false;
+    return snap_rebuild(c);
+}
+
 static void publish(struct ofb_cls *c)
 {
+    /* the snapshot goes first: a reader that sees the new version then sees
+     * the new snapshot (release/acquire on version).  Out of memory here
+     * leaves snap_dirty set and retries at the next publish. */
+    if (c->snap_dirty && !snap_rebuild(c))
+        c->snap_dirty = false;
     atomic_store_explicit(&c->version, c->wv, memory_order_release);
     c->wv++;
 }
@@ -295,6 +353,13 @@ static void physical_remove(struct ofb_cls *c, uint32_t id);
 
 void ofb_cls_reclaim(struct ofb_cls *c)
 {
+    /* the current snapshot may still name tables retired inside a batch:
+     * point readers at the live ones before anything is freed (unpublished
+     * rules in them are invisible by version) */
+    if (c->snap_dirty && !snap_rebuild(c))
+        c->snap_dirty = false;
+    if (c->snap_dirty)
+        return;  /* out of memory: keep everything until a rebuild succeeds */
     uint64_t m = min_reader(c);
     uint64_t pub = atomic_load_explicit(&c->version, memory_order_relaxed);
     /* deleted rules: invisible to every reader once all are at >= r */
@@ -383,9 +448,9 @@ void ofb_cls_reader_leave(struct ofb_cls *c, int rid)
 
 /* ---------- tables (writer) ---------- */
 
-static uint32_t mask_hash(const uint64_t *m, uint32_t nwk)
+static uint32_t mask_hash(const uint64_t *m, uint32_t nwk, uint32_t band)
 {
-    uint64_t h = 0x12345;
+    uint64_t h = 0x12345 + band;
     for (uint32_t i = 0; i < nwk; i++) {
         h ^= m[i];
         h *= 0x9e3779b97f4a7c15ull;
@@ -394,16 +459,16 @@ static uint32_t mask_hash(const uint64_t *m, uint32_t nwk)
     return (uint32_t)h;
 }
 
-static int tmap_find(struct ofb_cls *c, const uint64_t *m)
+static int tmap_find(struct ofb_cls *c, const uint64_t *m, uint32_t band)
 {
     if (!c->tmap_cap)
         return -1;
-    uint32_t i = mask_hash(m, c->nwk) & (c->tmap_cap - 1);
+    uint32_t i = mask_hash(m, c->nwk, band) & (c->tmap_cap - 1);
     for (;;) {
         uint32_t x = c->tmap[i];
         if (!x)
             return -1;
-        if (!memcmp(c->wt[x - 1]->cm, m, c->nwk * 8))
+        if (c->wt[x - 1]->band == band && !memcmp(c->wt[x - 1]->cm, m, c->nwk * 8))
             return (int)(x - 1);
         i = (i + 1) & (c->tmap_cap - 1);
     }
@@ -421,14 +486,14 @@ static int tmap_add(struct ofb_cls *c, uint32_t idx)
         c->tmap_cap = nc;
         for (uint32_t j = 0; j < oc; j++)
             if (old[j]) {
-                uint32_t k = mask_hash(c->wt[old[j] - 1]->cm, c->nwk) & (nc - 1);
+                uint32_t k = mask_hash(c->wt[old[j] - 1]->cm, c->nwk, c->wt[old[j] - 1]->band) & (nc - 1);
                 while (n[k])
                     k = (k + 1) & (nc - 1);
                 n[k] = old[j];
             }
         free(old);
     }
-    uint32_t k = mask_hash(c->wt[idx]->cm, c->nwk) & (c->tmap_cap - 1);
+    uint32_t k = mask_hash(c->wt[idx]->cm, c->nwk, c->wt[idx]->band) & (c->tmap_cap - 1);
     while (c->tmap[k])
         k = (k + 1) & (c->tmap_cap - 1);
     c->tmap[k] = idx + 1;
@@ -505,49 +570,81 @@ static int cmp_tbl_prio(const void *a, const void *b)
     return x->max_prio < y->max_prio ? 1 : x->max_prio > y->max_prio ? -1 : 0;
 }
 
+static int cmp_tbl_band(const void *a, const void *b)
+{
+    const struct tbl *x = *(struct tbl *const *)a, *y = *(struct tbl *const *)b;
+    return x->band < y->band ? -1 : x->band > y->band ? 1 : 0;
+}
+
+/* Readers' view.  OURS: tables grouped by band (band 0 first), each band's
+ * segment padded to a multiple of 8 slots with NULL tables whose filter is
+ * zero_filter (never a candidate), so the AVX-512 phase 1 runs per band. */
 static int snap_rebuild(struct ofb_cls *c)
 {
-    size_t npad_max = (c->nwt + 7) & ~7u;
-    size_t bytes = sizeof(struct snap) + c->nwt * (sizeof(struct pdesc) + sizeof(void *)) +
-                   6 * npad_max * sizeof(uint64_t) + 64;
+    uint32_t nb = c->algo == OFB_CLS_ALGO_OURS ? c->nbands : 1;
+    /* multiple of 8: each SoA array must stay 64-byte aligned for the AVX-512 loads */
+    size_t slots_max = ((size_t)c->nwt + 8 * (size_t)nb + 7) & ~(size_t)7;
+    size_t bytes = sizeof(struct snap) + slots_max * (sizeof(struct pdesc) + sizeof(void *)) +
+                   6 * slots_max * sizeof(uint64_t) + 64;
     struct snap *s = xalloc(c, bytes);
     if (!s)
         return -1;
+    memset(s, 0, sizeof(*s));
     s->bytes = bytes;
     s->n = 0;
-    s->t = (struct tbl **)&s->d[c->nwt];
-    uint64_t *soa = (uint64_t *)(((uintptr_t)&s->t[c->nwt] + 63) & ~(uintptr_t)63);
-    s->sm0 = soa; s->sm1 = soa + npad_max; s->sw0 = soa + 2 * npad_max;
-    s->sw1 = soa + 3 * npad_max; s->sfm = soa + 4 * npad_max; s->sfb = soa + 5 * npad_max;
+    s->nb = nb;
+    s->t = (struct tbl **)&s->d[slots_max];
+    uint64_t *soa = (uint64_t *)(((uintptr_t)&s->t[slots_max] + 63) & ~(uintptr_t)63);
+    s->sm0 = soa; s->sm1 = soa + slots_max; s->sw0 = soa + 2 * slots_max;
+    s->sw1 = soa + 3 * slots_max; s->sfm = soa + 4 * slots_max; s->sfb = soa + 5 * slots_max;
+    struct tbl **live = malloc((c->nwt + 1) * sizeof(*live));
+    if (!live) {
+        xfree(c, s, bytes);
+        return -1;
+    }
+    uint32_t nlive = 0;
     for (uint32_t i = 0; i < c->nwt; i++)
         if (c->wt[i]->n_ent)
-            s->t[s->n++] = c->wt[i];
+            live[nlive++] = c->wt[i];
     if (c->algo == OFB_CLS_ALGO_TSS)
-        qsort(s->t, s->n, sizeof(void *), cmp_tbl_prio);
-    for (uint32_t i = 0; i < s->n; i++) {
+        qsort(live, nlive, sizeof(void *), cmp_tbl_prio);
+    else
+        qsort(live, nlive, sizeof(void *), cmp_tbl_band);
+    s->n = nlive;
+    uint32_t slot = 0, li = 0;
+    for (uint32_t b = 0; b < nb; b++) {
+        s->bs[b] = slot;
+        while (li < nlive && (nb == 1 || live[li]->band == b))
+            s->t[slot++] = live[li++];
+        while (slot & 7)
+            s->t[slot++] = NULL;
+    }
+    s->bs[nb] = slot;
+    s->npad = slot;
+    free(live);
+    s->simd_ok = true;
+    for (uint32_t i = 0; i < s->npad; i++) {
         const struct tbl *t = s->t[i];
         struct pdesc *d = &s->d[i];
         memset(d, 0, sizeof(*d));
-        d->nw = t->nw;
-        d->w0 = t->nw > 0 ? t->wi[0] : 0;
-        d->m0 = t->nw > 0 ? t->cm[t->wi[0]] : 0;
-        d->w1 = t->nw > 1 ? t->wi[1] : 0;
-        d->m1 = t->nw > 1 ? t->cm[t->wi[1]] : 0;
-        d->fmask = (1u << t->nb_log) - 1;
-        d->filter = t->filter;
-    }
-    s->npad = (s->n + 7) & ~7u;
-    s->simd_ok = true;
-    for (uint32_t i = 0; i < s->npad; i++) {
-        bool real = i < s->n;
-        s->sm0[i] = real ? s->d[i].m0 : 0;
-        s->sm1[i] = real ? s->d[i].m1 : 0;
-        s->sw0[i] = real ? s->d[i].w0 : 0;
-        s->sw1[i] = real ? s->d[i].w1 : 0;
-        s->sfm[i] = real ? s->d[i].fmask : 0;
-        s->sfb[i] = (uint64_t)(uintptr_t)(real ? s->d[i].filter : zero_filter);
-        if (real && s->d[i].nw > 2)
-            s->simd_ok = false;
+        d->filter = zero_filter;
+        if (t) {
+            d->nw = t->nw;
+            d->w0 = t->nw > 0 ? t->wi[0] : 0;
+            d->m0 = t->nw > 0 ? t->cm[t->wi[0]] : 0;
+            d->w1 = t->nw > 1 ? t->wi[1] : 0;
+            d->m1 = t->nw > 1 ? t->cm[t->wi[1]] : 0;
+            d->fmask = (1u << t->nb_log) - 1;
+            d->filter = t->filter;
+            if (t->nw > 2)
+                s->simd_ok = false;
+        }
+        s->sm0[i] = d->m0;
+        s->sm1[i] = d->m1;
+        s->sw0[i] = d->w0;
+        s->sw1[i] = d->w1;
+        s->sfm[i] = d->fmask;
+        s->sfb[i] = (uint64_t)(uintptr_t)d->filter;
     }
     struct snap *old = atomic_load_explicit(&c->snap, memory_order_relaxed);
     atomic_store_explicit(&c->snap, s, memory_order_release);
@@ -564,6 +661,7 @@ static int tbl_grow(struct ofb_cls *c, uint32_t idx, uint32_t new_log)
     if (!t)
         return -1;
     t->max_prio = o->max_prio;
+    t->band = o->band;
     size_t onb = (size_t)1 << o->nb_log, nnb = (size_t)1 << new_log;
     /* count per new bucket */
     uint32_t *cnt = calloc(nnb, sizeof(uint32_t));
@@ -616,7 +714,7 @@ static int tbl_grow(struct ofb_cls *c, uint32_t idx, uint32_t new_log)
     return 0; /* caller rebuilds the snapshot */
 }
 
-static int tbl_create(struct ofb_cls *c, const uint64_t *cm, uint32_t hint)
+static int tbl_create(struct ofb_cls *c, const uint64_t *cm, uint32_t hint, uint32_t band)
 {
     uint32_t log = 4;
     while (((size_t)1 << log) < hint && log < 28)
@@ -632,6 +730,16 @@ static int tbl_create(struct ofb_cls *c, const uint64_t *cm, uint32_t hint)
     struct tbl *t = tbl_alloc(c, cm, log);
     if (!t)
         return -1;
+    t->band = band;
+    if (c->nbt[band] == c->cap_bt[band]) {
+        uint32_t nc = c->cap_bt[band] ? c->cap_bt[band] * 2 : 16;
+        uint32_t *n = realloc(c->btl[band], nc * sizeof(*n));
+        if (!n)
+            return -1;  /* leaks t: out of memory */
+        c->btl[band] = n;
+        c->cap_bt[band] = nc;
+    }
+    c->btl[band][c->nbt[band]++] = c->nwt;
     c->wt[c->nwt] = t;
     if (tmap_add(c, c->nwt))
         return -1;
@@ -639,16 +747,22 @@ static int tbl_create(struct ofb_cls *c, const uint64_t *cm, uint32_t hint)
 }
 
 /* relax(M): clear every byte that is a partial prefix (0x80..0xfe with
- * contiguous leading ones) so nearby prefix lengths share a table */
+ * contiguous leading ones) and sits inside a prefix (after a 0xff byte or
+ * before a 0x00 byte), so nearby prefix lengths share a table.  The context
+ * test keeps arbitrary masks whole: relaxing a random byte such as 0xf0 only
+ * put groups of rules with one fingerprint into a bucket (NTT 1M: 2.7 block
+ * visits per lookup instead of 1.3). */
 static void relax(const struct ofb_cls *c, const uint64_t *m, uint64_t *r)
 {
     memcpy(r, m, sizeof(uint64_t) * MAXW);
+    const uint8_t *o = (const uint8_t *)m;
     uint8_t *b = (uint8_t *)r;
     for (uint32_t i = 0; i < c->key_len; i++) {
-        uint8_t x = b[i];
+        uint8_t x = o[i];
         /* partial prefix: ~x is 0...01...1, i.e. (~x & (~x + 1)) == 0 */
         uint8_t nx = (uint8_t)~x;
-        if (x && x != 0xff && (uint8_t)(nx & (uint8_t)(nx + 1)) == 0)
+        bool in_prefix = (i > 0 && o[i - 1] == 0xff) || (i + 1 < c->key_len && o[i + 1] == 0);
+        if (x && x != 0xff && (uint8_t)(nx & (uint8_t)(nx + 1)) == 0 && in_prefix)
             b[i] = 0;
     }
 }
@@ -691,7 +805,7 @@ static int tbl_put(struct ofb_cls *c, uint32_t idx, const uint8_t *ebuf, uint32_
     struct tbl *t = c->wt[idx];
     const struct ent *e = (const struct ent *)ebuf;
     if (t->n_ent + 1 > ((size_t)2 << t->nb_log)) {  /* <= 2 rules per bucket on average */
-        if (tbl_grow(c, idx, t->nb_log + 1) || snap_rebuild(c))
+        if (tbl_grow(c, idx, t->nb_log + 1) || snap_touch(c))
             return -1;
         t = c->wt[idx];
     }
@@ -728,7 +842,7 @@ static int tbl_put(struct ofb_cls *c, uint32_t idx, const uint8_t *ebuf, uint32_
         resort = c->algo == OFB_CLS_ALGO_TSS;
     }
     if (t->n_ent == 1 || resort)
-        if (snap_rebuild(c))
+        if (snap_touch(c))
             return -1;
     *h_out = h;
     return 0;
@@ -764,15 +878,16 @@ static inline bool tbl_fits(const struct ofb_cls *c, const struct tbl *t, const 
  * OURS (TupleMerge-like): the most specific existing table whose mask is a
  * subset of m and whose group for (val & cm) has room (exact tables always
  * have room); else a new table for relax(m), or for m if that exists. */
-static int choose_table(struct ofb_cls *c, const uint64_t *val, const uint64_t *m)
+static int choose_table(struct ofb_cls *c, const uint64_t *val, const uint64_t *m, uint32_t band)
 {
     if (c->algo == OFB_CLS_ALGO_TSS) {
-        int i = tmap_find(c, m);
-        return i >= 0 ? i : tbl_create(c, m, c->expected ? c->expected / 64 : 16);
+        int i = tmap_find(c, m, 0);
+        return i >= 0 ? i : tbl_create(c, m, c->expected ? c->expected / 64 : 16, 0);
     }
     int best = -1;
     uint32_t best_bits = 0;
-    for (uint32_t i = 0; i < c->nwt; i++) {
+    for (uint32_t bi = 0; bi < c->nbt[band]; bi++) {
+        uint32_t i = c->btl[band][bi];
         const struct tbl *t = c->wt[i];
         if ((best >= 0 && t->bits <= best_bits) || !tbl_fits(c, t, m))
             continue;
@@ -790,7 +905,7 @@ static int choose_table(struct ofb_cls *c, const uint64_t *val, const uint64_t *
         return best;
     uint64_t r[MAXW];
     relax(c, m, r);
-    return tmap_find(c, r) < 0 ? tbl_create(c, r, 16) : tbl_create(c, m, 16);
+    return tmap_find(c, r, band) < 0 ? tbl_create(c, r, 16, band) : tbl_create(c, m, 16, band);
 }
 
 static uint32_t insert_one(struct ofb_cls *c, const struct ofb_cls_rule *r)
@@ -826,7 +941,8 @@ static uint32_t insert_one(struct ofb_cls *c, const struct ofb_cls_rule *r)
             retire(c, o, o->bytes);
         c->rr[id] = (struct rrec){ 0, 0 };
     } else {
-        int ti = choose_table(c, e->w, m);
+        uint32_t band = c->algo == OFB_CLS_ALGO_OURS ? band_of(c, e->prio) : 0;
+        int ti = choose_table(c, e->w, m, band);
         uint32_t h;
         if (ti < 0 || tbl_put(c, (uint32_t)ti, (uint8_t *)ebuf, &h)) {
             c->n_ids--;
@@ -941,7 +1057,7 @@ static void physical_remove(struct ofb_cls *c, uint32_t id)
     retire(c, k, k->bytes);
     t->n_ent--;
     if (t->n_ent == 0)
-        snap_rebuild(c);
+        snap_touch(c);
 }
 
 int ofb_cls_delete_id(struct ofb_cls *c, uint32_t id)
@@ -1039,6 +1155,50 @@ static int bulk_linear(struct ofb_cls *c, const struct ofb_cls_rule *rules, size
     return 0;
 }
 
+/* Auto band count for a bulk build into an empty classifier.  A band pays
+ * off when a key usually finds its answer in band 0, so that the other bands'
+ * filters are rarely read: with lam = the expected number of band-0 rules a
+ * uniform random key matches (sum of 2^-popcount(mask)), P(answer in band 0)
+ * ~ 1 - e^-lam.  Take the most bands that keep lam >= BAND_MIN_LAMBDA, and none
+ * while the whole filter fits in L2 anyway (n < BAND_MIN_RULES). */
+#define BAND_MIN_RULES (1u << 18)
+#define BAND_MIN_LAMBDA 2.0
+static uint32_t auto_bands(struct ofb_cls *c, const struct ofb_cls_rule *rules, size_t n)
+{
+    const char *env = getenv("OFB_CLS_BANDS");
+    if (env && *env) {
+        uint32_t want = (uint32_t)atoi(env), nb = 1;
+        while (nb * 2 <= want && nb * 2 <= OFB_CLS_MAX_BANDS)
+            nb *= 2;
+        return nb;
+    }
+    if (n < BAND_MIN_RULES)
+        return 1;
+    /* lam per finest band (32), then sum the top 32/nb of them for nb bands */
+    double lam[OFB_CLS_MAX_BANDS] = { 0 };
+    uint32_t saved = c->nbands;
+    c->nbands = OFB_CLS_MAX_BANDS;
+    set_quant(c, c->qmin, c->qmax);
+    for (size_t i = 0; i < n; i++) {
+        uint32_t pc = 0;
+        for (uint32_t k = 0; k < c->key_len; k++)
+            pc += (uint32_t)__builtin_popcount(rules[i].mask[k]);
+        if (pc < 64)
+            lam[band_of(c, rules[i].priority)] += 1.0 / (double)(1ull << pc);
+    }
+    c->nbands = saved;
+    set_quant(c, c->qmin, c->qmax);
+    uint32_t best = 1;
+    for (uint32_t nb = 2; nb <= OFB_CLS_MAX_BANDS; nb *= 2) {
+        double l0 = 0;
+        for (uint32_t b = 0; b < OFB_CLS_MAX_BANDS / nb; b++)
+            l0 += lam[b];
+        if (l0 >= BAND_MIN_LAMBDA)
+            best = nb;
+    }
+    return best;
+}
+
 int ofb_cls_build_bulk(struct ofb_cls *c, const struct ofb_cls_rule *rules, size_t n, uint32_t *ids)
 {
     bool was = c->in_batch;
@@ -1049,6 +1209,10 @@ int ofb_cls_build_bulk(struct ofb_cls *c, const struct ofb_cls_rule *rules, size
             hi = rules[i].priority > hi ? rules[i].priority : hi;
         }
         set_quant(c, lo, hi);
+        if (c->algo == OFB_CLS_ALGO_OURS && c->bands_auto) {
+            c->nbands = auto_bands(c, rules, n);
+            set_quant(c, lo, hi);
+        }
     }
     if (rr_reserve(c, (uint32_t)n))
         return -1;
@@ -1083,11 +1247,14 @@ static inline void check_block(const struct ofb_cls *c, const struct blk *k, con
 {
     if (!k)
         return;
+    PROF(ofb_prof_blocks++);
     for (uint32_t i = 0; i < k->n; i++) {
         const struct ent *e = ent_at(c, k->data, i);
+        PROF(ofb_prof_ents++);
         if (*bid && !better(e->prio, e->id, *bp, *bid))
             return; /* sorted: nothing further can win */
         if (ent_visible(e, v) && ent_match(c, e, kw)) {
+            PROF(ofb_prof_found++);
             *bp = e->prio;
             *bid = e->id;
             *bh = e->handle;
@@ -1105,6 +1272,7 @@ static inline const struct blk *bucket_of(const struct tbl *t, uint32_t h)
 static inline void drain(const struct ofb_cls *c, struct cand *cd, uint32_t nc, const uint64_t *kw,
                          uint64_t v, uint32_t *bp, uint32_t *bid, uint64_t *bh)
 {
+    PROF(ofb_prof_cands += nc);
     while (nc) {
         uint32_t j = 0;
         for (uint32_t i = 1; i < nc; i++)
@@ -1123,13 +1291,14 @@ static inline void drain(const struct ofb_cls *c, struct cand *cd, uint32_t nc, 
  * next tables' loads behind it, ~24 cycles per table), then a second, cheap
  * pass keeps the non-zero ones. */
 #define PROBE_CHUNK 64
-static inline uint32_t collect_scalar(const struct ofb_cls *c, const struct snap *s, const uint64_t *kw,
+static inline uint32_t collect_scalar(const struct ofb_cls *c, const struct snap *s, uint32_t lo, uint32_t hi,
+                                      const uint64_t *kw,
                                       struct cand *cd, uint64_t v, uint32_t *bp, uint32_t *bid, uint64_t *bh)
 {
     uint32_t nc = 0;
-    const uint32_t n = s->n;
-    const struct pdesc *restrict d = s->d;
-    struct tbl *const *tp = s->t;
+    const uint32_t n = hi - lo;
+    const struct pdesc *restrict d = s->d + lo;
+    struct tbl *const *tp = s->t + lo;
     uint64_t ev[PROBE_CHUNK];
     uint32_t hv[PROBE_CHUNK];
     for (uint32_t base = 0; base < n; base += PROBE_CHUNK) {
@@ -1162,7 +1331,8 @@ static inline uint32_t collect_scalar(const struct ofb_cls *c, const struct snap
  * (vpgatherqd), test q != 0 and fingerprint in-vector; only the few
  * candidates leave the vector unit. */
 __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw")))
-static uint32_t collect_avx512(const struct ofb_cls *c, const struct snap *s, const uint64_t *kw,
+static uint32_t collect_avx512(const struct ofb_cls *c, const struct snap *s, uint32_t lo, uint32_t hi,
+                               const uint64_t *kw,
                                struct cand *cd, uint64_t v, uint32_t *bp, uint32_t *bid, uint64_t *bh)
 {
     uint32_t nc = 0;
@@ -1176,8 +1346,8 @@ static uint32_t collect_avx512(const struct ofb_cls *c, const struct snap *s, co
     uint32_t mk[AVX_CHUNK];
     uint64_t ea[AVX_CHUNK * 8];
     uint32_t ha[AVX_CHUNK * 8];
-    uint32_t b0 = 0;
-    for (uint32_t b = 0; b < s->npad; b += 8) {
+    uint32_t b0 = lo;
+    for (uint32_t b = lo; b < hi; b += 8) {
         __m512i x0 = _mm512_permutex2var_epi64(klo, _mm512_load_si512((const void *)(s->sw0 + b)), khi);
         __m512i x1 = _mm512_permutex2var_epi64(klo, _mm512_load_si512((const void *)(s->sw1 + b)), khi);
         x0 = _mm512_and_si512(x0, _mm512_load_si512((const void *)(s->sm0 + b)));
@@ -1203,7 +1373,7 @@ static uint32_t collect_avx512(const struct ofb_cls *c, const struct snap *s, co
         mk[j] = has_q & fp_ok;
         _mm512_storeu_si512((void *)&ea[j * 8], w);
         _mm256_storeu_si256((__m256i *)&ha[j * 8], h);
-        if (j + 1 < AVX_CHUNK && b + 8 < s->npad)
+        if (j + 1 < AVX_CHUNK && b + 8 < hi)
             continue;
         for (unsigned g = 0; g <= j; g++) {
             uint32_t mask = mk[g];
@@ -1223,16 +1393,31 @@ static uint32_t collect_avx512(const struct ofb_cls *c, const struct snap *s, co
     return nc;
 }
 static int have_avx512 = -1;
+
 #endif
 
-static inline uint32_t collect(const struct ofb_cls *c, const struct snap *s, const uint64_t *kw,
+
+/* phase 1 over band b's slots */
+static inline uint32_t collect(const struct ofb_cls *c, const struct snap *s, uint32_t b, const uint64_t *kw,
                                struct cand *cd, uint64_t v, uint32_t *bp, uint32_t *bid, uint64_t *bh)
 {
 #if defined(__x86_64__) && defined(__GNUC__)
     if (have_avx512 > 0 && s->simd_ok)
-        return collect_avx512(c, s, kw, cd, v, bp, bid, bh);
+        return collect_avx512(c, s, s->bs[b], s->bs[b + 1], kw, cd, v, bp, bid, bh);
 #endif
-    return collect_scalar(c, s, kw, cd, v, bp, bid, bh);
+    return collect_scalar(c, s, s->bs[b], s->bs[b + 1], kw, cd, v, bp, bid, bh);
+}
+
+/* bands from..nb-1 in order; the first band with a match holds the answer */
+static inline void bands_from(const struct ofb_cls *c, const struct snap *s, uint32_t from, const uint64_t *kw,
+                              uint64_t v, uint32_t *bp, uint32_t *bid, uint64_t *bh)
+{
+    struct cand cd[CAND_MAX + 1];
+    for (uint32_t b = from; b < s->nb && !*bid; b++) {
+        PROF(ofb_prof_bands++);
+        uint32_t nc = collect(c, s, b, kw, cd, v, bp, bid, bh);
+        drain(c, cd, nc, kw, v, bp, bid, bh);
+    }
 }
 
 static uint64_t lookup_ours(const struct ofb_cls *c, const uint64_t *kw, uint64_t v, const struct snap *s,
@@ -1240,11 +1425,8 @@ static uint64_t lookup_ours(const struct ofb_cls *c, const uint64_t *kw, uint64_
 {
     uint32_t bp = 0, bid = 0;
     uint64_t bh = 0;
-    struct cand cd[CAND_MAX + 1];
-    if (s) {
-        uint32_t nc = collect(c, s, kw, cd, v, &bp, &bid, &bh);
-        drain(c, cd, nc, kw, v, &bp, &bid, &bh);
-    }
+    if (s)
+        bands_from(c, s, 0, kw, v, &bp, &bid, &bh);
     *id_out = bid;
     return bh;
 }
@@ -1321,7 +1503,7 @@ static size_t batch_ours(const struct ofb_cls *c, const uint8_t *const keys[], s
         load_key(c, keys[i], kw[i]);
         bp[i] = bid[i] = 0;
         bh[i] = 0;
-        nc[i] = s ? collect(c, s, kw[i], cd[i], v, &bp[i], &bid[i], &bh[i]) : 0;
+        nc[i] = s ? collect(c, s, 0, kw[i], cd[i], v, &bp[i], &bid[i], &bh[i]) : 0;
         uint32_t j = 0;
         for (uint32_t x = 1; x < nc[i]; x++)
             if (cd[i][x].q > cd[i][j].q)
@@ -1348,6 +1530,8 @@ static size_t batch_ours(const struct ofb_cls *c, const uint8_t *const keys[], s
             cd[i][j] = cd[i][--nc[i]];
             drain(c, cd[i], nc[i], kw[i], v, &bp[i], &bid[i], &bh[i]);
         }
+        if (!bid[i] && s && s->nb > 1)
+            bands_from(c, s, 1, kw[i], v, &bp[i], &bid[i], &bh[i]);
         ho[i] = bh[i];
         if (io)
             io[i] = bid[i];
@@ -1413,6 +1597,10 @@ struct ofb_cls *ofb_cls_create(const struct ofb_cls_params *p)
     c->es = sizeof(struct ent) + 16 * c->nwk;
     c->algo = p->algo;
     c->expected = p->expected_rules;
+    c->bands_auto = p->bands == 0;
+    c->nbands = 1;
+    while (c->nbands * 2 <= p->bands && c->nbands * 2 <= OFB_CLS_MAX_BANDS)
+        c->nbands *= 2;
     if (p->prio_min == 0 && p->prio_max == 0)
         set_quant(c, 0, 65535);
     else
@@ -1449,6 +1637,8 @@ void ofb_cls_destroy(struct ofb_cls *c)
     free(atomic_load(&c->snap));
     free(atomic_load(&c->lin));
     free(c->wt);
+    for (uint32_t b = 0; b < OFB_CLS_MAX_BANDS; b++)
+        free(c->btl[b]);
     free(c->tmap);
     free(c->rr);
     free(c->ret);
@@ -1464,6 +1654,7 @@ void ofb_cls_get_stats(const struct ofb_cls *c, struct ofb_cls_stats *st)
     st->version = atomic_load(&c->version);
     st->pending_frees = c->n_ret;
     st->pending_removals = c->n_prm - c->prm_head;
+    st->bands = c->algo == OFB_CLS_ALGO_OURS ? c->nbands : 1;
 }
 
 uint64_t ofb_cls_memory_bytes(const struct ofb_cls *c)

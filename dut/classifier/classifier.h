@@ -55,12 +55,13 @@
  *
  *  1. Tables (TupleMerge-like).  Each table has a common mask C and holds rules
  *     whose mask M is a superset of C (C & ~M == 0), hashed on (value & C).  A
- *     new rule goes to the most specific existing table it fits whose group
- *     for (value & C) has fewer than OFB_CLS_MERGE_LIMIT rules (a table with
- *     C == M always has room); else a new table for relax(M) (partial-prefix
- *     bytes such as 0xe0 cleared), or for M.  ClassBench-like 10k sets end up
- *     with ~35 tables where TSS needs 700-1300.  Random NTT masks do not nest:
- *     ~100 tables, as TSS.
+ *     new rule goes to the most specific existing table of its band (below)
+ *     it fits whose group for (value & C) has fewer than OFB_CLS_MERGE_LIMIT
+ *     rules (a table with C == M always has room); else a new table for
+ *     relax(M) (partial-prefix bytes such as 0xe0 cleared when they sit inside
+ *     a prefix: after 0xff or before 0x00), or for M.  ClassBench-like 100k
+ *     sets end up with ~40 tables where TSS needs ~1100.  Random NTT masks do
+ *     not nest: ~100 tables per band, as TSS.
  *  2. Filter.  One 64-bit word per bucket: up to 4 entries of (quantised
  *     priority q: 7 bits, fingerprint: 9 bits of the hash), in descending q; a
  *     bucket with more than 4 rules keeps the 4th entry as "any key" with the
@@ -75,19 +76,43 @@
  *     exit is exact; ties in q are visited.
  *  4. Buckets are immutable blocks of rules sorted by (priority desc, id asc);
  *     updates copy the block and rewrite the bucket's filter word (RCU).
+ *  5. Priority bands.  Rules are split by priority into 2^k bands (disjoint
+ *     priority ranges, band 0 = highest; tables belong to one band).  A lookup
+ *     runs phases 1+2 on band 0's tables and stops at the first band with a
+ *     match: every rule of a later band has a lower priority.  Bands pay off
+ *     when a key matches many rules (NTT: a random key matches ~30 of 1M
+ *     rules, so the best is in the top 1/8 of priorities 97% of the time):
+ *     the filter words a lookup reads shrink from all rules' (~6 MB at 1M) to
+ *     band 0's (~0.8 MB, L2-sized).  The count is chosen by the first bulk
+ *     build into an empty classifier (params.bands = 0): the most bands (up to
+ *     OFB_CLS_MAX_BANDS) that keep lam = sum over band-0 rules of
+ *     2^-popcount(mask) (expected band-0 matches of a random key) >= 2, and 1
+ *     below 2^18 rules (the whole filter then fits in L2 anyway).  Priorities
+ *     are quantised to 127 * bands levels: the band is the high part, the
+ *     filter's 7-bit q the low part, so q (compared only within a band) keeps
+ *     its full resolution whatever the band count.
  *
- * Measured (see README.md): 3-5x faster than TSS at 10k-1M NTT rules, 10-25x
- * on ClassBench-like sets; NOT the 10 Mlps goal at 1M: phase 1 still makes one
- * random read per table (~100 per key) into a 4-8 MB filter, so one core is
- * bound by cache misses (~0.5-0.8 Mlps).  Next step: a filter that fits in
- * L2 (per-table Bloom bits, or a decision tree over the few exact-ish tables)
- * so the 100 reads hit L2.
+ * Measured (CPU time, shared 2-core Zen 4 VM; README.md has the table): NTT
+ * 1M/100 masks 1.0-1.5 Mlps single, 1.7-2.1 batched (8 bands; 0.3-0.5 before
+ * bands), 13-15x / 20-23x TSS; 100k sets unchanged (1 band).  NOT the 10 Mlps
+ * goal.  What bounds it: one filter probe per table of band 0 (~100 per key:
+ * random masks share too few bits to merge tables) costs ~5 cycles even with
+ * everything in L1 (NTT 1k: ~210 ns per lookup), i.e. <= ~5 Mlps for phase 1
+ * alone; at 1M a lookup takes ~700 ns of which ~1.3 rule-block visits (cache
+ * misses) and L2/L3 filter reads are the rest.  Tried and dropped (no gain,
+ * measured): software prefetch of the next keys' filter words in batches,
+ * scalar loads instead of vpgatherqq, 16/32 bands (more block visits and band
+ * fall-through than the smaller filter saves).
  *
  * Invariants
  * ----------
  *  - A rule visible at version v is physically present in its table, and its
  *    bucket's filter word covers it (an entry with its fingerprint or "any",
- *    q >= its quantised priority), before version v is published.
+ *    q >= its quantised priority), and the readers' snapshot lists that table
+ *    (in its band's slots), before version v is published.  Inside a batch or
+ *    bulk build the snapshot rebuild is deferred to publish/reclaim (a 1M
+ *    build grows tables thousands of times).
+ *  - A table holds only rules of its band; bands are ordered by priority.
  *  - Filter words are only lowered after the rules they covered are physically
  *    removed (after every reader that could see them has left).
  *  - Table max_prio is an upper bound of the priorities it holds.
@@ -119,12 +144,16 @@
  *  - Up to OFB_CLS_MAX_READERS registered readers, 2^32-2 rule ids.
  *  - Memory: ~70-130 bytes per rule (see ofb_cls_stats.bytes) plus per-table
  *    overhead; no explicit budget is enforced (mem_budget_bytes is advisory).
+ *  - Bands are fixed after the first bulk build (or at creation): a rule set
+ *    whose priority mix changes later keeps working, only less well.
+ *    OFB_CLS_BANDS=N in the environment overrides the automatic choice.
  *  - AVX-512 (F, DQ, VL, BW) is used when the CPU has it; OFB_CLS_NO_SIMD=1 in
  *    the environment forces the scalar path (same results).
  *  - Priorities are uint32.  The quantisation range is taken from params
  *    (prio_min..prio_max, default 0..65535, OpenFlow's range) and re-fitted to
  *    the actual range on a bulk build into an empty classifier; priorities
- *    outside it still work (they clamp to 1 or 255, which stays monotone).
+ *    outside it still work (they clamp to the lowest or highest level, which
+ *    stays monotone).
  *  - The library needs no DPDK EAL: plain malloc and C11 atomics.
  */
 
@@ -139,6 +168,7 @@ extern "C" {
 #define OFB_CLS_MAX_READERS 64
 #define OFB_CLS_MERGE_LIMIT 8
 #define OFB_CLS_BATCH_MAX 64   /* ofb_cls_lookup_batch processes up to this many at once */
+#define OFB_CLS_MAX_BANDS 32   /* priority bands of OURS (see design comment) */
 
 enum ofb_cls_algo {
     OFB_CLS_ALGO_OURS = 0,
@@ -152,6 +182,9 @@ struct ofb_cls_params {
     uint64_t mem_budget_bytes; /* advisory, 0 = none */
     enum ofb_cls_algo algo;
     uint32_t prio_min, prio_max; /* quantisation range; both 0 = 0..65535 */
+    uint32_t bands;            /* OURS priority bands: 0 = auto (chosen by the first
+                                  bulk build into an empty classifier; 1 before),
+                                  1..OFB_CLS_MAX_BANDS = fixed (rounded down to 2^k) */
 };
 
 struct ofb_cls_rule {
@@ -169,6 +202,7 @@ struct ofb_cls_stats {
     uint64_t version;          /* last published version */
     uint64_t pending_frees;    /* retired objects waiting for readers */
     uint64_t pending_removals; /* deleted rules still physically present */
+    uint64_t bands;            /* OURS priority bands in use (1 for TSS/LINEAR) */
 };
 
 struct ofb_cls;

@@ -152,10 +152,10 @@ static void run_ours(enum ofb_cls_algo algo, const struct ofb_cls_rule *rules, u
     }
     double ups = 2.0 * nu / (now_s() - t0);
 
-    printf("{\"algo\":\"%s\",\"rules\":%u,\"tables\":%lu,\"build_s\":%.6f,\"bytes_per_rule\":%.1f,"
+    printf("{\"algo\":\"%s\",\"rules\":%u,\"tables\":%lu,\"bands\":%lu,\"build_s\":%.6f,\"bytes_per_rule\":%.1f,"
            "\"mlps\":%.4f,\"batch_mlps\":%.4f,\"updates_per_s\":%.0f,\"hits\":%lu,\"keys\":%u,"
            "\"mismatches\":%lu,\"sink\":%lu}\n",
-           ofb_cls_algo_name(algo), n, (unsigned long)st.tables, build, (double)st.bytes / n, mlps, bmlps, ups,
+           ofb_cls_algo_name(algo), n, (unsigned long)st.tables, (unsigned long)st.bands, build, (double)st.bytes / n, mlps, bmlps, ups,
            (unsigned long)hits, nk, (unsigned long)mism, (unsigned long)(sink & 1));
     fflush(stdout);
     free(kp);

@@ -68,11 +68,13 @@ static void gen_mask(uint8_t *m, uint32_t kl, enum shape sh, uint8_t pool[][128]
     }
 }
 
-static void differential(uint32_t kl, enum shape sh, int nops, int bulk)
+/* bands: OURS priority bands (0 = auto, which stays 1 for these small sets) */
+static void differential(uint32_t kl, enum shape sh, int nops, int bulk, uint32_t bands)
 {
     struct ofb_cls *c[3];
     for (int a = 0; a < 3; a++) {
-        struct ofb_cls_params p = { .key_len = kl, .algo = (enum ofb_cls_algo)a, .prio_max = 1000 };
+        struct ofb_cls_params p = { .key_len = kl, .algo = (enum ofb_cls_algo)a, .prio_max = 1000,
+                                    .bands = a == OFB_CLS_ALGO_OURS ? bands : 0 };
         c[a] = ofb_cls_create(&p);
     }
     int cap = nops + 16;
@@ -170,7 +172,7 @@ static void differential(uint32_t kl, enum shape sh, int nops, int bulk)
                     ofb_cls_lookup_id(c[a], kp[k], &got[a]);
                 /* ids are assigned in the same order in all three */
                 CHECK(got[0] == ref && got[1] == ref && ids[0][k] == ref && ids[1][k] == ref,
-                      "kl=%u %s op=%d: ours %u/%u tss %u/%u linear %u", kl, shape_name[sh], op,
+                      "kl=%u %s bands=%u op=%d: ours %u/%u tss %u/%u linear %u", kl, shape_name[sh], bands, op,
                       got[0], ids[0][k], got[1], ids[1][k], ref);
                 CHECK(h[0][k] == h[2][k], "handle");
             }
@@ -302,8 +304,11 @@ int main(int argc, char **argv)
     uint32_t kls[] = { 4, 13, 40 };
     for (int k = 0; k < 3; k++)
         for (int sh = 0; sh < SH_N; sh++)
-            for (int bulk = 0; bulk < 2; bulk++)
-                differential(kls[k], (enum shape)sh, nops, bulk);
+            for (int bulk = 0; bulk < 2; bulk++) {
+                differential(kls[k], (enum shape)sh, nops, bulk, 0);
+                /* priority bands: 4 and the maximum (32: few rules per band) */
+                differential(kls[k], (enum shape)sh, nops, bulk, bulk ? 4 : 32);
+            }
     printf("differential: %d failures\n", failures);
     concurrency(quick ? 1.0 : 5.0);
     printf("%s\n", failures ? "FAILED" : "OK");

@@ -26,19 +26,23 @@ def ref_lookup(rules, key):
     return (best[2], best[0]) if best else (0, 0)
 
 
-@pytest.mark.parametrize("algo", ["ours", "tss", "linear"])
+@pytest.mark.parametrize("algo,bands", [("ours", 0), ("ours", 4), ("ours", 32), ("tss", 0), ("linear", 0)])
 @pytest.mark.parametrize("key_len", [4, 13])
-def test_differential_against_python_reference(algo, key_len):
-    rnd = random.Random(key_len * 7 + len(algo))
+def test_differential_against_python_reference(algo, bands, key_len):
+    """bands: OURS priority bands (0 = auto = 1 for a classifier filled by inserts)."""
+    rnd = random.Random(key_len * 7 + len(algo) + bands)
     masks = [bytes(rnd.choice([0, 0xFF, rnd.randrange(256)]) for _ in range(key_len)) for _ in range(12)]
     alive = []
-    with Classifier(key_len, algo) as c:
+    # priorities 0..7 spread over bands 0..65535 would all land in one band: use 0..65535
+    # with many repeats so that both ties and several bands occur
+    prios = [rnd.randrange(65536) for _ in range(8)]
+    with Classifier(key_len, algo, bands=bands) as c:
         for step in range(600):
             op = rnd.random()
             if op < 0.45:
                 m = rnd.choice(masks)
                 v = bytes(rnd.randrange(256) & b for b in m)
-                prio = rnd.randrange(8)  # many equal priorities
+                prio = rnd.choice(prios)  # many equal priorities
                 h = step + 1
                 rid = c.insert(prio, v, m, h)
                 alive.append((rid, prio, v, m, h))
@@ -109,3 +113,11 @@ def test_c_differential_and_concurrency_binary():
     r = subprocess.run([str(exe), "--quick"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "differential: 0 failures" in r.stdout and r.stdout.strip().endswith("OK")
+
+
+@pytest.mark.parametrize("algo,asked,used", [("ours", 8, 8), ("ours", 5, 4), ("ours", 100, 32),
+                                              ("ours", 0, 1), ("tss", 8, 1)])
+def test_bands_parameter_rounds_down_to_power_of_two(algo, asked, used):
+    with Classifier(4, algo, bands=asked) as c:
+        c.insert(1, b"\x01\x00\x00\x00", b"\xff\x00\x00\x00", 1)
+        assert c.stats()["bands"] == used
