@@ -117,6 +117,10 @@ class LocalLab:
             # Offloads make af_packet see oversized/unchecksummed frames; switches want real ones.
             run(["ip", "netns", "exec", ns, "ethtool", "-K", ifn, "tx", "off", "rx", "off",
                  "tso", "off", "gso", "off", "gro", "off"], check=False)
+            # VLAN tags must stay in the frame as sent (802.1ad stays 802.1ad).
+            run(["ip", "netns", "exec", ns, "ethtool", "-K", ifn, "rxvlan", "off", "txvlan",
+                 "off", "rx-vlan-stag-hw-parse", "off", "tx-vlan-stag-hw-insert", "off"],
+                check=False)
             if up:
                 run(["ip", "-n", ns, "link", "set", ifn, "up"])
 

@@ -2,8 +2,9 @@
 ``ofbench``, ``ovs`` and ``ovs-dpdk`` through identical topology and controller.
 
 Ports are kernel interfaces (veth ends in ``netns``) given as ``(ofport, ifname)``: ``ovs`` and
-``ovs-dpdk`` attach them as netdev ports, ``ofbench`` opens them with DPDK's af_packet PMD. Fast
+``ovs-dpdk`` attach them as netdev ports. Fast
 wires (memif, vhost-user) are added by the suites that need rates, through ``extra_ports``.
+``ofbench`` reads kernel interfaces with DPDK's af_xdp PMD.
 """
 from __future__ import annotations
 
@@ -74,7 +75,9 @@ def start_switch(lab, kind: str, *, name: str, netns: str | None,
         return SwitchHandle(kind, name, dpid, ovs.stop, ovs=ovs)
     if kind == "ofbench":
         from dut.switch.launcher import start_ofswitch
-        devports = [(ofport, f"net_af_packet{ofport},iface={ifname}")
+        # af_xdp, not af_packet: the kernel strips VLAN tags before af_packet sees them and the
+        # PMD re-inserts them as 0x8100, which turns 802.1ad into 802.1Q (QinQ/PBB break).
+        devports = [(ofport, f"net_af_xdp{ofport},iface={ifname}")
                     for ofport, ifname in ports]
         devports += [(ofport, spec["devargs"]) for ofport, spec in extra_ports or []]
         proc = start_ofswitch(lab, name, ports=devports, controller=controller, dpid=dpid,

@@ -1,0 +1,140 @@
+"""Start ofswitch (dut/switch, C + DPDK) under the lab's supervisor.
+
+``start_ofswitch`` builds the command line (EAL args from the lab, one ``--vdev`` per port
+devargs, then the switch's own options), starts it, and waits until the switch's stats socket
+answers (ports are up, the agent runs). With ``wait_connected=True`` it also waits until the
+OpenFlow session to the controller is established.
+
+Pure parts (argv building, devargs parsing, stats decoding) are functions with unit tests in
+dut/switch/tests/test_launcher.py; the I/O around them is thin.
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+LOOKUPS = ("simple", "trie")  # trie = dut/classifier (when built with it)
+
+
+def build_dir() -> Path:
+    """The meson build dir: env OFBENCH_BUILD_DIR, default <repo>/build."""
+    return Path(os.environ.get("OFBENCH_BUILD_DIR") or REPO / "build")
+
+
+def binary_path() -> Path:
+    return build_dir() / "dut" / "switch" / "ofswitch"
+
+
+def device_name(devargs: str) -> str | None:
+    """The DPDK device name of a port spec, or None when the spec is a DPDK port id / PCI
+    address that needs no --vdev ("net_af_packet1,iface=v1" -> "net_af_packet1")."""
+    name = devargs.split(",", 1)[0].strip()
+    if not name:
+        raise ValueError(f"empty port devargs {devargs!r}")
+    return name if name.startswith(("net_", "eth_")) else None
+
+
+def switch_argv(binary: str | Path, eal_args: list[str], ports: list[tuple[int, str]], *,
+                controller: tuple[str, int], dpid: int, workers: int = 1,
+                lookup: str = "simple", stats_sock: str | Path | None = None,
+                idle_sleep_us: int = 0) -> list[str]:
+    """Command line of ofswitch. ``ports`` = [(openflow port number, devargs or port id)]."""
+    if not ports:
+        raise ValueError("ofswitch needs at least one port")
+    if lookup not in LOOKUPS:
+        raise ValueError(f"lookup {lookup!r}: expected one of {LOOKUPS}")
+    if workers < 1:
+        raise ValueError(f"workers must be >= 1, got {workers}")
+    seen: set[int] = set()
+    vdevs, port_opts = [], []
+    for ofport, spec in ports:
+        if not 1 <= int(ofport) <= 254:
+            raise ValueError(f"OpenFlow port number {ofport} out of 1..254")
+        if ofport in seen:
+            raise ValueError(f"OpenFlow port number {ofport} given twice")
+        seen.add(ofport)
+        name = device_name(spec)
+        if name is not None:
+            vdevs += ["--vdev", spec]
+            port_opts += ["--port", f"{ofport}={name}"]
+        else:
+            if not spec.isdigit():
+                vdevs += ["-a", spec]
+            port_opts += ["--port", f"{ofport}={spec}"]
+    host, port = controller
+    argv = [str(binary), *eal_args, *vdevs, "--", "--dpid", hex(dpid),
+            "--controller", f"tcp:{host}:{port}", *port_opts, "--workers", str(workers),
+            "--lookup", lookup]
+    if stats_sock:
+        argv += ["--stats-sock", str(stats_sock)]
+    if idle_sleep_us:
+        argv += ["--idle-sleep-us", str(idle_sleep_us)]
+    return argv
+
+
+def read_stats(sock_path: str | Path, timeout_s: float = 2.0) -> dict | None:
+    """One JSON document from the switch's stats socket, or None if it does not answer."""
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(timeout_s)
+            s.connect(str(sock_path))
+            buf = b""
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                buf += chunk
+    except OSError:
+        return None
+    try:
+        return json.loads(buf.decode())
+    except ValueError:
+        return None
+
+
+def start_ofswitch(lab, name: str, ports: list[tuple[int, str]], controller: tuple[str, int],
+                   dpid: int = 1, netns: str | None = None, workers: int = 1,
+                   lookup: str = "simple", wait_connected: bool = False,
+                   idle_sleep_us: int | None = None, mem_mb: int = 512,
+                   lcores: str | None = None, ready_timeout_s: float = 30.0):
+    """Start ofswitch under ``lab.supervisor``; returns the supervisor's process handle once
+    the switch answers on its stats socket (and, if asked, has its OpenFlow session up).
+
+    ``idle_sleep_us`` (default: 50 for one worker on a lab without dedicated cores) makes an
+    idle worker sleep instead of spinning, so functional tests share the 2 cores politely."""
+    stats_sock = Path(lab.state_dir) / f"{name}.stats"
+    stats_sock.unlink(missing_ok=True)
+    if lcores is None:
+        lcores = ",".join(str(lab.next_core()) for _ in range(workers)) if workers > 1 else None
+    eal = lab.eal_args(name, mem_mb=mem_mb, lcores=lcores)
+    if idle_sleep_us is None:
+        idle_sleep_us = 50
+    argv = switch_argv(binary_path(), eal, ports, controller=controller, dpid=dpid,
+                       workers=workers, lookup=lookup, stats_sock=stats_sock,
+                       idle_sleep_us=idle_sleep_us)
+    if not binary_path().exists():
+        raise FileNotFoundError(f"{binary_path()} not built (run `make setup` or set "
+                                "OFBENCH_BUILD_DIR)")
+
+    def ready() -> bool:
+        st = read_stats(stats_sock, 0.5) if stats_sock.exists() else None
+        return bool(st) and (st.get("of_connected") or not wait_connected)
+
+    return lab.supervisor.start(name, argv, netns=netns, ready=ready,
+                                ready_timeout_s=ready_timeout_s)
+
+
+def wait_of_connected(stats_sock: str | Path, timeout_s: float = 30.0, now=time.monotonic,
+                      sleep=time.sleep) -> bool:
+    """Poll the stats socket until the OpenFlow session is up; False on timeout."""
+    deadline = now() + timeout_s
+    while now() < deadline:
+        st = read_stats(stats_sock, 0.5)
+        if st and st.get("of_connected"):
+            return True
+        sleep(0.1)
+    return False

@@ -1,0 +1,1170 @@
+/* datapath.c -- worker lcores: rx burst, flow cache, OpenFlow pipeline, actions, tx.
+ * See ofswitch.h for the threading rules. Per packet: no lock, no allocation except copies
+ * for multi-output and packets for the controller. */
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <rte_ethdev.h>
+#include <rte_malloc.h>
+#include <rte_hash_crc.h>
+#include <rte_cycles.h>
+#include <rte_prefetch.h>
+#include "ofswitch.h"
+
+struct ofs_dp ofs_dp;
+
+uint64_t ofs_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- simple wildcard lookup: priority-sorted array, masked compare ---------------------- */
+struct simple_index { uint32_t n; struct ofs_flow *flows[]; };
+
+static int cmp_prio(const void *a, const void *b)
+{
+	const struct ofs_flow *fa = *(struct ofs_flow *const *)a, *fb = *(struct ofs_flow *const *)b;
+	return (int)fb->priority - (int)fa->priority;
+}
+
+static void *simple_build(struct ofs_flow *const *flows, uint32_t n)
+{
+	struct simple_index *ix = malloc(sizeof(*ix) + n * sizeof(ix->flows[0]));
+	if (!ix)
+		return NULL;
+	ix->n = n;
+	memcpy(ix->flows, flows, n * sizeof(flows[0]));
+	qsort(ix->flows, n, sizeof(ix->flows[0]), cmp_prio);
+	return ix;
+}
+
+static struct ofs_flow *simple_lookup(const void *index, const struct ofs_key *key)
+{
+	const struct simple_index *ix = index;
+	if (!ix)
+		return NULL;
+	for (uint32_t i = 0; i < ix->n; i++)
+		if (ofs_key_matches(key, &ix->flows[i]->match))
+			return ix->flows[i];
+	return NULL;
+}
+
+static void simple_destroy(void *index) { free(index); }
+
+const struct ofs_lookup_ops ofs_lookup_simple = {
+	.name = "simple", .build = simple_build, .lookup = simple_lookup,
+	.destroy = simple_destroy,
+};
+
+#ifdef OFS_HAVE_CLASSIFIER
+/* ---- dut/classifier backend: the first OFS_KEY_CLS_LEN key bytes go to the classifier; the
+ * rare rules that match beyond them (IPv6 ND fields) go to a simple list searched too. ---- */
+#include "classifier.h"
+
+struct cls_index { struct ofb_cls *cls; struct simple_index *extra; };
+
+static bool mask_tail_zero(const struct ofs_match *m)
+{
+	const uint8_t *mk = (const uint8_t *)&m->mask;
+	for (size_t i = OFS_KEY_CLS_LEN; i < sizeof(m->mask); i++)
+		if (mk[i])
+			return false;
+	return true;
+}
+
+static void *cls_build(struct ofs_flow *const *flows, uint32_t n)
+{
+	struct cls_index *ix = calloc(1, sizeof(*ix));
+	struct ofb_cls_rule *rules = malloc((n + 1) * sizeof(*rules));
+	struct ofs_flow **extra = malloc((n + 1) * sizeof(*extra));
+	uint32_t nr = 0, ne = 0;
+	if (!ix || !rules || !extra)
+		goto fail;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct ofs_flow *f = flows[i];
+		if (!mask_tail_zero(&f->match)) {
+			extra[ne++] = (struct ofs_flow *)f;
+			continue;
+		}
+		rules[nr].priority = f->priority;
+		rules[nr].value = (const uint8_t *)&f->match.value;
+		rules[nr].mask = (const uint8_t *)&f->match.mask;
+		rules[nr].handle = (uint64_t)(uintptr_t)f;
+		nr++;
+	}
+	struct ofb_cls_params p = { .key_len = OFS_KEY_CLS_LEN, .expected_rules = nr,
+				    .algo = OFB_CLS_ALGO_OURS };
+	ix->cls = ofb_cls_create(&p);
+	if (!ix->cls || (nr && ofb_cls_build_bulk(ix->cls, rules, nr, NULL) != 0))
+		goto fail;
+	if (ne)
+		ix->extra = simple_build(extra, ne);
+	free(rules);
+	free(extra);
+	return ix;
+fail:
+	if (ix && ix->cls)
+		ofb_cls_destroy(ix->cls);
+	free(ix);
+	free(rules);
+	free(extra);
+	return NULL;
+}
+
+static struct ofs_flow *cls_lookup(const void *index, const struct ofs_key *key)
+{
+	const struct cls_index *ix = index;
+	if (!ix)
+		return NULL;
+	struct ofs_flow *f = (struct ofs_flow *)(uintptr_t)ofb_cls_lookup(ix->cls,
+									(const uint8_t *)key);
+	if (ix->extra) {
+		struct ofs_flow *g = simple_lookup(ix->extra, key);
+		if (g && (!f || g->priority > f->priority))
+			f = g;
+	}
+	return f;
+}
+
+static void cls_destroy(void *index)
+{
+	struct cls_index *ix = index;
+	if (!ix)
+		return;
+	ofb_cls_destroy(ix->cls);
+	free(ix->extra);
+	free(ix);
+}
+
+const struct ofs_lookup_ops ofs_lookup_trie = {
+	.name = "trie", .build = cls_build, .lookup = cls_lookup, .destroy = cls_destroy,
+};
+#endif
+
+struct ofs_group *ofs_group_find(uint32_t id)
+{
+	for (unsigned i = 0; i < OFS_MAX_GROUPS; i++) {
+		struct ofs_group *g = __atomic_load_n(&ofs_dp.groups[i], __ATOMIC_ACQUIRE);
+		if (g && g->id == id)
+			return g;
+	}
+	return NULL;
+}
+
+struct ofs_meter *ofs_meter_find(uint32_t id)
+{
+	for (unsigned i = 0; i < OFS_MAX_METERS; i++) {
+		struct ofs_meter *m = __atomic_load_n(&ofs_dp.meters[i], __ATOMIC_ACQUIRE);
+		if (m && m->id == id)
+			return m;
+	}
+	return NULL;
+}
+
+/* ---- per-packet context ------------------------------------------------------------------- */
+#define NO_PORT 0u
+struct pkt_ctx {
+	struct ofs_worker *w;
+	struct rte_mbuf *m;
+	struct ofs_key key;
+	struct ofs_layout lay;
+	uint32_t in_port;
+	uint32_t pending;           /* output port not yet emitted, NO_PORT: none */
+	uint16_t pending_max_len;
+	bool csum_dirty;
+	uint8_t csum_layout_proto;  /* L4 header layout whose checksum we fix (0: lay.l4_proto);
+				     * set when ip_proto is rewritten: the bytes are still the old L4 */
+	bool dropped;               /* stop executing (meter drop, invalid ttl) */
+	uint8_t table_id;
+	uint64_t cookie;
+	uint8_t pin_reason;
+	uint32_t depth;             /* group recursion */
+	bool pre_looked_up;         /* table 0 was looked up by the burst pre-pass (maybe miss) */
+	/* action set (write-actions): one slot per action type, set-fields per field */
+	const uint8_t *aset[32];
+	const uint8_t *aset_setf[OXM_N_FIELDS];
+	bool aset_any;
+};
+
+static void exec_actions(struct pkt_ctx *c, const uint8_t *a, uint32_t len);
+static void run_pipeline(struct pkt_ctx *c, uint8_t table, struct ofs_flow *first);
+
+static inline uint8_t *pdata(struct pkt_ctx *c) { return rte_pktmbuf_mtod(c->m, uint8_t *); }
+static inline uint32_t plen(struct pkt_ctx *c) { return rte_pktmbuf_data_len(c->m); }
+
+static void reparse(struct pkt_ctx *c)
+{
+	ofs_key_extract(pdata(c), plen(c), &c->key, &c->lay);
+}
+
+/* ---- checksums ---------------------------------------------------------------------------- */
+static uint32_t csum_add(uint32_t s, const uint8_t *p, uint32_t n)
+{
+	for (uint32_t i = 0; i + 1 < n; i += 2)
+		s += (uint32_t)p[i] << 8 | p[i + 1];
+	if (n & 1)
+		s += (uint32_t)p[n - 1] << 8;
+	return s;
+}
+static uint16_t csum_fold(uint32_t s)
+{
+	while (s >> 16)
+		s = (s & 0xffff) + (s >> 16);
+	return (uint16_t)~s;
+}
+
+static uint32_t crc32c_tab[256];
+static void crc32c_init(void)
+{
+	for (uint32_t i = 0; i < 256; i++) {
+		uint32_t c = i;
+		for (int k = 0; k < 8; k++)
+			c = c & 1 ? (c >> 1) ^ 0x82f63b78u : c >> 1;
+		crc32c_tab[i] = c;
+	}
+}
+static uint32_t crc32c(const uint8_t *p, uint32_t n)
+{
+	uint32_t c = 0xffffffffu;
+	for (uint32_t i = 0; i < n; i++)
+		c = crc32c_tab[(c ^ p[i]) & 0xff] ^ (c >> 8);
+	return ~c;
+}
+
+static void fix_checksums(struct pkt_ctx *c)
+{
+	if (!c->csum_dirty)
+		return;
+	c->csum_dirty = false;
+	uint8_t *p = pdata(c);
+	uint32_t len = plen(c);
+	int l3 = c->lay.l3_ofs, l4 = c->lay.l4_ofs;
+	uint16_t et = ntohs(c->key.eth_type);
+	if (l3 < 0 || (et != 0x0800 && et != 0x86dd))
+		return;
+	uint32_t l4len = 0, ps = 0;
+	if (et == 0x0800) {
+		uint8_t *ip = p + l3;
+		uint32_t ihl = (ip[0] & 0xf) * 4u;
+		if ((uint32_t)l3 + ihl > len)
+			return;
+		wr16(ip + 10, 0);
+		wr16(ip + 10, csum_fold(csum_add(0, ip, ihl)));
+		uint32_t tot = rd16(ip + 2);
+		if (l4 < 0 || tot < ihl || (uint32_t)l3 + tot > len)
+			return;
+		l4len = tot - ihl;
+		ps = csum_add(0, ip + 12, 8) + c->lay.l4_proto + l4len;
+	} else {
+		uint8_t *ip = p + l3;
+		if (l4 < 0)
+			return;
+		uint32_t pl = rd16(ip + 4);
+		uint32_t ext = (uint32_t)l4 - (uint32_t)l3 - 40;
+		if (pl < ext || (uint32_t)l3 + 40 + pl > len)
+			return;
+		l4len = pl - ext;
+		ps = csum_add(0, ip + 8, 32) + c->lay.l4_proto + l4len;
+	}
+	uint8_t *t = p + l4;
+	switch (c->csum_layout_proto ? c->csum_layout_proto : c->lay.l4_proto) {
+	case 6:
+		if (l4len < 20) return;
+		wr16(t + 16, 0);
+		wr16(t + 16, csum_fold(csum_add(ps, t, l4len)));
+		break;
+	case 17: {
+		if (l4len < 8) return;
+		if (et == 0x0800 && rd16(t + 6) == 0) return;
+		wr16(t + 6, 0);
+		uint16_t s = csum_fold(csum_add(ps, t, l4len));
+		wr16(t + 6, s ? s : 0xffff);
+		break;
+	}
+	case 1:
+		if (l4len < 4 || et != 0x0800) return;
+		wr16(t + 2, 0);
+		wr16(t + 2, csum_fold(csum_add(0, t, l4len)));
+		break;
+	case 58:
+		if (l4len < 4) return;
+		wr16(t + 2, 0);
+		wr16(t + 2, csum_fold(csum_add(ps, t, l4len)));
+		break;
+	case 132: {
+		if (l4len < 12) return;
+		memset(t + 8, 0, 4);
+		uint32_t crc = crc32c(t, l4len);
+		/* SCTP stores the CRC32c in little-endian byte order of the register */
+		t[8] = crc; t[9] = crc >> 8; t[10] = crc >> 16; t[11] = crc >> 24;
+		break;
+	}
+	default:
+		break;
+	}
+}
+
+/* ---- output ------------------------------------------------------------------------------- */
+static void tx_one(struct ofs_worker *w, int pidx, struct rte_mbuf *m)
+{
+	struct ofs_port *p = &ofs_dp.ports[pidx];
+	if (!p->link_up || (p->config & 0x1 /* PORT_DOWN */) || (p->config & 0x20 /* NO_FWD */)) {
+		w->port_stats[pidx].tx_dropped++;
+		rte_pktmbuf_free(m);
+		return;
+	}
+	w->port_stats[pidx].tx_packets++;
+	w->port_stats[pidx].tx_bytes += rte_pktmbuf_pkt_len(m);
+	rte_eth_tx_buffer(p->dpdk_id, w->idx < p->n_txq ? w->idx : 0, w->txb[pidx], m);
+}
+
+/* End of the IP packet (offset), or 0 when unknown. Bytes after it are Ethernet padding
+ * added by a sender to reach 60 bytes; they are not part of the packet. */
+static uint32_t ip_end(struct pkt_ctx *c)
+{
+	int l3 = c->lay.l3_ofs;
+	uint16_t et = ntohs(c->key.eth_type);
+	const uint8_t *p = pdata(c);
+	if (l3 < 0)
+		return 0;
+	if (et == 0x0800 && (uint32_t)l3 + 20 <= plen(c))
+		return (uint32_t)l3 + rd16(p + l3 + 2);
+	if (et == 0x86dd && (uint32_t)l3 + 40 <= plen(c))
+		return (uint32_t)l3 + 40 + rd16(p + l3 + 4);
+	return 0;
+}
+
+static void trim_l2_padding(struct pkt_ctx *c)
+{
+	uint32_t end = ip_end(c);
+	if (end && end < plen(c) && c->m->nb_segs == 1)
+		rte_pktmbuf_trim(c->m, (uint16_t)(plen(c) - end));
+}
+
+static void to_controller(struct pkt_ctx *c, uint16_t max_len)
+{
+	uint32_t len = plen(c);
+	uint32_t n = len;
+	if (max_len != OFPCML_NO_BUFFER && max_len < n)
+		n = max_len;
+	struct ofs_pin *pin = malloc(sizeof(*pin) + n);
+	if (!pin)
+		return;
+	pin->reason = c->pin_reason;
+	pin->table_id = c->table_id;
+	pin->cookie = c->cookie;
+	pin->in_port = c->in_port;
+	pin->metadata = c->key.metadata;
+	pin->tunnel_id = c->key.tunnel_id;
+	pin->total_len = (uint16_t)len;
+	pin->data_len = (uint16_t)n;
+	memcpy(pin->data, pdata(c), n);
+	if (rte_ring_mp_enqueue(ofs_dp.pin_ring, pin) != 0)
+		free(pin);
+}
+
+static struct rte_mbuf *copy_mbuf(struct pkt_ctx *c)
+{
+	return rte_pktmbuf_copy(c->m, c->w->pool, 0, UINT32_MAX);
+}
+
+/* Send the packet to one port; use_original hands over c->m itself. */
+static void emit(struct pkt_ctx *c, uint32_t port, uint16_t max_len, bool use_original)
+{
+	fix_checksums(c);
+	/* Pad to the Ethernet minimum (60 bytes without FCS) as a NIC would on the wire: a pop
+	 * can leave a frame shorter than what the sender gave us. */
+	if (plen(c) < 60 && c->m->nb_segs == 1) {
+		uint32_t pad = 60 - plen(c);
+		uint8_t *z = (uint8_t *)rte_pktmbuf_append(c->m, (uint16_t)pad);
+		if (z)
+			memset(z, 0, pad);
+	}
+	if (port == OFPP_CONTROLLER) {
+		to_controller(c, max_len);
+		if (use_original) { rte_pktmbuf_free(c->m); c->m = NULL; }
+		return;
+	}
+	if (port == OFPP_TABLE) {
+		/* only from PACKET_OUT: resubmit a copy through the pipeline */
+		struct pkt_ctx *sub = malloc(sizeof(*sub));
+		if (!sub) return;
+		memset(sub, 0, sizeof(*sub));
+		sub->w = c->w;
+		sub->m = use_original ? c->m : copy_mbuf(c);
+		if (use_original) c->m = NULL;
+		if (!sub->m) { free(sub); return; }
+		sub->in_port = c->in_port;
+		sub->key.in_port = htonl(c->in_port);
+		sub->key.in_phy_port = sub->key.in_port;
+		reparse(sub);
+		sub->depth = c->depth + 1;
+		run_pipeline(sub, 0, NULL);
+		free(sub);
+		return;
+	}
+	int idx[OFS_MAX_PORTS];
+	unsigned n = 0;
+	if (port == OFPP_FLOOD || port == OFPP_ALL) {
+		for (unsigned i = 0; i < ofs_dp.n_ports; i++)
+			if (ofs_dp.ports[i].ofport != c->in_port)
+				idx[n++] = (int)i;
+	} else {
+		uint32_t p = port == OFPP_IN_PORT ? c->in_port : port;
+		if (port != OFPP_IN_PORT && p == c->in_port)
+			n = 0;  /* never back out of the ingress port unless IN_PORT says so */
+		else if (ofs_port_idx(p) >= 0)
+			idx[n++] = ofs_port_idx(p);
+	}
+	for (unsigned i = 0; i < n; i++) {
+		struct rte_mbuf *m;
+		if (use_original && i == n - 1) {
+			m = c->m;
+			c->m = NULL;
+		} else {
+			m = copy_mbuf(c);
+		}
+		if (m)
+			tx_one(c->w, idx[i], m);
+	}
+	if (use_original && c->m) {
+		rte_pktmbuf_free(c->m);
+		c->m = NULL;
+	}
+}
+
+static void flush_pending(struct pkt_ctx *c)
+{
+	if (c->pending != NO_PORT) {
+		uint32_t p = c->pending;
+		c->pending = NO_PORT;
+		emit(c, p, c->pending_max_len, false);
+	}
+}
+
+/* ---- header edits ------------------------------------------------------------------------- */
+static uint8_t *insert_bytes(struct pkt_ctx *c, uint32_t ofs, uint32_t n)
+{
+	if (rte_pktmbuf_linearize(c->m) != 0)
+		return NULL;
+	uint8_t *p = (uint8_t *)rte_pktmbuf_prepend(c->m, (uint16_t)n);
+	if (!p)
+		return NULL;
+	memmove(p, p + n, ofs);
+	return p;
+}
+
+static void remove_bytes(struct pkt_ctx *c, uint32_t ofs, uint32_t n)
+{
+	uint8_t *p = pdata(c);
+	if (ofs + n > plen(c))
+		return;
+	memmove(p + n, p, ofs);
+	rte_pktmbuf_adj(c->m, (uint16_t)n);
+}
+
+/* Offset of the IP header below the MPLS stack, or -1. */
+static int ip_under_mpls(struct pkt_ctx *c)
+{
+	int o = c->lay.mpls_ofs;
+	uint8_t *p = pdata(c);
+	while (o >= 0 && (uint32_t)o + 4 <= plen(c)) {
+		bool bos = p[o + 2] & 1;
+		o += 4;
+		if (bos)
+			return (uint32_t)o < plen(c) ? o : -1;
+	}
+	return -1;
+}
+
+static int ip_ttl_ofs(struct pkt_ctx *c, int l3, uint16_t *et_out)
+{
+	uint8_t *p = pdata(c);
+	uint8_t v = p[l3] >> 4;
+	if (v == 4) { *et_out = 0x0800; return l3 + 8; }
+	if (v == 6) { *et_out = 0x86dd; return l3 + 7; }
+	return -1;
+}
+
+static void set_field(struct pkt_ctx *c, const uint8_t *oxm)
+{
+	int f = oxm[2] >> 1;
+	const uint8_t *v = oxm + 4;
+	uint8_t *p = pdata(c);
+	int l3 = c->lay.l3_ofs, l4 = c->lay.l4_ofs;
+	uint16_t et = ntohs(c->key.eth_type);
+	bool v4 = et == 0x0800 && l3 >= 0, v6 = et == 0x86dd && l3 >= 0;
+	switch (f) {
+	case OXM_ETH_DST: memcpy(p, v, 6); break;
+	case OXM_ETH_SRC: memcpy(p + 6, v, 6); break;
+	case OXM_ETH_TYPE: if (c->lay.l2_end >= 0) memcpy(p + c->lay.l2_end, v, 2); break;
+	case OXM_VLAN_VID:
+		if (c->lay.vlan_ofs >= 0) {
+			uint8_t *t = p + c->lay.vlan_ofs + 2;
+			wr16(t, (rd16(t) & 0xf000) | (rd16(v) & 0xfff));
+		}
+		break;
+	case OXM_VLAN_PCP:
+		if (c->lay.vlan_ofs >= 0) {
+			uint8_t *t = p + c->lay.vlan_ofs + 2;
+			wr16(t, (rd16(t) & 0x1fff) | (uint16_t)(v[0] & 7) << 13);
+		}
+		break;
+	case OXM_IP_DSCP:
+		if (v4) p[l3 + 1] = (uint8_t)(v[0] << 2) | (p[l3 + 1] & 3);
+		else if (v6) {
+			uint32_t w = rd32(p + l3);
+			w = (w & ~(0xfcu << 20)) | ((uint32_t)(v[0] & 0x3f) << 22);
+			wr32(p + l3, w);
+		}
+		break;
+	case OXM_IP_ECN:
+		if (v4) p[l3 + 1] = (p[l3 + 1] & 0xfc) | (v[0] & 3);
+		else if (v6) {
+			uint32_t w = rd32(p + l3);
+			w = (w & ~(3u << 20)) | ((uint32_t)(v[0] & 3) << 20);
+			wr32(p + l3, w);
+		}
+		break;
+	case OXM_IP_PROTO:
+		if (!c->csum_layout_proto)
+			c->csum_layout_proto = c->lay.l4_proto;
+		if (v4) p[l3 + 9] = v[0];
+		else if (v6 && l4 == l3 + 40) p[l3 + 6] = v[0];
+		break;
+	case OXM_IPV4_SRC: if (v4) memcpy(p + l3 + 12, v, 4); break;
+	case OXM_IPV4_DST: if (v4) memcpy(p + l3 + 16, v, 4); break;
+	case OXM_TCP_SRC: case OXM_UDP_SRC: case OXM_SCTP_SRC:
+		if (l4 >= 0) memcpy(p + l4, v, 2);
+		break;
+	case OXM_TCP_DST: case OXM_UDP_DST: case OXM_SCTP_DST:
+		if (l4 >= 0) memcpy(p + l4 + 2, v, 2);
+		break;
+	case OXM_ICMPV4_TYPE: case OXM_ICMPV6_TYPE: if (l4 >= 0) p[l4] = v[0]; break;
+	case OXM_ICMPV4_CODE: case OXM_ICMPV6_CODE: if (l4 >= 0) p[l4 + 1] = v[0]; break;
+	case OXM_ARP_OP: if (et == 0x0806 && l3 >= 0) memcpy(p + l3 + 6, v, 2); break;
+	case OXM_ARP_SHA: if (et == 0x0806 && l3 >= 0) memcpy(p + l3 + 8, v, 6); break;
+	case OXM_ARP_SPA: if (et == 0x0806 && l3 >= 0) memcpy(p + l3 + 14, v, 4); break;
+	case OXM_ARP_THA: if (et == 0x0806 && l3 >= 0) memcpy(p + l3 + 18, v, 6); break;
+	case OXM_ARP_TPA: if (et == 0x0806 && l3 >= 0) memcpy(p + l3 + 24, v, 4); break;
+	case OXM_IPV6_SRC: if (v6) memcpy(p + l3 + 8, v, 16); break;
+	case OXM_IPV6_DST: if (v6) memcpy(p + l3 + 24, v, 16); break;
+	case OXM_IPV6_FLABEL:
+		if (v6) wr32(p + l3, (rd32(p + l3) & 0xfff00000u) | (rd32(v) & 0xfffff));
+		break;
+	case OXM_IPV6_ND_TARGET:
+		if (v6 && l4 >= 0 && (uint32_t)l4 + 24 <= plen(c)) memcpy(p + l4 + 8, v, 16);
+		break;
+	case OXM_IPV6_ND_SLL: case OXM_IPV6_ND_TLL: {
+		if (!v6 || l4 < 0) break;
+		uint8_t want = f == OXM_IPV6_ND_SLL ? 1 : 2;
+		uint32_t o = (uint32_t)l4 + 24;
+		while (o + 8 <= plen(c)) {
+			if (p[o + 1] == 0) break;
+			if (p[o] == want && p[o + 1] == 1) { memcpy(p + o + 2, v, 6); break; }
+			o += 8u * p[o + 1];
+		}
+		break;
+	}
+	case OXM_MPLS_LABEL:
+		if (c->lay.mpls_ofs >= 0) {
+			uint8_t *s = p + c->lay.mpls_ofs;
+			wr32(s, (rd32(s) & 0xfff) | rd32(v) << 12);
+		}
+		break;
+	case OXM_MPLS_TC:
+		if (c->lay.mpls_ofs >= 0) {
+			uint8_t *s = p + c->lay.mpls_ofs;
+			s[2] = (s[2] & 0xf1) | (uint8_t)((v[0] & 7) << 1);
+		}
+		break;
+	case OXM_MPLS_BOS:
+		if (c->lay.mpls_ofs >= 0) {
+			uint8_t *s = p + c->lay.mpls_ofs;
+			s[2] = (s[2] & 0xfe) | (v[0] & 1);
+		}
+		break;
+	case OXM_PBB_ISID:
+		if (c->lay.pbb_ofs >= 0) memcpy(p + c->lay.pbb_ofs + 1, v, 3);
+		break;
+	case OXM_TUNNEL_ID: memcpy(&c->key.tunnel_id, v, 8); return;
+	default: return;
+	}
+	c->csum_dirty = true;
+	reparse(c);
+}
+
+/* TTL handling: returns false when the packet must stop (ttl expired). */
+static bool ttl_expired(struct pkt_ctx *c)
+{
+	if (ofs_dp.config_flags & OFPC_INVALID_TTL_TO_CONTROLLER) {
+		c->pin_reason = OFPR_INVALID_TTL;
+		fix_checksums(c);
+		to_controller(c, OFPCML_NO_BUFFER);
+	}
+	c->dropped = true;
+	return false;
+}
+
+static bool exec_one(struct pkt_ctx *c, const uint8_t *a)
+{
+	uint16_t type = rd16(a);
+	uint8_t *p;
+	if (type != OFPAT_OUTPUT && type != OFPAT_GROUP && type != OFPAT_SET_QUEUE)
+		flush_pending(c);
+	if (!c->m)
+		return false;
+	switch (type) {
+	case OFPAT_OUTPUT:
+		flush_pending(c);
+		c->pending = rd32(a + 4);
+		c->pending_max_len = rd16(a + 8);
+		if (c->pending == OFPP_CONTROLLER)
+			c->pin_reason = OFPR_ACTION;
+		break;
+	case OFPAT_GROUP: {
+		flush_pending(c);
+		struct ofs_group *g = ofs_group_find(rd32(a + 4));
+		if (!g || c->depth > 8)
+			break;
+		__atomic_fetch_add(&g->packets, 1, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&g->bytes, plen(c), __ATOMIC_RELAXED);
+		int pick[OFS_MAX_BUCKETS], np = 0;
+		if (g->type == OFPGT_ALL) {
+			for (int i = 0; i < g->n_buckets; i++) pick[np++] = i;
+		} else if (g->type == OFPGT_INDIRECT) {
+			if (g->n_buckets) pick[np++] = 0;
+		} else if (g->type == OFPGT_SELECT) {
+			uint32_t tw = 0;
+			for (int i = 0; i < g->n_buckets; i++) tw += g->buckets[i].weight;
+			if (tw) {
+				uint32_t h = rte_hash_crc(&c->key.eth_dst, 12, 0);
+				h = rte_hash_crc(&c->key.ipv4_src, 12, h);
+				h = rte_hash_crc(&c->key.ipv6_src, 32, h);
+				h = rte_hash_crc(&c->key.arp_spa, 8, h);
+				uint32_t r = h % tw;
+				for (int i = 0; i < g->n_buckets; i++) {
+					if (r < g->buckets[i].weight) { pick[np++] = i; break; }
+					r -= g->buckets[i].weight;
+				}
+			}
+		} else if (g->type == OFPGT_FF) {
+			for (int i = 0; i < g->n_buckets; i++) {
+				struct ofs_bucket *b = &g->buckets[i];
+				bool live = false;
+				if (b->watch_port != OFPP_ANY) {
+					int pi = ofs_port_idx(b->watch_port);
+					live = pi >= 0 && ofs_dp.ports[pi].link_up &&
+					       !(ofs_dp.ports[pi].config & 1);
+				} else if (b->watch_group != OFPG_ANY) {
+					live = ofs_group_find(b->watch_group) != NULL;
+				}
+				if (live) { pick[np++] = i; break; }
+			}
+		}
+		for (int i = 0; i < np; i++) {
+			struct ofs_bucket *b = &g->buckets[pick[i]];
+			__atomic_fetch_add(&b->packets, 1, __ATOMIC_RELAXED);
+			__atomic_fetch_add(&b->bytes, plen(c), __ATOMIC_RELAXED);
+			struct pkt_ctx *sub = malloc(sizeof(*sub));
+			if (!sub) break;
+			memcpy(sub, c, offsetof(struct pkt_ctx, aset));
+			fix_checksums(c);
+			sub->m = copy_mbuf(c);
+			sub->pending = NO_PORT;
+			sub->depth = c->depth + 1;
+			sub->dropped = false;
+			if (sub->m) {
+				exec_actions(sub, b->actions, b->actions_len);
+				if (sub->m && sub->pending != NO_PORT)
+					emit(sub, sub->pending, sub->pending_max_len, true);
+				if (sub->m) rte_pktmbuf_free(sub->m);
+			}
+			free(sub);
+		}
+		break;
+	}
+	case OFPAT_SET_QUEUE:
+		break;
+	case OFPAT_SET_FIELD:
+		set_field(c, a + 4);
+		break;
+	case OFPAT_PUSH_VLAN: {
+		uint16_t tci = 0;
+		if (c->lay.vlan_ofs >= 0) tci = rd16(pdata(c) + c->lay.vlan_ofs + 2);
+		p = insert_bytes(c, 12, 4);
+		if (!p) return false;
+		wr16(p + 12, rd16(a + 4));
+		wr16(p + 14, tci);
+		reparse(c);
+		break;
+	}
+	case OFPAT_POP_VLAN:
+		if (c->lay.vlan_ofs >= 0) {
+			remove_bytes(c, (uint32_t)c->lay.vlan_ofs, 4);
+			reparse(c);
+		}
+		break;
+	case OFPAT_PUSH_MPLS: {
+		uint32_t shim = 0;
+		int ofs = c->lay.l2_end; /* the ethertype; the shim goes after it */
+		if (ofs < 0) break;
+		p = pdata(c);
+		if (c->lay.mpls_ofs >= 0) {
+			shim = rd32(p + c->lay.mpls_ofs) & ~0x100u; /* copy label/tc/ttl, bos 0 */
+		} else {
+			shim = 0x100; /* bos */
+			uint16_t iet;
+			if (c->lay.l3_ofs >= 0) {
+				int t = ip_ttl_ofs(c, c->lay.l3_ofs, &iet);
+				if (t >= 0) shim |= p[t];
+			}
+		}
+		p = insert_bytes(c, (uint32_t)ofs + 2, 4);
+		if (!p) return false;
+		wr16(p + ofs, rd16(a + 4));
+		wr32(p + ofs + 2, shim);
+		reparse(c);
+		break;
+	}
+	case OFPAT_POP_MPLS:
+		if (c->lay.mpls_ofs >= 0) {
+			p = pdata(c);
+			wr16(p + c->lay.l2_end, rd16(a + 4));
+			remove_bytes(c, (uint32_t)c->lay.mpls_ofs, 4);
+			reparse(c);
+			trim_l2_padding(c);
+		}
+		break;
+	case OFPAT_PUSH_PBB: {
+		uint8_t itag[4] = {0, 0, 0, 0};
+		if (c->lay.pbb_ofs >= 0) memcpy(itag, pdata(c) + c->lay.pbb_ofs, 4);
+		p = insert_bytes(c, 0, 18);
+		if (!p) return false;
+		memcpy(p, p + 18, 12);
+		wr16(p + 12, rd16(a + 4));
+		memcpy(p + 14, itag, 4);
+		reparse(c);
+		break;
+	}
+	case OFPAT_POP_PBB:
+		if (c->lay.pbb_ofs >= 0) {
+			uint32_t n = (uint32_t)c->lay.pbb_ofs + 4;
+			if (n <= plen(c)) { rte_pktmbuf_adj(c->m, (uint16_t)n); reparse(c); }
+		}
+		break;
+	case OFPAT_SET_MPLS_TTL:
+		if (c->lay.mpls_ofs >= 0) pdata(c)[c->lay.mpls_ofs + 3] = a[4];
+		break;
+	case OFPAT_DEC_MPLS_TTL:
+		if (c->lay.mpls_ofs >= 0) {
+			uint8_t *t = pdata(c) + c->lay.mpls_ofs + 3;
+			if (*t <= 1) return ttl_expired(c);
+			(*t)--;
+		}
+		break;
+	case OFPAT_SET_NW_TTL: case OFPAT_DEC_NW_TTL: {
+		if (c->lay.l3_ofs < 0) break;
+		uint16_t iet;
+		int t = ip_ttl_ofs(c, c->lay.l3_ofs, &iet);
+		uint16_t et = ntohs(c->key.eth_type);
+		if (t < 0 || (et != 0x0800 && et != 0x86dd)) break;
+		p = pdata(c);
+		if (type == OFPAT_SET_NW_TTL) {
+			p[t] = a[4];
+		} else {
+			if (p[t] <= 1) return ttl_expired(c);
+			p[t]--;
+		}
+		c->csum_dirty = true;
+		break;
+	}
+	case OFPAT_COPY_TTL_OUT: case OFPAT_COPY_TTL_IN: {
+		if (c->lay.mpls_ofs < 0) break;
+		p = pdata(c);
+		int outer = c->lay.mpls_ofs + 3;
+		int inner;
+		uint16_t iet;
+		if (!(p[c->lay.mpls_ofs + 2] & 1)) {
+			inner = c->lay.mpls_ofs + 4 + 3;
+		} else {
+			int ip = ip_under_mpls(c);
+			if (ip < 0) break;
+			inner = ip_ttl_ofs(c, ip, &iet);
+			if (inner < 0) break;
+		}
+		if ((uint32_t)inner >= plen(c)) break;
+		if (type == OFPAT_COPY_TTL_OUT) {
+			p[outer] = p[inner];
+		} else {
+			p[inner] = p[outer];
+			/* an IPv4 header under MPLS needs its checksum fixed by hand here */
+			if (p[c->lay.mpls_ofs + 2] & 1) {
+				int ip = ip_under_mpls(c);
+				if (ip >= 0 && (p[ip] >> 4) == 4 && (uint32_t)ip + 20 <= plen(c)) {
+					uint32_t ihl = (p[ip] & 0xf) * 4u;
+					wr16(p + ip + 10, 0);
+					wr16(p + ip + 10, csum_fold(csum_add(0, p + ip, ihl)));
+				}
+			}
+		}
+		break;
+	}
+	default:
+		break;
+	}
+	return !c->dropped && c->m != NULL;
+}
+
+static void exec_actions(struct pkt_ctx *c, const uint8_t *a, uint32_t len)
+{
+	uint32_t o = 0;
+	while (o + 4 <= len && c->m && !c->dropped) {
+		uint16_t l = rd16(a + o + 2);
+		if (l < 8 || o + l > len)
+			break;
+		if (!exec_one(c, a + o))
+			break;
+		o += l;
+	}
+}
+
+/* Action set order (OF1.3 5.10). */
+static const uint16_t aset_order[] = {
+	OFPAT_COPY_TTL_IN, OFPAT_POP_VLAN, OFPAT_POP_MPLS, OFPAT_POP_PBB, OFPAT_PUSH_MPLS,
+	OFPAT_PUSH_PBB, OFPAT_PUSH_VLAN, OFPAT_COPY_TTL_OUT, OFPAT_DEC_MPLS_TTL,
+	OFPAT_DEC_NW_TTL, OFPAT_SET_MPLS_TTL, OFPAT_SET_NW_TTL, OFPAT_SET_FIELD,
+	OFPAT_SET_QUEUE, OFPAT_GROUP, OFPAT_OUTPUT,
+};
+
+static void write_actions(struct pkt_ctx *c, const uint8_t *a, uint32_t len)
+{
+	uint32_t o = 0;
+	while (o + 4 <= len) {
+		uint16_t t = rd16(a + o), l = rd16(a + o + 2);
+		if (l < 8 || o + l > len)
+			break;
+		if (t == OFPAT_SET_FIELD)
+			c->aset_setf[a[o + 6] >> 1 & 0x7f] = a + o;
+		else if (t < 32)
+			c->aset[t] = a + o;
+		c->aset_any = true;
+		o += l;
+	}
+}
+
+static void exec_action_set(struct pkt_ctx *c)
+{
+	if (!c->aset_any)
+		return;
+	for (unsigned i = 0; i < RTE_DIM(aset_order) && c->m && !c->dropped; i++) {
+		uint16_t t = aset_order[i];
+		if (t == OFPAT_SET_FIELD) {
+			for (int f = 0; f < OXM_N_FIELDS && c->m; f++)
+				if (c->aset_setf[f] && !exec_one(c, c->aset_setf[f]))
+					return;
+			continue;
+		}
+		if (!c->aset[t])
+			continue;
+		if (t == OFPAT_OUTPUT && c->aset[OFPAT_GROUP])
+			continue; /* group wins over output */
+		if (!exec_one(c, c->aset[t]))
+			return;
+	}
+}
+
+/* ---- meters ------------------------------------------------------------------------------- */
+/* Returns false when the packet is dropped. */
+static bool apply_meter(struct pkt_ctx *c, uint32_t meter_id)
+{
+	struct ofs_meter *m = ofs_meter_find(meter_id);
+	if (!m)
+		return false;
+	uint32_t len = plen(c);
+	uint64_t now = ofs_now_ns();
+	int hit = -1;
+	rte_spinlock_lock(&m->lock);
+	double dt = m->last_ns ? (double)(now - m->last_ns) * 1e-9 : 0;
+	m->last_ns = now;
+	m->packets++;
+	m->bytes += len;
+	for (int i = 0; i < m->n_bands; i++) {
+		struct ofs_band *b = &m->bands[i];
+		double add = (m->flags & OFPMF_PKTPS) ? b->rate * dt : b->rate * 1000.0 / 8 * dt;
+		b->tokens = RTE_MIN(b->depth, b->tokens + add);
+		double cost = (m->flags & OFPMF_PKTPS) ? 1.0 : len;
+		if (b->tokens >= cost)
+			b->tokens -= cost;
+		else if (hit < 0 || b->rate > m->bands[hit].rate)
+			hit = i;
+	}
+	if (hit >= 0) {
+		m->bands[hit].packets++;
+		m->bands[hit].bytes += len;
+	}
+	rte_spinlock_unlock(&m->lock);
+	if (hit < 0)
+		return true;
+	struct ofs_band *b = &m->bands[hit];
+	if (b->type == OFPMBT_DSCP_REMARK) {
+		int l3 = c->lay.l3_ofs;
+		uint16_t et = ntohs(c->key.eth_type);
+		uint8_t *p = pdata(c);
+		if (l3 >= 0 && (et == 0x0800 || et == 0x86dd)) {
+			flush_pending(c);
+			uint8_t dscp = c->key.ip_dscp;
+			/* raise the AF drop precedence (bits 1-2 of the DSCP) by prec_level */
+			uint8_t prec = ((dscp >> 1) & 3) + b->prec_level;
+			if (prec > 3) prec = 3;
+			dscp = (uint8_t)((dscp & ~0x6) | prec << 1);
+			if (et == 0x0800) p[l3 + 1] = (uint8_t)(dscp << 2) | (p[l3 + 1] & 3);
+			else wr32(p + l3, (rd32(p + l3) & ~(0xfcu << 20)) | (uint32_t)dscp << 22);
+			c->csum_dirty = true;
+			reparse(c);
+		}
+		return true;
+	}
+	return false;
+}
+
+/* ---- pipeline ----------------------------------------------------------------------------- */
+static struct ofs_flow *table_lookup(struct pkt_ctx *c, uint8_t t)
+{
+	struct ofs_worker *w = c->w;
+	uint64_t gen = ofs_dp.gen;
+	uint32_t h = rte_hash_crc(&c->key, sizeof(c->key), t);
+	uint32_t i = h & (OFS_CACHE_SIZE - 1);
+	struct ofs_cache_entry *e = &w->cache[i];
+	if (e->gen == gen && e->hash == h && e->table_id == t &&
+	    memcmp(&w->cache_keys[i], &c->key, sizeof(c->key)) == 0) {
+		w->cache_hits++;
+		return e->flow;
+	}
+	w->cache_misses++;
+	void *ix = __atomic_load_n(&ofs_dp.tables[t].index, __ATOMIC_ACQUIRE);
+	struct ofs_flow *f = ofs_dp.lookup_ops->lookup(ix, &c->key);
+	e->gen = gen;
+	e->hash = h;
+	e->table_id = t;
+	e->flow = f;
+	w->cache_keys[i] = c->key;
+	return f;
+}
+
+/* first: table `table`'s flow when the caller already looked it up (burst pre-pass), or NULL */
+static void run_pipeline(struct pkt_ctx *c, uint8_t table, struct ofs_flow *first)
+{
+	uint8_t t = table;
+	uint64_t now = 0;
+	bool pre = first != NULL || c->pre_looked_up;
+	c->pre_looked_up = false;
+	for (;;) {
+		struct ofs_flow *f = pre ? first : table_lookup(c, t);
+		pre = false;
+		c->w->lookup_count[t]++;
+		if (!f)
+			break; /* table miss without a table-miss entry: drop */
+		c->w->matched_count[t]++;
+		uint32_t len = plen(c);
+		if (ofs_dp.n_workers == 1) {
+			/* sole writer: plain adds (the agent's aligned 64-bit reads are not torn) */
+			f->packets++;
+			f->bytes += len;
+		} else {
+			__atomic_fetch_add(&f->packets, 1, __ATOMIC_RELAXED);
+			__atomic_fetch_add(&f->bytes, len, __ATOMIC_RELAXED);
+		}
+		if (f->idle_timeout) {
+			if (!now) now = ofs_now_ns();
+			f->last_used_ns = now;
+		}
+		c->table_id = t;
+		c->cookie = f->cookie;
+		c->pin_reason = (f->priority == 0 && f->match.fields == 0) ? OFPR_NO_MATCH
+									      : OFPR_ACTION;
+		if (f->meter_id && !apply_meter(c, f->meter_id)) {
+			c->dropped = true;
+			break;
+		}
+		if (f->apply_len)
+			exec_actions(c, f->apply, f->apply_len);
+		if (!c->m || c->dropped)
+			break;
+		if (f->clear_actions) {
+			memset(c->aset, 0, sizeof(c->aset));
+			memset(c->aset_setf, 0, sizeof(c->aset_setf));
+			c->aset_any = false;
+		}
+		if (f->write_len)
+			write_actions(c, f->write, f->write_len);
+		if (f->has_write_md)
+			c->key.metadata = (c->key.metadata & ~f->md_mask) | (f->md_value & f->md_mask);
+		if (f->goto_table == 0xff || f->goto_table <= t)
+			break;
+		t = f->goto_table;
+	}
+	if (c->m && !c->dropped) {
+		/* Pending apply-action output first, then the action set. */
+		if (c->aset_any) {
+			flush_pending(c);
+			exec_action_set(c);
+		}
+		if (c->m && !c->dropped && c->pending != NO_PORT) {
+			uint32_t p = c->pending;
+			c->pending = NO_PORT;
+			emit(c, p, c->pending_max_len, true);
+		}
+	}
+	if (c->m) {
+		rte_pktmbuf_free(c->m);
+		c->m = NULL;
+	}
+}
+
+void ofs_run_packet_out(struct ofs_worker *w, struct ofs_pout *po)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(w->pool);
+	if (!m)
+		return;
+	char *d = rte_pktmbuf_append(m, po->data_len);
+	if (!d) {
+		rte_pktmbuf_free(m);
+		return;
+	}
+	memcpy(d, po->data, po->data_len);
+	struct pkt_ctx *c = malloc(sizeof(*c));
+	if (!c) {
+		rte_pktmbuf_free(m);
+		return;
+	}
+	memset(c, 0, sizeof(*c));
+	c->w = w;
+	c->m = m;
+	c->in_port = po->in_port;
+	c->key.in_port = htonl(po->in_port);
+	c->key.in_phy_port = c->key.in_port;
+	c->pin_reason = OFPR_ACTION;
+	c->table_id = 0xff;
+	c->cookie = ~0ull; /* OF1.3 7.4.1: packet-ins caused by a PACKET_OUT carry cookie -1 */
+	reparse(c);
+	exec_actions(c, po->actions, po->actions_len);
+	if (c->m && !c->dropped && c->pending != NO_PORT)
+		emit(c, c->pending, c->pending_max_len, true);
+	if (c->m)
+		rte_pktmbuf_free(c->m);
+	free(c);
+}
+
+/* ---- worker loop -------------------------------------------------------------------------- */
+/* Burst pre-pass for one received packet: set up its context and parse it. Returns false
+ * when the packet was consumed (port does not receive, cannot linearise). */
+static bool prepare_rx(struct ofs_worker *w, int pidx, struct rte_mbuf *m, struct pkt_ctx *c)
+{
+	struct ofs_port *port = &ofs_dp.ports[pidx];
+	w->port_stats[pidx].rx_packets++;
+	w->port_stats[pidx].rx_bytes += rte_pktmbuf_pkt_len(m);
+	if (port->config & 0x4 /* NO_RECV */) {
+		rte_pktmbuf_free(m);
+		return false;
+	}
+	if (m->nb_segs > 1 && rte_pktmbuf_linearize(m) != 0) {
+		rte_pktmbuf_free(m);
+		return false;
+	}
+	/* Reset only what the pipeline reads before writing. */
+	c->w = w;
+	c->m = m;
+	c->in_port = port->ofport;
+	c->key.in_port = htonl(port->ofport);
+	c->key.in_phy_port = c->key.in_port;
+	c->key.metadata = 0;
+	c->key.tunnel_id = 0;
+	c->pending = NO_PORT;
+	c->csum_dirty = false;
+	c->csum_layout_proto = 0;
+	c->dropped = false;
+	c->depth = 0;
+	c->aset_any = false;
+	c->pre_looked_up = false;
+	memset(c->aset, 0, sizeof(c->aset));
+	memset(c->aset_setf, 0, sizeof(c->aset_setf));
+	reparse(c);
+	return true;
+}
+
+/* A burst from one port, in two passes (l3fwd style): parse + table-0 lookup for every packet
+ * and prefetch the flows' hot line, then run the pipelines. The flows stay valid: the worker
+ * reports its RCU quiescent state only after the burst. */
+static void process_burst(struct ofs_worker *w, int pidx, struct rte_mbuf **pkts, uint16_t n,
+			  struct pkt_ctx *ctx)
+{
+	struct ofs_flow *first[OFS_BURST];
+	bool live[OFS_BURST];
+	for (uint16_t j = 0; j < n; j++) {
+		if (j + 1 < n)
+			rte_prefetch0(rte_pktmbuf_mtod(pkts[j + 1], void *));
+		live[j] = prepare_rx(w, pidx, pkts[j], &ctx[j]);
+		if (!live[j])
+			continue;
+		first[j] = table_lookup(&ctx[j], 0);
+		ctx[j].pre_looked_up = true;
+		if (first[j])
+			rte_prefetch0(first[j]);
+	}
+	for (uint16_t j = 0; j < n; j++) {
+		if (!live[j])
+			continue;
+		if (j + 1 < n && live[j + 1] && first[j + 1] && first[j + 1]->apply)
+			rte_prefetch0(first[j + 1]->apply);
+		run_pipeline(&ctx[j], 0, first[j]);
+	}
+}
+
+int ofs_worker_main(void *arg)
+{
+	struct ofs_worker *w = arg;
+	struct rte_mbuf *pkts[OFS_BURST];
+	struct pkt_ctx *c = rte_zmalloc("ctx", sizeof(*c) * OFS_BURST, RTE_CACHE_LINE_SIZE);
+	unsigned idle = 0;
+	static bool crc_done;
+	if (!crc_done) { crc32c_init(); crc_done = true; }
+	rte_rcu_qsbr_thread_register(ofs_dp.qsbr, w->idx);
+	rte_rcu_qsbr_thread_online(ofs_dp.qsbr, w->idx);
+	while (!ofs_dp.force_quit) {
+		unsigned got = 0;
+		for (unsigned i = 0; i < w->n_rx_ports; i++) {
+			int pidx = w->rx_ports[i];
+			uint16_t n = rte_eth_rx_burst(ofs_dp.ports[pidx].dpdk_id, 0, pkts, OFS_BURST);
+			got += n;
+			if (n)
+				process_burst(w, pidx, pkts, n, c);
+		}
+		if (w->idx == 0) {
+			void *objs[8];
+			unsigned n = rte_ring_sc_dequeue_burst(ofs_dp.pout_ring, objs, 8, NULL);
+			for (unsigned i = 0; i < n; i++) {
+				ofs_run_packet_out(w, objs[i]);
+				free(objs[i]);
+			}
+			got += n;
+		}
+		for (unsigned p = 0; p < ofs_dp.n_ports; p++)
+			rte_eth_tx_buffer_flush(ofs_dp.ports[p].dpdk_id,
+						w->idx < ofs_dp.ports[p].n_txq ? w->idx : 0, w->txb[p]);
+		rte_rcu_qsbr_quiescent(ofs_dp.qsbr, w->idx);
+		if (got == 0 && ofs_dp.idle_sleep_us) {
+			if (++idle > 100)
+				usleep(ofs_dp.idle_sleep_us);
+		} else {
+			idle = 0;
+		}
+	}
+	rte_rcu_qsbr_thread_offline(ofs_dp.qsbr, w->idx);
+	rte_rcu_qsbr_thread_unregister(ofs_dp.qsbr, w->idx);
+	rte_free(c);
+	return 0;
+}

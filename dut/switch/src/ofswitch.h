@@ -1,0 +1,247 @@
+/* ofswitch.h -- shared state of the ofbench OpenFlow 1.3 software switch (dut/switch).
+ *
+ * Goals: forward at DPDK speed through an OpenFlow 1.3 pipeline (multiple tables, groups,
+ * meters) while an OpenFlow agent changes the tables at any time, never stopping forwarding.
+ *
+ * Threads and who may call what:
+ *  - Worker lcores (1..N, the EAL main lcore is worker 0) own the rx queue 0 of a subset of
+ *    ports and their own tx queue on every port. They only READ flows, tables, groups, meters
+ *    config and ports; they WRITE only per-worker counters (struct ofs_worker), per-flow and
+ *    per-group counters (relaxed atomics, no locks), and meter buckets (one spinlock per
+ *    meter, taken only by packets that hit that meter).
+ *  - The agent thread (a plain pthread, ofs_agent_main) is the ONLY writer of flows, tables,
+ *    groups and meters. It edits its private lists, then publishes a new read-only snapshot
+ *    with an atomic pointer store, bumps ofs_dp.gen (which invalidates every worker's exact-match
+ *    flow cache), calls rte_rcu_qsbr_synchronize() and only then frees what the old snapshot
+ *    referenced. Workers report a quiescent state once per poll loop.
+ *  - Workers hand packets for the controller to the agent through pin_ring (MP/SC); the agent
+ *    hands PACKET_OUTs to worker 0 through pout_ring (SP/SC). So workers never touch the TCP
+ *    socket and the agent never touches a NIC queue.
+ *
+ * Flow lookup: every table has an exact-match flow cache per worker (key = whole struct
+ * ofs_key + table id, tagged with ofs_dp.gen) in front of a wildcard lookup reached through
+ * struct ofs_lookup_ops, so dut/classifier can replace the simple priority-sorted list.
+ *
+ * Limits: OFS_MAX_PORTS ports (OpenFlow port numbers 1..254), OFS_N_TABLES tables,
+ * OFS_MAX_GROUPS groups, OFS_MAX_METERS meters; single-segment mbufs are assumed for header
+ * rewrites (multi-segment frames are linearised first).
+ * Byte order: struct ofs_key is network order (see flowkey.h); everything else host order.
+ */
+#ifndef OFB_OFSWITCH_H
+#define OFB_OFSWITCH_H
+
+#include <stdint.h>
+#include <stdbool.h>
+#include <rte_common.h>
+#include <rte_mbuf.h>
+#include <rte_ring.h>
+#include <rte_rcu_qsbr.h>
+#include <rte_spinlock.h>
+#include <rte_ethdev.h>
+#include "ofp13.h"
+#include "flowkey.h"
+
+#define OFS_MAX_PORTS 16
+#define OFS_N_TABLES 64
+#define OFS_MAX_GROUPS 1024
+#define OFS_MAX_METERS 1024
+#define OFS_MAX_BANDS 8
+#define OFS_MAX_BUCKETS 32
+#define OFS_MAX_WORKERS 16
+#define OFS_BURST 32
+#define OFS_CACHE_SIZE 8192 /* per worker, power of two */
+#define OFS_MAX_PKT 9216
+
+struct ofs_flow {
+	/* ---- hot: what a cache hit touches, in the first cache line ---- */
+	uint64_t packets, bytes;     /* written by workers */
+	const uint8_t *apply;        /* decoded instructions (point into insts) */
+	const uint8_t *write;
+	uint16_t apply_len, write_len;
+	uint16_t priority;
+	uint8_t goto_table;          /* 0xff: none */
+	uint8_t table_id;
+	bool has_write_md, clear_actions;
+	uint16_t idle_timeout;
+	uint32_t meter_id;           /* 0: none */
+	uint64_t last_used_ns;       /* written by workers when idle_timeout */
+	uint64_t cookie;
+	/* ---- cold ---- */
+	uint16_t hard_timeout, flags;
+	uint64_t md_value, md_mask;
+	struct ofs_match match;
+	/* raw wire forms, returned as-is by flow stats */
+	uint8_t *match_raw; uint16_t match_raw_len;  /* padded ofp_match */
+	uint8_t *insts; uint16_t insts_len;
+	uint64_t created_ns;
+	struct ofs_flow *next;       /* agent-private list linkage */
+	struct ofs_flow *hnext;      /* agent-private exact-match hash chain */
+	uint32_t hash;               /* of (priority, match) */
+};
+
+/* The wildcard lookup of one table. The agent calls everything but lookup; workers only call
+ * lookup, on an index the agent published. */
+struct ofs_lookup_ops {
+	const char *name;
+	/* Build a read-only index over flows[0..n) (any order). NULL on failure. */
+	void *(*build)(struct ofs_flow *const *flows, uint32_t n);
+	/* Highest-priority flow whose match covers key, or NULL. Lock-free, any worker. */
+	struct ofs_flow *(*lookup)(const void *index, const struct ofs_key *key);
+	void (*destroy)(void *index);
+};
+extern const struct ofs_lookup_ops ofs_lookup_simple;
+#ifdef OFS_HAVE_CLASSIFIER
+/* dut/classifier ("filtered merged tuples"); the profile calls it "trie" */
+extern const struct ofs_lookup_ops ofs_lookup_trie;
+#endif
+
+struct ofs_table {
+	void *index;                 /* published (RCU) */
+	struct ofs_flow *flows;      /* agent-private list */
+	uint32_t n_flows;
+	bool dirty;                  /* agent: index must be rebuilt */
+	/* agent-private hash of (priority, match) -> flow, so ADD/strict commands need no scan */
+	struct ofs_flow **htab;
+	uint32_t hsize;              /* power of two, 0 = none yet */
+};
+
+struct ofs_bucket {
+	uint16_t weight;
+	uint32_t watch_port, watch_group;
+	const uint8_t *actions; uint16_t actions_len;
+	uint64_t packets, bytes;
+};
+
+struct ofs_group {
+	uint32_t id;
+	uint8_t type;
+	uint16_t n_buckets;
+	struct ofs_bucket buckets[OFS_MAX_BUCKETS];
+	uint8_t *raw_buckets; uint16_t raw_len;
+	uint64_t packets, bytes;
+	uint64_t created_ns;
+	uint32_t ref_count;
+};
+
+struct ofs_band {
+	uint16_t type;
+	uint32_t rate, burst;
+	uint8_t prec_level;
+	double tokens, depth;
+	uint64_t packets, bytes;
+};
+
+struct ofs_meter {
+	uint32_t id;
+	uint16_t flags;
+	uint16_t n_bands;
+	struct ofs_band bands[OFS_MAX_BANDS];
+	uint8_t *raw_bands; uint16_t raw_len;
+	rte_spinlock_t lock;
+	uint64_t last_ns;
+	uint64_t packets, bytes;
+	uint64_t created_ns;
+};
+
+struct ofs_port {
+	uint32_t ofport;
+	uint16_t dpdk_id;
+	uint16_t n_txq;
+	char name[16];
+	uint8_t mac[6];
+	uint32_t config;             /* OFPPC_* */
+	bool link_up;
+	uint64_t created_ns;
+};
+
+struct ofs_port_stats { uint64_t rx_packets, rx_bytes, tx_packets, tx_bytes, tx_dropped, rx_dropped; };
+
+/* Exact-match flow cache entry. The keys live in a separate array (ofs_worker.cache_keys) so a
+ * probe that misses touches one 24-byte entry, not the 160-byte key. */
+struct ofs_cache_entry {
+	uint64_t gen;                /* ofs_dp.gen when filled; stale when different */
+	uint32_t hash;
+	uint8_t table_id;
+	struct ofs_flow *flow;       /* NULL: cached miss */
+};
+
+struct ofs_worker {
+	unsigned lcore_id;
+	unsigned idx;                /* RCU thread id */
+	uint16_t rx_ports[OFS_MAX_PORTS];
+	uint16_t n_rx_ports;         /* indexes into ofs_dp.ports */
+	struct rte_eth_dev_tx_buffer *txb[OFS_MAX_PORTS];
+	struct ofs_port_stats port_stats[OFS_MAX_PORTS];
+	uint64_t lookup_count[OFS_N_TABLES];
+	uint64_t matched_count[OFS_N_TABLES];
+	struct ofs_cache_entry *cache;
+	struct ofs_key *cache_keys;
+	uint64_t cache_hits, cache_misses;
+	struct rte_mempool *pool;
+} __rte_cache_aligned;
+
+/* A packet for the controller (worker -> agent). */
+struct ofs_pin {
+	uint8_t reason, table_id;
+	uint64_t cookie;
+	uint32_t in_port;
+	uint64_t metadata, tunnel_id;
+	uint16_t total_len, data_len;
+	uint8_t data[];
+};
+
+/* A PACKET_OUT (agent -> worker 0). */
+struct ofs_pout {
+	uint32_t in_port;
+	uint16_t actions_len, data_len;
+	uint8_t *actions;            /* points into buf */
+	uint8_t *data;
+	uint8_t buf[];
+};
+
+struct ofs_dp {
+	uint64_t dpid;
+	unsigned n_workers;
+	struct ofs_worker workers[OFS_MAX_WORKERS];
+	struct ofs_port ports[OFS_MAX_PORTS];
+	unsigned n_ports;
+	int8_t port_by_of[256];      /* OpenFlow port number -> ports[] index, -1 none */
+	struct ofs_table tables[OFS_N_TABLES];
+	struct ofs_group *groups[OFS_MAX_GROUPS];   /* published pointers, unordered */
+	struct ofs_meter *meters[OFS_MAX_METERS];
+	const struct ofs_lookup_ops *lookup_ops;
+	volatile uint64_t gen;       /* bumped after every publish */
+	struct rte_rcu_qsbr *qsbr;
+	struct rte_ring *pin_ring, *pout_ring;
+	uint16_t miss_send_len;
+	uint16_t config_flags;
+	unsigned idle_sleep_us;
+	volatile bool force_quit;
+};
+extern struct ofs_dp ofs_dp;
+
+static inline int ofs_port_idx(uint32_t ofport)
+{
+	return ofport < 256 ? ofs_dp.port_by_of[ofport] : -1;
+}
+
+uint64_t ofs_now_ns(void);
+
+/* datapath.c */
+int ofs_worker_main(void *arg);
+void ofs_run_packet_out(struct ofs_worker *w, struct ofs_pout *po);
+struct ofs_group *ofs_group_find(uint32_t id);
+struct ofs_meter *ofs_meter_find(uint32_t id);
+
+/* agent.c */
+struct ofs_agent_cfg {
+	char host[64];
+	uint16_t port;
+	const char *stats_sock;
+};
+void *ofs_agent_main(void *cfg);
+/* Validate an action list. table_id is 0xff outside a flow. Returns 0 or OFS_ERR(). */
+uint32_t ofs_actions_check(const uint8_t *a, size_t len, const struct ofs_match *m,
+			   bool in_packet_out);
+
+#endif

@@ -1,0 +1,74 @@
+"""Unit tests of dut/switch/launcher.py's pure parts (argv building, devargs) and the C unit test
+binary of the agent (test_ofswitch_unit)."""
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from dut.switch import launcher
+
+
+def test_argv_vdev_ports_and_options():
+    argv = launcher.switch_argv("/b/ofswitch", ["-l", "1", "--no-huge"],
+                                [(1, "net_af_xdp1,iface=v1"), (2, "net_ring0")],
+                                controller=("127.0.0.1", 6653), dpid=0x1a, workers=1,
+                                stats_sock="/tmp/s", idle_sleep_us=50)
+    sep = argv.index("--")
+    assert argv[:3] == ["/b/ofswitch", "-l", "1"]
+    assert argv[1:sep].count("--vdev") == 2 and "net_af_xdp1,iface=v1" in argv[1:sep]
+    tail = argv[sep + 1:]
+    assert tail[tail.index("--dpid") + 1] == "0x1a"
+    assert tail[tail.index("--controller") + 1] == "tcp:127.0.0.1:6653"
+    assert "1=net_af_xdp1" in tail and "2=net_ring0" in tail
+    assert tail[tail.index("--stats-sock") + 1] == "/tmp/s"
+    assert tail[tail.index("--idle-sleep-us") + 1] == "50"
+
+
+def test_argv_pci_and_port_id():
+    argv = launcher.switch_argv("b", [], [(1, "0000:3b:00.0"), (2, "1")],
+                                controller=("h", 1), dpid=1)
+    sep = argv.index("--")
+    assert argv[1:sep] == ["-a", "0000:3b:00.0"]
+    assert "1=0000:3b:00.0" in argv and "2=1" in argv
+
+
+@pytest.mark.parametrize("ports, why", [
+    ([], "at least one port"),
+    ([(0, "net_ring0")], "out of 1..254"),
+    ([(255, "net_ring0")], "out of 1..254"),
+    ([(1, "net_ring0"), (1, "net_ring1")], "given twice"),
+    ([(1, ",iface=x")], "empty port devargs"),
+])
+def test_argv_rejects_bad_ports(ports, why):
+    with pytest.raises(ValueError, match=why):
+        launcher.switch_argv("b", [], ports, controller=("h", 1), dpid=1)
+
+
+def test_argv_rejects_bad_lookup_and_workers():
+    with pytest.raises(ValueError, match="lookup"):
+        launcher.switch_argv("b", [], [(1, "net_ring0")], controller=("h", 1), dpid=1,
+                             lookup="nope")
+    with pytest.raises(ValueError, match="workers"):
+        launcher.switch_argv("b", [], [(1, "net_ring0")], controller=("h", 1), dpid=1,
+                             workers=0)
+
+
+def test_build_dir_override(monkeypatch, tmp_path):
+    monkeypatch.setenv("OFBENCH_BUILD_DIR", str(tmp_path))
+    assert launcher.binary_path() == tmp_path / "dut" / "switch" / "ofswitch"
+
+
+def test_wait_of_connected_times_out_without_socket(tmp_path):
+    t = [0.0]
+    assert not launcher.wait_of_connected(tmp_path / "none", timeout_s=1.0,
+                                          now=lambda: t[0],
+                                          sleep=lambda s: t.__setitem__(0, t[0] + s))
+
+
+def test_c_unit_tests():
+    binary = launcher.build_dir() / "dut" / "switch" / "test_ofswitch_unit"
+    if not binary.exists():
+        pytest.skip(f"{binary} not built")
+    cp = subprocess.run([str(binary)], capture_output=True, text=True, timeout=60)
+    assert cp.returncode == 0, cp.stdout + cp.stderr
