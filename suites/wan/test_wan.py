@@ -12,6 +12,11 @@ and the controller moves apps 1-2 to path 1.  Messages lost across the move are 
 
 Duration per method: 60 s (`make suites`), 180 s with --nightly, 1.2 s in the quick variant;
 OFBENCH_WAN_DURATION_S overrides.
+
+Switch: the profile's (``switch.kind``; ofbench on --dut=local, reading the veths with
+af_xdp); env OFBENCH_WAN_SWITCH=ovs|ovs-dpdk|ofbench picks another.  The whole module runs on
+one switch (the topology is module-scoped); when that switch cannot run here, every test
+skips with the reason.
 """
 from __future__ import annotations
 
@@ -34,7 +39,12 @@ ACCESS_MBPS = float(os.environ.get("OFBENCH_WAN_ACCESS_MBPS", "250"))
 # 16 kB bursts (11 frames): with 64 kB ones OVS's 208 KiB packet-socket buffer still
 # overflowed now and then (0.07-0.3 % of frames in 60 s) on the loaded 2-core box.
 BURST_BYTES = int(os.environ.get("OFBENCH_WAN_BURST_BYTES", "16000"))
-pytestmark = pytest.mark.features("netns", "ovs", "wanem")
+# The switch's own needs (ovs feature, ofswitch built, hugepages) are checked per kind by
+# drivers.lab.switches.switch_available in the `wan_switch` fixture.
+pytestmark = pytest.mark.features("netns", "wanem")
+# ofbench's flow lookup in this experiment (5 flows: any lookup will do); env override as in
+# the conformance suite.
+OFB_LOOKUPS = ("simple", "trie")
 
 
 def _duration(request, full_s: float) -> float:
@@ -49,9 +59,24 @@ def scn():
 
 
 @pytest.fixture(scope="module")
-def topo(lab, scn):
+def wan_switch(profile):
+    """The switch kind the module runs on (see the module doc), or skip with the reason."""
+    from drivers.lab.switches import switch_available
+    from suites.wan.wanlab import SWITCH_ENV, wan_switch_kind
+    kind = wan_switch_kind(profile.switch["kind"], os.environ)
+    why = switch_available(kind, profile)
+    if why:
+        hint = "" if kind == "ovs" else f"; {SWITCH_ENV}=ovs runs it on Open vSwitch"
+        pytest.skip(f"WAN experiment on switch {kind}: {why}{hint}")
+    return kind
+
+
+@pytest.fixture(scope="module")
+def topo(lab, scn, profile, wan_switch):
     from suites.wan.wanlab import build, teardown
-    t = build(lab, scn, switch_kind="ovs")
+    lookup = os.environ.get("OFBENCH_SWITCH_LOOKUP") or profile.switch.get("lookup", "simple")
+    t = build(lab, scn, switch_kind=wan_switch,
+              lookup=lookup if lookup in OFB_LOOKUPS else "simple")
     try:
         yield t
     finally:
@@ -64,7 +89,7 @@ def _selections(scn):
 
 
 def _run_methods(topo, scn, results, duration_s, seed, tag):
-    from suites.wan.wanlab import run_traffic
+    from suites.wan.wanlab import PORT_KIND, run_traffic
     per_method, recvs, acc = {}, {}, {}
     for sel in _selections(scn):
         name = "best" if sel.method.startswith("best") else sel.method
@@ -87,9 +112,12 @@ def _run_methods(topo, scn, results, duration_s, seed, tag):
                        params={"assignment": sel.assignment, "duration_s": duration_s, "seed": seed,
                                "access_mbps": ACCESS_MBPS, "burst_bytes": BURST_BYTES,
                                "selector": sel.method, "selector_model": sel.model,
-                               "scenario": SCENARIO},
-                       provenance={"generator": "traces.wan_apps (python udp)", "port_kind": "veth",
-                                   "switch": "ovs-netdev", "wan_emulator": "drivers/wanem"})
+                               "scenario": SCENARIO, "switch_kind": topo.switch.kind,
+                               **{f"switch_{k}": v for k, v in topo.switch.info.items()
+                                  if k != "stats_sock"}},
+                       provenance={"generator": "traces.wan_apps (python udp)",
+                                   "port_kind": PORT_KIND[topo.switch.kind],
+                                   "switch": topo.switch.kind, "wan_emulator": "drivers/wanem"})
     return per_method, recvs, acc
 
 
@@ -131,7 +159,7 @@ def _experiment(topo, scn, results, duration_s, tag):
         results.add_plot(fig, f"WAN ({tag}): {app} delay distribution, 5 ms bins (doc 002 Fig. 7/8)")
     _wanem_record(results, acc, tag)
     results.record(name="summary" if tag == "full" else f"{tag}_summary", metrics=metrics,
-                   params={**params, "duration_s": duration_s})
+                   params={**params, "duration_s": duration_s, "switch_kind": topo.switch.kind})
     return per_method, metrics
 
 
@@ -184,7 +212,7 @@ def test_wan_reselection(request, topo, scn, results):
     metrics["reselect_apply_ms"] = ev["applied_s"] * 1000.0
     metrics["apps_moved"] = len(ev["moves"])
     results.record(name="reselection", metrics=metrics,
-                   params={"event": ev["event"], "moves": ev["moves"], "duration_s": duration_s,
+                   params={"switch_kind": topo.switch.kind, "event": ev["event"], "moves": ev["moves"], "duration_s": duration_s,
                            "first": first.assignment, "after": state["assignment"],
                            "after_window": "messages started >= 2 s after the change"})
     assert ev["moves"], "re-selection moved no app"
@@ -200,3 +228,25 @@ def test_loss_counter_parsers():
     snmp = ("Udp: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors SndbufErrors\n"
             "Udp: 10 0 2 5 2 0\nUdpLite: InDatagrams\nUdpLite: 0\n")
     assert parse_snmp(snmp)["RcvbufErrors"] == 2 and parse_snmp("") == {}
+
+
+@pytest.mark.quick
+def test_switch_choice_and_ofbench_counters():
+    """The switch is the profile's unless OFBENCH_WAN_SWITCH says otherwise, a bad name is an
+    error; ofbench's counters turn into the loss figures recorded with every run."""
+    from suites.wan.wanlab import ofbench_port_counters, switch_loss, wan_switch_kind
+    assert wan_switch_kind("ofbench", {}) == "ofbench"
+    assert wan_switch_kind("ofbench", {"OFBENCH_WAN_SWITCH": "ovs"}) == "ovs"
+    assert wan_switch_kind("ovs", {"OFBENCH_WAN_SWITCH": " "}) == "ovs"
+    with pytest.raises(ValueError, match="OFBENCH_WAN_SWITCH.*'ovz'"):
+        wan_switch_kind("ofbench", {"OFBENCH_WAN_SWITCH": "ovz"})
+    with pytest.raises(ValueError, match="profile switch.kind"):
+        wan_switch_kind("bmv2", {})
+    c = ofbench_port_counters({"ports": [{"port": 1, "rx_packets": 10, "tx_packets": 0},
+                                         {"port": 2, "rx_packets": 0, "tx_packets": 6},
+                                         {"port": 3, "rx_packets": 0, "tx_packets": 3}]})
+    assert c["switch_p1_rx_packets"] == 10 and c["switch_p3_tx_packets"] == 3
+    assert ofbench_port_counters(None) == {}
+    assert switch_loss({**c, "ws0_tx_packets": 12}) == {"switch_ingress_drops": 2,
+                                                        "switch_forward_drops": 1}
+    assert switch_loss({"ws0_tx_packets": 12}) == {}

@@ -4,6 +4,9 @@
     ws0 10.77.0.1 ---- wsi (of 1)   wp1 (of 2) --------- wi1 ==path1==> wo1 ------- wr1 10.77.0.2
                                     wp2 (of 3) --------- wi2 ==path2==> wo2 ------- wr2 (same MAC)
 
+The switch is the profile's (``ofbench`` reads the veths with DPDK's af_xdp PMD; ``ovs`` and
+``ovs-dpdk`` attach them as netdev ports); see ``wan_switch_kind`` for the choice.
+
 The sender reaches 10.77.0.2 through a static ARP entry (MAC RX_MAC); both receiver interfaces
 carry RX_MAC and rp_filter is off, so a datagram arriving on either path is delivered to the
 same sockets (the receiver records which interface brought each message's last byte).  The
@@ -21,7 +24,7 @@ from pathlib import Path as FsPath
 import yaml
 
 from drivers.lab.local import run
-from drivers.lab.switches import start_controller, start_switch
+from drivers.lab.switches import SwitchHandle, start_controller, start_switch
 from drivers.wanem.driver import PathSpec, WanemControl, binary as wanem_binary, wanem_argv
 from dut.wan.config import Scenario
 from dut.wan.steering_app import wait_applied, write_assignment
@@ -30,6 +33,22 @@ from traces.wan_apps import read_recv_csv, read_sent_csv
 REPO = FsPath(__file__).resolve().parents[2]
 RX_MAC = "02:77:00:00:00:02"
 SND_IP, RCV_IP = "10.77.0.1", "10.77.0.2"
+SWITCH_ENV = "OFBENCH_WAN_SWITCH"
+SWITCH_KINDS = ("ofbench", "ovs", "ovs-dpdk")
+# Port of each switch kind on the veths (for provenance).
+PORT_KIND = {"ofbench": "veth (af_xdp)", "ovs": "veth (ovs netdev, af_packet)",
+             "ovs-dpdk": "veth (ovs-dpdk netdev, af_packet)"}
+
+
+def wan_switch_kind(profile_kind: str, env: dict) -> str:
+    """The switch the WAN experiment runs on: env OFBENCH_WAN_SWITCH if set, else the
+    profile's switch kind.  A name that is no switch kind is a clear error, never a default."""
+    kind = (env.get(SWITCH_ENV) or "").strip() or profile_kind
+    if kind not in SWITCH_KINDS:
+        src = f"env {SWITCH_ENV}" if env.get(SWITCH_ENV) else "profile switch.kind"
+        raise ValueError(f"{src}: unknown switch kind {kind!r} (expected one of "
+                         f"{', '.join(SWITCH_KINDS)})")
+    return kind
 
 
 @dataclass
@@ -53,8 +72,12 @@ class WanTopo:
 
 
 def build(lab, scn: Scenario, switch_kind: str = "ovs", rt_prio: int = 10,
-          max_backlog_ms: float = 3000.0) -> WanTopo:
-    """max_backlog_ms: each path's buffer in time.  The document's model has no loss; at the
+          max_backlog_ms: float = 3000.0, lookup: str = "simple",
+          idle_sleep_us: int = 50) -> WanTopo:
+    """lookup, idle_sleep_us: ofbench only (its flow lookup; how long its idle worker
+    sleeps instead of spinning, so wanem keeps a core for its timing on the 2-core box).
+
+    max_backlog_ms: each path's buffer in time.  The document's model has no loss; at the
     Table 2 loads (path utilisation up to ~0.6, 1 MB messages) a 500 ms buffer overflowed
     now and then in 60 s, and a dropped frame loses a whole message, so the default is large
     (the 32768 slots per path hold ~4 s at 100 Mbit/s)."""
@@ -103,14 +126,40 @@ def build(lab, scn: Scenario, switch_kind: str = "ovs", rt_prio: int = 10,
         "apps": {a.name: a.udp_port for a in scn.apps}, "assignment_file": assign_file}))
     cproc, cport = start_controller(lab, "wan-ctl", "dut.wan.steering_app", netns=ns["wsw"],
                                     config=str(steer_cfg))
-    sw = start_switch(lab, switch_kind, name="wansw", netns=ns["wsw"],
-                      ports=[(1, ifs["wsi"]), (2, ifs["wp1"]), (3, ifs["wp2"])],
-                      controller=("127.0.0.1", cport), dpid=0x77)
-    _realtime_switch(sw, rt_prio)
-    topo = WanTopo(lab, scn, ns, ifs, wctl, assign_file, path_port, procs=[wp, cproc], switch=sw)
-    # The first assignment also proves the controller is connected (flows installed + barrier).
-    _wait_connected(topo)
+    ports = [(1, ifs["wsi"]), (2, ifs["wp1"]), (3, ifs["wp2"])]
+    # Registered before the switch starts, so teardown removes the namespaces even when the
+    # switch fails to come up.
+    topo = WanTopo(lab, scn, ns, ifs, wctl, assign_file, path_port, procs=[wp, cproc])
+    try:
+        if switch_kind == "ofbench":
+            topo.switch = _start_ofbench(lab, ns["wsw"], ports, ("127.0.0.1", cport), lookup,
+                                         idle_sleep_us)
+        else:
+            topo.switch = start_switch(lab, switch_kind, name="wansw", netns=ns["wsw"],
+                                       ports=ports, controller=("127.0.0.1", cport), dpid=0x77)
+        if switch_kind == "ovs":
+            _realtime_switch(topo.switch, rt_prio)
+        # The first assignment also proves the controller is connected (flows + barrier).
+        _wait_connected(topo)
+    except BaseException:
+        teardown(topo)
+        raise
     return topo
+
+
+def _start_ofbench(lab, netns: str, ports: list[tuple[int, str]], controller: tuple[str, int],
+                   lookup: str, idle_sleep_us: int) -> SwitchHandle:
+    """ofswitch on the veths through af_xdp, one worker, with an explicit idle sleep: a
+    spinning worker would take one of the box's two cores from wanem and the hosts.  (Same
+    devargs as drivers.lab.switches.start_switch, which does not pass lookup or idle sleep.)"""
+    from dut.switch.launcher import start_ofswitch
+    name = "wansw"
+    devports = [(ofport, f"net_af_xdp{ofport},iface={ifname}") for ofport, ifname in ports]
+    proc = start_ofswitch(lab, name, ports=devports, controller=controller, dpid=0x77,
+                          netns=netns, workers=1, lookup=lookup, idle_sleep_us=idle_sleep_us)
+    return SwitchHandle("ofbench", name, 0x77, lambda: lab.supervisor.stop(proc), proc=proc,
+                        info={"stats_sock": str(FsPath(lab.state_dir) / f"{name}.stats"),
+                              "lookup": lookup, "idle_sleep_us": idle_sleep_us})
 
 
 def _realtime_switch(sw, rt_prio: int) -> None:
@@ -119,7 +168,8 @@ def _realtime_switch(sw, rt_prio: int) -> None:
     for it).  On the shared 2-core box its main thread can be off the CPU for longer than that
     buffer lasts at 100 Mbit/s, and the socket drops frames (each loses a whole message).
     SCHED_FIFO (below wanem's priority) makes it wake on every poll; it sleeps in poll(), so
-    it does not hog a core."""
+    it does not hog a core.  Only for ``ovs``: ovs-dpdk's PMD thread and ofbench's worker
+    poll, and under SCHED_FIFO a poller would starve wanem and the hosts."""
     if sw.ovs is None or rt_prio <= 0:
         return
     vswitchd = sw.ovs.procs[-1]
@@ -163,10 +213,38 @@ def parse_snmp(text: str, proto: str = "Udp") -> dict[str, int]:
     return {k: int(v) for k, v in zip(rows[0][1:], rows[1][1:])}
 
 
+def ofbench_port_counters(stats: dict | None) -> dict[str, int]:
+    """Per-port packet counters from ofswitch's stats socket document, as flat keys
+    (``switch_p1_rx_packets``...); {} when the switch did not answer."""
+    out = {}
+    for p in (stats or {}).get("ports", []):
+        out[f"switch_p{p['port']}_rx_packets"] = int(p.get("rx_packets", 0))
+        out[f"switch_p{p['port']}_tx_packets"] = int(p.get("tx_packets", 0))
+    return out
+
+
+def switch_loss(delta: dict[str, int]) -> dict[str, int]:
+    """Frames lost at ofbench over one run, from counter deltas: sent by the sender's veth
+    but not read by the switch (af_xdp ring full / not polled), and read but not sent on
+    (no flow, tx ring full).  Empty when the switch counters are missing."""
+    need = ("ws0_tx_packets", "switch_p1_rx_packets", "switch_p2_tx_packets",
+            "switch_p3_tx_packets")
+    if not all(k in delta for k in need):
+        return {}
+    return {"switch_ingress_drops": delta["ws0_tx_packets"] - delta["switch_p1_rx_packets"],
+            "switch_forward_drops": delta["switch_p1_rx_packets"]
+            - delta["switch_p2_tx_packets"] - delta["switch_p3_tx_packets"]}
+
+
 def link_counters(topo: WanTopo) -> dict[str, int]:
     """Counters where frames can be lost on the way: kernel interfaces, the switch's packet
-    sockets (OVS userspace reads veths through AF_PACKET), the receiver's UDP sockets."""
+    sockets (OVS userspace reads veths through AF_PACKET) or ofbench's per-port counters,
+    the receiver's UDP sockets."""
     out = {}
+    sock = (topo.switch.info or {}).get("stats_sock") if topo.switch is not None else None
+    if sock:
+        from dut.switch.launcher import read_stats
+        out.update(ofbench_port_counters(read_stats(sock)))
     ss = run(["ip", "netns", "exec", topo.ns["wsw"], "ss", "-0", "-a", "-m", "-n"], check=False)
     out["switch_socket_drops"] = parse_ss_drops(ss.stdout or "")
     snmp = run(["ip", "netns", "exec", topo.ns["wrcv"], "cat", "/proc/net/snmp"], check=False)
@@ -227,6 +305,7 @@ def run_traffic(topo: WanTopo, scenario_file: str, duration_s: float, seed: int,
         wstats = _drain(topo, drain_s)
         after = link_counters(topo)
         drops = {k: after[k] - before.get(k, 0) for k in after}
+        drops.update(switch_loss(drops))
     finally:
         lab.supervisor.stop(rproc)
     return RunOutput(read_recv_csv(str(recv_csv)), read_sent_csv(str(sent_csv)), wstats, events, drops)
@@ -248,7 +327,8 @@ def _drain(topo: WanTopo, max_s: float, settle_s: float = 0.1) -> dict:
 def teardown(topo: WanTopo) -> None:
     lab = topo.lab
     try:
-        topo.switch.stop()
+        if topo.switch is not None:
+            topo.switch.stop()
     finally:
         for p in reversed(topo.procs):
             lab.supervisor.stop(p)
