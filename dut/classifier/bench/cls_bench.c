@@ -26,6 +26,7 @@
 #include <rte_errno.h>
 #include <rte_log.h>
 #include <rte_malloc.h>
+#include "binfile.h"
 
 /* Rates use this thread's CPU time, not wall time: the lab box is shared with
  * busy-polling DPDK processes, and CPU time is what one core spends per lookup. */
@@ -44,27 +45,7 @@ struct set {
 
 static void *read_file(const char *path, const char *magic, uint32_t *kl, uint32_t *n)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "cls-bench: %s: %s\n", path, strerror(errno));
-        exit(2);
-    }
-    char m[4];
-    uint32_t h[2];
-    if (fread(m, 1, 4, f) != 4 || memcmp(m, magic, 4) || fread(h, 4, 2, f) != 2) {
-        fprintf(stderr, "cls-bench: %s: bad header (want %.4s)\n", path, magic);
-        exit(2);
-    }
-    *kl = h[0];
-    *n = h[1];
-    size_t rec = !strcmp(magic, "OFBR") ? 4 + 2 * (size_t)h[0] : h[0];
-    uint8_t *d = malloc(rec * h[1] + 1);
-    if (fread(d, rec, h[1], f) != h[1]) {
-        fprintf(stderr, "cls-bench: %s: short file\n", path);
-        exit(2);
-    }
-    fclose(f);
-    return d;
+    return ofb_read_binfile("cls-bench", path, magic, kl, n);
 }
 
 static struct ofb_cls_rule *make_rules(const uint8_t *d, uint32_t kl, uint32_t n)

@@ -12,28 +12,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "binfile.h"
 
 extern unsigned long ofb_prof_blocks, ofb_prof_bands, ofb_prof_ents, ofb_prof_found, ofb_prof_cands;
 
 static void *read_all(const char *path, const char *magic, uint32_t *kl, uint32_t *n)
 {
-    FILE *f = fopen(path, "rb");
-    char m[4];
-    uint32_t h[2];
-    if (!f || fread(m, 1, 4, f) != 4 || memcmp(m, magic, 4) || fread(h, 4, 2, f) != 2) {
-        fprintf(stderr, "cls-prof: %s: cannot read (want %.4s file)\n", path, magic);
-        exit(2);
-    }
-    *kl = h[0];
-    *n = h[1];
-    size_t rec = !strcmp(magic, "OFBR") ? 4 + 2 * (size_t)h[0] : h[0];
-    void *d = malloc(rec * h[1] + 1);
-    if (fread(d, rec, h[1], f) != h[1]) {
-        fprintf(stderr, "cls-prof: %s: short file\n", path);
-        exit(2);
-    }
-    fclose(f);
-    return d;
+    return ofb_read_binfile("cls-prof", path, magic, kl, n);
 }
 
 int main(int argc, char **argv)
