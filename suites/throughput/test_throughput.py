@@ -38,7 +38,7 @@ MEASURED: dict[tuple, dict[str, dict]] = {}
 
 def _prov(gen, port_kind, switch_kind=None, **extra):
     return {"generator": gen.name, "generator_version": gen.version, "port_kind": port_kind,
-            "switch_kind": switch_kind or "none", **extra}
+            "dut_switch_kind": switch_kind or "none", **extra}
 
 
 def _streams(tx, rx, size, flows, latency=True):
