@@ -364,7 +364,7 @@ def pytest_runtest_makereport(item, call):
 
 
 def pytest_runtest_logreport(report):
-    state = getattr(getattr(report, "config", None), "_ofbench", None) or _STATE.get("state")
+    state = _STATE.get("state")  # reports carry no config; the session's state is global
     if state is None:
         return
     if report.when == "call":

@@ -54,6 +54,8 @@ from pathlib import Path
 
 import yaml
 
+from dut.profiles.yamlfile import load_with_key_lines
+
 GENERATOR = "traces.tos_trace/1"
 ORDERS = ("high_low", "low_high", "random")
 ETH_HLEN = 14
@@ -176,17 +178,7 @@ def parse_spec(data, source: str = "<dict>", lines: dict[str, int] | None = None
 
 def load_spec(path: str | Path, overrides: dict | None = None) -> TraceSpec:
     path = str(path)
-    try:
-        text = Path(path).read_text()
-        node = yaml.compose(text)
-        data = yaml.safe_load(text)
-    except OSError as e:
-        raise TraceSpecError(f"{path}: cannot read: {e}") from e
-    except yaml.YAMLError as e:
-        raise TraceSpecError(f"{path}: not valid YAML: {e}") from e
-    lines = {}
-    if isinstance(node, yaml.MappingNode):
-        lines = {str(k.value): k.start_mark.line + 1 for k, _ in node.value}
+    data, lines = load_with_key_lines(path, TraceSpecError)
     return parse_spec(data, path, lines, overrides)
 
 

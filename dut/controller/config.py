@@ -19,9 +19,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
 
 from dut.controller.matching import MATCHERS
+from dut.profiles.yamlfile import load_with_key_lines
 
 WORKER_MODES = ("threads", "processes")
 KEYS = ("matcher", "patterns", "high_workers", "high_precedence_min", "worker_mode",
@@ -113,17 +113,5 @@ def parse_config(data, source: str = "<dict>", lines: dict[str, int] | None = No
 def load_config(path: str | Path) -> ControllerConfig:
     """Load and validate a YAML file; errors name the file, the key and its line."""
     path = str(path)
-    try:
-        with open(path) as f:
-            text = f.read()
-        node = yaml.compose(text)
-        data = yaml.safe_load(text)
-    except OSError as e:
-        raise ConfigError(f"{path}: cannot read: {e}") from e
-    except yaml.YAMLError as e:
-        raise ConfigError(f"{path}: not valid YAML: {e}") from e
-    lines = {}
-    if isinstance(node, yaml.MappingNode):
-        for k, _v in node.value:
-            lines[str(k.value)] = k.start_mark.line + 1
+    data, lines = load_with_key_lines(path, ConfigError)
     return parse_config(data if data is not None else {}, source=path, lines=lines)
