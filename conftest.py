@@ -165,6 +165,10 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(pytest.mark.skip(
                     reason=f"profile {state.profile.name!r} lacks feature(s): "
                            f"{', '.join(lacking)}"))
+        if item.get_closest_marker("local_lab") and state.profile.lab_kind != "local":
+            item.add_marker(pytest.mark.skip(
+                reason=f"builds its topology on this box (namespaces, local processes); profile "
+                       f"{state.profile.name!r} is a {state.profile.lab_kind} lab"))
         if item.get_closest_marker("nightly") and not nightly:
             item.add_marker(pytest.mark.skip(reason="nightly matrix: run with --nightly "
                                                     "(make nightly)"))

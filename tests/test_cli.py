@@ -38,3 +38,21 @@ def test_feature_marker_skips_with_the_reason(tmp_path):
                     str(REPO / "pyproject.toml"), "-p", "conftest")
     out = cp.stdout + cp.stderr
     assert "profile 'local' lacks feature(s): trex" in out, out
+
+
+def test_local_lab_marker_skips_on_a_remote_lab_with_the_reason(tmp_path):
+    # lab1 is the example remote profile; a skipped test never builds the lab, so nothing is
+    # contacted (its addresses are RFC 5737 documentation addresses anyway)
+    suite = tmp_path / "test_needs_local.py"
+    suite.write_text(textwrap.dedent("""
+        import pytest
+        @pytest.mark.local_lab
+        def test_namespaces_here(lab):
+            pass
+    """))
+    cp = pytest_run(str(suite), "--dut=lab1", "-rs", f"--rootdir={REPO}", "-c",
+                    str(REPO / "pyproject.toml"), "-p", "conftest",
+                    f"--reports-dir={tmp_path / 'reports'}")
+    out = cp.stdout + cp.stderr
+    assert "profile 'lab1' is a remote lab" in out, out
+    assert cp.returncode == 0, out

@@ -42,6 +42,19 @@ def switch_available(kind: str, profile) -> str | None:
     return f"unknown switch kind {kind!r}"
 
 
+def ofbench_settings(profile, kind: str, env=os.environ) -> dict:
+    """The profile's settings for our switch (``switch.lookup``, ``switch.workers``) when
+    ``kind`` is the profile's own switch; env ``OFBENCH_SWITCH_LOOKUP`` overrides the lookup
+    (as in the conformance suite). For ofbench run as a peer, the launcher's defaults."""
+    out: dict = {}
+    sw = profile.switch if profile is not None else {}
+    if kind == "ofbench" and sw.get("kind") == "ofbench":
+        out = {"lookup": sw.get("lookup", "trie"), "workers": int(sw.get("workers", 1))}
+    if kind == "ofbench" and env.get("OFBENCH_SWITCH_LOOKUP"):
+        out["lookup"] = env["OFBENCH_SWITCH_LOOKUP"]
+    return out
+
+
 @dataclass
 class SwitchHandle:
     kind: str
@@ -80,9 +93,11 @@ def start_switch(lab, kind: str, *, name: str, netns: str | None,
         devports = [(ofport, f"net_af_xdp{ofport},iface={ifname}")
                     for ofport, ifname in ports]
         devports += [(ofport, spec["devargs"]) for ofport, spec in extra_ports or []]
+        settings = ofbench_settings(getattr(lab, "profile", None), kind)
         proc = start_ofswitch(lab, name, ports=devports, controller=controller, dpid=dpid,
-                              netns=netns)
-        return SwitchHandle(kind, name, dpid, lambda: lab.supervisor.stop(proc), proc=proc)
+                              netns=netns, **settings)
+        return SwitchHandle(kind, name, dpid, lambda: lab.supervisor.stop(proc), proc=proc,
+                            info=settings)
     raise ValueError(f"unknown switch kind {kind!r}")
 
 
