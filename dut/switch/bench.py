@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import socket
 import struct
@@ -136,13 +137,39 @@ def _install(s: w.Session, flows: list[BenchFlow], batch: int = 2000) -> float:
     return time.monotonic() - t0
 
 
-def _measure(s: w.Session, port: int, warmup_s: float, duration_s: float) -> float:
+def cache_hit_ratio(before: dict | None, after: dict | None) -> float | None:
+    """Flow-cache hit ratio between two ofswitch stats documents (None if unknown)."""
+    if not before or not after:
+        return None
+    hits = after.get("cache_hits", 0) - before.get("cache_hits", 0)
+    misses = after.get("cache_misses", 0) - before.get("cache_misses", 0)
+    return round(hits / (hits + misses), 4) if hits + misses > 0 else None
+
+
+def _measure(s: w.Session, port: int, warmup_s: float, duration_s: float,
+             during=None) -> float:
+    """Mpps on `port` over duration_s after warmup_s; during(duration_s) runs (e.g. a
+    profiler) instead of the plain sleep when given."""
     time.sleep(warmup_s)
     a = s.port_stats(0x1001)[port]["tx_packets"]
     t0 = time.monotonic()
-    time.sleep(duration_s)
+    if during:
+        during(duration_s)
+    else:
+        time.sleep(duration_s)
     b = s.port_stats(0x1002)[port]["tx_packets"]
     return (b - a) / (time.monotonic() - t0) / 1e6
+
+
+def _perf_during(pid: int, out: str):
+    """OFBENCH_BENCH_PERF=<file>: `perf record -g` of the switch process while measuring."""
+    import subprocess
+
+    def run(duration_s: float) -> None:
+        subprocess.run(["perf", "record", "-g", "-p", str(pid), "-o", out, "--", "sleep",
+                        str(duration_s)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                       check=False)
+    return run
 
 
 def _accept(listener: socket.socket, timeout_s: float = 60) -> w.Session:
@@ -164,6 +191,8 @@ def run_one(lab, kind: str, flows: list[BenchFlow], pcap: Path, *, lcore: int,
     port = listener.getsockname()[1]
     rx_devargs = f"net_pcap0,rx_pcap={pcap},infinite_rx=1"
     stop = None
+    stats_of = lambda: None  # noqa: E731
+    during = None
     try:
         if kind == "ofbench":
             from dut.switch.launcher import start_ofswitch
@@ -171,6 +200,11 @@ def run_one(lab, kind: str, flows: list[BenchFlow], pcap: Path, *, lcore: int,
                                   controller=("127.0.0.1", port), dpid=0xB1, lookup=lookup,
                                   idle_sleep_us=0, lcores=str(lcore), mem_mb=1024)
             stop = lambda: lab.supervisor.stop(proc)  # noqa: E731
+            from dut.switch.launcher import read_stats
+            sock = Path(lab.state_dir) / "bench-ofswitch.stats"
+            stats_of = lambda: read_stats(sock)  # noqa: E731
+            if os.environ.get("OFBENCH_BENCH_PERF"):
+                during = _perf_during(proc.pid, os.environ["OFBENCH_BENCH_PERF"])
         elif kind == "ovs-dpdk":
             from drivers.lab.ovs import OvsInstance
             ovs = OvsInstance(lab, "bench-ovsdpdk", dpdk=True, dpdk_mem_mb=1024,
@@ -186,9 +220,16 @@ def run_one(lab, kind: str, flows: list[BenchFlow], pcap: Path, *, lcore: int,
         s = _accept(listener)
         s.send(w.flow_mod(command=3, table=0xFF))
         install_s = _install(s, flows)
-        mpps = _measure(s, 2, warmup_s, duration_s)
+        time.sleep(warmup_s)
+        st0 = stats_of()
+        mpps = _measure(s, 2, 0, duration_s, during)
+        st1 = stats_of()
         s.close()
-        return {"mpps": round(mpps, 3), "install_s": round(install_s, 2)}
+        out = {"mpps": round(mpps, 3), "install_s": round(install_s, 2)}
+        hit = cache_hit_ratio(st0, st1)
+        if hit is not None:
+            out["cache_hit_ratio"] = hit
+        return out
     finally:
         listener.close()
         if stop:
@@ -213,6 +254,8 @@ def metrics_of(res: dict) -> dict:
     if "ofbench" in res:
         m["ofbench_mpps"] = res["ofbench"]["mpps"]
         m["ofbench_install_s"] = res["ofbench"]["install_s"]
+        if "cache_hit_ratio" in res["ofbench"]:
+            m["ofbench_cache_hit_ratio"] = res["ofbench"]["cache_hit_ratio"]
     if "ovs-dpdk" in res:
         m["ovs_dpdk_mpps"] = res["ovs-dpdk"]["mpps"]
         m["ovs_dpdk_install_s"] = res["ovs-dpdk"]["install_s"]
@@ -227,6 +270,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--kinds", default="ofbench,ovs-dpdk")
     p.add_argument("--duration", type=float, default=5.0)
     p.add_argument("--lookup", default="trie")
+    p.add_argument("--frames", type=int, default=8192,
+                   help="distinct frames in the pcap (the flow cache's working set)")
     p.add_argument("--profile", default="local")
     a = p.parse_args(argv)
     from datetime import datetime, timezone
@@ -240,13 +285,13 @@ def main(argv: list[str] | None = None) -> int:
     run_dir.mkdir(parents=True)
     lab = LocalLab(prof, run_id, run_dir)
     try:
-        res = run_pipeline_bench(lab, tuple(a.kinds.split(",")), a.flows,
+        res = run_pipeline_bench(lab, tuple(a.kinds.split(",")), a.flows, n_frames=a.frames,
                                  duration_s=a.duration, lookup=a.lookup)
     finally:
         lab.close()
     print(json.dumps({"suite": "switch", "name": f"pipeline_64b_{a.flows // 1000}k_flows",
                       "metrics": metrics_of(res), "params": {"flows": a.flows,
-                      "lookup": a.lookup, "io": "pcap infinite_rx -> null", "logs": str(run_dir)}}))
+                      "lookup": a.lookup, "frames": a.frames, "io": "pcap infinite_rx -> null", "logs": str(run_dir)}}))
     return 0
 
 

@@ -21,8 +21,29 @@ uint64_t ofs_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* ---- index header: serial + "fields used" (see ofswitch.h, "Flow lookup") ----------------- */
+static uint64_t index_serial; /* agent thread only */
+
+void ofs_index_hdr_init(struct ofs_index_hdr *h, struct ofs_flow *const *flows, uint32_t n)
+{
+	uint64_t u[OFS_KEY_WORDS] = { 0 };
+	for (uint32_t i = 0; i < n; i++) {
+		const uint64_t *mk = (const uint64_t *)&flows[i]->match.mask;
+		for (size_t k = 0; k < OFS_KEY_WORDS; k++)
+			u[k] |= mk[k];
+	}
+	memset(h, 0, sizeof(*h));
+	h->serial = __atomic_add_fetch(&index_serial, 1, __ATOMIC_RELAXED);
+	for (size_t k = 0; k < OFS_KEY_WORDS; k++)
+		if (u[k]) {
+			h->word[h->n_words] = (uint8_t)k;
+			h->mask[h->n_words] = u[k];
+			h->n_words++;
+		}
+}
+
 /* ---- simple wildcard lookup: priority-sorted array, masked compare ---------------------- */
-struct simple_index { uint32_t n; struct ofs_flow *flows[]; };
+struct simple_index { struct ofs_index_hdr hdr; uint32_t n; struct ofs_flow *flows[]; };
 
 static int cmp_prio(const void *a, const void *b)
 {
@@ -35,6 +56,7 @@ static void *simple_build(struct ofs_flow *const *flows, uint32_t n)
 	struct simple_index *ix = malloc(sizeof(*ix) + n * sizeof(ix->flows[0]));
 	if (!ix)
 		return NULL;
+	ofs_index_hdr_init(&ix->hdr, flows, n);
 	ix->n = n;
 	memcpy(ix->flows, flows, n * sizeof(flows[0]));
 	qsort(ix->flows, n, sizeof(ix->flows[0]), cmp_prio);
@@ -64,7 +86,7 @@ const struct ofs_lookup_ops ofs_lookup_simple = {
  * rare rules that match beyond them (IPv6 ND fields) go to a simple list searched too. ---- */
 #include "classifier.h"
 
-struct cls_index { struct ofb_cls *cls; struct simple_index *extra; };
+struct cls_index { struct ofs_index_hdr hdr; struct ofb_cls *cls; struct simple_index *extra; };
 
 static bool mask_tail_zero(const struct ofs_match *m)
 {
@@ -83,6 +105,7 @@ static void *cls_build(struct ofs_flow *const *flows, uint32_t n)
 	uint32_t nr = 0, ne = 0;
 	if (!ix || !rules || !extra)
 		goto fail;
+	ofs_index_hdr_init(&ix->hdr, flows, n);
 	for (uint32_t i = 0; i < n; i++) {
 		const struct ofs_flow *f = flows[i];
 		if (!mask_tail_zero(&f->match)) {
@@ -843,6 +866,10 @@ static const uint16_t aset_order[] = {
 static void write_actions(struct pkt_ctx *c, const uint8_t *a, uint32_t len)
 {
 	uint32_t o = 0;
+	if (!c->aset_any) {  /* empty set: the slots may hold an earlier packet's pointers */
+		memset(c->aset, 0, sizeof(c->aset));
+		memset(c->aset_setf, 0, sizeof(c->aset_setf));
+	}
 	while (o + 4 <= len) {
 		uint16_t t = rd16(a + o), l = rd16(a + o + 2);
 		if (l < 8 || o + l > len)
@@ -932,27 +959,91 @@ static bool apply_meter(struct pkt_ctx *c, uint32_t meter_id)
 }
 
 /* ---- pipeline ----------------------------------------------------------------------------- */
-static struct ofs_flow *table_lookup(struct pkt_ctx *c, uint8_t t)
+/* One exact-match cache probe: the packet key compacted to the index's used words. */
+struct ck_probe {
+	const struct ofs_index_hdr *ix;  /* NULL: empty table (no flows) */
+	bool cacheable;                  /* ix uses at most OFS_CK_WORDS words */
+	uint32_t sig;                    /* hash of (serial, compacted key) */
+	uint64_t w[OFS_CK_WORDS];
+};
+
+static inline void ck_prepare(const struct ofs_key *key, const struct ofs_index_hdr *ix,
+			      struct ck_probe *p)
 {
-	struct ofs_worker *w = c->w;
-	uint64_t gen = ofs_dp.gen;
-	uint32_t h = rte_hash_crc(&c->key, sizeof(c->key), t);
-	uint32_t i = h & (OFS_CACHE_SIZE - 1);
-	struct ofs_cache_entry *e = &w->cache[i];
-	if (e->gen == gen && e->hash == h && e->table_id == t &&
-	    memcmp(&w->cache_keys[i], &c->key, sizeof(c->key)) == 0) {
-		w->cache_hits++;
-		return e->flow;
+	p->ix = ix;
+	p->cacheable = ix && ix->n_words <= OFS_CK_WORDS;
+	if (!p->cacheable)
+		return;
+	const uint64_t *kw = (const uint64_t *)key;
+	uint32_t h = (uint32_t)ix->serial;
+	for (unsigned i = 0; i < ix->n_words; i++) {
+		p->w[i] = kw[ix->word[i]] & ix->mask[i];
+		h = rte_hash_crc_8byte(p->w[i], h);
+	}
+	p->sig = h ^ (h >> 15);  /* spread the high bits into the bucket index */
+}
+
+static inline struct ofs_cache_entry *ck_bucket(struct ofs_worker *w, const struct ck_probe *p)
+{
+	return &w->cache[p->sig & (OFS_CACHE_SIZE - 1)];
+}
+
+/* The way of p's bucket whose signature matches, or -1. */
+static inline int ck_way(const struct ofs_cache_entry *b, const struct ck_probe *p)
+{
+	for (int way = 0; way < OFS_CACHE_WAYS; way++)
+		if ((b->valid >> way & 1) && b->sig[way] == p->sig)
+			return way;
+	return -1;
+}
+
+/* Flow of p->ix for key: from the cache when it holds the same (serial, compacted key),
+ * else from the wildcard lookup, then remembered (a miss too). */
+static inline struct ofs_flow *ck_lookup(struct ofs_worker *w, const struct ofs_key *key,
+					 const struct ck_probe *p)
+{
+	if (!p->ix)
+		return NULL;
+	if (unlikely(!p->cacheable)) {
+		w->cache_misses++;
+		return ofs_dp.lookup_ops->lookup(p->ix, key);
+	}
+	uint32_t bi = p->sig & (OFS_CACHE_SIZE - 1);
+	struct ofs_cache_entry *b = &w->cache[bi];
+	struct ofs_cache_keys *ks = &w->cache_keys[bi];
+	unsigned n = p->ix->n_words;
+	for (int way = 0; way < OFS_CACHE_WAYS; way++) {
+		if (!(b->valid >> way & 1) || b->sig[way] != p->sig ||
+		    ks->way[way].serial != p->ix->serial)
+			continue;
+		unsigned i = 0;
+		while (i < n && ks->way[way].w[i] == p->w[i])
+			i++;
+		if (i == n) {
+			w->cache_hits++;
+			return b->flow[way];
+		}
 	}
 	w->cache_misses++;
-	void *ix = __atomic_load_n(&ofs_dp.tables[t].index, __ATOMIC_ACQUIRE);
-	struct ofs_flow *f = ofs_dp.lookup_ops->lookup(ix, &c->key);
-	e->gen = gen;
-	e->hash = h;
-	e->table_id = t;
-	e->flow = f;
-	w->cache_keys[i] = c->key;
+	struct ofs_flow *f = ofs_dp.lookup_ops->lookup(p->ix, key);
+	/* a free way, else a pseudo-random one (the worker's miss count): round robin per bucket
+	 * would make a bucket that cycles through 5 keys miss every time */
+	int way = b->valid == (1u << OFS_CACHE_WAYS) - 1 ? (int)(w->cache_misses &
+								 (OFS_CACHE_WAYS - 1))
+							   : __builtin_ctz(~(unsigned)b->valid);
+	b->sig[way] = p->sig;
+	b->flow[way] = f;
+	ks->way[way].serial = p->ix->serial;
+	memcpy(ks->way[way].w, p->w, n * sizeof(p->w[0]));
+	b->valid |= (uint8_t)(1u << way);
 	return f;
+}
+
+static struct ofs_flow *table_lookup(struct pkt_ctx *c, uint8_t t)
+{
+	struct ck_probe p;
+	ck_prepare(&c->key, __atomic_load_n(&ofs_dp.tables[t].index, __ATOMIC_ACQUIRE), &p);
+	return ck_lookup(c->w, &c->key, &p);
 }
 
 /* first: table `table`'s flow when the caller already looked it up (burst pre-pass), or NULL */
@@ -1088,40 +1179,59 @@ static bool prepare_rx(struct ofs_worker *w, int pidx, struct rte_mbuf *m, struc
 	c->csum_layout_proto = 0;
 	c->dropped = false;
 	c->depth = 0;
-	c->aset_any = false;
+	c->aset_any = false;    /* aset/aset_setf are cleared by the first write_actions */
 	c->pre_looked_up = false;
-	memset(c->aset, 0, sizeof(c->aset));
-	memset(c->aset_setf, 0, sizeof(c->aset_setf));
 	reparse(c);
 	return true;
 }
 
-/* A burst from one port, in two passes (l3fwd style): parse + table-0 lookup for every packet
- * and prefetch the flows' hot line, then run the pipelines. The flows stay valid: the worker
+/* A burst from one port, l3fwd style, in passes so each one's memory loads overlap: parse every
+ * packet and hash its table-0 cache key (prefetch the bucket); find the signature's way
+ * (prefetch its key line); finish the table-0 lookups (prefetch the flows' hot line); prefetch
+ * the flows' actions; run the pipelines. The index and the flows stay valid: the worker
  * reports its RCU quiescent state only after the burst. */
 static void process_burst(struct ofs_worker *w, int pidx, struct rte_mbuf **pkts, uint16_t n,
 			  struct pkt_ctx *ctx)
 {
 	struct ofs_flow *first[OFS_BURST];
+	struct ck_probe probe[OFS_BURST];
 	bool live[OFS_BURST];
+	const struct ofs_index_hdr *ix0 = __atomic_load_n(&ofs_dp.tables[0].index,
+							   __ATOMIC_ACQUIRE);
+	for (uint16_t j = 0; j < n && j < 4; j++)
+		rte_prefetch0(rte_pktmbuf_mtod(pkts[j], void *));
 	for (uint16_t j = 0; j < n; j++) {
-		if (j + 1 < n)
-			rte_prefetch0(rte_pktmbuf_mtod(pkts[j + 1], void *));
+		if (j + 4 < n)
+			rte_prefetch0(rte_pktmbuf_mtod(pkts[j + 4], void *));
 		live[j] = prepare_rx(w, pidx, pkts[j], &ctx[j]);
 		if (!live[j])
 			continue;
-		first[j] = table_lookup(&ctx[j], 0);
+		ck_prepare(&ctx[j].key, ix0, &probe[j]);
+		if (probe[j].cacheable)
+			rte_prefetch0(ck_bucket(w, &probe[j]));
+	}
+	for (uint16_t j = 0; j < n; j++) {
+		if (!live[j] || !probe[j].cacheable)
+			continue;
+		int way = ck_way(ck_bucket(w, &probe[j]), &probe[j]);
+		if (way >= 0)
+			rte_prefetch0(&w->cache_keys[probe[j].sig & (OFS_CACHE_SIZE - 1)].way[way]);
+	}
+	for (uint16_t j = 0; j < n; j++) {
+		if (!live[j])
+			continue;
+		first[j] = ck_lookup(w, &ctx[j].key, &probe[j]);
 		ctx[j].pre_looked_up = true;
 		if (first[j])
 			rte_prefetch0(first[j]);
 	}
-	for (uint16_t j = 0; j < n; j++) {
-		if (!live[j])
-			continue;
-		if (j + 1 < n && live[j + 1] && first[j + 1] && first[j + 1]->apply)
-			rte_prefetch0(first[j + 1]->apply);
-		run_pipeline(&ctx[j], 0, first[j]);
-	}
+	/* the flows' actions: one more dependent load per packet, overlapped across the burst */
+	for (uint16_t j = 0; j < n; j++)
+		if (live[j] && first[j] && first[j]->apply)
+			rte_prefetch0(first[j]->apply);
+	for (uint16_t j = 0; j < n; j++)
+		if (live[j])
+			run_pipeline(&ctx[j], 0, first[j]);
 }
 
 int ofs_worker_main(void *arg)

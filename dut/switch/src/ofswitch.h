@@ -9,18 +9,27 @@
  *    config and ports; they WRITE only per-worker counters (struct ofs_worker), per-flow and
  *    per-group counters (relaxed atomics, no locks), and meter buckets (one spinlock per
  *    meter, taken only by packets that hit that meter).
- *  - The agent thread (a plain pthread, ofs_agent_main) is the ONLY writer of flows, tables,
+ *  - The agent thread (a DPDK control thread, ofs_agent_main) is the ONLY writer of flows, tables,
  *    groups and meters. It edits its private lists, then publishes a new read-only snapshot
- *    with an atomic pointer store, bumps ofs_dp.gen (which invalidates every worker's exact-match
- *    flow cache), calls rte_rcu_qsbr_synchronize() and only then frees what the old snapshot
- *    referenced. Workers report a quiescent state once per poll loop.
+ *    with an atomic pointer store, bumps ofs_dp.gen, calls rte_rcu_qsbr_synchronize() and only
+ *    then frees what the old snapshot referenced. Workers report a quiescent state once per poll
+ *    loop.
  *  - Workers hand packets for the controller to the agent through pin_ring (MP/SC); the agent
  *    hands PACKET_OUTs to worker 0 through pout_ring (SP/SC). So workers never touch the TCP
  *    socket and the agent never touches a NIC queue.
  *
- * Flow lookup: every table has an exact-match flow cache per worker (key = whole struct
- * ofs_key + table id, tagged with ofs_dp.gen) in front of a wildcard lookup reached through
- * struct ofs_lookup_ops, so dut/classifier can replace the simple priority-sorted list.
+ * Flow lookup: a wildcard lookup per table reached through struct ofs_lookup_ops (so
+ * dut/classifier can replace the simple priority-sorted list), behind one exact-match flow cache
+ * per worker (4-way set-associative, OFS_CACHE_SIZE buckets).  Every published index starts
+ * with struct ofs_index_hdr: a serial number unique over the process lifetime and the union of
+ * its flows' masks ("fields used", as compacted key words).  The cache key is the packet key
+ * ANDed with that union, compacted to the used words, plus the serial: two packets equal there
+ * match exactly the same flows of that index, so the cached answer is the index's own answer.
+ * An entry is valid only for the very index it was computed from (serial compare), so a commit
+ * needs no cache flush: a republished table gets a new serial and its old entries simply never
+ * hit again, while other tables' entries stay hot.  The index (and the flows it points to)
+ * outlives every lookup of the burst that loaded it, by RCU.  Tables whose flows use more than
+ * OFS_CK_WORDS key words bypass the cache.
  *
  * Limits: OFS_MAX_PORTS ports (OpenFlow port numbers 1..254), OFS_N_TABLES tables,
  * OFS_MAX_GROUPS groups, OFS_MAX_METERS meters; single-segment mbufs are assumed for header
@@ -49,7 +58,7 @@
 #define OFS_MAX_BUCKETS 32
 #define OFS_MAX_WORKERS 16
 #define OFS_BURST 32
-#define OFS_CACHE_SIZE 8192 /* per worker, power of two */
+#define OFS_CACHE_SIZE 8192 /* buckets per worker (x OFS_CACHE_WAYS entries), power of 2 */
 #define OFS_MAX_PKT 9216
 
 struct ofs_flow {
@@ -78,6 +87,17 @@ struct ofs_flow {
 	struct ofs_flow *hnext;      /* agent-private exact-match hash chain */
 	uint32_t hash;               /* of (priority, match) */
 };
+
+/* Every index a backend's build() returns starts with this header (see "Flow lookup" above).
+ * Filled by ofs_index_hdr_init() on the agent thread before the index is published. */
+#define OFS_CK_WORDS 7       /* cacheable tables use at most this many key words */
+struct ofs_index_hdr {
+	uint64_t serial;             /* unique per built index, never 0 */
+	uint8_t n_words;             /* key words the flows' masks touch (may exceed OFS_CK_WORDS) */
+	uint8_t word[OFS_KEY_WORDS]; /* which words, ascending */
+	uint64_t mask[OFS_KEY_WORDS];/* union mask of word[i] */
+};
+void ofs_index_hdr_init(struct ofs_index_hdr *h, struct ofs_flow *const *flows, uint32_t n);
 
 /* The wildcard lookup of one table. The agent calls everything but lookup; workers only call
  * lookup, on an index the agent published. */
@@ -156,14 +176,22 @@ struct ofs_port {
 
 struct ofs_port_stats { uint64_t rx_packets, rx_bytes, tx_packets, tx_bytes, tx_dropped, rx_dropped; };
 
-/* Exact-match flow cache entry. The keys live in a separate array (ofs_worker.cache_keys) so a
- * probe that misses touches one 24-byte entry, not the 160-byte key. */
-struct ofs_cache_entry {
-	uint64_t gen;                /* ofs_dp.gen when filled; stale when different */
-	uint32_t hash;
-	uint8_t table_id;
-	struct ofs_flow *flow;       /* NULL: cached miss */
-};
+/* Exact-match flow cache: OFS_CACHE_SIZE buckets of OFS_CACHE_WAYS ways. A bucket (one cache
+ * line) holds the ways' hash signatures and results; the compacted keys live in a parallel
+ * array (ofs_worker.cache_keys, one 64-byte line per way: index serial + key words), touched
+ * only when a signature matches. */
+#define OFS_CACHE_WAYS 4
+struct ofs_cache_entry {         /* one bucket */
+	uint32_t sig[OFS_CACHE_WAYS];
+	struct ofs_flow *flow[OFS_CACHE_WAYS];  /* NULL: cached miss */
+	uint8_t valid;               /* bit per way */
+} __rte_cache_aligned;
+struct ofs_cache_keys {          /* the keys of one bucket */
+	struct {
+		uint64_t serial;     /* ofs_index_hdr.serial of the index that answered */
+		uint64_t w[OFS_CK_WORDS];
+	} way[OFS_CACHE_WAYS];
+} __rte_cache_aligned;
 
 struct ofs_worker {
 	unsigned lcore_id;
@@ -175,7 +203,7 @@ struct ofs_worker {
 	uint64_t lookup_count[OFS_N_TABLES];
 	uint64_t matched_count[OFS_N_TABLES];
 	struct ofs_cache_entry *cache;
-	struct ofs_key *cache_keys;
+	struct ofs_cache_keys *cache_keys;
 	uint64_t cache_hits, cache_misses;
 	struct rte_mempool *pool;
 } __rte_cache_aligned;
