@@ -15,6 +15,7 @@ to carry each port's path.
 """
 from __future__ import annotations
 
+import os
 import re
 import time
 from pathlib import Path
@@ -24,12 +25,25 @@ from dut.vmwire.tenants import VmwireConfig, write_config_file
 from dut.vmwire.wiring import switch_support
 
 
+def cores_of_mask(mask: str) -> list[int]:
+    """CPU numbers of a hex CPU mask as OVS takes it (``"0x2"`` -> ``[1]``)."""
+    try:
+        bits = int(mask, 16)
+    except (TypeError, ValueError):
+        raise ValueError(f"CPU mask {mask!r}: expected hex like 0x2") from None
+    if bits <= 0:
+        raise ValueError(f"CPU mask {mask!r} selects no CPU")
+    return [i for i in range(bits.bit_length()) if bits >> i & 1]
+
+
 class VmwireTopology:
     def __init__(self, lab, switch_kind: str, tag: str, ports: list[tuple], cfg: VmwireConfig,
-                 *, capture: dict | None = None, pmd_cpu_mask: str | None = "0x2"):
+                 *, capture: dict | None = None, pmd_cpu_mask: str | None = "0x2",
+                 busy_poll: bool = False):
         self.lab, self.kind, self.tag = lab, switch_kind, tag
         self.ports, self.cfg, self.capture = ports, cfg, capture
         self.pmd_cpu_mask = pmd_cpu_mask
+        self.busy_poll = busy_poll
         self.ns = None
         self.switch = None
         self.ctl = None
@@ -44,6 +58,11 @@ class VmwireTopology:
                 raise GuestSetupError("capture ports (net_pcap) need a DPDK switch")
             if "sock" in spec:
                 check_socket_path(spec["sock"])
+        if self.pmd_cpu_mask is not None:
+            try:
+                cores_of_mask(self.pmd_cpu_mask)
+            except ValueError as e:
+                raise GuestSetupError(f"pmd_cpu_mask: {e}") from None
         known = set(self.cfg.ports.values())
         for ofport, spec in self.ports:
             if ofport not in known and spec.get("path") != "capture":
@@ -85,13 +104,37 @@ class VmwireTopology:
             cfg_path.write_text(yaml.safe_dump(data, sort_keys=False))
         self.ctl, port = start_controller(lab, f"{self.tag}-ctl", "dut.vmwire.slice_app",
                                           netns=self.ns, config=str(cfg_path))
-        self.switch = start_switch(lab, self.kind, name=f"{self.tag}-sw", netns=self.ns,
-                                   ports=[], controller=("127.0.0.1", port),
-                                   extra_ports=self.ports)
+        if self.kind == "ofbench":
+            self.switch = self._start_ofbench(port)
+        else:
+            self.switch = start_switch(lab, self.kind, name=f"{self.tag}-sw", netns=self.ns,
+                                       ports=[], controller=("127.0.0.1", port),
+                                       extra_ports=self.ports)
         if self.switch.ovs is not None and self.kind == "ovs-dpdk" and self.pmd_cpu_mask:
             self.switch.ovs.vsctl("set", "Open_vSwitch", ".",
                                   f"other_config:pmd-cpu-mask={self.pmd_cpu_mask}")
         self.wait_flows()
+
+    def _start_ofbench(self, ctl_port: int):
+        """The ofbench switch on the core OVS-DPDK's PMD gets (``pmd_cpu_mask``), so both
+        kinds face the guests (pinned elsewhere by the suites) on the same terms. Without it
+        the lab hands out cores round-robin and the switch may share a core with the guest
+        testpmd: both then run at half speed and the idle sleep adds context switches."""
+        from dut.switch.launcher import start_ofswitch
+        from drivers.lab.switches import SwitchHandle, ofbench_settings
+        settings = ofbench_settings(getattr(self.lab, "profile", None), "ofbench")
+        workers = settings.get("workers", 1)
+        cores = cores_of_mask(self.pmd_cpu_mask) if self.pmd_cpu_mask else []
+        cores = [c for c in cores if c < (os.cpu_count() or 1)]
+        lcores = ",".join(map(str, cores[:workers])) if len(cores) >= workers else None
+        devports = [(ofport, spec["devargs"]) for ofport, spec in self.ports]
+        name = f"{self.tag}-sw"
+        proc = start_ofswitch(self.lab, name, ports=devports, controller=("127.0.0.1", ctl_port),
+                              netns=self.ns, lcores=lcores,
+                              idle_sleep_us=0 if self.busy_poll else None, **settings)
+        return SwitchHandle("ofbench", name, 1, lambda: self.lab.supervisor.stop(proc),
+                            proc=proc, info={**settings, "lcores": lcores,
+                                             "busy_poll": self.busy_poll})
 
     def _create_if(self, spec: dict) -> None:
         ns, ifname = self.ns, spec.get("ifname")

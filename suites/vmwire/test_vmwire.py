@@ -24,6 +24,10 @@ from dut.vmwire.testpmd import PmdGuest, virtio_user_vdev
 from dut.vmwire.topology import VmwireTopology
 from dut.vmwire.wiring import VHOST, af_packet_port, pcap_port, switch_support, vhost_port
 
+# guests, sockets and namespaces are built on this box (a remote lab's hosts would need a
+# guest launcher over SSH, which does not exist yet)
+pytestmark = pytest.mark.local_lab
+
 REPO = Path(__file__).resolve().parents[2]
 TAGS = {"ofbench": "ofb", "ovs": "ovs", "ovs-dpdk": "dpd"}
 
@@ -142,7 +146,8 @@ def test_vhost_vs_kernel_virtio_user(lab, switch_kind, results):
              af_packet_port("k1", 3, "k1s", create="veth", peer="k1g"),
              af_packet_port("k2", 4, "k2s", create="veth", peer="k2g")]
     per_path = {}
-    with VmwireTopology(lab, switch_kind, tag, ports, cfg) as topo:
+    # busy_poll: our switch polls like OVS-DPDK's PMD thread (no idle sleep), on its core.
+    with VmwireTopology(lab, switch_kind, tag, ports, cfg, busy_poll=True) as topo:
         for path, vtx, vrx in (
                 ("vhost_user", virtio_user_vdev(0, s1, server=True),
                  virtio_user_vdev(1, s2, server=True)),
@@ -157,7 +162,9 @@ def test_vhost_vs_kernel_virtio_user(lab, switch_kind, results):
                     lab.supervisor.stop(guest.proc)
             results.record(name=f"virtio_user_{path}", metrics=per_path[path],
                            params={"switch_kind": switch_kind, "frame_bytes": 64,
-                                   "measure_s": MEASURE_S,
+                                   "measure_s": MEASURE_S, "guest_cpu": 0,
+                                   "switch_cpu_mask": topo.pmd_cpu_mask,
+                                   "switch_busy_poll": True,
                                    "hugepages": bool(getattr(lab, "use_hugepages", False))},
                            provenance={"port_kind": "vhost-user" if path == "vhost_user"
                                        else "af_packet-veth", "generator": "dpdk-testpmd",

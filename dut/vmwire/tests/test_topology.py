@@ -51,3 +51,21 @@ def test_port_outside_the_tenant_config_and_bad_capture(tmp_path):
                           capture={"ofport": 99, "ports": ["g1"]})
     with pytest.raises(GuestSetupError, match="capture.ofport 99 is not a capture port"):
         topo.preflight()
+
+
+def test_cpu_mask_to_cores():
+    from dut.vmwire.topology import cores_of_mask
+    assert cores_of_mask("0x2") == [1]
+    assert cores_of_mask("0x5") == [0, 2]
+    for bad in ("0x0", "zz", ""):
+        with pytest.raises(ValueError):
+            cores_of_mask(bad)
+
+
+def test_bad_cpu_mask_stops_before_anything(tmp_path):
+    topo = VmwireTopology(NoLab(), "ofbench", "x", [vhost_port("g1", 1, tmp_path / "a"),
+                                                     vhost_port("g2", 2, tmp_path / "b")],
+                          CFG, pmd_cpu_mask="0x0")
+    with pytest.raises(GuestSetupError, match="pmd_cpu_mask"):
+        with topo:
+            pass
