@@ -21,6 +21,14 @@ Choices that make results stable (each was a flipping case before):
   * VLAN offloads are off on every veth end, so frames cross the links as they were sent.
   * Two OVS in one namespace need different bridge names (a netdev bridge creates a tap
     interface named like the bridge).
+  * The tool's throughput sender is replaced (tool_patch.py): paced by the clock in 1 ms ticks.
+    The tool's own sender fell 7-13 % short of its rate, and its 10 ms bursts (200 packets at
+    20 000 pktps) overflowed the tester OVS's AF_PACKET receive buffers on their way back, so
+    the tester counted less than the target forwarded. The tester OVS is *not* reniced: at
+    nice -10 it starved the target (ofbench lost 11 % at 20 000 pktps).
+  * After the tool ends, ``<tag>-counters.txt`` beside the logs holds the veths' counters, the
+    tester's AF_PACKET socket drops (``ss`` skmem ``d<N>``), the tester's port counters and
+    ofbench's: where the packets of a throughput case went.
 """
 from __future__ import annotations
 
@@ -168,4 +176,32 @@ def _run_in(lab, ns, ns_target, started, kind, files, tag, timeout_s, interval_s
     duration = time.monotonic() - t0
     lab.supervisor.stop(proc)
     text = proc.log_path.read_text(errors="replace")
+    _write_counters(lab, proc.log_path.with_name(f"{tag}-counters.txt"), ns, ns_target, tif, sif,
+                    tester, Path(lab.state_dir) / f"{tag}-ofswitch.stats"
+                    if kind == "ofbench" else None)
     return RunOutput(text, duration, rc)
+
+
+def _write_counters(lab, path: Path, ns, ns_target, tif, sif, tester, stats_sock) -> None:
+    """Where the packets went, for the post-mortem of a throughput case: the veths' kernel
+    counters (drops included), the tester OVS's port counters, ofbench's own port counters.
+    Best effort: a diagnostic never fails the run."""
+    parts = []
+    try:
+        for n, ifs in ((ns, tif), (ns_target, sif)):
+            for ifn in ifs.values():
+                r = lab.netns_exec(n, ["ip", "-s", "-s", "link", "show", ifn], check=False)
+                parts.append(r.stdout if isinstance(r.stdout, str) else r.stdout.decode())
+        # AF_PACKET sockets (the tester OVS's ports): skmem d<N> = packets dropped on receive
+        parts.append(lab.netns_exec(ns, ["ss", "-f", "link", "-a", "-m", "-n", "-p"],
+                                    check=False).stdout)
+        parts.append(tester.ofctl("dump-ports", "brtester"))
+        if stats_sock is not None:
+            from dut.switch.launcher import read_stats
+            parts.append(f"ofbench stats: {read_stats(stats_sock)}")
+    except Exception as exc:  # noqa: BLE001
+        parts.append(f"counters incomplete: {exc!r}")
+    try:
+        path.write_text("\n".join(str(x) for x in parts))
+    except OSError:
+        pass

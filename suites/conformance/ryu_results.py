@@ -21,6 +21,9 @@ from pathlib import Path
 CATEGORIES = ("match", "action", "set_field", "group", "meter")
 CASE_RE = re.compile(r"^\.*    (?P<desc>\S.*?)\s+(?P<result>OK|ERROR)\s*$")
 REASON_RE = re.compile(r"^        (?P<reason>\S.*)$")
+# our paced sender's line (suites/conformance/tool_patch.py SENDER_LINE), before a case's result
+SENDER_RE = re.compile(r"ofbench-sender: nominal (?P<nominal>[\d.]+) pktps, sent (?P<sent>\d+) "
+                       r"packets in (?P<secs>[\d.]+) s = (?P<rate>[\d.]+) pktps")
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,8 @@ class CaseResult:
     case: Case
     result: str        # "OK", "ERROR" or "NOT RUN"
     reason: str = ""
+    offered_pktps: float | None = None  # what the sender really sent (throughput cases)
+    nominal_pktps: float | None = None
 
 
 def category_of(rel_path: str) -> str:
@@ -87,6 +92,29 @@ def catalogue(of13_dir: str | Path, required: set[str],
     return cases
 
 
+def files_matching(of13_dir: str | Path, patterns: str) -> set[str]:
+    """The of13 files (relative paths) matching any of the comma-separated fnmatch ``patterns``
+    (e.g. ``"meter/02_DSCP*,group/01_SELECT_*"``); a pattern matching no file is an error
+    naming it, so a typo cannot silently run nothing."""
+    from fnmatch import fnmatchcase
+    root = Path(of13_dir)
+    rels = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.json"))
+    out: set[str] = set()
+    for pat in (x.strip() for x in patterns.split(",")):
+        if not pat:
+            continue
+        hits = {r for r in rels if fnmatchcase(r, pat) or fnmatchcase(r, pat + ".json")}
+        if not hits:
+            raise ValueError(f"conformance file pattern {pat!r} matches no file under {root}")
+        out |= hits
+    return out
+
+
+def timed_files(cases: list[Case]) -> set[str]:
+    """The files holding throughput cases (rates over 30 s: group and meter)."""
+    return {c.file for c in cases if c.timed}
+
+
 def parse_log(text: str, cases: list[Case]) -> list[CaseResult]:
     """Match the tool's log against the catalogue. Cases of a file are matched in order; a case
     missing from the log is NOT RUN (the tool died or was stopped)."""
@@ -98,9 +126,14 @@ def parse_log(text: str, cases: list[Case]) -> list[CaseResult]:
     current: list[Case] | None = None
     pos = 0
     last: CaseResult | None = None
+    sender: tuple[float, float] | None = None
     for line in text.splitlines():
         line = line.rstrip("\r")
         stripped = line.strip()
+        ms = SENDER_RE.search(line)
+        if ms:
+            sender = (float(ms.group("nominal")), float(ms.group("rate")))
+            continue
         if stripped in by_file and not line.startswith(" "):
             current, pos, last = by_file[stripped], 0, None
             continue
@@ -115,6 +148,9 @@ def parse_log(text: str, cases: list[Case]) -> list[CaseResult]:
                 continue
             r = results[id(current[idx])]
             r.result, r.reason = m.group("result"), ""
+            if sender is not None:
+                r.nominal_pktps, r.offered_pktps = sender
+                sender = None
             last = r if r.result == "ERROR" else None
             pos = idx + 1
             continue
@@ -134,6 +170,10 @@ def summary(results: list[CaseResult]) -> dict:
     timed = [r for r in results if r.case.timed]
     m["timed_ok"] = sum(r.result == "OK" for r in timed)
     m["timed_total"] = len(timed)
+    offered = [100 * r.offered_pktps / r.nominal_pktps for r in timed
+               if r.offered_pktps is not None and r.nominal_pktps]
+    if offered:  # the worst rate the sender really offered, in % of its nominal rate
+        m["sender_offered_min_pct"] = round(min(offered), 1)
     for cat in CATEGORIES:
         rs = [r for r in results if r.case.category == cat]
         if rs:
@@ -165,6 +205,15 @@ def file_rows(results: list[CaseResult]) -> list[dict]:
                                             "ok": 0, "error": 0})
         row["ok" if r.result == "OK" else "error"] += 1
     return list(rows.values())
+
+
+def sender_rows(results: list[CaseResult]) -> list[dict]:
+    """Throughput cases with the rate the tool's sender really offered (when it logged it)."""
+    return [{"file": r.case.file, "case": r.case.desc, "result": r.result,
+             "nominal_pktps": r.nominal_pktps, "offered_pktps": r.offered_pktps,
+             "offered_pct": round(100 * r.offered_pktps / r.nominal_pktps, 1),
+             "reason": r.reason}
+            for r in results if r.offered_pktps is not None and r.nominal_pktps]
 
 
 def error_rows(results: list[CaseResult]) -> list[dict]:

@@ -3,7 +3,14 @@ the profile's switch, and against Open vSwitch (userspace netdev) for the peer's
 
 * ``test_of13_required`` (quick): the 276 required cases (conformance-required.txt) against the
   profile's switch; ``make test`` runs it. Record ``of13_<kind>_required``.
-* ``test_of13_full[kind]``: all 991 cases; ``make suites``. Record ``of13_<kind>``.
+* ``test_of13_full[kind]``: all 991 cases; ``make nightly``. Record ``of13_<kind>``.
+* ``test_of13_timed[kind]``: the 51 throughput cases only (17 group/meter files, ~27 min), on
+  demand (env ``OFBENCH_CONFORMANCE_TIMED=1`` or ``OFBENCH_CONFORMANCE_FILES``; the full run
+  already covers them). Record ``of13_<kind>_timed``.
+
+Env ``OFBENCH_CONFORMANCE_FILES`` (comma-separated globs relative to the tool's of13 dir, e.g.
+``meter/02_DSCP*,group/01_SELECT_Ether``) narrows any of these runs to the matching files, to
+iterate on a few cases; the record then carries the patterns in its params.
 
 Both records carry total/ok/error/required_ok/required_total (+ per-category counts), and the
 report gets the certification-style table plus the list of failed cases with the tool's reason.
@@ -11,6 +18,8 @@ The floor of the full run's duration is the tool's: 51 throughput cases (groups,
 for 30 s each, ~26 min, whatever the switch.
 """
 from __future__ import annotations
+
+import os
 
 import pytest
 
@@ -23,15 +32,26 @@ KINDS_WITH_FIGURE = ("ofbench", "ovs")
 def _lookup(profile) -> str:
     """The profile's lookup, unless env OFBENCH_SWITCH_LOOKUP overrides it (e.g. ``simple``
     while dut/classifier is being changed); a name the switch lacks falls back to simple."""
-    import os
     from dut.switch.launcher import LOOKUPS
     want = os.environ.get("OFBENCH_SWITCH_LOOKUP") or profile.switch.get("lookup", "simple")
     return want if want in LOOKUPS else "simple"
 
 
+def _narrow(only: set[str] | None) -> tuple[set[str] | None, str]:
+    """``only`` intersected with the files env OFBENCH_CONFORMANCE_FILES selects, if set."""
+    patterns = os.environ.get("OFBENCH_CONFORMANCE_FILES", "").strip()
+    if not patterns:
+        return only, ""
+    chosen = rr.files_matching(of13_dir(), patterns)
+    return (chosen if only is None else only & chosen), patterns
+
+
 def _run_and_record(lab, results, kind: str, only: set[str] | None, name: str, tag: str,
                     profile) -> tuple[dict, list[rr.CaseResult]]:
     required = rr.read_required(required_file())
+    only, patterns = _narrow(only)
+    if only is not None and not only:
+        pytest.skip(f"OFBENCH_CONFORMANCE_FILES={patterns!r} selects none of this test's files")
     cases = rr.catalogue(of13_dir(), required, only)
     files = sorted({c.file for c in cases})
     lookup = _lookup(profile) if kind == "ofbench" else "n/a"
@@ -47,12 +67,18 @@ def _run_and_record(lab, results, kind: str, only: set[str] | None, name: str, t
                    params={"switch_kind": kind, "cases": len(cases), "files": len(files),
                            "tool": "os_ken.tests.switch.tester (os-ken 4.2.2)",
                            "tester": "ovs netdev (flow-limit=0)",
+                           "sender": os.environ.get("OFBENCH_TOOL_SENDER", "paced"),
+                           **({"file_patterns": patterns} if patterns else {}),
                            "port_kind": "af_xdp" if kind == "ofbench" else "netdev(af_packet)",
                            **({"lookup": lookup, "workers": workers} if kind == "ofbench" else
                               {"ovs_other_config": "max-idle=500 max-revalidator=100"})},
                    provenance={"dut_switch_kind": kind, "port_kind": "veth"})
     results.add_table(rr.category_rows(res), f"OF1.3 conformance ({kind}): by category")
     results.add_table(rr.file_rows(res), f"OF1.3 conformance ({kind}): by test file")
+    offered = rr.sender_rows(res)
+    if offered:
+        results.add_table(offered, f"OF1.3 conformance ({kind}): rate the tool's sender offered "
+                                   "in each throughput case")
     errs = rr.error_rows(res)
     if errs:
         results.add_table(errs, f"OF1.3 conformance ({kind}): failed cases and reasons")
@@ -89,3 +115,20 @@ def test_of13_full(lab, profile, results, switch_kind):
     if switch_kind not in KINDS_WITH_FIGURE:
         pytest.skip(f"conformance figure only for {KINDS_WITH_FIGURE}")
     _run_and_record(lab, results, switch_kind, None, f"of13_{switch_kind}", "cf", profile)
+
+
+# The throughput cases alone (group and meter rates, 30 s each): the part of the full set that
+# depends on the tool's sender reaching its rate; ~27 min per switch.
+@pytest.mark.nightly
+@pytest.mark.bench
+@pytest.mark.features("netns", "ovs")
+@pytest.mark.timeout(2 * 3600)
+def test_of13_timed(lab, profile, results, switch_kind):
+    if switch_kind not in KINDS_WITH_FIGURE:
+        pytest.skip(f"conformance figure only for {KINDS_WITH_FIGURE}")
+    if not (os.environ.get("OFBENCH_CONFORMANCE_TIMED") == "1"
+            or os.environ.get("OFBENCH_CONFORMANCE_FILES")):
+        pytest.skip("test_of13_full covers these cases; set OFBENCH_CONFORMANCE_TIMED=1 (or "
+                    "OFBENCH_CONFORMANCE_FILES) to run the throughput cases alone")
+    timed = rr.timed_files(rr.catalogue(of13_dir(), set()))
+    _run_and_record(lab, results, switch_kind, timed, f"of13_{switch_kind}_timed", "ct", profile)

@@ -3,8 +3,9 @@ launcher: ``python -m suites.conformance.tester_main <launcher args> -- <tester 
 
 Why a wrapper: the tool reads ``CONF.log_file``, an option that only exists once ``os_ken.log``
 registered its CLI options (os-ken's removed ``osken-manager`` did that); and the tool's SCTP
-checksum bug is fixed first (see tool_patch.py). The hub must be chosen before the first os_ken
-import, so the environment is set first. Only ever run as __main__ (it sets the hub).
+checksum bug and its drifting throughput sender are fixed first (see tool_patch.py; env
+``OFBENCH_TOOL_SENDER=tool`` keeps the tool's own sender, for A/B measurements only). The hub
+must be chosen before the first os_ken import, so the environment is set first. Only ever run as __main__ (it sets the hub).
 """
 import os
 import sys
@@ -18,5 +19,5 @@ if __name__ == "__main__":
     from dut.controller import launcher
     from suites.conformance.tool_patch import patch_tool
 
-    patch_tool()
+    patch_tool(paced_sender=os.environ.get("OFBENCH_TOOL_SENDER", "paced") != "tool")
     sys.exit(launcher.main())

@@ -881,6 +881,110 @@ static uint8_t *mp_put(struct mp *r, size_t n)
 }
 static void mp_end(struct mp *r) { msg_end(r->out, r->at); }
 
+/* ---- table features ------------------------------------------------------------------------ */
+/* What the agent accepts, as the table-features properties list it (the same lists that
+ * ofs_actions_check / insts_parse / ofs_setfield_parse enforce; keep them in step). */
+static const uint16_t tf_actions[] = {
+	OFPAT_OUTPUT, OFPAT_COPY_TTL_OUT, OFPAT_COPY_TTL_IN, OFPAT_SET_MPLS_TTL,
+	OFPAT_DEC_MPLS_TTL, OFPAT_PUSH_VLAN, OFPAT_POP_VLAN, OFPAT_PUSH_MPLS, OFPAT_POP_MPLS,
+	OFPAT_SET_QUEUE, OFPAT_GROUP, OFPAT_SET_NW_TTL, OFPAT_DEC_NW_TTL, OFPAT_SET_FIELD,
+	OFPAT_PUSH_PBB, OFPAT_POP_PBB,
+};
+
+static bool tf_settable(int f)
+{
+	return ofs_fields[f].len && f != OXM_IN_PORT && f != OXM_IN_PHY_PORT &&
+	       f != OXM_METADATA && f != OXM_IPV6_EXTHDR;
+}
+
+static uint32_t tf_oxm_header(int f, bool hasmask)
+{
+	uint32_t l = ofs_fields[f].len * (hasmask ? 2u : 1u);
+	return (uint32_t)OFPXMC_OPENFLOW_BASIC << 16 | (uint32_t)(f << 1 | hasmask) << 8 | l;
+}
+
+/* Closes one property whose payload_len bytes of items the caller already wrote at at + 4:
+ * writes its header and zeroes its padding (the length field excludes the padding to 8).
+ * Returns its padded size. With p == NULL only sizes are computed. */
+static size_t tf_prop(uint8_t *p, size_t at, uint16_t type, size_t payload_len)
+{
+	if (p) {
+		wr16(p + at, type);
+		wr16(p + at + 2, (uint16_t)(4 + payload_len));
+		/* the items are already written: zero only the padding after them */
+		memset(p + at + 4 + payload_len, 0, (4 + payload_len + 7) / 8 * 8 - 4 - payload_len);
+	}
+	return (4 + payload_len + 7) / 8 * 8;
+}
+
+/* Writes table t's ofp_table_features (64-byte header + properties) at p, or only sizes it
+ * when p is NULL; returns its length (a multiple of 8). The _MISS properties equal the
+ * regular ones: a table-miss flow may do what any flow does. */
+static size_t table_features_put(uint8_t *p, uint8_t t)
+{
+	size_t at = 64;
+	bool last = t == OFS_N_TABLES - 1;
+	if (p) {
+		memset(p, 0, 64);
+		p[2] = t;
+		snprintf((char *)p + 8, 32, "table%d", t);
+		wr64(p + 40, ~0ull);         /* metadata_match: all bits */
+		wr64(p + 48, ~0ull);         /* metadata_write: all bits */
+		wr32(p + 60, 1000000);      /* max_entries: a soft figure, memory bound */
+	}
+	for (int miss = 0; miss < 2; miss++) {
+		size_t n = 0;            /* instructions: 4-byte ids; goto-table except in the last */
+		for (uint16_t it = OFPIT_GOTO_TABLE; it <= OFPIT_METER; it++) {
+			if (it == OFPIT_GOTO_TABLE && last)
+				continue;
+			if (p) { wr16(p + at + 4 + n, it); wr16(p + at + 6 + n, 4); }
+			n += 4;
+		}
+		at += tf_prop(p, at, OFPTFPT_INSTRUCTIONS + miss, n);
+	}
+	for (int miss = 0; miss < 2; miss++) {
+		size_t n = 0;            /* next tables: every later table */
+		for (int nt = t + 1; nt < OFS_N_TABLES; nt++, n++)
+			if (p) p[at + 4 + n] = (uint8_t)nt;
+		at += tf_prop(p, at, OFPTFPT_NEXT_TABLES + miss, n);
+	}
+	static const uint16_t act_props[] = { OFPTFPT_WRITE_ACTIONS, OFPTFPT_WRITE_ACTIONS_MISS,
+					      OFPTFPT_APPLY_ACTIONS, OFPTFPT_APPLY_ACTIONS_MISS };
+	for (unsigned k = 0; k < RTE_DIM(act_props); k++) {
+		size_t n = 0;
+		for (unsigned i = 0; i < RTE_DIM(tf_actions); i++, n += 4)
+			if (p) { wr16(p + at + 4 + n, tf_actions[i]); wr16(p + at + 6 + n, 4); }
+		at += tf_prop(p, at, act_props[k], n);
+	}
+	/* match: every field we match, with the mask bit where it is maskable; wildcards: all of
+	 * them (any field may be left out of a match) */
+	for (int wild = 0; wild < 2; wild++) {
+		size_t n = 0;
+		for (int f = 0; f < OXM_N_FIELDS; f++) {
+			if (!ofs_fields[f].len)
+				continue;
+			if (p) wr32(p + at + 4 + n, tf_oxm_header(f, !wild && ofs_fields[f].maskable));
+			n += 4;
+		}
+		at += tf_prop(p, at, wild ? OFPTFPT_WILDCARDS : OFPTFPT_MATCH, n);
+	}
+	static const uint16_t sf_props[] = { OFPTFPT_WRITE_SETFIELD, OFPTFPT_WRITE_SETFIELD_MISS,
+					     OFPTFPT_APPLY_SETFIELD, OFPTFPT_APPLY_SETFIELD_MISS };
+	for (unsigned k = 0; k < RTE_DIM(sf_props); k++) {
+		size_t n = 0;
+		for (int f = 0; f < OXM_N_FIELDS; f++) {
+			if (!tf_settable(f))
+				continue;
+			if (p) wr32(p + at + 4 + n, tf_oxm_header(f, false));
+			n += 4;
+		}
+		at += tf_prop(p, at, sf_props[k], n);
+	}
+	if (p)
+		wr16(p, (uint16_t)at);
+	return at;
+}
+
 static void port_stats_sum(int pidx, struct ofs_port_stats *s)
 {
 	memset(s, 0, sizeof(*s));
@@ -1057,11 +1161,24 @@ static void handle_multipart(struct obuf *out, const uint8_t *msg, size_t len)
 			put_port(mp_put(&r, 64), &ofs_dp.ports[i]);
 		mp_end(&r);
 		return;
-	case OFPMP_QUEUE:
+	case OFPMP_QUEUE: {
+		/* No queues are configured on any port (set_queue is accepted and has no effect):
+		 * ALL queues of any/a real port is an empty reply; a bad port or any named queue is
+		 * the QUEUE_OP_FAILED error the spec gives for it. */
 		if (blen < 8) goto bad_len;
+		uint32_t port = rd32(body), queue = rd32(body + 4);
+		if (port != OFPP_ANY && (port == 0 || port > OFPP_MAX || ofs_port_idx(port) < 0)) {
+			ofs_send_error(out, msg, len, OFS_ERR(OFPET_QUEUE_OP_FAILED, OFPQOFC_BAD_PORT));
+			return;
+		}
+		if (queue != OFPQ_ALL) {
+			ofs_send_error(out, msg, len, OFS_ERR(OFPET_QUEUE_OP_FAILED, OFPQOFC_BAD_QUEUE));
+			return;
+		}
 		mp_begin(&r, out, type, xid);
 		mp_end(&r);
 		return;
+	}
 	case OFPMP_GROUP: case OFPMP_GROUP_DESC: {
 		uint32_t gid = OFPG_ALL;
 		if (type == OFPMP_GROUP) {
@@ -1169,13 +1286,9 @@ static void handle_multipart(struct obuf *out, const uint8_t *msg, size_t len)
 		}
 		mp_begin(&r, out, type, xid);
 		for (int t = 0; t < OFS_N_TABLES; t++) {
-			uint8_t *p = mp_put(&r, 64);
-			wr16(p, 64);
-			p[2] = (uint8_t)t;
-			snprintf((char *)p + 8, 32, "table%d", t);
-			wr64(p + 40, ~0ull);
-			wr64(p + 48, ~0ull);
-			wr32(p + 60, 1000000);
+			/* one table's entry never straddles two replies: size it, then write it */
+			size_t n = table_features_put(NULL, (uint8_t)t);
+			table_features_put(mp_put(&r, n), (uint8_t)t);
 		}
 		mp_end(&r);
 		return;
@@ -1402,6 +1515,12 @@ int ofs_handle_msg(struct obuf *out, const uint8_t *msg, size_t len)
 		return 0;
 	case OFPT_QUEUE_GET_CONFIG_REQUEST: {
 		if (len != 16) goto bad_len;
+		/* no queues configured: an empty list for any/a real port, BAD_PORT otherwise */
+		uint32_t port = rd32(msg + 8);
+		if (port != OFPP_ANY && (port == 0 || port > OFPP_MAX || ofs_port_idx(port) < 0)) {
+			ofs_send_error(out, msg, len, OFS_ERR(OFPET_QUEUE_OP_FAILED, OFPQOFC_BAD_PORT));
+			return 0;
+		}
 		uint8_t b[8] = {0};
 		memcpy(b, msg + 8, 4);
 		simple_reply(out, OFPT_QUEUE_GET_CONFIG_REPLY, xid, b, 8);

@@ -1,5 +1,13 @@
 /* agent.h -- OpenFlow message handling of ofswitch, callable without the network loop
- * (unit tests drive ofs_handle_msg directly). Agent thread only. */
+ * (unit tests drive ofs_handle_msg directly). Agent thread only.
+ *
+ * What the agent advertises is what it accepts: the table-features reply lists, per table,
+ * the instructions, next tables, actions, match/wildcard fields and set-fields that the
+ * FLOW_MOD validation (ofs_actions_check, instruction parsing, ofs_setfield_parse) enforces;
+ * setting table features is refused (TABLE_FEATURES_FAILED/EPERM). No OpenFlow queues are
+ * configured: set_queue is accepted and has no effect, queue stats and queue-get-config answer
+ * an empty list for OFPP_ANY or a real port (BAD_PORT otherwise; BAD_QUEUE for a named queue).
+ * Multipart replies are split under 64 KiB with REPLY_MORE; one entry never straddles two. */
 #ifndef OFB_AGENT_H
 #define OFB_AGENT_H
 #include <stddef.h>

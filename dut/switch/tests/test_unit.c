@@ -319,6 +319,126 @@ static void test_multipart_misc(void)
 	CHECK(reply_err() == OFS_ERR(OFPET_BAD_REQUEST, OFPBRC_BUFFER_UNKNOWN), "unknown buffer");
 }
 
+/* Table features: every table listed once over the (split) replies, each entry well formed
+ * (properties 8-aligned, lengths consistent), and the properties say what the agent accepts. */
+static bool tf_has_u32(const uint8_t *prop, uint32_t v)
+{
+	for (unsigned o = 4; o + 4 <= rd16(prop + 2); o += 4)
+		if (rd32(prop + o) == v) return true;
+	return false;
+}
+static bool tf_has_u16(const uint8_t *prop, uint16_t v)
+{
+	for (unsigned o = 4; o + 4 <= rd16(prop + 2); o += 4)
+		if (rd16(prop + o) == v) return true;
+	return false;
+}
+
+static void test_table_features(void)
+{
+	struct mb m;
+	mb_hdr(&m, OFPT_MULTIPART_REQUEST, 30);
+	wr16(mb_put(&m, 8), OFPMP_TABLE_FEATURES);
+	mb_end(&m);
+	send_msg(&m);
+	int tables = 0, msgs = 0, bad = 0;
+	bool more_ok = true, t0_ok = false, last_ok = false;
+	for (size_t mo = 0; mo + 16 <= out.len; ) {
+		const uint8_t *msg = out.data + mo;
+		uint16_t mlen = rd16(msg + 2);
+		if (msg[1] != OFPT_MULTIPART_REPLY || rd16(msg + 8) != OFPMP_TABLE_FEATURES || mlen < 16) {
+			bad++;
+			break;
+		}
+		msgs++;
+		bool more = rd16(msg + 10) & OFPMPF_REPLY_MORE;
+		if (more != (mo + mlen < out.len)) more_ok = false;
+		for (size_t o = 16; o < mlen; ) {
+			const uint8_t *tf = msg + o;
+			uint16_t tlen = rd16(tf);
+			if (tlen < 64 || tlen % 8 || o + tlen > mlen || tf[2] != tables) { bad++; break; }
+			const uint8_t *props[16] = { 0 };
+			for (size_t po = 64; po < tlen; ) {
+				uint16_t pt = rd16(tf + po), pl = rd16(tf + po + 2);
+				if (pl < 4 || po + (pl + 7u) / 8 * 8 > tlen || pt > 15) { bad++; break; }
+				props[pt] = tf + po;
+				po += (pl + 7u) / 8 * 8;
+			}
+			const uint32_t eth_dst_m = 0x80000000u | (OXM_ETH_DST << 1 | 1) << 8 | 12;
+			const uint32_t in_port = 0x80000000u | OXM_IN_PORT << 9 | 4;
+			const uint32_t ipv4_src = 0x80000000u | OXM_IPV4_SRC << 9 | 4;
+			if (tables == 0) {
+				t0_ok = props[OFPTFPT_INSTRUCTIONS] && props[OFPTFPT_INSTRUCTIONS_MISS] &&
+					props[OFPTFPT_NEXT_TABLES] && props[OFPTFPT_APPLY_ACTIONS] &&
+					props[OFPTFPT_WRITE_ACTIONS] && props[OFPTFPT_MATCH] &&
+					props[OFPTFPT_WILDCARDS] && props[OFPTFPT_APPLY_SETFIELD] &&
+					props[OFPTFPT_WRITE_SETFIELD_MISS] && props[OFPTFPT_APPLY_ACTIONS_MISS];
+				CHECK(t0_ok, "table 0 has every property");
+				if (!t0_ok) return;
+				CHECK(tf_has_u16(props[OFPTFPT_INSTRUCTIONS], OFPIT_GOTO_TABLE) &&
+				      tf_has_u16(props[OFPTFPT_INSTRUCTIONS], OFPIT_METER), "t0 instructions");
+				CHECK(rd16(props[OFPTFPT_NEXT_TABLES] + 2) == 4 + OFS_N_TABLES - 1 &&
+				      props[OFPTFPT_NEXT_TABLES][4] == 1, "t0 next tables 1..%d", OFS_N_TABLES - 1);
+				CHECK(tf_has_u16(props[OFPTFPT_APPLY_ACTIONS], OFPAT_GROUP) &&
+				      tf_has_u16(props[OFPTFPT_WRITE_ACTIONS], OFPAT_SET_FIELD), "t0 actions");
+				CHECK(tf_has_u32(props[OFPTFPT_MATCH], eth_dst_m) &&
+				      tf_has_u32(props[OFPTFPT_MATCH], in_port), "t0 match (eth_dst maskable)");
+				CHECK(tf_has_u32(props[OFPTFPT_WILDCARDS], in_port), "t0 wildcards");
+				CHECK(tf_has_u32(props[OFPTFPT_APPLY_SETFIELD], ipv4_src) &&
+				      !tf_has_u32(props[OFPTFPT_APPLY_SETFIELD], in_port), "t0 set-fields");
+			}
+			if (tables == OFS_N_TABLES - 1)
+				last_ok = props[OFPTFPT_INSTRUCTIONS] &&
+					!tf_has_u16(props[OFPTFPT_INSTRUCTIONS], OFPIT_GOTO_TABLE) &&
+					props[OFPTFPT_NEXT_TABLES] && rd16(props[OFPTFPT_NEXT_TABLES] + 2) == 4;
+			tables++;
+			o += tlen;
+		}
+		mo += mlen;
+	}
+	CHECK(!bad && tables == OFS_N_TABLES, "table features: %d tables, %d malformed", tables, bad);
+	CHECK(msgs > 1 && more_ok, "table features split over %d replies, REPLY_MORE on all but the last", msgs);
+	CHECK(last_ok, "last table: no goto-table, no next tables");
+	/* setting table features stays refused */
+	mb_hdr(&m, OFPT_MULTIPART_REQUEST, 31);
+	wr16(mb_put(&m, 8), OFPMP_TABLE_FEATURES);
+	mb_put(&m, 64);
+	mb_end(&m);
+	send_msg(&m);
+	CHECK(reply_err() == OFS_ERR(OFPET_TABLE_FEATURES_FAILED, 5), "set table features: EPERM");
+}
+
+/* Queues: none configured. Empty answers for ALL, errors for a bad port or a named queue. */
+static void test_queues(void)
+{
+	struct mb m;
+	uint32_t ports[] = { OFPP_ANY, 2, 9, OFPP_ANY }, queues[] = { OFPQ_ALL, OFPQ_ALL, OFPQ_ALL, 1 };
+	uint32_t want[] = { 0, 0, OFS_ERR(OFPET_QUEUE_OP_FAILED, OFPQOFC_BAD_PORT),
+			    OFS_ERR(OFPET_QUEUE_OP_FAILED, OFPQOFC_BAD_QUEUE) };
+	for (int i = 0; i < 4; i++) {
+		mb_hdr(&m, OFPT_MULTIPART_REQUEST, 40);
+		uint8_t *q = mb_put(&m, 16);
+		wr16(q, OFPMP_QUEUE); wr32(q + 8, ports[i]); wr32(q + 12, queues[i]);
+		mb_end(&m);
+		send_msg(&m);
+		if (want[i])
+			CHECK(reply_err() == want[i], "queue stats %d: error %08x", i, reply_err());
+		else
+			CHECK(reply_type() == OFPT_MULTIPART_REPLY && out.len == 16, "queue stats %d: empty", i);
+	}
+	for (int i = 0; i < 3; i++) {
+		mb_hdr(&m, OFPT_QUEUE_GET_CONFIG_REQUEST, 41);
+		wr32(mb_put(&m, 8), ports[i]);
+		mb_end(&m);
+		send_msg(&m);
+		if (want[i])
+			CHECK(reply_err() == want[i], "queue config %d: bad port", i);
+		else
+			CHECK(reply_type() == OFPT_QUEUE_GET_CONFIG_REPLY && out.len == 16 &&
+			      rd32(out.data + 8) == ports[i], "queue config %d: no queues", i);
+	}
+}
+
 /* Random truncations and mutations: never crash, never read past the message. */
 static void test_truncations(void)
 {
@@ -429,6 +549,8 @@ int main(void)
 	test_flow_mod();
 	test_group_meter();
 	test_multipart_misc();
+	test_table_features();
+	test_queues();
 	test_truncations();
 	test_key_extract();
 	test_lookup_backends();

@@ -98,3 +98,57 @@ def test_sctp_checksum_patch_gives_standard_crc32c():
     b = raw(SCTP(sport=11111, dport=2222) / b"hello")
     zeroed = b[:8] + b"\0\0\0\0" + b[12:]
     assert struct.pack("!I", sctp_checksum_fixed(None, zeroed)) == b[8:12]
+
+
+def test_files_matching_globs_and_typo(of13):
+    assert rr.files_matching(of13, "match/*, action/25_SET_FIELD/03_ETH_DST") == {
+        "match/00_IN_PORT.json", "action/25_SET_FIELD/03_ETH_DST.json"}
+    with pytest.raises(ValueError, match="'meter/nope' matches no file"):
+        rr.files_matching(of13, "match/*,meter/nope")
+
+
+def test_timed_files_are_the_real_group_and_meter_files():
+    from suites.conformance.runner import of13_dir
+    timed = rr.timed_files(rr.catalogue(of13_dir(), set()))
+    assert len(timed) == 17 and all(f.startswith(("group/", "meter/")) for f in timed)
+
+
+def test_sender_line_goes_to_the_next_case(of13):
+    from suites.conformance.tool_patch import sender_summary
+    cases = rr.catalogue(of13, set())
+    line = sender_summary(200.0, 5994, 30.0, 0.012)
+    assert "199.8 pktps (99.9 % of nominal)" in line
+    log = ("match: 00_IN_PORT\n" + line + "\n    a-->x" + " " * 80 + "ERROR\n"
+           "        Received unexpected throughput: x\n    b-->y" + " " * 80 + "OK\n")
+    res = rr.parse_log(log, cases)
+    assert (res[1].nominal_pktps, res[1].offered_pktps, res[1].result) == (200.0, 199.8, "ERROR")
+    assert res[1].reason.startswith("Received unexpected")
+    assert res[2].offered_pktps is None  # the sender line belongs to one case only
+    rows = rr.sender_rows(res)
+    assert len(rows) == 1 and rows[0]["offered_pct"] == 99.9
+
+
+def test_packets_due_follows_the_clock_not_the_ticks():
+    from suites.conformance.tool_patch import max_burst_for, packets_due
+    assert packets_due(200, 10.0, 10.0, 0) == 0
+    assert packets_due(200, 10.0, 10.5, 0) == 100          # owed since the start
+    assert packets_due(200, 10.0, 10.5, 60) == 40          # minus what was sent
+    assert packets_due(200, 10.0, 10.5, 150) == 0          # never negative
+    assert packets_due(175, 0.0, 30.0, 0) == 5250          # exact products are not lost
+    assert packets_due(20000, 0.0, 0.1, 0, max_burst=80) == 80  # a late tick is capped
+    assert max_burst_for(20000, 0.001, 4) == 80 and max_burst_for(100, 0.001, 4) == 1
+
+
+def test_paced_sender_reaches_the_nominal_rate_despite_late_ticks():
+    """Simulated tool: every tick is 30 % late (what the tool's own sender never made up);
+    the paced count still totals the nominal rate x time, in bursts of at most max_burst."""
+    from suites.conformance.tool_patch import max_burst_for, packets_due
+    pktps, now, sent, biggest = 20000, 0.0, 0, 0
+    burst = max_burst_for(pktps, 0.001, 4)
+    while now < 30.0:
+        n = packets_due(pktps, 0.0, now, sent, burst)
+        biggest = max(biggest, n)
+        sent += n
+        now += 0.0013
+    assert abs(sent - pktps * 30.0) <= pktps * 0.0013 * 4
+    assert biggest <= burst
