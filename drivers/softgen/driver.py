@@ -180,6 +180,7 @@ def merge_stats(streams: list[ResolvedStream], stats: list[dict]) -> dict[str, S
                 sc.refused += t.get("refused", 0)
                 sc.offered += t["offered"]
                 sc.tx_bytes += t["tx_bytes"]
+                sc.tx_window_s = max(sc.tx_window_s, t.get("tx_window_ns", 0) / 1e9)
         for r in st.get("rx_streams", []):
             if r["id"] not in by_id:
                 continue

@@ -37,6 +37,9 @@
  *          [var=OFF:LEN:COUNT:STEP]...   (at most SOFTGEN_MAX_VARS; LEN in {1,2,4}, big endian)
  *   tpl id=N hex=HEX            append a packet template to stream N (cycled in order)
  *   start | stop | clear | stats | quit
+ *   stats -> tsc (when read), tsc_hz; per port tx/rx/unsent/bytes/rx_other; per TX stream offered, tx, unsent, refused,
+ *            tx_bytes and tx_window_ns (first to last burst the port accepted: the time a TX
+ *            rate is computed over); per RX stream rx, dup, ooo, gaps, latency sums + histogram
  * Errors: {"ok":false,"error":"..."}.  stream/tpl are refused while streams are running.
  *
  * Concurrency

@@ -45,6 +45,14 @@ class StreamCounters:
     lost: int = 0
     tx_bytes: int = 0
     latency: LatencyStats | None = None
+    # first to last burst the port accepted (0: unknown or < 2 bursts); a TX rate over it does
+    # not count start-up or the end-of-schedule catch-up grace as sending time
+    tx_window_s: float = 0.0
+
+    @property
+    def tx_rate_pps(self) -> float:
+        """Packets accepted per second of the TX window; 0 when the window is unknown."""
+        return self.tx / self.tx_window_s if self.tx_window_s > 0 else 0.0
 
 
 @dataclass

@@ -133,9 +133,42 @@ def test_latency_floor_memif(loop, results):
 
 def parse_testpmd_tx_pps(log: str) -> float:
     """Median of testpmd's periodic non-zero Tx-pps figures (first one dropped: start-up)."""
-    vals = [int(v) for v in re.findall(r"Tx-pps:\s+(\d+)", log)]
-    vals = [v for v in vals if v > 0][1:]
+    vals = testpmd_tx_pps_values(log)
     return float(statistics.median(vals)) if vals else 0.0
+
+
+def testpmd_tx_pps_values(log: str) -> list[int]:
+    """testpmd's periodic non-zero Tx-pps figures, the first (start-up, partial) one dropped."""
+    vals = [int(v) for v in re.findall(r"Tx-pps:\s+(\d+)", log)]
+    return [v for v in vals if v > 0][1:]
+
+
+def window_rates_pps(samples: list[tuple[int, int]], tsc_hz: float, min_window_s: float = 0.5) -> list[float]:
+    """TX rates between successive (tsc, tx packets) samples of one softgen stream (pure);
+    windows shorter than min_window_s (the last, partial one) are left out."""
+    out = []
+    for (t0, n0), (t1, n1) in zip(samples, samples[1:]):
+        dt = (t1 - t0) / tsc_hz
+        if dt >= min_window_s and n1 >= n0:
+            out.append((n1 - n0) / dt)
+    return out
+
+
+def summarise_tx_trials(softgen_mpps: list[float], testpmd_mpps: list[float]) -> dict[str, float]:
+    """Figures of the alternating softgen/testpmd TX trials, each a list of ~1 s windows (pure).
+    On this shared 2-core box a window is only ever slowed down by others, never sped up, and
+    it flips between discrete levels (~6 and ~20 Mpps seen within one testpmd run: another
+    busy-polling process on a core or not), so the best window of each sender is the closest
+    to its undisturbed rate and their ratio is the headline; medians show the spread.  A
+    sender with no usable window gives 0."""
+    best_sg, best_tp = max(softgen_mpps, default=0.0), max(testpmd_mpps, default=0.0)
+    med_sg = statistics.median(softgen_mpps) if softgen_mpps else 0.0
+    med_tp = statistics.median(testpmd_mpps) if testpmd_mpps else 0.0
+    return {"tx_mpps": best_sg, "testpmd_tx_mpps": best_tp,
+            "tx_vs_testpmd": best_sg / best_tp if best_tp else 0.0,
+            "tx_mpps_median": med_sg, "testpmd_tx_mpps_median": med_tp,
+            "tx_vs_testpmd_median": med_sg / med_tp if med_tp else 0.0,
+            "tx_mpps_min": min(softgen_mpps, default=0.0), "testpmd_tx_mpps_min": min(testpmd_mpps, default=0.0)}
 
 
 @pytest.mark.quick
@@ -162,69 +195,138 @@ def test_p2p_app_flow_specs():
 def test_testpmd_parse():
     log = "Tx-pps: 0 \n Tx-pps:  5 \n Tx-pps: 100\n Tx-pps: 300\n Tx-pps: 200"
     assert parse_testpmd_tx_pps(log) == 200.0
+    assert testpmd_tx_pps_values(log) == [100, 300, 200]
+
+
+@pytest.mark.quick
+def test_summarise_tx_trials():
+    m = summarise_tx_trials([6.0, 17.0, 16.0], [8.0, 18.0, 5.0])
+    assert (m["tx_mpps"], m["testpmd_tx_mpps"], m["tx_mpps_median"], m["testpmd_tx_mpps_median"]) == (17, 18, 16, 8)
+    assert m["tx_vs_testpmd"] == 17 / 18 and m["tx_vs_testpmd_median"] == 2.0
+    assert (m["tx_mpps_min"], m["testpmd_tx_mpps_min"]) == (6.0, 5.0)
+    assert summarise_tx_trials([], [3.0])["tx_vs_testpmd"] == 0.0
+    assert summarise_tx_trials([3.0], [])["tx_vs_testpmd"] == 0.0
+
+
+@pytest.mark.quick
+def test_window_rates():
+    hz = 1000.0
+    samples = [(0, 0), (1000, 500), (2000, 1500), (2100, 1600)]  # the last window is 0.1 s: left out
+    assert window_rates_pps(samples, hz) == [500.0, 1000.0]
+    assert window_rates_pps(samples[:1], hz) == []
+
+
+# Both senders get the same wire and placement: memif client, sender busy-polling on lcore 1,
+# the testpmd rxonly sink (memif server) forwarding on lcore 0; 64 B frames (testpmd
+# --txpkts=60 + FCS); burst 32; ~8-16k mbufs with a per-lcore cache; memif's default rings.
+TX_BENCH_TRIAL_S = 2.0
+
+
+def _tx_bench_sink(lab, sock, tag):
+    argv = ["dpdk-testpmd", *topology.eal_args(lab, f"sink{tag}", 256, "1,0"), "--main-lcore", "1",
+            "--vdev", topology.memif(0, "server", sock), "--", "--total-num-mbufs=16384", "-a",
+            "--stats-period", "1", "--forward-mode=rxonly"]
+    sock.unlink(missing_ok=True)
+    return lab.supervisor.start(f"txbench-sink{tag}", argv, ready=sock.exists, ready_timeout_s=30)
+
+
+def _softgen_tx_trial(lab, sock, tag, progress):
+    """One softgen trial: (Mpps of each ~1 s window, stream counters), None if the link stayed down."""
+    from drivers.softgen.driver import Softgen, wait_links_up
+    inst = topology.start_softgen(lab, f"txbench-softgen-{tag}", [SoftgenPort("t", topology.memif(0, "client", sock))])
+    gen = Softgen([inst])
+    try:
+        if not wait_links_up(gen, 15):
+            progress(f"tx bench: memif to the sink not up after 15 s (softgen trial {tag})")
+            return None
+        # asks for more than one core can send: the worker sends a burst on every loop, as
+        # testpmd txonly does, and what it could not build counts as unsent, not as sent
+        # the same ~1 s windows testpmd reports, read from the stats' own TSC
+        # (the stream outlasts the sampling: every window is one of full-speed sending)
+        [r] = gen.load([Stream("tx", "t", frame_size=64, rate_pps=40e6, duration_s=TX_BENCH_TRIAL_S + 10)])
+        samples = []
+        gen.start()
+        try:
+            for _ in range(int(TX_BENCH_TRIAL_S) + 2):
+                st = gen.raw_stats()[0]
+                if not st["running"]:
+                    break
+                samples.append((st["tsc"], next((t["tx"] for t in st["tx_streams"] if t["id"] == r.id), 0)))
+                time.sleep(1.0)
+        finally:
+            gen.stop()
+        time.sleep(0.05)
+        s = gen.counters().streams["tx"]
+        assert s.tx + s.unsent == s.offered and s.refused <= s.unsent
+        # the first window holds the start-up, as testpmd's first figure does: both drop it
+        return [pps / 1e6 for pps in window_rates_pps(samples, st["tsc_hz"])[1:]], s
+    finally:
+        gen.close()
+        lab.supervisor.stop(inst.managed)
+
+
+def _testpmd_tx_trial(lab, sock, tag):
+    """One testpmd txonly trial: its per-second Tx-pps (Mpps) over ~TX_BENCH_TRIAL_S."""
+    argv = ["dpdk-testpmd", *topology.eal_args(lab, f"txbench-testpmd-{tag}", 256, "0,1"), "--main-lcore", "0",
+            "--vdev", topology.memif(0, "client", sock), "--", "--total-num-mbufs=16384", "-a",
+            "--stats-period", "1", "--forward-mode=txonly", "--txpkts=60"]
+    tp = lab.supervisor.start(f"txbench-testpmd-{tag}", argv, ready=None)
+    try:
+        want = int(TX_BENCH_TRIAL_S)  # per-second figures after the start-up one
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and tp.popen.poll() is None:
+            if len(testpmd_tx_pps_values(tp.log_path.read_text(errors="replace"))) >= want:
+                break
+            time.sleep(0.2)
+        vals = testpmd_tx_pps_values(tp.log_path.read_text(errors="replace"))[:want]
+    finally:
+        lab.supervisor.stop(tp)
+    return [v / 1e6 for v in vals]
 
 
 @pytest.mark.bench
-def test_softgen_tx_64b_1core_memif(lab, results, progress):
+def test_softgen_tx_64b_1core_memif(lab, results, progress, request):
     """softgen TX on one core into a memif sink (testpmd rxonly), next to testpmd txonly on
-    the same wire in the same run."""
-    sock = topology.fresh_sock(lab, "txbench-memif")
-    sink_dev = topology.memif(0, "server", sock)
-
-    def start_sink(tag):
-        argv = ["dpdk-testpmd", *topology.eal_args(lab, f"sink{tag}", 256, "1,0"), "--main-lcore", "1",
-                "--vdev", sink_dev, "--", "--total-num-mbufs=16384", "-a", "--stats-period", "1",
-                "--forward-mode=rxonly"]
-        sock.unlink(missing_ok=True)
-        return lab.supervisor.start(f"txbench-sink{tag}", argv, ready=sock.exists, ready_timeout_s=30)
-
-    # 1. softgen (a memif link that does not come up is retried once with a fresh pair: seen
-    # once on this box under heavy load, never reproduced by hand)
-    from drivers.softgen.driver import Softgen, wait_links_up
-    s = None
-    for attempt in ("a", "a2"):
-        sink = start_sink(attempt)
-        try:
-            inst = topology.start_softgen(lab, f"txbench-softgen-{attempt}",
-                                          [SoftgenPort("t", topology.memif(0, "client", sock))])
-            gen = Softgen([inst])
+    the same wire in the same run: alternating trials (ABBA order), each sender with a fresh
+    sink, best and median of each (see summarise_tx_trials)."""
+    rounds = 8 if request.config.getoption("--nightly") else 4
+    sg_mpps: list[float] = []
+    tp_mpps: list[float] = []
+    unsent = refused = 0
+    for r in range(rounds):
+        order = ("softgen", "testpmd") if r % 2 == 0 else ("testpmd", "softgen")
+        n_sg, n_tp = len(sg_mpps), len(tp_mpps)
+        for who in order:
+            sock = topology.fresh_sock(lab, "txbench-memif")
+            tag = f"{who[0]}{r}"
+            sink = _tx_bench_sink(lab, sock, tag)
             try:
-                if not wait_links_up(gen, 15):
-                    progress(f"tx bench: memif to the sink not up after 15 s (attempt {attempt})")
-                    continue
-                duration = 3.0
-                c = gen.run([Stream("tx", "t", frame_size=64, rate_pps=40e6, duration_s=duration)], drain_s=0.1)
-                s = c.streams["tx"]
-                tx_mpps = s.tx / duration / 1e6
-                break
+                if who == "softgen":
+                    got = _softgen_tx_trial(lab, sock, tag, progress)
+                    if got is not None:
+                        sg_mpps += got[0]
+                        unsent, refused = unsent + got[1].unsent, refused + got[1].refused
+                else:
+                    tp_mpps += _testpmd_tx_trial(lab, sock, tag)
             finally:
-                gen.close()
-                lab.supervisor.stop(inst.managed)
-        finally:
-            lab.supervisor.stop(sink)
-    assert s is not None, "memif between softgen and the testpmd sink did not come up (twice)"
-    # 2. testpmd txonly on the same wire
-    sink = start_sink("b")
-    try:
-        argv = ["dpdk-testpmd", *topology.eal_args(lab, "txbench-testpmd", 256, "0,1"), "--main-lcore", "0",
-                "--vdev", topology.memif(0, "client", sock), "--", "--total-num-mbufs=16384", "-a",
-                "--stats-period", "1", "--forward-mode=txonly", "--txpkts=60"]
-        tp = lab.supervisor.start("txbench-testpmd", argv, ready=None)
-        time.sleep(6)
-        log = tp.log_path.read_text(errors="replace")
-        lab.supervisor.stop(tp)
-    finally:
-        lab.supervisor.stop(sink)
-    testpmd_mpps = parse_testpmd_tx_pps(log) / 1e6
-    progress(f"softgen tx {tx_mpps:.2f} Mpps (unsent {s.unsent}), testpmd txonly {testpmd_mpps:.2f} Mpps")
-    assert s.tx > 0
+                lab.supervisor.stop(sink)
+        progress(f"tx bench round {r}: softgen windows {', '.join(f'{x:.2f}' for x in sg_mpps[n_sg:])} Mpps; "
+                 f"testpmd txonly windows {', '.join(f'{x:.2f}' for x in tp_mpps[n_tp:])} Mpps")
+    assert sg_mpps, "no softgen TX window (memif between softgen and the testpmd sink never came up?)"
+    assert tp_mpps, "testpmd txonly reported no Tx-pps in any trial"
+    m = summarise_tx_trials(sg_mpps, tp_mpps)
+    progress(f"softgen tx best {m['tx_mpps']:.2f} (median {m['tx_mpps_median']:.2f}) Mpps, testpmd txonly best "
+             f"{m['testpmd_tx_mpps']:.2f} (median {m['testpmd_tx_mpps_median']:.2f}) Mpps: "
+             f"{m['tx_vs_testpmd']:.2f}x (medians {m['tx_vs_testpmd_median']:.2f}x)")
     results.suite = "softgen"  # the issue files this figure under suite=softgen
-    results.record("tx_64b_1core_memif", metrics={
-        "tx_mpps": tx_mpps, "testpmd_tx_mpps": testpmd_mpps,
-        "tx_vs_testpmd": tx_mpps / testpmd_mpps if testpmd_mpps else 0.0,
-        "offered_mpps": s.offered / duration / 1e6},
-        params={"frame_size": 64, "cores": 1, "duration_s": duration},
-        provenance=_prov(gen, "memif", testpmd="dpdk-testpmd 22.11 --forward-mode=txonly"))
+    results.record("tx_64b_1core_memif", metrics={**m, "windows": float(len(sg_mpps) + len(tp_mpps))},
+                   params={"frame_size": 64, "cores": 1, "trial_s": TX_BENCH_TRIAL_S, "rounds": rounds,
+                           "statistic": "best (and median) of ~1 s windows of alternating trials",
+                           "softgen_windows_mpps": [round(x, 3) for x in sg_mpps],
+                           "testpmd_windows_mpps": [round(x, 3) for x in tp_mpps],
+                           "softgen_unsent_packets": unsent, "softgen_refused_packets": refused},
+                   provenance={"generator": "softgen", "generator_version": SOFTGEN_VERSION, "port_kind": "memif",
+                               "dut_switch_kind": "none", "testpmd": "dpdk-testpmd 22.11 --forward-mode=txonly"})
 
 
 # ---- the switch matrix --------------------------------------------------------------------------

@@ -31,6 +31,10 @@ def test_merge_stats_sums_rx_of_every_process():
                                            "hist": [[104, 2], [120, 3]]}]}
     s = sg.merge_stats(rs, [a, b])["s"]
     assert (s.tx, s.rx, s.duplicate, s.out_of_order) == (10, 9, 1, 1)
+    assert s.tx_window_s == 0.0 and s.tx_rate_pps == 0.0  # an older softgen without tx_window_ns
+    a["tx_streams"][0]["tx_window_ns"] = 2_000_000_000
+    t = sg.merge_stats(rs, [a, b])["s"]
+    assert t.tx_window_s == 2.0 and t.tx_rate_pps == 5.0
     assert s.latency.samples == 9 and s.latency.min_us == 0.7 and s.latency.max_us == 3.0
 
 
@@ -55,6 +59,9 @@ def test_ring_loopback_counts_exactly_and_measures_latency(tmp_path):
         assert lat.latency.samples == lat.rx and 0 < lat.latency.min_us <= lat.latency.p50_us <= lat.latency.max_us
         assert bulk.latency is None
         assert c.ports["r"].tx == lat.tx + bulk.tx and c.ports["r"].rx_other == 0
+        # the TX window runs from the first to the last accepted burst of the 0.2 s schedule
+        # (loose upper bound: a preempted worker catches up late)
+        assert 0.1 < bulk.tx_window_s < 1.5 and bulk.tx_rate_pps > 0
         # a second trial starts from zero
         c2 = g.run([Stream("again", "r", frame_size=128, rate_pps=10_000, count=100)])
         assert c2.streams["again"].rx == 100 and c2.ports["r"].tx == 100
@@ -104,3 +111,29 @@ def test_memif_between_two_processes(tmp_path):
         assert s.tx + s.unsent == 40_000 and s.rx + s.lost == s.tx
         assert s.tx > 0 and c.ports["rx"].rx == s.rx
         assert g.ports()["tx"].kind == "memif"
+
+
+@needs_binary
+def test_frames_on_the_wire_vary_fields_cycle_templates_and_carry_seq(tmp_path):
+    """What softgen writes, read back from a net_pcap TX port: the varied field cycles, the
+    templates of a stream are sent in order, every frame carries its stream id and seq."""
+    import struct
+
+    from scapy.all import UDP, rdpcap
+    out = tmp_path / "tx.pcap"
+    streams = [Stream("f", "p", frame_size=64, rate_pps=1000, count=7, flows=3),
+               Stream("i", "p", frame_size="imix", rate_pps=1000, count=9, latency=True)]
+    with sg.spawn([[sg.SoftgenPort("p", f"net_pcap0,tx_pcap={out}", kind="pcap")]], tmp_path, tag="pcap") as g:
+        c = g.run(streams, drain_s=0.05)
+        resolved = validate_streams(streams, g.ports())
+    assert c.streams["f"].tx == 7 and c.streams["i"].tx == 9
+    frames = [bytes(p) for p in rdpcap(str(out))]
+    sig = [struct.unpack("<IHI", f[-18:-8]) for f in frames]  # magic, stream field, seq
+    assert all(m == 0x0FBE5167 for m, _, _ in sig)
+    f = [(fr, s) for fr, s in zip(frames, sig) if s[1] == 0]
+    i = [(fr, s) for fr, s in zip(frames, sig) if s[1] == (1 | 0x8000)]
+    assert [s[2] for _, s in f] == list(range(7)) and [s[2] for _, s in i] == list(range(9))
+    base = UDP(f[0][0][34:42]).sport
+    assert [UDP(fr[34:42]).sport - base for fr, _ in f] == [0, 1, 2, 0, 1, 2, 0]
+    tpl_lens = [len(t) for t in resolved[1].templates]
+    assert [len(fr) for fr, _ in i] == [tpl_lens[k % len(tpl_lens)] for k in range(9)]
