@@ -15,7 +15,7 @@ from os_ken.ofproto import ofproto_v1_3
 
 from dut.controller.config import ConfigError, load_config
 from dut.controller.launcher import app_config_path
-from dut.controller.ofutil import reset_and_install_table_miss
+from dut.controller.ofutil import OFPP_FLOOD, packet_out_bytes, reset_and_install_table_miss
 
 
 def config_from_env():
@@ -35,7 +35,9 @@ class PayloadSearchApp(app_manager.OSKenApp):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.cfg = config_from_env()
-        self._send_lock = threading.Lock()  # Datapath.set_xid/serialize are not thread-safe
+        self._xid_lock = threading.Lock()  # workers send concurrently; xids stay unique
+        self._xid = 0
+        self._out_port = OFPP_FLOOD if self.cfg.out_port == "flood" else self.cfg.out_port
         self._current_dp = None
         self.engine = None
         self.engine = self.ENGINE(self.cfg, self._send_packet_out)
@@ -64,13 +66,12 @@ class PayloadSearchApp(app_manager.OSKenApp):
         self.engine.handle(bytes(msg.data), msg.match["in_port"])
 
     def _send_packet_out(self, data: bytes, in_port: int) -> None:
-        dp = self._current_dp
-        ofp, parser = dp.ofproto, dp.ofproto_parser
-        port = ofp.OFPP_FLOOD if self.cfg.out_port == "flood" else self.cfg.out_port
-        out = parser.OFPPacketOut(datapath=dp, buffer_id=ofp.OFP_NO_BUFFER, in_port=in_port,
-                                  actions=[parser.OFPActionOutput(port)], data=data)
-        with self._send_lock:
-            dp.send_msg(out)
+        # Raw bytes (ofutil.packet_out_bytes, byte-identical to os-ken's OFPPacketOut) handed
+        # to Datapath.send, which is thread-safe (a queue drained by os-ken's send thread).
+        with self._xid_lock:
+            self._xid = (self._xid + 1) & 0xFFFFFFFF
+            xid = self._xid
+        self._current_dp.send(packet_out_bytes(xid, in_port, self._out_port, data))
 
     def close(self):
         if self.engine is not None:

@@ -10,6 +10,8 @@ the key and its line. Example (all keys; only ``patterns`` is required)::
     worker_mode: threads      # threads: the document's design (Python threads; search under the
                               #   GIL unless the matcher releases it) | processes: each worker
                               #   thread hands the search to its own search process
+    strict_priority: false    # true: the low worker takes a packet only while no high packet
+                              #   is queued (false: the document's independent queues)
     low_worker_nice: 0        # processes mode: nice value of the low worker's process (0..19)
     out_port: flood           # Packet-Out destination: flood, or an OpenFlow port number
     completion_log: /path/log.csv  # per-packet timestamps (timing.py); none if unset
@@ -25,7 +27,7 @@ from dut.profiles.yamlfile import load_with_key_lines
 
 WORKER_MODES = ("threads", "processes")
 KEYS = ("matcher", "patterns", "high_workers", "high_precedence_min", "worker_mode",
-        "low_worker_nice", "out_port", "completion_log")
+        "strict_priority", "low_worker_nice", "out_port", "completion_log")
 MAX_PATTERN_LEN = 256
 
 
@@ -40,6 +42,7 @@ class ControllerConfig:
     high_workers: int = 1
     high_precedence_min: int = 5
     worker_mode: str = "threads"
+    strict_priority: bool = False
     low_worker_nice: int = 0
     out_port: int | str = "flood"
     completion_log: str | None = None
@@ -90,6 +93,9 @@ def parse_config(data, source: str = "<dict>", lines: dict[str, int] | None = No
     worker_mode = data.get("worker_mode", "threads")
     if worker_mode not in WORKER_MODES:
         raise err("worker_mode", f"must be one of {', '.join(WORKER_MODES)}")
+    strict = data.get("strict_priority", False)
+    if not isinstance(strict, bool):
+        raise err("strict_priority", "must be true or false")
     out_port = data.get("out_port", "flood")
     if out_port != "flood" and (isinstance(out_port, bool) or not isinstance(out_port, int)
                                 or not 1 <= out_port <= 0xffffff00):
@@ -103,6 +109,7 @@ def parse_config(data, source: str = "<dict>", lines: dict[str, int] | None = No
         high_workers=integer("high_workers", 1, 1, 64),
         high_precedence_min=integer("high_precedence_min", 5, 0, 7),
         worker_mode=worker_mode,
+        strict_priority=strict,
         low_worker_nice=integer("low_worker_nice", 0, 0, 19),
         out_port=out_port,
         completion_log=log,

@@ -62,13 +62,24 @@ class Config:
     high_workers: int = 0    # 0 for fifo
     worker_mode: str = "threads"
     low_worker_nice: int = 0
+    strict_priority: bool = False
+
+    @property
+    def suffix(self) -> str:
+        """``_proc`` for worker_mode processes, ``_strict`` for strict priority."""
+        return (("_proc" if self.worker_mode == "processes" else "")
+                + ("_strict" if self.strict_priority else ""))
+
+    @property
+    def short_label(self) -> str:
+        """Without the matcher: ``fifo``, ``8thr``, ``8thr_proc_strict``."""
+        return "fifo" if self.app == "fifo" else f"{self.high_workers}thr{self.suffix}"
 
     @property
     def label(self) -> str:
         if self.app == "fifo":
             return f"fifo_{self.matcher}"
-        suffix = "_proc" if self.worker_mode == "processes" else ""
-        return f"{self.high_workers}thr_{self.matcher}{suffix}"
+        return f"{self.high_workers}thr_{self.matcher}{self.suffix}"
 
 
 @dataclass
@@ -135,7 +146,8 @@ class Rig:
         conf.write_text(yaml.safe_dump({
             "matcher": cfg.matcher, "patterns": meta["patterns"],
             "high_workers": max(cfg.high_workers, 1), "worker_mode": cfg.worker_mode,
-            "low_worker_nice": cfg.low_worker_nice, "out_port": 2,
+            "low_worker_nice": cfg.low_worker_nice, "strict_priority": cfg.strict_priority,
+            "out_port": 2,
             "completion_log": str(log)}))
         self.ctl, port = start_controller(self.lab, f"c6-ctl-{self._n}-{cfg.label}",
                                           APPS[cfg.app], netns=self.sw, config=str(conf))
@@ -183,8 +195,9 @@ class Rig:
                                             "--pps", str(self.send_pps)], timeout=60)
         sent = json.loads(out.stdout.strip().splitlines()[-1])["sent"]
         recs, last_count, last_change = [], -1, time.monotonic()
+        tail = LogTail(log, log_off)  # reads only what was added: this poller shares the CPU
         while True:
-            recs = [r for r in parse_lines(_read_from(log, log_off)) if r.ip_id >= 0]
+            recs += [r for r in parse_lines(tail.new_lines()) if r.ip_id >= 0]
             if len(recs) >= n:
                 break
             if len(recs) != last_count:
@@ -277,6 +290,24 @@ def _tail(path: Path) -> str:
 
 def _ready_line(path: Path) -> bool:
     return any(line.rstrip().endswith(" ready") for line in _tail(path).splitlines())
+
+
+class LogTail:
+    """Complete lines appended to a file since ``offset``, a little more on every call."""
+
+    def __init__(self, path: Path, offset: int):
+        self.path, self.offset = path, offset
+
+    def new_lines(self) -> list[str]:
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self.offset)
+                data = f.read()
+        except OSError:
+            return []
+        end = data.rfind(b"\n") + 1  # only complete lines: a writer may be in one
+        self.offset += end
+        return data[:end].decode().splitlines()
 
 
 def _read_from(path: Path, offset: int) -> list[str]:

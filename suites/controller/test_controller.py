@@ -6,14 +6,16 @@ the ratios compare like with like. Records: ``<trace>_<P>pat_<N>thr_<matcher>[_p
 ``high_ms``, ``low_ms``, ``fifo_high_ms``, ``fifo_low_ms``, ``high_ratio``, ``low_ratio`` (means
 over repetitions; ``*_stdev`` the spread; ``recv_*_ms`` the receiver cross-check), and
 ``<trace>_<P>pat_fifo_<matcher>`` for the baseline. ``_proc`` = worker_mode processes (our
-improvement: the search runs in one process per worker, so it uses every core). Repetitions
-are interleaved across configurations (experiment.Rig.run_interleaved).
+improvement: the search runs in one process per worker, so it uses every core); ``_strict`` =
+strict priority on top (the low worker starts a packet only while no high packet is queued).
+Repetitions are interleaved across configurations (experiment.Rig.run_interleaved).
 
   quick    Random, 20 patterns, aho_corasick, FIFO vs 2 high threads, 1 repetition.
-  default  Random/20: naive and aho_corasick with 1 and 8 threads, naive 8 processes;
+  default  Random/20: naive and aho_corasick with 1 and 8 threads, naive 8 processes with and
+           without strict priority;
            High_Low/20 and Low_High/20 with naive, 8 threads; 3 repetitions.
   nightly  every trace x patterns 1/20/50 x both matchers x 1/2/4/8 threads (+ naive in
-           processes mode), 5 repetitions.
+           processes mode, 1/2/4/8, and 8 processes with strict priority), 5 repetitions.
 The last test draws the document's Figures 5-7 and Table 2 side by side with ours.
 """
 from __future__ import annotations
@@ -40,24 +42,28 @@ class Group:
     matcher: str
     threads: tuple[int, ...] = ()
     processes: tuple[int, ...] = ()
+    strict_processes: tuple[int, ...] = ()   # processes mode + strict priority
     reps: int = 3
 
     @property
     def id(self) -> str:
         p = f"-proc{'_'.join(map(str, self.processes))}" if self.processes else ""
+        sp = (f"-strict{'_'.join(map(str, self.strict_processes))}"
+              if self.strict_processes else "")
         return (f"{self.order}-{self.patterns}pat-{self.matcher}-"
-                f"thr{'_'.join(map(str, self.threads))}{p}-x{self.reps}")
+                f"thr{'_'.join(map(str, self.threads))}{p}{sp}-x{self.reps}")
 
 
 QUICK = [Group("random", 20, "aho_corasick", threads=(2,), reps=1)]
 DEFAULT = [
-    Group("random", 20, "naive", threads=(1, 8), processes=(8,)),
+    Group("random", 20, "naive", threads=(1, 8), processes=(8,), strict_processes=(8,)),
     Group("random", 20, "aho_corasick", threads=(1, 8)),
     Group("high_low", 20, "naive", threads=(8,)),
     Group("low_high", 20, "naive", threads=(8,)),
 ]
 NIGHTLY = [Group(o, p, m, threads=(1, 2, 4, 8),
-                 processes=(1, 2, 4, 8) if m == "naive" else (), reps=5)
+                 processes=(1, 2, 4, 8) if m == "naive" else (),
+                 strict_processes=(8,) if m == "naive" else (), reps=5)
            for o in ("high_low", "low_high", "random") for p in (1, 20, 50)
            for m in ("naive", "aho_corasick")]
 
@@ -95,6 +101,8 @@ def run_group(rig, trace_dir, results, g: Group) -> None:
     SEARCH_COST[(g.patterns, g.matcher)] = cost
     configs = [Config("priority", g.matcher, n) for n in g.threads]
     configs += [Config("priority", g.matcher, n, "processes", 0) for n in g.processes]
+    configs += [Config("priority", g.matcher, n, "processes", 0, strict_priority=True)
+                for n in g.strict_processes]
     configs = [Config("fifo", g.matcher)] + configs
     outcomes = list(zip(configs, rig.run_interleaved(configs, pcap, meta, g.reps)))
     fifo = outcomes[0][1]
@@ -102,14 +110,13 @@ def run_group(rig, trace_dir, results, g: Group) -> None:
     for cfg, o in outcomes:
         m = summary_metrics(o, fifo)
         m["search_us_per_packet"] = round(cost, 2)
-        label = "fifo" if cfg.app == "fifo" else \
-            f"{cfg.high_workers}thr" + ("_proc" if cfg.worker_mode == "processes" else "")
-        OURS[(g.order, g.patterns, label, g.matcher)] = m
+        OURS[(g.order, g.patterns, cfg.short_label, g.matcher)] = m
         results.record(
             f"{g.order}_{g.patterns}pat_{cfg.label}", m,
             params={"trace": g.order, "patterns": g.patterns, "matcher": g.matcher,
                     "app": cfg.app, "high_workers": cfg.high_workers,
                     "worker_mode": cfg.worker_mode, "low_worker_nice": cfg.low_worker_nice,
+                    "strict_priority": cfg.strict_priority,
                     "reps": g.reps, "send_pps": rig.send_pps, "packets": len(meta["classes"]),
                     "trace_sha256": meta["pcap_sha256"]},
             provenance={"dut_switch_kind": rig.switch_kind, "port_kind": "veth",
@@ -124,10 +131,7 @@ def run_group(rig, trace_dir, results, g: Group) -> None:
         if m["received_min"] < n:
             problems.append(f"{cfg.label}: receiver got {m['received_min']} of {n}")
     rows = [{"config": "fifo" if c.app == "fifo" else c.label,
-             **{k: OURS[(g.order, g.patterns,
-                         "fifo" if c.app == "fifo" else
-                         f"{c.high_workers}thr" + ("_proc" if c.worker_mode == "processes"
-                                                   else ""), g.matcher)][k]
+             **{k: OURS[(g.order, g.patterns, c.short_label, g.matcher)][k]
                 for k in ("high_ms", "high_ms_stdev", "low_ms", "low_ms_stdev", "high_ratio",
                           "low_ratio", "recv_high_ms", "recv_low_ms")}}
             for c, _ in outcomes]
@@ -163,7 +167,7 @@ def test_zz_document_comparison(results):
         pytest.skip("no controller group ran in this session")
     matchers = sorted({k[3] for k in OURS})
     for matcher in matchers:
-        for suffix in ("", "_proc"):
+        for suffix in ("", "_proc", "_proc_strict"):
             rows = docfigs.comparison_rows(OURS, matcher, suffix)
             if rows:
                 results.add_table(rows, f"document 000 vs ofbench ({matcher}{suffix})")
@@ -171,9 +175,10 @@ def test_zz_document_comparison(results):
             if (order, 20, "fifo", matcher) in OURS:
                 results.add_plot(docfigs.figure(order, 20, OURS, matcher),
                                  f"{docfigs.FIGURE[order]}: document vs ofbench ({matcher})")
-        if ("random", 20, "8thr_proc", matcher) in OURS:
-            results.add_plot(docfigs.figure("random", 20, OURS, matcher, "_proc"),
-                             f"Random: document vs ofbench ({matcher}, processes)")
+        for suffix, what in (("_proc", "processes"), ("_proc_strict", "processes, strict")):
+            if ("random", 20, "8thr" + suffix, matcher) in OURS:
+                results.add_plot(docfigs.figure("random", 20, OURS, matcher, suffix),
+                                 f"Random: document vs ofbench ({matcher}, {what})")
         if any(("random", p, "8thr", matcher) in OURS for p in (1, 50)):
             results.add_table(docfigs.table2_rows(OURS, matcher), f"Table 2 ({matcher})")
     if SEARCH_COST:

@@ -17,6 +17,7 @@ patterns: [ABCDEFGHIJ, KLMNOPQRST]
 high_workers: 8
 high_precedence_min: 4
 worker_mode: processes
+strict_priority: true
 low_worker_nice: 19
 out_port: 2
 completion_log: /tmp/x.csv
@@ -24,12 +25,14 @@ completion_log: /tmp/x.csv
     assert cfg.patterns == (b"ABCDEFGHIJ", b"KLMNOPQRST")
     assert (cfg.matcher, cfg.high_workers, cfg.high_precedence_min) == ("aho_corasick", 8, 4)
     assert (cfg.worker_mode, cfg.low_worker_nice, cfg.out_port) == ("processes", 19, 2)
+    assert cfg.strict_priority is True
 
 
 def test_defaults():
     cfg = parse_config({"patterns": ["x"]})
     assert (cfg.matcher, cfg.high_workers, cfg.high_precedence_min, cfg.worker_mode,
             cfg.out_port) == ("naive", 1, 5, "threads", "flood")
+    assert cfg.strict_priority is False  # the document's independent queues
 
 
 def test_thread_count_zero_names_key_and_line(tmp_path):
@@ -77,6 +80,11 @@ def test_unknown_key(tmp_path):
 def test_bad_worker_mode():
     with pytest.raises(ConfigError, match="'worker_mode'"):
         parse_config({"patterns": ["x"], "worker_mode": "greenlets"})
+
+
+def test_strict_priority_not_a_boolean():
+    with pytest.raises(ConfigError, match="'strict_priority'.*true or false"):
+        parse_config({"patterns": ["x"], "strict_priority": "yes"})
 
 
 def test_precedence_out_of_range():

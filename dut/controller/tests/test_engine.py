@@ -8,7 +8,7 @@ from scapy.layers.l2 import Ether
 
 from dut.controller import matching
 from dut.controller.config import parse_config
-from dut.controller.engine import FifoEngine, PriorityEngine
+from dut.controller.engine import _STOP, FifoEngine, PriorityEngine, TwoClassQueue
 from dut.controller.timing import CompletionLog, parse_lines
 
 
@@ -134,6 +134,21 @@ def test_processes_mode_searches_in_search_processes(tmp_path):
     assert all(p.poll() is not None for p in procs)  # no search process left behind
 
 
+def test_search_process_has_its_own_session_and_ends_when_its_pipe_closes():
+    import os
+
+    from dut.controller.engine import SearchProcess
+
+    sp = SearchProcess("naive", (b"ABCDEFGHIJ",))
+    try:
+        assert sp.count(b"..ABCDEFGHIJ..ABCDEFGHIJ") == 2
+        assert os.getsid(sp.proc.pid) == sp.proc.pid != os.getsid(0)
+        sp.proc.stdin.close()  # what the controller's death does to the pipe
+        assert sp.proc.wait(timeout=10) == 0
+    finally:
+        sp.close()
+
+
 def test_processes_mode_with_bad_matcher_fails_at_start(monkeypatch, tmp_path):
     monkeypatch.setattr(matching, "_lib", None)
     monkeypatch.setenv("OFBENCH_BUILD_DIR", str(tmp_path))
@@ -141,3 +156,72 @@ def test_processes_mode_with_bad_matcher_fails_at_start(monkeypatch, tmp_path):
                         "worker_mode": "processes"})
     with pytest.raises(matching.MatcherError, match="not found"):
         PriorityEngine(cfg, Sent())
+
+
+def _get_within(q, klass, timeout_s=0.2):
+    """q.get(klass) on a helper thread; the item, or None if it blocked past the timeout."""
+    box = []
+    t = threading.Thread(target=lambda: box.append(q.get(klass)), daemon=True)
+    t.start()
+    t.join(timeout_s)
+    return box[0] if box else None
+
+
+def test_strict_queue_holds_low_while_high_is_queued():
+    q = TwoClassQueue(strict=True)
+    q.put("low", "L1")
+    q.put("high", "H1")
+    box = []
+    low = threading.Thread(target=lambda: box.append(q.get("low")), daemon=True)
+    low.start()
+    low.join(0.2)
+    assert box == []                  # a high packet waits: low may not start
+    assert q.get("high") == "H1"      # the high queue runs dry ...
+    low.join(5)
+    assert box == ["L1"]              # ... and that releases the waiting low worker
+
+
+def test_independent_queues_serve_low_even_with_high_queued():
+    q = TwoClassQueue(strict=False)
+    q.put("high", "H1")
+    q.put("low", "L1")
+    assert _get_within(q, "low") == "L1"
+    assert q.qsize("high") == 1
+
+
+def test_strict_queue_lets_stop_through_and_keeps_order():
+    q = TwoClassQueue(strict=True)
+    q.put("high", "H1")
+    q.put("low", _STOP)
+    assert _get_within(q, "low") is _STOP  # stopping never waits for the high class
+    q.put("low", "L1")
+    q.put("low", "L2")
+    assert q.get("high") == "H1"
+    assert [q.get("low"), q.get("low")] == ["L1", "L2"]
+
+
+def test_strict_priority_engine_finishes_highs_before_any_waiting_low():
+    """Random mix of 30 low + 30 high queued at once: under strict priority no low packet
+    starts while a high one waits. At most two lows end before the last high: one taken
+    before the highs were queued, and one started when the high queue ran dry while the last
+    highs were still being searched (strict priority does not preempt or wait for in-flight)."""
+    cfg = parse_config({"patterns": ["x"], "high_workers": 2, "strict_priority": True})
+    done, sent = {}, Sent()
+
+    def send(data, in_port):
+        sent(data, in_port)
+        done[data] = time.monotonic()
+
+    eng = PriorityEngine(cfg, send, log=CompletionLog(None), matcher=SlowMatcher(0.005))
+    frames = [frame(i, 5 if i % 2 else 0) for i in range(60)]
+    try:
+        for f in frames:
+            eng.handle(f, 1)
+        deadline = time.monotonic() + 30
+        while len(sent.items) < 60 and time.monotonic() < deadline:
+            time.sleep(0.01)
+    finally:
+        eng.stop()
+    assert len(sent.items) == 60
+    last_high = max(done[f] for f in frames[1::2])
+    assert sum(done[f] < last_high for f in frames[0::2]) <= 2
