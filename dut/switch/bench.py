@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import itertools
 import os
 import random
 import socket
@@ -183,7 +184,10 @@ def _accept(listener: socket.socket, timeout_s: float = 60) -> w.Session:
 
 
 def run_one(lab, kind: str, flows: list[BenchFlow], pcap: Path, *, lcore: int,
-            warmup_s: float = 3.0, duration_s: float = 5.0, lookup: str = "trie") -> dict:
+            warmup_s: float = 3.0, duration_s: float = 5.0, lookup: str = "trie",
+            tag: str = "bench") -> dict:
+    """One switch, one measurement. ``tag`` names its processes and state (OVS db, stats
+    socket): unique per run of the bench in a lab, since OVS state dirs outlive a stop."""
     listener = socket.socket()
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", 0))
@@ -196,18 +200,18 @@ def run_one(lab, kind: str, flows: list[BenchFlow], pcap: Path, *, lcore: int,
     try:
         if kind == "ofbench":
             from dut.switch.launcher import start_ofswitch
-            proc = start_ofswitch(lab, "bench-ofswitch", ports=[(1, rx_devargs), (2, "net_null0")],
+            proc = start_ofswitch(lab, f"{tag}-ofswitch", ports=[(1, rx_devargs), (2, "net_null0")],
                                   controller=("127.0.0.1", port), dpid=0xB1, lookup=lookup,
                                   idle_sleep_us=0, lcores=str(lcore), mem_mb=1024)
             stop = lambda: lab.supervisor.stop(proc)  # noqa: E731
             from dut.switch.launcher import read_stats
-            sock = Path(lab.state_dir) / "bench-ofswitch.stats"
+            sock = Path(lab.state_dir) / f"{tag}-ofswitch.stats"
             stats_of = lambda: read_stats(sock)  # noqa: E731
             if os.environ.get("OFBENCH_BENCH_PERF"):
                 during = _perf_during(proc.pid, os.environ["OFBENCH_BENCH_PERF"])
         elif kind == "ovs-dpdk":
             from drivers.lab.ovs import OvsInstance
-            ovs = OvsInstance(lab, "bench-ovsdpdk", dpdk=True, dpdk_mem_mb=1024,
+            ovs = OvsInstance(lab, f"{tag}-ovsdpdk", dpdk=True, dpdk_mem_mb=1024,
                               dpdk_lcore=0, pmd_cpu_mask=hex(1 << lcore))
             stop = ovs.stop
             ovs.start()
@@ -236,16 +240,20 @@ def run_one(lab, kind: str, flows: list[BenchFlow], pcap: Path, *, lcore: int,
             stop()
 
 
+_RUNS = itertools.count()  # bench runs in this process: a unique tag for each
+
+
 def run_pipeline_bench(lab, kinds=("ofbench", "ovs-dpdk"), n_flows: int = 100_000,
                        n_frames: int = 8192, lcore: int = 1, duration_s: float = 5.0,
                        lookup: str = "trie") -> dict:
+    tag = f"bench{next(_RUNS)}"
     flows = make_flows(n_flows)
-    pcap = Path(lab.state_dir) / "bench-64b.pcap"
+    pcap = Path(lab.state_dir) / f"{tag}-64b.pcap"
     make_pcap(pcap, flows, n_frames)
     out = {}
     for kind in kinds:
         out[kind] = run_one(lab, kind, flows, pcap, lcore=lcore, duration_s=duration_s,
-                            lookup=lookup)
+                            lookup=lookup, tag=tag)
     return out
 
 

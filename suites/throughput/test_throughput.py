@@ -133,11 +133,11 @@ def test_latency_floor_memif(loop, results):
 
 def parse_testpmd_tx_pps(log: str) -> float:
     """Median of testpmd's periodic non-zero Tx-pps figures (first one dropped: start-up)."""
-    vals = testpmd_tx_pps_values(log)
+    vals = parse_testpmd_tx_pps_windows(log)
     return float(statistics.median(vals)) if vals else 0.0
 
 
-def testpmd_tx_pps_values(log: str) -> list[int]:
+def parse_testpmd_tx_pps_windows(log: str) -> list[int]:
     """testpmd's periodic non-zero Tx-pps figures, the first (start-up, partial) one dropped."""
     vals = [int(v) for v in re.findall(r"Tx-pps:\s+(\d+)", log)]
     return [v for v in vals if v > 0][1:]
@@ -195,7 +195,7 @@ def test_p2p_app_flow_specs():
 def test_testpmd_parse():
     log = "Tx-pps: 0 \n Tx-pps:  5 \n Tx-pps: 100\n Tx-pps: 300\n Tx-pps: 200"
     assert parse_testpmd_tx_pps(log) == 200.0
-    assert testpmd_tx_pps_values(log) == [100, 300, 200]
+    assert parse_testpmd_tx_pps_windows(log) == [100, 300, 200]
 
 
 @pytest.mark.quick
@@ -275,10 +275,10 @@ def _testpmd_tx_trial(lab, sock, tag):
         want = int(TX_BENCH_TRIAL_S)  # per-second figures after the start-up one
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline and tp.popen.poll() is None:
-            if len(testpmd_tx_pps_values(tp.log_path.read_text(errors="replace"))) >= want:
+            if len(parse_testpmd_tx_pps_windows(tp.log_path.read_text(errors="replace"))) >= want:
                 break
             time.sleep(0.2)
-        vals = testpmd_tx_pps_values(tp.log_path.read_text(errors="replace"))[:want]
+        vals = parse_testpmd_tx_pps_windows(tp.log_path.read_text(errors="replace"))[:want]
     finally:
         lab.supervisor.stop(tp)
     return [v / 1e6 for v in vals]

@@ -188,8 +188,10 @@ def switch_p2p(lab, kind: str, flows: int, tag: str = "sw", wire: str = "vhost")
                 socks = [Path(lab.state_dir) / f"ovs-{tag}-{kind}" / n for n in names]
             else:
                 socks = [fresh_sock(lab, f"{tag}-vhost{i}") for i in (0, 1)]
+            # legacy-ol-flags=1: DPDK 22.11's net_vhost "compliant" offload-flag default is
+            # much slower here (see dut/vmwire/wiring.py); OVS drives rte_vhost itself
             extra = [(i + 1, {"ovs": {"name": names[i], "type": "dpdkvhostuser"},
-                              "devargs": f"net_vhost{i + 1},iface={sock},queues=1"})
+                              "devargs": f"net_vhost{i + 1},iface={sock},queues=1,legacy-ol-flags=1"})
                      for i, sock in enumerate(socks)]
             gen_ports = [SoftgenPort("p0", virtio_user(0, socks[0])), SoftgenPort("p1", virtio_user(1, socks[1]))]
         elif kind == "ofbench" and wire == "memif":
