@@ -40,6 +40,18 @@ class SlowMatcher:
         pass
 
 
+def _feed_and_drain(eng, frames, in_port, sent, timeout_s=30.0):
+    """Hand every frame to the engine, wait (bounded) until as many Packet-Outs went out, stop."""
+    try:
+        for f in frames:
+            eng.handle(f, in_port)
+        deadline = time.monotonic() + timeout_s
+        while len(sent.items) < len(frames) and time.monotonic() < deadline:
+            time.sleep(0.01)
+    finally:
+        eng.stop()
+
+
 def test_fifo_handles_in_arrival_order_and_logs(tmp_path):
     log = tmp_path / "log.csv"
     cfg = parse_config({"patterns": ["ABCDEFGHIJ"], "completion_log": str(log)})
@@ -85,14 +97,7 @@ def test_priority_serves_late_high_packets_before_early_low_ones():
     eng = PriorityEngine(cfg, send, log=log, matcher=SlowMatcher(0.01))
     lows = [frame(i, 0) for i in range(20)]
     highs = [frame(100 + i, 5) for i in range(20)]
-    try:
-        for f in lows + highs:
-            eng.handle(f, 3)
-        deadline = time.monotonic() + 30
-        while len(sent.items) < 40 and time.monotonic() < deadline:
-            time.sleep(0.01)
-    finally:
-        eng.stop()
+    _feed_and_drain(eng, lows + highs, 3, sent)
     assert len(sent.items) == 40
     assert max(done[f] for f in highs) < max(done[f] for f in lows)
     assert {p for _, p in sent.items} == {3}
@@ -214,14 +219,7 @@ def test_strict_priority_engine_finishes_highs_before_any_waiting_low():
 
     eng = PriorityEngine(cfg, send, log=CompletionLog(None), matcher=SlowMatcher(0.005))
     frames = [frame(i, 5 if i % 2 else 0) for i in range(60)]
-    try:
-        for f in frames:
-            eng.handle(f, 1)
-        deadline = time.monotonic() + 30
-        while len(sent.items) < 60 and time.monotonic() < deadline:
-            time.sleep(0.01)
-    finally:
-        eng.stop()
+    _feed_and_drain(eng, frames, 1, sent)
     assert len(sent.items) == 60
     last_high = max(done[f] for f in frames[1::2])
     assert sum(done[f] < last_high for f in frames[0::2]) <= 2
