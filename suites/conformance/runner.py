@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from drivers.lab.ovs import OvsInstance
@@ -84,44 +84,120 @@ def link_test_dir(dest: Path, files: list[str]) -> Path:
 
 @dataclass
 class RunOutput:
-    log_text: str
-    duration_s: float
-    exit_code: int | None
+    log_text: str           # the tool logs of every shard, one after the other
+    duration_s: float       # wall time from the first tool start to the last tool's end
+    exit_code: int | None   # the first abnormal exit code of a shard (143 = normal end)
+    shards: int = 1
+
+
+@dataclass
+class _Shard:
+    """One tool instance with its own namespace(s), tester OVS and target switch."""
+    tag: str
+    files: list[str]
+    ns: str = ""
+    ns_target: str = ""
+    started: list = field(default_factory=list)
+    proc: object = None
+    rc: int | None = None
+    done_s: float | None = None
+    counters: tuple = ()
+
+
+NORMAL_EXIT = (0, 143, -15)   # the tool ends itself with SIGTERM
 
 
 def run_tool(lab, kind: str, files: list[str], *, tag: str = "conf", timeout_s: float = 3600,
-             interval_s: int = 0, workers: int = 1, lookup: str = "simple") -> RunOutput:
+             interval_s: int = 0, workers: int = 1, lookup: str = "simple",
+             shards: list[list[str]] | None = None, progress=None,
+             total_cases: int | None = None) -> RunOutput:
     """Build the topology, start tester + target + tool, wait for the tool to finish; stop
-    everything and delete the namespace on every exit path."""
-    ns = lab.add_netns(tag)
-    # An OVS target needs its own namespace: OVS's netdev datapath creates a tap device named
-    # "ovs-netdev", so two OVS cannot share one. It reaches the tool over a control veth.
-    ns_target = lab.add_netns(tag + "t") if kind == "ovs" else ns
-    started: list = []
+    everything and delete the namespaces on every exit path.
+
+    ``shards`` (lists of files, from ryu_results.plan_shards) runs several tool instances at
+    once, each against its own tester and target in its own namespace: the tool's 51
+    throughput cases send for 30 s each, so one instance cannot finish the full set in less
+    than ~27 min whatever the switch. ``progress(msg)`` gets a line every ~30 s."""
+    groups = shards or [list(files)]
+    run = [_Shard(tag if len(groups) == 1 else f"{tag}{i}", g) for i, g in enumerate(groups)]
     try:
-        return _run_in(lab, ns, ns_target, started, kind, files, tag, timeout_s, interval_s,
-                       workers, lookup)
+        for sh in run:
+            _start_shard(lab, sh, kind, interval_s, workers, lookup)
+        t0 = time.monotonic()
+        _wait_all(run, t0, timeout_s, progress, total_cases)
+        duration = max((sh.done_s for sh in run if sh.done_s is not None),
+                       default=time.monotonic() - t0)
+        texts = []
+        for sh in run:
+            lab.supervisor.stop(sh.proc)
+            texts.append(sh.proc.log_path.read_text(errors="replace"))
+            _write_counters(lab, sh.proc.log_path.with_name(f"{sh.tag}-counters.txt"),
+                            *sh.counters)
+        bad = [sh.rc for sh in run if sh.rc not in NORMAL_EXIT]
+        rc = bad[0] if bad else run[0].rc
+        return RunOutput("\n".join(texts), duration, rc, len(run))
     finally:
-        for item in reversed(started):
-            try:
-                item.stop() if hasattr(item, "stop") else lab.supervisor.stop(item)
-            except Exception:  # keep cleaning up
-                pass
-        lab.del_netns(ns)
-        if ns_target != ns:
-            lab.del_netns(ns_target)
+        for sh in reversed(run):
+            for item in reversed(sh.started):
+                try:
+                    item.stop() if hasattr(item, "stop") else lab.supervisor.stop(item)
+                except Exception:  # keep cleaning up
+                    pass
+            for n in {sh.ns, sh.ns_target} - {""}:
+                try:
+                    lab.del_netns(n)
+                except Exception:  # keep cleaning up
+                    pass
+
+
+def _cases_done(log_path: Path) -> int:
+    from suites.conformance.ryu_results import CASE_RE
+    try:
+        text = log_path.read_text(errors="replace")
+    except OSError:
+        return 0
+    return sum(1 for line in text.splitlines() if CASE_RE.match(line))
+
+
+def _wait_all(run: list[_Shard], t0: float, timeout_s: float, progress, total_cases) -> None:
+    last_report = t0
+    while True:
+        now = time.monotonic()
+        for sh in run:
+            if sh.done_s is None and not sh.proc.alive():
+                sh.rc, sh.done_s = sh.proc.popen.poll(), now - t0
+        if all(sh.done_s is not None for sh in run):
+            return
+        if now - t0 > timeout_s:
+            for sh in run:
+                if sh.done_s is None:
+                    sh.rc, sh.done_s = None, now - t0
+            return
+        if progress is not None and now - last_report >= 30:
+            last_report = now
+            done = sum(_cases_done(sh.proc.log_path) for sh in run)
+            running = sum(sh.done_s is None for sh in run)
+            of = f"/{total_cases}" if total_cases else ""
+            progress(f"{done}{of} cases done, {running} of {len(run)} tool instance(s) "
+                     f"running, {now - t0:.0f} s")
+        time.sleep(1.0)
 
 
 CTL_TOOL_IP, CTL_TARGET_IP = "10.254.0.1", "10.254.0.2"  # inside our two namespaces only
 
 
-def _run_in(lab, ns, ns_target, started, kind, files, tag, timeout_s, interval_s, workers,
-            lookup):
+def _start_shard(lab, sh: _Shard, kind: str, interval_s: int, workers: int, lookup: str) -> None:
+    tag = sh.tag
+    sh.ns = ns = lab.add_netns(tag)
+    # An OVS target needs its own namespace: OVS's netdev datapath creates a tap device named
+    # "ovs-netdev", so two OVS cannot share one. It reaches the tool over a control veth.
+    sh.ns_target = ns_target = lab.add_netns(tag + "t") if kind == "ovs" else ns
+    started = sh.started
     for n in {ns, ns_target}:
         lab.netns_exec(n, ["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1",
                            "net.ipv6.conf.default.disable_ipv6=1"])
-    tif = {i: lab.ifname(f"{tag[:2]}t{i}") for i in (1, 2, 3)}
-    sif = {i: lab.ifname(f"{tag[:2]}s{i}") for i in (1, 2, 3)}
+    tif = {i: lab.ifname(f"{tag}t{i}") for i in (1, 2, 3)}
+    sif = {i: lab.ifname(f"{tag}s{i}") for i in (1, 2, 3)}
     for i in (1, 2, 3):
         lab.add_veth(ns, tif[i], ns_target, sif[i])
         for n, ifn in ((ns, tif[i]), (ns_target, sif[i])):
@@ -131,12 +207,12 @@ def _run_in(lab, ns, ns_target, started, kind, files, tag, timeout_s, interval_s
     port = lab.free_tcp_port()
     listen_host, ctl_host = "127.0.0.1", "127.0.0.1"
     if ns_target != ns:
-        ca, cb = lab.ifname(f"{tag[:2]}ca"), lab.ifname(f"{tag[:2]}cb")
+        ca, cb = lab.ifname(f"{tag}ca"), lab.ifname(f"{tag}cb")
         lab.add_veth(ns, ca, ns_target, cb)
         lab.netns_exec(ns, ["ip", "addr", "add", f"{CTL_TOOL_IP}/30", "dev", ca])
         lab.netns_exec(ns_target, ["ip", "addr", "add", f"{CTL_TARGET_IP}/30", "dev", cb])
         listen_host, ctl_host = "0.0.0.0", CTL_TOOL_IP
-    test_dir = link_test_dir(Path(lab.state_dir) / f"{tag}-of13", files)
+    test_dir = link_test_dir(Path(lab.state_dir) / f"{tag}-of13", sh.files)
     tester = OvsInstance(lab, f"{tag}-tester", netns=ns)
     started.append(tester)
     tester.start()
@@ -144,7 +220,6 @@ def _run_in(lab, ns, ns_target, started, kind, files, tag, timeout_s, interval_s
     tester.add_bridge("brtester", dpid=TESTER_DPID, controller=f"tcp:127.0.0.1:{port}")
     for i in (1, 2, 3):
         tester.add_port("brtester", tif[i], ofport=i)
-    target_ovs = None
     if kind == "ofbench":
         from dut.switch.launcher import start_ofswitch
         ports = [(i, f"net_af_xdp{i},iface={sif[i]}") for i in (1, 2, 3)]
@@ -163,23 +238,13 @@ def _run_in(lab, ns, ns_target, started, kind, files, tag, timeout_s, interval_s
             target_ovs.add_port("brtarget", sif[i], ofport=i)
     else:
         raise ValueError(f"conformance: unsupported target kind {kind!r}")
-    t0 = time.monotonic()
-    proc = lab.supervisor.start(f"{tag}-tool", tester_argv(port, test_dir, interval_s,
-                                                           listen_host),
-                                netns=ns, cwd=REPO,
-                                env={"PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"})
-    started.append(proc)
-    try:
-        rc = proc.wait(timeout_s)
-    except Exception:
-        rc = None
-    duration = time.monotonic() - t0
-    lab.supervisor.stop(proc)
-    text = proc.log_path.read_text(errors="replace")
-    _write_counters(lab, proc.log_path.with_name(f"{tag}-counters.txt"), ns, ns_target, tif, sif,
-                    tester, Path(lab.state_dir) / f"{tag}-ofswitch.stats"
-                    if kind == "ofbench" else None)
-    return RunOutput(text, duration, rc)
+    sh.proc = lab.supervisor.start(f"{tag}-tool", tester_argv(port, test_dir, interval_s,
+                                                              listen_host),
+                                   netns=ns, cwd=REPO,
+                                   env={"PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"})
+    started.append(sh.proc)
+    sh.counters = (ns, ns_target, tif, sif, tester,
+                   Path(lab.state_dir) / f"{tag}-ofswitch.stats" if kind == "ofbench" else None)
 
 
 def _write_counters(lab, path: Path, ns, ns_target, tif, sif, tester, stats_sock) -> None:

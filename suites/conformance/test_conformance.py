@@ -3,7 +3,8 @@ the profile's switch, and against Open vSwitch (userspace netdev) for the peer's
 
 * ``test_of13_required`` (quick): the 276 required cases (conformance-required.txt) against the
   profile's switch; ``make test`` runs it. Record ``of13_<kind>_required``.
-* ``test_of13_full[kind]``: all 991 cases; ``make nightly``. Record ``of13_<kind>``.
+* ``test_of13_full[kind]``: all 991 cases, for the profile's switch and OVS beside it; ``make
+  suites``. Record ``of13_<kind>``.
 * ``test_of13_timed[kind]``: the 51 throughput cases only (17 group/meter files, ~27 min), on
   demand (env ``OFBENCH_CONFORMANCE_TIMED=1`` or ``OFBENCH_CONFORMANCE_FILES``; the full run
   already covers them). Record ``of13_<kind>_timed``.
@@ -14,8 +15,12 @@ iterate on a few cases; the record then carries the patterns in its params.
 
 Both records carry total/ok/error/required_ok/required_total (+ per-category counts), and the
 report gets the certification-style table plus the list of failed cases with the tool's reason.
-The floor of the full run's duration is the tool's: 51 throughput cases (groups, meters) send
-for 30 s each, ~26 min, whatever the switch.
+The floor of one tool instance's duration is the tool's: 51 throughput cases (groups, meters)
+send for 30 s each, ~27 min whatever the switch. So every run is split by file into shards
+(ryu_results.plan_shards, balanced on estimated time) that run at once, each tool instance against
+its own tester OVS and target switch in its own namespace: env ``OFBENCH_CONFORMANCE_SHARDS``
+(default 3; 1 = the tool alone, as certification ran it). A file never splits, and the split is
+deterministic, so a failing case reruns in the same company.
 """
 from __future__ import annotations
 
@@ -27,6 +32,21 @@ from suites.conformance import ryu_results as rr
 from suites.conformance.runner import of13_dir, required_file, run_tool
 
 KINDS_WITH_FIGURE = ("ofbench", "ovs")
+DEFAULT_SHARDS = 3
+
+
+def shard_count() -> int:
+    raw = os.environ.get("OFBENCH_CONFORMANCE_SHARDS", "").strip()
+    if not raw:
+        return DEFAULT_SHARDS
+    try:
+        n = int(raw)
+    except ValueError:
+        raise pytest.UsageError(f"OFBENCH_CONFORMANCE_SHARDS={raw!r}: expected a whole number "
+                                ">= 1") from None
+    if not 1 <= n <= 8:
+        raise pytest.UsageError(f"OFBENCH_CONFORMANCE_SHARDS={n}: expected 1..8")
+    return n
 
 
 def _lookup(profile) -> str:
@@ -47,7 +67,7 @@ def _narrow(only: set[str] | None) -> tuple[set[str] | None, str]:
 
 
 def _run_and_record(lab, results, kind: str, only: set[str] | None, name: str, tag: str,
-                    profile) -> tuple[dict, list[rr.CaseResult]]:
+                    profile, progress=None) -> tuple[dict, list[rr.CaseResult]]:
     required = rr.read_required(required_file())
     only, patterns = _narrow(only)
     if only is not None and not only:
@@ -57,17 +77,22 @@ def _run_and_record(lab, results, kind: str, only: set[str] | None, name: str, t
     lookup = _lookup(profile) if kind == "ofbench" else "n/a"
     workers = profile.switch.get("workers", 1) if kind == "ofbench" else 1
     # The peer OVS runs as the certification runs tuned it: one second between cases.
+    interval_s = 1 if kind == "ovs" else 0
+    shards = rr.plan_shards(cases, shard_count(), interval_s)
     out = run_tool(lab, kind, files, tag=tag, workers=workers,
                    lookup=lookup if kind == "ofbench" else "simple",
-                   interval_s=1 if kind == "ovs" else 0)
+                   interval_s=interval_s, shards=shards, progress=progress,
+                   total_cases=len(cases))
     res = rr.parse_log(out.log_text, cases)
     metrics = rr.summary(res)
     metrics["duration_s"] = round(out.duration_s, 1)
+    metrics["tool_instances"] = out.shards
     results.record(name=name, metrics=metrics,
                    params={"switch_kind": kind, "cases": len(cases), "files": len(files),
                            "tool": "os_ken.tests.switch.tester (os-ken 4.2.2)",
                            "tester": "ovs netdev (flow-limit=0)",
                            "sender": os.environ.get("OFBENCH_TOOL_SENDER", "paced"),
+                           "shards": [len(g) for g in shards],
                            **({"file_patterns": patterns} if patterns else {}),
                            "port_kind": "af_xdp" if kind == "ofbench" else "netdev(af_packet)",
                            **({"lookup": lookup, "workers": workers} if kind == "ofbench" else
@@ -106,15 +131,15 @@ def test_of13_required(lab, profile, results):
                                  f"{untimed_bad[0].reason}")
 
 
-# The full set takes ~30 min per switch here (51 throughput cases alone take 30 s each), more
-# than `make suites` has: it runs in `make nightly`; the required set runs everywhere.
-@pytest.mark.nightly
+# The full set, in `make suites`: ~10 min for ofbench and ~15 min for OVS (one second between
+# cases) with 3 tool instances at once; ~30 / ~45 min with one.
 @pytest.mark.features("netns", "ovs")
 @pytest.mark.timeout(3 * 3600)
-def test_of13_full(lab, profile, results, switch_kind):
+def test_of13_full(lab, profile, results, switch_kind, progress):
     if switch_kind not in KINDS_WITH_FIGURE:
         pytest.skip(f"conformance figure only for {KINDS_WITH_FIGURE}")
-    _run_and_record(lab, results, switch_kind, None, f"of13_{switch_kind}", "cf", profile)
+    _run_and_record(lab, results, switch_kind, None, f"of13_{switch_kind}", "cf", profile,
+                    progress)
 
 
 # The throughput cases alone (group and meter rates, 30 s each): the part of the full set that

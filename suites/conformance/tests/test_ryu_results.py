@@ -152,3 +152,38 @@ def test_paced_sender_reaches_the_nominal_rate_despite_late_ticks():
         now += 0.0013
     assert abs(sent - pktps * 30.0) <= pktps * 0.0013 * 4
     assert biggest <= burst
+
+
+def test_plan_shards_covers_every_file_once_and_balances_the_real_set():
+    from suites.conformance.runner import of13_dir, required_file
+    cases = rr.catalogue(of13_dir(), rr.read_required(required_file()))
+    files = {c.file for c in cases}
+    for n in (1, 2, 3, 4):
+        plan = rr.plan_shards(cases, n)
+        flat = [f for g in plan for f in g]
+        assert sorted(flat) == sorted(files) and len(flat) == len(files)
+        assert len(plan) == n
+        est = [rr.shard_estimate_s(cases, g) for g in plan]
+        # longest-first greedy: no shard longer than the ideal share plus its largest file
+        biggest_file = max(rr.shard_estimate_s(cases, [f]) for f in files)
+        assert max(est) <= sum(est) / n + biggest_file
+    assert rr.plan_shards(cases, 3) == rr.plan_shards(list(reversed(cases)), 3)  # deterministic
+
+
+def test_plan_shards_never_splits_a_file_and_drops_empty_groups(of13):
+    cases = rr.catalogue(of13, set())
+    plan = rr.plan_shards(cases, 5)
+    assert sorted(map(tuple, plan)) == [("action/25_SET_FIELD/03_ETH_DST.json",),
+                                         ("match/00_IN_PORT.json",)]
+    with pytest.raises(ValueError, match="shards must be >= 1"):
+        rr.plan_shards(cases, 0)
+
+
+def test_shard_logs_concatenated_parse_like_one_log(of13):
+    """Each shard's tool log names its own files; parsing their concatenation gives every
+    case its result, and a file whose shard died stays NOT RUN."""
+    cases = rr.catalogue(of13, set())
+    shard_a = LOG.split("match: 00_IN_PORT")[0]
+    shard_b = "--- Test start ---\nmatch: 00_IN_PORT\n    a-->x" + " " * 90 + "OK\n"
+    res = rr.parse_log(shard_a + "\n" + shard_b, cases)
+    assert [r.result for r in res] == ["ERROR", "OK", "NOT RUN"]
