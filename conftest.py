@@ -326,6 +326,7 @@ def progress_line(config, message: str) -> None:
     stamp = time.strftime("%H:%M:%S")
     if tr is not None:
         tr.write_line(f"[{stamp}] {message}")
+        tr.flush()  # visible at once when the output goes to a file (CI logs)
     else:
         print(f"[{stamp}] {message}", file=sys.stderr, flush=True)
 

@@ -35,6 +35,7 @@ class OvsInstance:
         self.env = {"OVS_RUNDIR": str(self.dir), "OVS_LOGDIR": str(self.dir),
                     "OVS_DBDIR": str(self.dir), "OVS_SYSCONFDIR": str(self.dir)}
         self.procs = []
+        self._db_created = False
 
     @property
     def kind(self) -> str:
@@ -44,8 +45,13 @@ class OvsInstance:
     def start(self) -> "OvsInstance":
         self.dir.mkdir(parents=True, exist_ok=True)
         db = self.dir / "conf.db"
-        if not db.exists():
+        # A new instance starts from an empty database even when an earlier one of this run had
+        # the same name (its bridges would clash: "a bridge named ... already exists"); a
+        # restart of this same instance keeps its configuration.
+        if not self._db_created:
+            db.unlink(missing_ok=True)
             run(["ovsdb-tool", "create", db, OVS_SCHEMA])
+            self._db_created = True
         sup = self.lab.supervisor
         self.procs.append(sup.start(
             f"{self.name}-ovsdb",

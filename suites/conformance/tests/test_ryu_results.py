@@ -187,3 +187,24 @@ def test_shard_logs_concatenated_parse_like_one_log(of13):
     shard_b = "--- Test start ---\nmatch: 00_IN_PORT\n    a-->x" + " " * 90 + "OK\n"
     res = rr.parse_log(shard_a + "\n" + shard_b, cases)
     assert [r.result for r in res] == ["ERROR", "OK", "NOT RUN"]
+
+
+def test_batched_packet_outs_are_the_tools_packet_outs_byte_for_byte():
+    """The sender's one-write batch equals what TestSw.send_packet_out would send, xid by xid."""
+    from os_ken.ofproto import ofproto_protocol, ofproto_v1_3
+    from suites.conformance import tool_patch as tp
+    dp = ofproto_protocol.ProtocolDesc(ofproto_v1_3.OFP_VERSION)
+    data = bytes(range(60)) * 2
+    template = tp.packet_out_template(dp, 1, data)
+    batch = tp.packet_outs(template, 0xFFFFFFFE, 3)
+    parser, ofp = dp.ofproto_parser, dp.ofproto
+    expected = b""
+    for xid in (0xFFFFFFFE, 0xFFFFFFFF, 0):
+        out = parser.OFPPacketOut(datapath=dp, buffer_id=ofp.OFP_NO_BUFFER, data=data,
+                                  in_port=ofp.OFPP_CONTROLLER,
+                                  actions=[parser.OFPActionOutput(1)])
+        out.xid = xid
+        out.serialize()
+        expected += bytes(out.buf)
+    assert batch == expected
+    assert tp.packet_outs(template, 7, 0) == b""
