@@ -16,6 +16,7 @@ import re
 import signal
 import sys
 import time
+from contextlib import nullcontext as _nullcontext
 from pathlib import Path
 
 import pytest
@@ -325,8 +326,12 @@ def progress_line(config, message: str) -> None:
     tr = config.pluginmanager.get_plugin("terminalreporter")
     stamp = time.strftime("%H:%M:%S")
     if tr is not None:
-        tr.write_line(f"[{stamp}] {message}")
-        tr.flush()  # visible at once when the output goes to a file (CI logs)
+        # pytest captures fd 1 while a test runs: suspend capture so the line reaches the
+        # terminal (or the CI log) now, not in the test's captured output.
+        capman = config.pluginmanager.get_plugin("capturemanager")
+        with capman.global_and_fixture_disabled() if capman else _nullcontext():
+            tr.write_line(f"[{stamp}] {message}")
+            tr.flush()
     else:
         print(f"[{stamp}] {message}", file=sys.stderr, flush=True)
 

@@ -72,8 +72,11 @@ def tester_argv(port: int, test_dir: Path, interval_s: int = 0,
 
 
 def link_test_dir(dest: Path, files: list[str]) -> Path:
-    """A directory of symlinks to the chosen of13 files, keeping their sub-folders."""
+    """A directory of symlinks to the chosen of13 files (and no others: an earlier run of this
+    session may have used the same folder name), keeping their sub-folders."""
+    import shutil
     src = of13_dir()
+    shutil.rmtree(dest, ignore_errors=True)
     for rel in files:
         p = dest / rel
         p.parent.mkdir(parents=True, exist_ok=True)

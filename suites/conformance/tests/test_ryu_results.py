@@ -208,3 +208,14 @@ def test_batched_packet_outs_are_the_tools_packet_outs_byte_for_byte():
         expected += bytes(out.buf)
     assert batch == expected
     assert tp.packet_outs(template, 7, 0) == b""
+
+
+def test_link_test_dir_holds_only_this_runs_files(tmp_path):
+    """The OVS full run reuses the ofbench run's shard folder names: the tool must not find the
+    earlier run's files there (it ran them twice)."""
+    from suites.conformance.runner import link_test_dir
+    dest = tmp_path / "cf0-of13"
+    link_test_dir(dest, ["match/00_IN_PORT.json", "meter/01_DROP_00_KBPS_00_1M.json"])
+    link_test_dir(dest, ["action/00_OUTPUT.json"])
+    assert sorted(p.relative_to(dest).as_posix() for p in dest.rglob("*.json")) == \
+        ["action/00_OUTPUT.json"]
