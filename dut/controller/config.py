@@ -13,6 +13,9 @@ the key and its line. Example (all keys; only ``patterns`` is required)::
     strict_priority: false    # true: the low worker takes a packet only while no high packet
                               #   is queued (false: the document's independent queues)
     low_worker_nice: 0        # processes mode: nice value of the low worker's process (0..19)
+    packet_in_intake: raw     # raw: Packet-Ins are taken from os-ken's receive loop as bytes
+                              #   (in_port + frame, no message object, no event queue) |
+                              #   osken: os-ken's OFPPacketIn event (both apps either way)
     out_port: flood           # Packet-Out destination: flood, or an OpenFlow port number
     completion_log: /path/log.csv  # per-packet timestamps (timing.py); none if unset
 """
@@ -26,8 +29,9 @@ from dut.controller.matching import MATCHERS
 from dut.profiles.yamlfile import load_with_key_lines
 
 WORKER_MODES = ("threads", "processes")
+INTAKES = ("raw", "osken")
 KEYS = ("matcher", "patterns", "high_workers", "high_precedence_min", "worker_mode",
-        "strict_priority", "low_worker_nice", "out_port", "completion_log")
+        "strict_priority", "low_worker_nice", "packet_in_intake", "out_port", "completion_log")
 MAX_PATTERN_LEN = 256
 
 
@@ -44,6 +48,7 @@ class ControllerConfig:
     worker_mode: str = "threads"
     strict_priority: bool = False
     low_worker_nice: int = 0
+    packet_in_intake: str = "raw"
     out_port: int | str = "flood"
     completion_log: str | None = None
     source: str = field(default="<dict>", compare=False)
@@ -96,6 +101,9 @@ def parse_config(data, source: str = "<dict>", lines: dict[str, int] | None = No
     strict = data.get("strict_priority", False)
     if not isinstance(strict, bool):
         raise err("strict_priority", "must be true or false")
+    intake = data.get("packet_in_intake", "raw")
+    if intake not in INTAKES:
+        raise err("packet_in_intake", f"must be one of {', '.join(INTAKES)}")
     out_port = data.get("out_port", "flood")
     if out_port != "flood" and (isinstance(out_port, bool) or not isinstance(out_port, int)
                                 or not 1 <= out_port <= 0xffffff00):
@@ -111,6 +119,7 @@ def parse_config(data, source: str = "<dict>", lines: dict[str, int] | None = No
         worker_mode=worker_mode,
         strict_priority=strict,
         low_worker_nice=integer("low_worker_nice", 0, 0, 19),
+        packet_in_intake=intake,
         out_port=out_port,
         completion_log=log,
         source=source,

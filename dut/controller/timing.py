@@ -77,6 +77,13 @@ def completion_ms(records: Iterable[PacketRecord], per_class: int = 500) -> Comp
     return Completion(ms, counts, t0)
 
 
+def intake_ms(records: Iterable[PacketRecord]) -> float | None:
+    """ms from the first to the last Packet-In reaching the app's handler (``t_in_ns``): how
+    long the controller took to take in the whole burst. None for no records."""
+    t_in = [r.t_in_ns for r in records]
+    return (max(t_in) - min(t_in)) / 1e6 if t_in else None
+
+
 def arrival_ms(arrivals_ns: dict[str, list[int]], t0_ns: int, per_class: int = 500
                ) -> dict[str, float | None]:
     """Cross-check: ms from t0 to the arrival of each class's ``per_class``-th packet at the

@@ -22,6 +22,7 @@ receiver's arrival times as the cross-check.
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import sys
 import time
@@ -31,7 +32,7 @@ from pathlib import Path
 import yaml
 
 from drivers.lab.switches import start_controller, start_switch
-from dut.controller.timing import arrival_ms, completion_ms, parse_lines, ratio
+from dut.controller.timing import arrival_ms, completion_ms, intake_ms, parse_lines, ratio
 from traces.tos_trace import load_spec, write_trace
 
 REPO = Path(__file__).resolve().parents[2]
@@ -51,8 +52,10 @@ class Rep:
     recv_low_ms: float | None
     packet_ins: int
     received: int
+    intake_ms: float | None  # first to last Packet-In at the handler (timing.intake_ms)
     sent: int
     matches_ok: bool
+    cpu_ms: dict = field(default_factory=dict)  # CPU time used during the rep, per role
 
 
 @dataclass
@@ -63,22 +66,26 @@ class Config:
     worker_mode: str = "threads"
     low_worker_nice: int = 0
     strict_priority: bool = False
+    intake: str = "raw"      # packet_in_intake of the app: raw | osken (dut/controller/config.py)
 
     @property
     def suffix(self) -> str:
-        """``_proc`` for worker_mode processes, ``_strict`` for strict priority."""
+        """``_proc`` for worker_mode processes, ``_strict`` for strict priority, ``_osken``
+        for os-ken's own Packet-In intake."""
         return (("_proc" if self.worker_mode == "processes" else "")
-                + ("_strict" if self.strict_priority else ""))
+                + ("_strict" if self.strict_priority else "")
+                + ("_osken" if self.intake == "osken" else ""))
 
     @property
     def short_label(self) -> str:
         """Without the matcher: ``fifo``, ``8thr``, ``8thr_proc_strict``."""
-        return "fifo" if self.app == "fifo" else f"{self.high_workers}thr{self.suffix}"
+        return "fifo" + self.suffix if self.app == "fifo" else \
+            f"{self.high_workers}thr{self.suffix}"
 
     @property
     def label(self) -> str:
         if self.app == "fifo":
-            return f"fifo_{self.matcher}"
+            return f"fifo_{self.matcher}{self.suffix}"
         return f"{self.high_workers}thr_{self.matcher}{self.suffix}"
 
 
@@ -147,7 +154,7 @@ class Rig:
             "matcher": cfg.matcher, "patterns": meta["patterns"],
             "high_workers": max(cfg.high_workers, 1), "worker_mode": cfg.worker_mode,
             "low_worker_nice": cfg.low_worker_nice, "strict_priority": cfg.strict_priority,
-            "out_port": 2,
+            "packet_in_intake": cfg.intake, "out_port": 2,
             "completion_log": str(log)}))
         self.ctl, port = start_controller(self.lab, f"c6-ctl-{self._n}-{cfg.label}",
                                           APPS[cfg.app], netns=self.sw, config=str(conf))
@@ -188,6 +195,7 @@ class Rig:
     def run_rep(self, log: Path, pcap: Path, meta: dict, stall_s: float = 15.0) -> Rep:
         n = len(meta["classes"])
         per_class = n // 2
+        cpu_before = self.cpu_ns_by_role()
         log_off = log.stat().st_size if log.exists() else 0
         arr_off = self.arrivals.stat().st_size
         out = self.lab.netns_exec(self.h1, [sys.executable, "-m", "suites.controller.hosts",
@@ -205,10 +213,18 @@ class Rig:
             elif time.monotonic() - last_change > stall_s:
                 break
             time.sleep(0.05)
-        time.sleep(0.2)  # the last Packet-Outs on their way to the receiver
+        cpu_after = self.cpu_ns_by_role()
+        cpu_ms = {k: round((cpu_after[k] - cpu_before.get(k, 0)) / 1e6, 1) for k in cpu_after}
         comp = completion_ms(recs, per_class)
+        # The last Packet-Outs on their way to the receiver, which writes its lines once the
+        # link is idle (hosts.py): wait for every packet handled, at most 2 s.
+        lines = _read_from(self.arrivals, arr_off)
+        deadline = time.monotonic() + 2.0
+        while len(lines) < len(recs) and time.monotonic() < deadline:
+            time.sleep(0.05)
+            lines = _read_from(self.arrivals, arr_off)
         arrivals = {"high": [], "low": []}
-        for line in _read_from(self.arrivals, arr_off):
+        for line in lines:
             ip_id, _prec, t = line.split(",")
             klass = meta["classes"][int(ip_id)] if int(ip_id) < n else None
             if klass:
@@ -218,7 +234,21 @@ class Rig:
         expected = meta["expected_matches"]
         matches_ok = all(r.matches == expected[r.ip_id] for r in recs if r.ip_id < n)
         return Rep(comp.ms["high"], comp.ms["low"], recv["high"], recv["low"], len(recs),
-                   len(arrivals["high"]) + len(arrivals["low"]), sent, matches_ok)
+                   len(arrivals["high"]) + len(arrivals["low"]), intake_ms(recs), sent,
+                   matches_ok, cpu_ms)
+
+    def cpu_ns_by_role(self) -> dict[str, int]:
+        """CPU time (ns, all threads) so far of the controller, its search processes, the
+        switch and the receiver host; a repetition reports the difference (from the sending of
+        the trace until the last record, so it covers both classes, not only the high window).
+        Search processes are counted while alive: each rep's controller starts fresh ones."""
+        ctl = self.ctl.pid if self.ctl is not None else None
+        ovs = self.switch.ovs.procs[-1].pid if self.switch is not None else None
+        rcv = self.recv_proc.pid if self.recv_proc is not None else None
+        return {"controller": process_cpu_ns(ctl) if ctl else 0,
+                "search": sum(process_cpu_ns(c) for c in child_pids(ctl)) if ctl else 0,
+                "switch": process_cpu_ns(ovs) if ovs else 0,
+                "receiver": process_cpu_ns(rcv) if rcv else 0}
 
     def run_config(self, cfg: Config, pcap: Path, meta: dict, reps: int,
                    retries: int = 2, outcome: Outcome | None = None) -> Outcome:
@@ -260,6 +290,10 @@ def summary_metrics(o: Outcome, fifo: Outcome) -> dict:
         "high_ms_stdev": o.stdev("high_ms"), "low_ms_stdev": o.stdev("low_ms"),
         "fifo_high_ms": fifo.mean("high_ms"), "fifo_low_ms": fifo.mean("low_ms"),
         "recv_high_ms": o.mean("recv_high_ms"), "recv_low_ms": o.mean("recv_low_ms"),
+        "intake_ms": o.mean("intake_ms"),
+        **{f"cpu_{role}_ms": statistics.fmean(r.cpu_ms[role] for r in o.reps)
+           for role in ("controller", "search", "switch", "receiver")
+           if o.reps and all(role in r.cpu_ms for r in o.reps)},
         "packet_ins_min": min((r.packet_ins for r in o.reps), default=0),
         "received_min": min((r.received for r in o.reps), default=0),
         "sent_min": min((r.sent for r in o.reps), default=0),
@@ -270,6 +304,39 @@ def summary_metrics(o: Outcome, fifo: Outcome) -> dict:
     m["high_ratio"] = ratio(m["high_ms"], m["fifo_high_ms"])
     m["low_ratio"] = ratio(m["low_ms"], m["fifo_low_ms"])
     return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in m.items()}
+
+
+def process_cpu_ns(pid: int) -> int:
+    """CPU time (ns) of all live threads of ``pid`` (/proc/<pid>/task/*/schedstat, first
+    field: time on CPU); 0 if the process is gone."""
+    total = 0
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            pass
+    return total
+
+
+def child_pids(pid: int) -> list[int]:
+    """Direct children of ``pid`` (any thread's), from /proc/<pid>/task/*/children."""
+    kids: list[int] = []
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return kids
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                kids += [int(x) for x in f.read().split()]
+        except (OSError, ValueError):
+            pass
+    return kids
 
 
 def wait_for(pred, timeout_s: float) -> bool:

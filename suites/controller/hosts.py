@@ -5,7 +5,10 @@
         line: sent, unsent, duration.
   recv  capture the trace's frames (IPv4 to --dst-ip, TCP --dport) with kernel receive
         timestamps (SO_TIMESTAMPNS, CLOCK_REALTIME, the controller log's clock) and append one
-        ``ip_id,precedence,t_ns`` line per frame to --out, flushed, until SIGTERM.
+        ``ip_id,precedence,t_ns`` line per frame to --out until SIGTERM. Lines are buffered
+        and flushed once the link has been idle for 20 ms (the timestamps are the kernel's,
+        so writing late changes nothing): no write syscall per frame while the controller
+        under test needs the CPU. ``--nice`` lowers its priority for the same reason.
 
     python -m suites.controller.hosts send --iface eth0 --pcap t.pcap --pps 10000
     python -m suites.controller.hosts recv --iface eth0 --out arrivals.csv --ready-file r
@@ -15,6 +18,7 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import json
+import os
 import signal
 import socket
 import struct
@@ -68,22 +72,29 @@ def parse_trace_frame(frame: bytes, dst_ip: bytes, dport: int):
     return struct.unpack("!H", ip[4:6])[0], ip[1] >> 5
 
 
-def recv(iface: str, out: str, dst_ip: str, dport: int, ready_file: str | None) -> None:
+IDLE_FLUSH_S = 0.02
+
+
+def recv(iface: str, out: str, dst_ip: str, dport: int, ready_file: str | None,
+         nice: int = 0) -> None:
+    if nice:
+        os.nice(nice)
     s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
     s.bind((iface, 0))
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
     s.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
-    s.settimeout(0.5)
+    s.settimeout(IDLE_FLUSH_S)
     dst = ipaddress.IPv4Address(dst_ip).packed
     stop = {"now": False}
     signal.signal(signal.SIGTERM, lambda *_: stop.update(now=True))
-    with open(out, "a", buffering=1) as f:
+    with open(out, "a", buffering=1 << 20) as f:
         if ready_file:
             Path(ready_file).write_text("ready\n")
         while not stop["now"]:
             try:
                 data, anc, _flags, addr = s.recvmsg(65535, 64)
             except socket.timeout:
+                f.flush()  # idle: the burst (or a pause in it) is over
                 continue
             except InterruptedError:
                 continue
@@ -113,11 +124,12 @@ def main(argv: list[str] | None = None) -> int:
     pr.add_argument("--dst-ip", default="10.66.0.2")
     pr.add_argument("--dport", type=int, default=5001)
     pr.add_argument("--ready-file")
+    pr.add_argument("--nice", type=int, default=0, help="raise own nice value by this much")
     a = p.parse_args(argv)
     if a.cmd == "send":
         print(json.dumps(send(a.iface, a.pcap, a.pps)))
     else:
-        recv(a.iface, a.out, a.dst_ip, a.dport, a.ready_file)
+        recv(a.iface, a.out, a.dst_ip, a.dport, a.ready_file, a.nice)
     return 0
 
 

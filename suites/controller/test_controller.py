@@ -12,7 +12,9 @@ Repetitions are interleaved across configurations (experiment.Rig.run_interleave
 
   quick    Random, 20 patterns, aho_corasick, FIFO vs 2 high threads, 1 repetition.
   default  Random/20: naive and aho_corasick with 1 and 8 threads, naive 8 processes with and
-           without strict priority;
+           without strict priority, and FIFO + 8 processes strict with os-ken's own Packet-In
+           intake (``_osken``; every other config uses the raw intake, see
+           dut/controller/_app_base.py);
            High_Low/20 and Low_High/20 with naive, 8 threads; 3 repetitions.
   nightly  every trace x patterns 1/20/50 x both matchers x 1/2/4/8 threads (+ naive in
            processes mode, 1/2/4/8, and 8 processes with strict priority), 5 repetitions.
@@ -44,19 +46,24 @@ class Group:
     processes: tuple[int, ...] = ()
     strict_processes: tuple[int, ...] = ()   # processes mode + strict priority
     reps: int = 3
+    # Also run FIFO and these strict-priority process counts with os-ken's own Packet-In
+    # intake (config packet_in_intake: osken), each against the FIFO of the same intake.
+    osken_intake: tuple[int, ...] = ()
 
     @property
     def id(self) -> str:
         p = f"-proc{'_'.join(map(str, self.processes))}" if self.processes else ""
         sp = (f"-strict{'_'.join(map(str, self.strict_processes))}"
               if self.strict_processes else "")
+        ok = (f"-osken{'_'.join(map(str, self.osken_intake))}" if self.osken_intake else "")
         return (f"{self.order}-{self.patterns}pat-{self.matcher}-"
-                f"thr{'_'.join(map(str, self.threads))}{p}{sp}-x{self.reps}")
+                f"thr{'_'.join(map(str, self.threads))}{p}{sp}{ok}-x{self.reps}")
 
 
 QUICK = [Group("random", 20, "aho_corasick", threads=(2,), reps=1)]
 DEFAULT = [
-    Group("random", 20, "naive", threads=(1, 8), processes=(8,), strict_processes=(8,)),
+    Group("random", 20, "naive", threads=(1, 8), processes=(8,), strict_processes=(8,),
+          osken_intake=(8,)),
     Group("random", 20, "aho_corasick", threads=(1, 8)),
     Group("high_low", 20, "naive", threads=(8,)),
     Group("low_high", 20, "naive", threads=(8,)),
@@ -104,11 +111,15 @@ def run_group(rig, trace_dir, results, g: Group) -> None:
     configs += [Config("priority", g.matcher, n, "processes", 0, strict_priority=True)
                 for n in g.strict_processes]
     configs = [Config("fifo", g.matcher)] + configs
+    if g.osken_intake:
+        configs += [Config("fifo", g.matcher, intake="osken")]
+        configs += [Config("priority", g.matcher, n, "processes", 0, strict_priority=True,
+                           intake="osken") for n in g.osken_intake]
     outcomes = list(zip(configs, rig.run_interleaved(configs, pcap, meta, g.reps)))
-    fifo = outcomes[0][1]
+    fifo_of = {c.intake: o for c, o in outcomes if c.app == "fifo"}  # baseline per intake
     problems = []
     for cfg, o in outcomes:
-        m = summary_metrics(o, fifo)
+        m = summary_metrics(o, fifo_of[cfg.intake])
         m["search_us_per_packet"] = round(cost, 2)
         OURS[(g.order, g.patterns, cfg.short_label, g.matcher)] = m
         results.record(
@@ -116,7 +127,7 @@ def run_group(rig, trace_dir, results, g: Group) -> None:
             params={"trace": g.order, "patterns": g.patterns, "matcher": g.matcher,
                     "app": cfg.app, "high_workers": cfg.high_workers,
                     "worker_mode": cfg.worker_mode, "low_worker_nice": cfg.low_worker_nice,
-                    "strict_priority": cfg.strict_priority,
+                    "strict_priority": cfg.strict_priority, "packet_in_intake": cfg.intake,
                     "reps": g.reps, "send_pps": rig.send_pps, "packets": len(meta["classes"]),
                     "trace_sha256": meta["pcap_sha256"]},
             provenance={"dut_switch_kind": rig.switch_kind, "port_kind": "veth",
@@ -130,10 +141,10 @@ def run_group(rig, trace_dir, results, g: Group) -> None:
             problems.append(f"{cfg.label}: match counts differ from the trace's expected ones")
         if m["received_min"] < n:
             problems.append(f"{cfg.label}: receiver got {m['received_min']} of {n}")
-    rows = [{"config": "fifo" if c.app == "fifo" else c.label,
+    rows = [{"config": c.short_label if c.app == "fifo" else c.label,
              **{k: OURS[(g.order, g.patterns, c.short_label, g.matcher)][k]
                 for k in ("high_ms", "high_ms_stdev", "low_ms", "low_ms_stdev", "high_ratio",
-                          "low_ratio", "recv_high_ms", "recv_low_ms")}}
+                          "low_ratio", "recv_high_ms", "recv_low_ms", "intake_ms")}}
             for c, _ in outcomes]
     results.add_table(rows, f"{g.order}, {g.patterns} patterns, {g.matcher}: completion "
                             f"times (ms, mean of {g.reps})")

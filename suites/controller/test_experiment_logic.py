@@ -32,3 +32,32 @@ def test_config_labels_name_mode_and_policy():
     strict = Config("priority", "naive", 8, "processes", strict_priority=True)
     assert strict.label == "8thr_naive_proc_strict"
     assert strict.short_label == "8thr_proc_strict"
+
+
+@pytest.mark.quick
+def test_config_labels_name_the_os_ken_intake():
+    assert Config("fifo", "naive", intake="osken").label == "fifo_naive_osken"
+    assert Config("fifo", "naive", intake="osken").short_label == "fifo_osken"
+    c = Config("priority", "naive", 8, "processes", strict_priority=True, intake="osken")
+    assert c.label == "8thr_naive_proc_strict_osken"
+
+
+@pytest.mark.quick
+def test_cpu_accounting_reads_own_threads_and_children():
+    import os
+    import subprocess
+    import sys
+
+    from suites.controller.experiment import child_pids, process_cpu_ns
+
+    t0 = process_cpu_ns(os.getpid())
+    sum(i * i for i in range(200_000))  # burn a little CPU
+    assert process_cpu_ns(os.getpid()) > t0 > 0
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(5)"])
+    try:
+        assert child.pid in child_pids(os.getpid())
+    finally:
+        child.kill()
+        child.wait()
+    assert process_cpu_ns(child.pid) == 0  # gone: counts nothing
+    assert child_pids(child.pid) == []

@@ -19,6 +19,7 @@ high_precedence_min: 4
 worker_mode: processes
 strict_priority: true
 low_worker_nice: 19
+packet_in_intake: osken
 out_port: 2
 completion_log: /tmp/x.csv
 """))
@@ -26,6 +27,7 @@ completion_log: /tmp/x.csv
     assert (cfg.matcher, cfg.high_workers, cfg.high_precedence_min) == ("aho_corasick", 8, 4)
     assert (cfg.worker_mode, cfg.low_worker_nice, cfg.out_port) == ("processes", 19, 2)
     assert cfg.strict_priority is True
+    assert cfg.packet_in_intake == "osken"
 
 
 def test_defaults():
@@ -33,6 +35,7 @@ def test_defaults():
     assert (cfg.matcher, cfg.high_workers, cfg.high_precedence_min, cfg.worker_mode,
             cfg.out_port) == ("naive", 1, 5, "threads", "flood")
     assert cfg.strict_priority is False  # the document's independent queues
+    assert cfg.packet_in_intake == "raw"
 
 
 def test_thread_count_zero_names_key_and_line(tmp_path):
@@ -80,6 +83,11 @@ def test_unknown_key(tmp_path):
 def test_bad_worker_mode():
     with pytest.raises(ConfigError, match="'worker_mode'"):
         parse_config({"patterns": ["x"], "worker_mode": "greenlets"})
+
+
+def test_bad_packet_in_intake():
+    with pytest.raises(ConfigError, match="'packet_in_intake'.*raw, osken.*'fast'"):
+        parse_config({"patterns": ["x"], "packet_in_intake": "fast"})
 
 
 def test_strict_priority_not_a_boolean():

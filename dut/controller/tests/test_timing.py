@@ -2,7 +2,7 @@
 import threading
 
 from dut.controller.timing import (CompletionLog, PacketRecord, arrival_ms, completion_ms,
-                                   parse_lines, ratio)
+                                   intake_ms, parse_lines, ratio)
 
 
 def _recs(spec):
@@ -16,6 +16,13 @@ def test_completion_is_nth_packet_out_from_first_packet_in():
     assert c.t0_ns == 1_000_000
     assert c.ms == {"high": 2.0, "low": 8.0}  # 2nd Packet-Out in sending order, not arrival
     assert c.counts == {"high": 2, "low": 2}
+
+
+def test_intake_is_first_to_last_packet_in():
+    recs = _recs([("high", 4_000_000, 9_000_000), ("low", 1_000_000, 2_000_000),
+                  ("low", 2_500_000, 3_000_000)])
+    assert intake_ms(recs) == 3.0  # by t_in, whatever the order of the records
+    assert intake_ms([]) is None
 
 
 def test_missing_packets_give_none_and_counts():
