@@ -330,6 +330,22 @@ static void fix_checksums(struct pkt_ctx *c)
 	}
 }
 
+/* ---- agent wake-up -------------------------------------------------------------------------- */
+/* After a Packet-In enqueue: wake the agent if it sleeps in poll(). The fence orders the ring's
+ * tail store before the load of agent_sleeping (the agent stores agent_sleeping, then reads the
+ * ring): one of the two sides always sees the other, so no Packet-In waits for the 100 ms tick.
+ * Costs a fence per Packet-In and a write() only when the agent actually sleeps. */
+void __rte_cold ofs_wake_agent(void)
+{
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&ofs_dp.agent_sleeping, __ATOMIC_RELAXED) &&
+	    __atomic_exchange_n(&ofs_dp.agent_sleeping, 0, __ATOMIC_ACQ_REL)) {
+		uint64_t one = 1;
+		ssize_t r = write(ofs_dp.agent_wake_fd, &one, sizeof(one));
+		(void)r;
+	}
+}
+
 /* ---- output ------------------------------------------------------------------------------- */
 static void tx_one(struct ofs_worker *w, int pidx, struct rte_mbuf *m)
 {
@@ -342,6 +358,23 @@ static void tx_one(struct ofs_worker *w, int pidx, struct rte_mbuf *m)
 	w->port_stats[pidx].tx_packets++;
 	w->port_stats[pidx].tx_bytes += rte_pktmbuf_pkt_len(m);
 	rte_eth_tx_buffer(p->dpdk_id, w->idx < p->n_txq ? w->idx : 0, w->txb[pidx], m);
+}
+
+/* The tx buffer's error callback: the queue took only part of a burst (e.g. a vhost-user
+ * guest's rx ring is full). Drop the rest and count it as tx_dropped, taking it back out of
+ * tx_packets/tx_bytes, which tx_one counted when it buffered the packet (DPDK's default
+ * callback frees silently, so the OpenFlow port counters claimed packets that never left).
+ * No retry: a retry-while-progress loop as OVS-DPDK has sent 0 packets in the vmwire loop
+ * (the switch drops only the start-up overflow there). */
+void ofs_tx_unsent(struct rte_mbuf **pkts, uint16_t n, void *arg)
+{
+	struct ofs_txq *q = arg;
+	for (uint16_t i = 0; i < n; i++) {
+		q->stats->tx_packets--;
+		q->stats->tx_bytes -= rte_pktmbuf_pkt_len(pkts[i]);
+		q->stats->tx_dropped++;
+		rte_pktmbuf_free(pkts[i]);
+	}
 }
 
 /* End of the IP packet (offset), or 0 when unknown. Bytes after it are Ethernet padding
@@ -387,6 +420,8 @@ static void to_controller(struct pkt_ctx *c, uint16_t max_len)
 	memcpy(pin->data, pdata(c), n);
 	if (rte_ring_mp_enqueue(ofs_dp.pin_ring, pin) != 0)
 		free(pin);
+	else
+		ofs_wake_agent();
 }
 
 static struct rte_mbuf *copy_mbuf(struct pkt_ctx *c)

@@ -16,6 +16,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <rte_eal.h>
@@ -153,6 +154,9 @@ static void port_init(unsigned i, struct rte_mempool *pool)
 }
 
 /* ---- agent network loop --------------------------------------------------------------- */
+/* Flow expiry and link-state checks run on this tick; between ticks the agent sleeps unless a
+ * message or a Packet-In arrives (no fixed-interval polling: see ofswitch.h). */
+#define AGENT_TICK_NS 100000000ull
 static int connect_controller(void)
 {
 	int s = socket(AF_INET, SOCK_STREAM, 0);
@@ -263,6 +267,14 @@ void *ofs_agent_main(void *arg)
 	int ls = stats_listen();
 	unsigned backoff_ms = 100;
 	int s = -1;
+	/* Packet-In doorbell (ofs_wake_agent); non-blocking so a burst of writes never stalls */
+	int efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (efd < 0) {
+		fprintf(stderr, "ofswitch: eventfd: %s\n", strerror(errno));
+		ofs_dp.force_quit = true;
+		return NULL;
+	}
+	ofs_dp.agent_wake_fd = efd;
 	uint64_t last_expire = 0;
 	while (!ofs_dp.force_quit) {
 		if (s < 0) {
@@ -284,8 +296,24 @@ void *ofs_agent_main(void *arg)
 			fprintf(stderr, "ofswitch: connected to controller %s:%u\n", agent_cfg.host,
 				agent_cfg.port);
 		}
-		struct pollfd pf[2] = { { .fd = s, .events = POLLIN }, { .fd = ls, .events = POLLIN } };
-		int np = poll(pf, ls >= 0 ? 2 : 1, 2);
+		/* Sleep until a message, a Packet-In (the worker writes efd, see ofs_wake_agent) or
+		 * the next housekeeping tick. agent_sleeping is stored (a full barrier) before the
+		 * ring is checked, so a Packet-In enqueued in between is seen one way or the other. */
+		uint64_t now = ofs_now_ns();
+		uint64_t next_tick = last_expire + AGENT_TICK_NS;
+		int timeout_ms = now >= next_tick ? 0 : (int)((next_tick - now + 999999) / 1000000);
+		__atomic_store_n(&ofs_dp.agent_sleeping, 1, __ATOMIC_SEQ_CST);
+		if (rte_ring_count(ofs_dp.pin_ring) > 0)
+			timeout_ms = 0;
+		struct pollfd pf[3] = { { .fd = s, .events = POLLIN }, { .fd = efd, .events = POLLIN },
+					{ .fd = ls, .events = POLLIN } };
+		int np = poll(pf, ls >= 0 ? 3 : 2, timeout_ms);
+		__atomic_store_n(&ofs_dp.agent_sleeping, 0, __ATOMIC_RELAXED);
+		if (np > 0 && (pf[1].revents & POLLIN)) {
+			uint64_t cnt;
+			ssize_t r = read(efd, &cnt, sizeof(cnt));
+			(void)r;
+		}
 		bool close_it = false;
 		if (np > 0 && (pf[0].revents & (POLLIN | POLLHUP | POLLERR))) {
 			ssize_t n = recv(s, rx + rx_len, (1 << 17) - rx_len, 0);
@@ -307,7 +335,7 @@ void *ofs_agent_main(void *arg)
 				ofs_commit();
 			}
 		}
-		if (ls >= 0 && np > 0 && (pf[1].revents & POLLIN))
+		if (ls >= 0 && np > 0 && (pf[2].revents & POLLIN))
 			stats_answer(ls);
 		/* packets for the controller */
 		void *pins[64];
@@ -316,8 +344,8 @@ void *ofs_agent_main(void *arg)
 			ofs_send_packet_in(&out, pins[i]);
 			free(pins[i]);
 		}
-		uint64_t now = ofs_now_ns();
-		if (now - last_expire > 100000000ull) {
+		now = ofs_now_ns();
+		if (now - last_expire >= AGENT_TICK_NS) {
 			last_expire = now;
 			ofs_expire_flows(&out, now);
 			ofs_commit();
@@ -339,6 +367,8 @@ void *ofs_agent_main(void *arg)
 		close(ls);
 		unlink(agent_cfg.stats_sock);
 	}
+	ofs_dp.agent_sleeping = 0;
+	close(efd);
 	ob_free(&out);
 	free(rx);
 	return NULL;
@@ -388,7 +418,13 @@ int main(int argc, char **argv)
 					     RTE_CACHE_LINE_SIZE);
 		for (unsigned p = 0; p < ofs_dp.n_ports; p++) {
 			wk->txb[p] = rte_zmalloc("txb", RTE_ETH_TX_BUFFER_SIZE(OFS_BURST), 0);
+			if (!wk->txb[p])
+				rte_exit(EXIT_FAILURE, "tx buffer alloc failed\n");
 			rte_eth_tx_buffer_init(wk->txb[p], OFS_BURST);
+			wk->txq[p] = (struct ofs_txq){ .port_id = ofs_dp.ports[p].dpdk_id,
+				.queue_id = (uint16_t)(w < ofs_dp.ports[p].n_txq ? w : 0),
+				.stats = &wk->port_stats[p] };
+			rte_eth_tx_buffer_set_err_callback(wk->txb[p], ofs_tx_unsent, &wk->txq[p]);
 			if (p % ofs_dp.n_workers == w)
 				wk->rx_ports[wk->n_rx_ports++] = (uint16_t)p;
 		}
@@ -417,6 +453,15 @@ int main(int argc, char **argv)
 	rte_eal_mp_wait_lcore();
 	pthread_join(agent, NULL);
 	for (unsigned i = 0; i < ofs_dp.n_ports; i++) {
+		uint64_t rx = 0, tx = 0, drop = 0;
+		for (unsigned k = 0; k < ofs_dp.n_workers; k++) {
+			rx += ofs_dp.workers[k].port_stats[i].rx_packets;
+			tx += ofs_dp.workers[k].port_stats[i].tx_packets;
+			drop += ofs_dp.workers[k].port_stats[i].tx_dropped;
+		}
+		fprintf(stderr, "ofswitch: port %u (%s): rx %llu, tx %llu, tx_dropped %llu\n",
+			ofs_dp.ports[i].ofport, ofs_dp.ports[i].name, (unsigned long long)rx,
+			(unsigned long long)tx, (unsigned long long)drop);
 		rte_eth_dev_stop(ofs_dp.ports[i].dpdk_id);
 		rte_eth_dev_close(ofs_dp.ports[i].dpdk_id);
 	}

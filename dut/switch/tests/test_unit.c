@@ -4,7 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <arpa/inet.h>
+#include <sys/eventfd.h>
 #include "../src/ofswitch.h"
 #include "../src/agent.h"
 
@@ -542,6 +544,27 @@ static void test_lookup_backends(void)
 #endif
 }
 
+/* The Packet-In doorbell: a worker writes the eventfd only while the agent sleeps, and only
+ * once per sleep (the first waker clears agent_sleeping). */
+static void test_agent_wakeup(void)
+{
+	int efd = eventfd(0, EFD_NONBLOCK);
+	CHECK(efd >= 0, "eventfd");
+	ofs_dp.agent_wake_fd = efd;
+	uint64_t cnt = 0;
+	ofs_dp.agent_sleeping = 0;
+	ofs_wake_agent();
+	CHECK(read(efd, &cnt, sizeof(cnt)) < 0, "no write while the agent is awake");
+	ofs_dp.agent_sleeping = 1;
+	ofs_wake_agent();
+	ofs_wake_agent();
+	CHECK(ofs_dp.agent_sleeping == 0, "the waker clears agent_sleeping");
+	CHECK(read(efd, &cnt, sizeof(cnt)) == sizeof(cnt) && cnt == 1,
+	      "one write per sleep (count %llu)", (unsigned long long)cnt);
+	close(efd);
+	ofs_dp.agent_wake_fd = -1;
+}
+
 int main(void)
 {
 	setup();
@@ -554,6 +577,7 @@ int main(void)
 	test_truncations();
 	test_key_extract();
 	test_lookup_backends();
+	test_agent_wakeup();
 	ob_free(&out);
 	printf("%d checks, %d failures\n", checks, failures);
 	return failures ? 1 : 0;
