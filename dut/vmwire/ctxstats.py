@@ -110,3 +110,15 @@ def cost_per_packet(before: Sample, after: Sample, packets: int, seconds: float,
         "proc_cpu_us_per_pkt": round(proc_ticks / clk_tck * 1e6 / packets, 4)
         if packets > 0 else None,
     }
+
+
+def median_trial(trials: list[dict], key: str) -> dict:
+    """The trial whose ``key`` is the median (the lower middle one for an even count), with
+    ``<key>_trials``: every trial's value in run order. A whole trial, not a per-metric median,
+    so its rate and its context switches come from the same measurement."""
+    if not trials:
+        raise ValueError("median_trial: no trials")
+    ranked = sorted(trials, key=lambda t: t[key])
+    chosen = dict(ranked[(len(ranked) - 1) // 2])
+    chosen[f"{key}_trials"] = [t[key] for t in trials]
+    return chosen

@@ -104,3 +104,15 @@ def test_tally_counts_leaks_and_delivery():
     assert t["leaks"] == 1 and t["same_tenant_received"] == 3
     assert t["same_tenant_expected"] == 3 and t["delivered_ratio"] == 1.0
     assert t["received_by_tenant"]["b1"] == {"A": 1}   # own frames (2,5) are not counted
+
+
+def test_median_trial_is_one_whole_trial_with_every_value():
+    from dut.vmwire.ctxstats import median_trial
+    trials = [{"rx_mbps": 30.0, "ctx": 3}, {"rx_mbps": 10.0, "ctx": 1},
+              {"rx_mbps": 20.0, "ctx": 2}]
+    m = median_trial(trials, "rx_mbps")
+    assert m["rx_mbps"] == 20.0 and m["ctx"] == 2
+    assert m["rx_mbps_trials"] == [30.0, 10.0, 20.0]
+    assert median_trial(trials[:2], "rx_mbps")["rx_mbps"] == 10.0  # lower middle
+    with pytest.raises(ValueError):
+        median_trial([], "rx_mbps")
