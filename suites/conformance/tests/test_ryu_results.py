@@ -219,3 +219,15 @@ def test_link_test_dir_holds_only_this_runs_files(tmp_path):
     link_test_dir(dest, ["action/00_OUTPUT.json"])
     assert sorted(p.relative_to(dest).as_posix() for p in dest.rglob("*.json")) == \
         ["action/00_OUTPUT.json"]
+
+
+@pytest.mark.parametrize("raw, why", [("three", "whole number"), ("0", "1..8"), ("9", "1..8")])
+def test_bad_shard_count_names_the_variable(monkeypatch, raw, why):
+    from suites.conformance.test_conformance import DEFAULT_SHARDS, shard_count
+    monkeypatch.setenv("OFBENCH_CONFORMANCE_SHARDS", raw)
+    with pytest.raises(pytest.UsageError, match=f"OFBENCH_CONFORMANCE_SHARDS.*{why}"):
+        shard_count()
+    monkeypatch.setenv("OFBENCH_CONFORMANCE_SHARDS", "2")
+    assert shard_count() == 2
+    monkeypatch.delenv("OFBENCH_CONFORMANCE_SHARDS")
+    assert shard_count() == DEFAULT_SHARDS
