@@ -80,8 +80,7 @@ def link_test_dir(dest: Path, files: list[str]) -> Path:
     for rel in files:
         p = dest / rel
         p.parent.mkdir(parents=True, exist_ok=True)
-        if not p.exists():
-            p.symlink_to(src / rel)
+        p.symlink_to(src / rel)
     return dest
 
 

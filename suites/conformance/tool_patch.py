@@ -157,29 +157,30 @@ def paced_send_packet_thread(self, arg):
             max_gap = max(max_gap, now - last)
             last = now
             due = packets_due(pktps, start, now, sent, max_burst)
-            if template is not None and due:
+            if template is not None:  # fixed packets: one write for the tick
                 try:
-                    _send_fixed(self.tester_sw, template, due)
+                    if due:
+                        _send_fixed(self.tester_sw, template, due)
                 except Exception as err:  # the tool's error path
                     self.thread_msg = err
                     self.ingress_event.set()
                     return
                 sent += due
-                due = 0
-            for _ in range(due):
-                if arg["randomize"]:
-                    msg = eval("/".join(arg["packet_text"]), tool_globals)  # noqa: S307 (tool's)
-                    msg.serialize()
-                    data = msg.data
-                else:
-                    data = arg["packet_binary"]
-                try:
-                    self.tester_sw.send_packet_out(data)
-                except Exception as err:  # the tool's error path
-                    self.thread_msg = err
-                    self.ingress_event.set()
-                    return
-                sent += 1
+            else:
+                for _ in range(due):
+                    if arg["randomize"]:
+                        msg = eval("/".join(arg["packet_text"]), tool_globals)  # noqa: S307
+                        msg.serialize()
+                        data = msg.data
+                    else:
+                        data = arg["packet_binary"]
+                    try:
+                        self.tester_sw.send_packet_out(data)
+                    except Exception as err:  # the tool's error path
+                        self.thread_msg = err
+                        self.ingress_event.set()
+                        return
+                    sent += 1
             hub.sleep(SENDER_TICK_S)
     finally:
         self.logger.info("%s", sender_summary(pktps, sent, time.monotonic() - start, max_gap))
