@@ -13,6 +13,8 @@ the key and its line. Example (all keys; only ``patterns`` is required)::
     strict_priority: false    # true: the low worker takes a packet only while no high packet
                               #   is queued (false: the document's independent queues)
     low_worker_nice: 0        # processes mode: nice value of the low worker's process (0..19)
+    high_worker_nice: 0       # processes mode: nice value of each high worker's process
+                              #   (-20..19; below 0 needs root / CAP_SYS_NICE)
     packet_in_intake: raw     # raw: Packet-Ins are taken from os-ken's receive loop as bytes
                               #   (in_port + frame, no message object, no event queue) |
                               #   osken: os-ken's OFPPacketIn event (both apps either way)
@@ -31,7 +33,8 @@ from dut.profiles.yamlfile import load_with_key_lines
 WORKER_MODES = ("threads", "processes")
 INTAKES = ("raw", "osken")
 KEYS = ("matcher", "patterns", "high_workers", "high_precedence_min", "worker_mode",
-        "strict_priority", "low_worker_nice", "packet_in_intake", "out_port", "completion_log")
+        "strict_priority", "low_worker_nice", "high_worker_nice", "packet_in_intake", "out_port",
+        "completion_log")
 MAX_PATTERN_LEN = 256
 
 
@@ -48,6 +51,7 @@ class ControllerConfig:
     worker_mode: str = "threads"
     strict_priority: bool = False
     low_worker_nice: int = 0
+    high_worker_nice: int = 0
     packet_in_intake: str = "raw"
     out_port: int | str = "flood"
     completion_log: str | None = None
@@ -119,6 +123,7 @@ def parse_config(data, source: str = "<dict>", lines: dict[str, int] | None = No
         worker_mode=worker_mode,
         strict_priority=strict,
         low_worker_nice=integer("low_worker_nice", 0, 0, 19),
+        high_worker_nice=integer("high_worker_nice", 0, -20, 19),
         packet_in_intake=intake,
         out_port=out_port,
         completion_log=log,

@@ -22,8 +22,10 @@ Worker modes (config ``worker_mode``):
              ``aho_corasick``) the searches of different workers really run in parallel.
   processes  each worker thread hands its search to its own search process
              (search_worker.py) and waits for the count with the GIL released, so even the
-             pure-Python search runs on every core. ``low_worker_nice`` lowers the OS priority
-             of the low worker's process, so high work wins the cores when both are queued.
+             pure-Python search runs on every core. ``high_worker_nice`` / ``low_worker_nice``
+             set the OS priority of the high / low workers' processes (search_worker.set_nice:
+             the process and its autogroup), e.g. -10 so that the high searches win the cores
+             from everything else on the box while high packets wait.
 
 Queue policy (config ``strict_priority``):
   false  the document's design: the two queues are served independently, so the low worker
@@ -197,7 +199,7 @@ class PriorityEngine(_Base):
             for i, klass in enumerate(plan):
                 count = self.matcher.count if self.matcher else None
                 if count is None:
-                    nice = cfg.low_worker_nice if klass == LOW else 0
+                    nice = cfg.low_worker_nice if klass == LOW else cfg.high_worker_nice
                     sp = SearchProcess(cfg.matcher, cfg.patterns, nice)
                     self.search_procs.append(sp)
                     count = sp.count

@@ -66,14 +66,17 @@ class Config:
     worker_mode: str = "threads"
     low_worker_nice: int = 0
     strict_priority: bool = False
+    high_worker_nice: int = 0
     intake: str = "raw"      # packet_in_intake of the app: raw | osken (dut/controller/config.py)
 
     @property
     def suffix(self) -> str:
-        """``_proc`` for worker_mode processes, ``_strict`` for strict priority, ``_osken``
-        for os-ken's own Packet-In intake."""
+        """``_proc`` for worker_mode processes, ``_strict`` for strict priority, ``_nice`` when
+        the search processes run at other nice values than 0, ``_osken`` for os-ken's own
+        Packet-In intake."""
         return (("_proc" if self.worker_mode == "processes" else "")
                 + ("_strict" if self.strict_priority else "")
+                + ("_nice" if self.low_worker_nice or self.high_worker_nice else "")
                 + ("_osken" if self.intake == "osken" else ""))
 
     @property
@@ -153,7 +156,8 @@ class Rig:
         conf.write_text(yaml.safe_dump({
             "matcher": cfg.matcher, "patterns": meta["patterns"],
             "high_workers": max(cfg.high_workers, 1), "worker_mode": cfg.worker_mode,
-            "low_worker_nice": cfg.low_worker_nice, "strict_priority": cfg.strict_priority,
+            "low_worker_nice": cfg.low_worker_nice, "high_worker_nice": cfg.high_worker_nice,
+            "strict_priority": cfg.strict_priority,
             "packet_in_intake": cfg.intake, "out_port": 2,
             "completion_log": str(log)}))
         self.ctl, port = start_controller(self.lab, f"c6-ctl-{self._n}-{cfg.label}",

@@ -32,6 +32,9 @@ def test_config_labels_name_mode_and_policy():
     strict = Config("priority", "naive", 8, "processes", strict_priority=True)
     assert strict.label == "8thr_naive_proc_strict"
     assert strict.short_label == "8thr_proc_strict"
+    nice = Config("priority", "naive", 8, "processes", 19, strict_priority=True,
+                  high_worker_nice=-10)
+    assert nice.label == "8thr_naive_proc_strict_nice"
 
 
 @pytest.mark.quick

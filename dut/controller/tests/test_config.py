@@ -19,6 +19,7 @@ high_precedence_min: 4
 worker_mode: processes
 strict_priority: true
 low_worker_nice: 19
+high_worker_nice: -10
 packet_in_intake: osken
 out_port: 2
 completion_log: /tmp/x.csv
@@ -27,6 +28,7 @@ completion_log: /tmp/x.csv
     assert (cfg.matcher, cfg.high_workers, cfg.high_precedence_min) == ("aho_corasick", 8, 4)
     assert (cfg.worker_mode, cfg.low_worker_nice, cfg.out_port) == ("processes", 19, 2)
     assert cfg.strict_priority is True
+    assert cfg.high_worker_nice == -10
     assert cfg.packet_in_intake == "osken"
 
 
@@ -103,6 +105,12 @@ def test_precedence_out_of_range():
 def test_bad_nice():
     with pytest.raises(ConfigError, match="'low_worker_nice'"):
         parse_config({"patterns": ["x"], "low_worker_nice": -5})
+
+
+@pytest.mark.parametrize("value", [-21, 20, True, "-10"])
+def test_bad_high_worker_nice(value):
+    with pytest.raises(ConfigError, match="'high_worker_nice'.*-20..19"):
+        parse_config({"patterns": ["x"], "high_worker_nice": value})
 
 
 def test_bad_out_port():

@@ -1,4 +1,5 @@
 """FIFO and prioritised engines with fake Packet-Out senders (no os-ken, no switch)."""
+import os
 import threading
 import time
 
@@ -137,6 +138,29 @@ def test_processes_mode_searches_in_search_processes(tmp_path):
     assert len(sent.items) == 10
     assert {r.matches for r in parse_lines(log.read_text().splitlines())} == {10}
     assert all(p.poll() is not None for p in procs)  # no search process left behind
+
+
+def _autogroup_nice(pid: int) -> int:
+    # "/autogroup-123 nice -10"
+    with open(f"/proc/{pid}/autogroup") as f:
+        return int(f.read().split()[-1])
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/autogroup") or os.geteuid() != 0,
+                    reason="needs kernel autogroups and root (a negative nice value)")
+def test_search_processes_run_at_the_configured_nice_values_in_their_autogroups():
+    cfg = parse_config({"patterns": ["ABCDEFGHIJ"], "high_workers": 2,
+                        "worker_mode": "processes", "low_worker_nice": 19,
+                        "high_worker_nice": -10})
+    eng = PriorityEngine(cfg, Sent())
+    try:
+        low, *high = [sp.proc.pid for sp in eng.search_procs]  # plan: low first
+        # Both: the process's own value (weighs inside its group) and its autogroup's (weighs
+        # against every other session on the box; the process is a session leader).
+        assert [os.getpriority(os.PRIO_PROCESS, p) for p in [low, *high]] == [19, -10, -10]
+        assert [_autogroup_nice(p) for p in [low, *high]] == [19, -10, -10]
+    finally:
+        eng.stop()
 
 
 def test_search_process_has_its_own_session_and_ends_when_its_pipe_closes():
