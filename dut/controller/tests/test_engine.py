@@ -164,8 +164,6 @@ def test_search_processes_run_at_the_configured_nice_values_in_their_autogroups(
 
 
 def test_search_process_has_its_own_session_and_ends_when_its_pipe_closes():
-    import os
-
     from dut.controller.engine import SearchProcess
 
     sp = SearchProcess("naive", (b"ABCDEFGHIJ",))
