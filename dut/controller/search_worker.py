@@ -28,8 +28,8 @@ def _read_exact(fd: int, n: int) -> bytes | None:
 def set_nice(nice: int) -> None:
     """Give this process the CPU weight of ``nice`` against every other process of the box.
 
-    The process runs in a session of its own (engine.SearchProcess), and Debian kernels
-    schedule sessions as autogroups: CFS shares the CPU between groups first, and a process's
+    For a process that leads a session of its own (a search process, engine.SearchProcess;
+    anything the lab supervisor starts): Debian kernels schedule sessions as autogroups: CFS shares the CPU between groups first, and a process's
     own nice value only weighs inside its group. So the value goes to both: the process
     (setpriority) and its autogroup (/proc/self/autogroup, when the kernel has autogroups).
     A negative value needs CAP_SYS_NICE; without it this raises PermissionError.

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import json
-import os
 import signal
 import socket
 import struct
@@ -26,6 +25,7 @@ import sys
 import time
 from pathlib import Path
 
+from dut.controller.search_worker import set_nice
 from traces.tos_trace import read_pcap
 
 ETH_P_ALL = 0x0003
@@ -78,7 +78,7 @@ IDLE_FLUSH_S = 0.02
 def recv(iface: str, out: str, dst_ip: str, dport: int, ready_file: str | None,
          nice: int = 0) -> None:
     if nice:
-        os.nice(nice)
+        set_nice(nice)  # the supervisor starts us in our own session: os.nice alone is void
     s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
     s.bind((iface, 0))
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
@@ -124,7 +124,8 @@ def main(argv: list[str] | None = None) -> int:
     pr.add_argument("--dst-ip", default="10.66.0.2")
     pr.add_argument("--dport", type=int, default=5001)
     pr.add_argument("--ready-file")
-    pr.add_argument("--nice", type=int, default=0, help="raise own nice value by this much")
+    pr.add_argument("--nice", type=int, default=0,
+                    help="nice value of the receiver (process and its session's autogroup)")
     a = p.parse_args(argv)
     if a.cmd == "send":
         print(json.dumps(send(a.iface, a.pcap, a.pps)))
