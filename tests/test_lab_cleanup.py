@@ -1,5 +1,6 @@
 """A run killed with SIGKILL leaves processes and namespaces; the next run's cleanup removes
 them, and leaves a live run's alone."""
+import json
 import os
 import signal
 import subprocess
@@ -79,3 +80,19 @@ def test_live_run_is_left_alone(tmp_path, state_root):
         victim.wait()
         cleanup.cleanup_stale(state_root, log=lambda m: None)
     assert "ofb-beef-a" not in _netns()
+
+
+def test_dpdk_runtime_folders_of_dead_runs_and_tools_go(tmp_path, state_root, monkeypatch):
+    import drivers.lab.cleanup as cleanup
+    rt = tmp_path / "dpdk"
+    monkeypatch.setattr(cleanup, "DPDK_RUNTIME_DIR", rt)
+    live = state_root / "run-20990101T000000Z-beef"
+    live.mkdir()
+    (live / "owner.json").write_text(json.dumps(
+        {"pid": os.getpid(), "start_time": cleanup.proc_start_time(os.getpid())}))
+    for name in ("ofbdeadsw-ofb", "ofbdeadgen", "ofbbeefsw", f"ofb-softgen-x-{os.getpid()}",
+                 "ofb-swfuzz-999999999", "other-prefix"):
+        (rt / name).mkdir(parents=True)
+    cleanup.cleanup_stale(state_root, log=lambda m: None)
+    assert sorted(p.name for p in rt.iterdir()) == sorted(
+        ["ofbbeefsw", f"ofb-softgen-x-{os.getpid()}", "other-prefix"])

@@ -26,7 +26,13 @@ STATE_ROOT = Path(os.environ.get("OFBENCH_STATE_ROOT", "/run/ofbench"))
 # namespaces of runs living under the default root for orphans.
 SYSTEM_STATE_ROOT = STATE_ROOT
 HUGE_DIR = Path(os.environ.get("OFBENCH_HUGE_DIR", "/dev/hugepages-ofbench"))
+# DPDK keeps a runtime folder per file prefix (config, fbarray, mp socket) after its process
+# exits, unless run --in-memory: a run removes its own, cleanup those of dead runs.
+DPDK_RUNTIME_DIR = Path(os.environ.get("OFBENCH_DPDK_RUNTIME_DIR", "/var/run/dpdk"))
 NETNS_RE = re.compile(r"^ofb-([0-9a-f]{4})-")
+DPDK_PREFIX_RE = re.compile(r"^ofb([0-9a-f]{4})")
+# Tools run outside a lab (unit tests, cls-bench) name their prefix ofb-<tool>-...-<pid>.
+DPDK_PID_PREFIX_RE = re.compile(r"^ofb-[a-z]+-(?:.*-)?(\d+)$")
 
 
 def _read_json(path: Path):
@@ -93,6 +99,17 @@ def remove_hugepage_files(short: str) -> int:
     return n
 
 
+def remove_dpdk_runtime(short: str, runtime_dir: Path | None = None) -> int:
+    """Remove the DPDK runtime folders of run ``short`` (file prefixes ``ofb<short>...``)."""
+    root = runtime_dir or DPDK_RUNTIME_DIR
+    n = 0
+    if root.is_dir():
+        for d in root.glob(f"ofb{short}*"):
+            shutil.rmtree(d, ignore_errors=True)
+            n += 1
+    return n
+
+
 def remove_run_state(state_dir: Path, short: str) -> list[str]:
     """Tear down one run's leftovers. Returns a description of what was removed."""
     removed = [f"process {p}" for p in kill_recorded(state_dir)]
@@ -108,6 +125,9 @@ def remove_run_state(state_dir: Path, short: str) -> list[str]:
     n = remove_hugepage_files(short)
     if n:
         removed.append(f"{n} hugepage files")
+    n = remove_dpdk_runtime(short)
+    if n:
+        removed.append(f"{n} DPDK runtime folders")
     shutil.rmtree(state_dir, ignore_errors=True)
     return removed
 
@@ -147,6 +167,18 @@ def cleanup_stale(state_root: Path = STATE_ROOT, log=print) -> list[str]:
             delete_netns(ns)
             log(f"[cleanup] orphan netns {ns} removed")
             removed.append(f"netns {ns}")
+    if DPDK_RUNTIME_DIR.is_dir():
+        orphans = {m.group(1) for d in DPDK_RUNTIME_DIR.iterdir()
+                   if (m := DPDK_PREFIX_RE.match(d.name)) and m.group(1) not in known_shorts}
+        for short in sorted(orphans):
+            n = remove_dpdk_runtime(short)
+            log(f"[cleanup] {n} orphan DPDK runtime folder(s) of run {short} removed")
+            removed.append(f"{n} DPDK runtime folders")
+        for d in DPDK_RUNTIME_DIR.iterdir():
+            m = DPDK_PID_PREFIX_RE.match(d.name)
+            if m and proc_start_time(int(m.group(1))) is None:
+                shutil.rmtree(d, ignore_errors=True)
+                removed.append(f"DPDK runtime folder {d.name}")
     return removed
 
 

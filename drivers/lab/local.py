@@ -11,6 +11,7 @@ Concurrency: one LocalLab per pytest session, used from the session's thread onl
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
@@ -19,12 +20,11 @@ import socket
 import subprocess
 from pathlib import Path
 
-from drivers.lab.cleanup import HUGE_DIR, STATE_ROOT, delete_netns, remove_hugepage_files
+from drivers.lab import LabError  # re-exported: callers import it from here too
+from drivers.lab.cleanup import (HUGE_DIR, STATE_ROOT, delete_netns, remove_dpdk_runtime,
+                                 remove_hugepage_files)
 from drivers.supervisor import Supervisor, proc_start_time
 
-
-class LabError(RuntimeError):
-    """A lab step failed; the message names the command and what it printed."""
 
 
 def run(argv: list[str], *, check: bool = True, timeout: float = 30.0,
@@ -160,6 +160,81 @@ class LocalLab:
             return args + ["-m", str(mem_mb), "--in-memory", "--single-file-segments"]
         return args + ["-m", str(mem_mb), "--huge-dir", str(HUGE_DIR), "--huge-unlink"]
 
+    # ---- the Lab protocol ---------------------------------------------------------------------
+    def host(self, role: str) -> "LocalLab":
+        """Every role of a local lab is this box (the LocalLab serves as its own host)."""
+        return self
+
+    role = "local"
+    address = "127.0.0.1"
+
+    @property
+    def workdir(self) -> Path:
+        from harness.paths import REPO
+        return REPO
+
+    def run(self, argv: list[str], *, check: bool = True, timeout: float = 30.0,
+            input: str | None = None) -> subprocess.CompletedProcess:
+        return run(argv, check=check, timeout=timeout, input=input)
+
+    @property
+    def python(self) -> str:
+        import sys
+        return sys.executable
+
+    @staticmethod
+    def build_path(rel: str) -> Path:
+        """A file of the meson build (OFBENCH_BUILD_DIR or <repo>/build) on this box."""
+        from harness.paths import build_dir
+        return build_dir() / rel
+
+    @staticmethod
+    def connect_unix(path: str | Path, timeout_s: float = 10.0) -> socket.socket:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(timeout_s)
+        try:
+            s.connect(str(path))
+        except OSError:
+            s.close()
+            raise
+        return s
+
+    @classmethod
+    def unix_listening(cls, path: str | Path) -> bool:
+        try:
+            cls.connect_unix(path, 0.5).close()
+            return True
+        except OSError:
+            return False
+
+    def write_text(self, path: str | Path, text: str) -> None:
+        Path(path).write_text(text)
+
+    def exists(self, path: str | Path) -> bool:
+        return Path(path).exists()
+
+    def start(self, name: str, argv: list[str], **kw):
+        return self.supervisor.start(name, argv, **kw)
+
+    def stop(self, proc, timeout_s: float = 5.0):
+        return self.supervisor.stop(proc, timeout_s)
+
+    def put(self, local: Path, remote: Path) -> None:
+        if Path(local).resolve() != Path(remote).resolve():
+            shutil.copy2(local, remote)
+
+    get = put
+
+    @contextlib.contextmanager
+    def test_logs(self, folder: Path):
+        """Processes started inside log into ``folder`` (a test's result folder)."""
+        old = self.supervisor.log_dir
+        self.supervisor.log_dir = Path(folder)
+        try:
+            yield
+        finally:
+            self.supervisor.log_dir = old
+
     # ---- misc -------------------------------------------------------------------------------
     @staticmethod
     def free_tcp_port(host: str = "127.0.0.1") -> int:
@@ -173,4 +248,5 @@ class LocalLab:
         for ns in list(self.namespaces):
             self.del_netns(ns)
         remove_hugepage_files(self.short)
+        remove_dpdk_runtime(self.short)
         shutil.rmtree(self.state_dir, ignore_errors=True)

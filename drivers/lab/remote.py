@@ -1,29 +1,48 @@
-"""A real lab reached over SSH (profile ``lab.kind: remote``, e.g. dut/profiles/lab1.yaml).
+"""A lab of hosts reached over SSH (profile ``lab.kind: remote``: dut/profiles/lab1.yaml, or the
+emulated dut/profiles/lab-emu.yaml that CI runs).
 
-Each role in ``lab.hosts`` (switch, controller, trex, ...) is a host we reach with SSH
-(paramiko, key-based). Before anything starts, every host is checked for reachability, and an
-unreachable one stops the run with an error naming the profile key, address and cause. Remote
-processes are started detached in their own session (``setsid``), recorded, stopped in every
-exit path, and their logs are fetched into the run's folder.
+Each role in ``lab.hosts`` (switch, controller, generator, ...) is a :class:`RemoteHost`: one
+paramiko connection (key-based; host keys checked against ``lab.known_hosts`` or the system's
+known hosts, never accepted blindly). Opening the lab, before any traffic:
 
-Only what a profile names is ever contacted; tests use loopback addresses.
+  1. every host is reached (TCP, then SSH authentication); a failure stops the run with one
+     message naming the profile file and the key (``lab.hosts.switch``, ``...key_file``);
+  2. what the host is gets read (cores, hugepages) and the profile checked against it (a core
+     list the host lacks, a PCI address not present): errors name the profile key;
+  3. leftovers of this machine's dead runs on the host are removed (processes, DPDK runtime
+     folders, hugepage files, state), ``drivers.lab.hostside.CLEAN``;
+  4. the ofbench tree is synced to the host's ``workdir`` (rsync over ssh, with the venv) and
+     the C parts a role runs are built there, for that host's CPU (``-march=native`` is never
+     copied between hosts).
+
+Processes are started detached in their own session, recorded in the host's run folder
+(``<state_dir>/<run-id>/<role>/pids.jsonl``, pid + kernel start time), stopped in every exit
+path (TERM to the group, then KILL), and their logs copied into the test's result folder.
+
+Only what a profile names is ever contacted.
 """
 from __future__ import annotations
 
+import contextlib
+import json
+import os
 import shlex
 import socket
-from dataclasses import dataclass
+import subprocess
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from drivers.lab.local import LabError
+from drivers.lab import LabError
+from drivers.lab import hostside
+from drivers.supervisor import ProcessStartError, proc_start_time
 
-
-@dataclass
-class RemoteProcess:
-    name: str
-    role: str
-    pid: int
-    log_path: str
+# What a role builds on its host (ninja targets of the meson project).
+ROLE_TARGETS = {"switch": ["dut/switch/ofswitch"], "generator": ["drivers/softgen/softgen"]}
+# The snippets of drivers.lab.hostside run with the host's system Python (Debian: python3).
+HOST_PYTHON = "/usr/bin/python3"
+SYNC_EXCLUDES = ["/.git", "/build", "/tools", "/reports/run-*", "/reports/latest",
+                 "/reports/spool", "/traces/out", "__pycache__", "/.venv"]
 
 
 def check_reachable(role: str, host: dict, where: str, timeout_s: float = 5.0) -> None:
@@ -37,71 +56,515 @@ def check_reachable(role: str, host: dict, where: str, timeout_s: float = 5.0) -
                        f"runs") from None
 
 
+def controller_id() -> str:
+    """Who runs the lab: this machine's name and boot, written into each host's run folder so
+    a later run from here knows which leftovers are its own."""
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        boot = "?"
+    return f"{socket.gethostname()}/{boot}"
+
+
+def parse_cores(spec: str) -> list[int]:
+    """'2-5,8' -> [2, 3, 4, 5, 8] (pure)."""
+    out: list[int] = []
+    for part in spec.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if "-" in part:
+            lo, hi = part.split("-", 1)
+            out += range(int(lo), int(hi) + 1)
+        else:
+            out.append(int(part))
+    return out
+
+
+@dataclass
+class RemoteProcess:
+    """A process on a lab host; mirrors ManagedProcess (name, pid, log_path, alive, wait)."""
+    name: str
+    host: "RemoteHost"
+    pid: int
+    start_time: int | None
+    remote_log: str
+    local_log: Path
+    argv: list[str] = field(default_factory=list)
+
+    @property
+    def log_path(self) -> Path:
+        """The log, copied from the host now (so readers see what it printed so far)."""
+        self.host.fetch_log(self)
+        return self.local_log
+
+    def alive(self) -> bool:
+        return self.host.alive(self)
+
+    def wait(self, timeout_s: float | None = None) -> int | None:
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while self.alive():
+            if deadline is not None and time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(self.argv, timeout_s)
+            time.sleep(0.1)
+        return self.host.exit_code(self)
+
+    def log_tail(self, lines: int = 25) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+
+class RemoteHost:
+    """One lab host over SSH. Not thread-safe: used from the session's thread."""
+
+    def __init__(self, lab: "RemoteLab", role: str, spec: dict):
+        self.lab, self.role, self.spec = lab, role, spec
+        self.address = spec["address"]
+        self.workdir = Path(spec["workdir"])
+        self.state_dir = Path(lab.state_root) / lab.run_id / role
+        self.python = str(self.workdir / ".venv" / "bin" / "python")
+        self.procs: list[RemoteProcess] = []
+        self.facts: dict = {}
+        self._client = None
+        self._sftp = None
+        self._core_cycle = None
+
+    # ---- connection -------------------------------------------------------------------------
+    def key(self, sub: str = "") -> str:
+        return f"{self.lab.where}: lab.hosts.{self.role}{'.' + sub if sub else ''}"
+
+    def connect(self, timeout_s: float = 10.0) -> None:
+        import paramiko
+        check_reachable(self.role, self.spec, self.lab.where, timeout_s)
+        c = paramiko.SSHClient()
+        c.set_missing_host_key_policy(paramiko.RejectPolicy())
+        known = self.lab.known_hosts
+        try:
+            if known:
+                c.load_host_keys(str(known))
+            else:
+                c.load_system_host_keys()
+        except OSError as e:
+            raise LabError(f"{self.lab.where}: lab.known_hosts: cannot read {known}: {e}") from None
+        key_file = self.spec.get("key_file")
+        try:
+            c.connect(self.address, port=self.spec.get("ssh_port", 22),
+                      username=self.spec.get("user", "root"),
+                      key_filename=str(Path(key_file).expanduser()) if key_file else None,
+                      timeout=timeout_s, banner_timeout=timeout_s, auth_timeout=timeout_s,
+                      allow_agent=not key_file, look_for_keys=not key_file)
+        except paramiko.AuthenticationException as e:
+            raise LabError(f"{self.key('key_file')}: SSH authentication as "
+                           f"{self.spec.get('user', 'root')}@{self.address} failed ({e}); check "
+                           f"the key and the host's authorized_keys") from None
+        except paramiko.SSHException as e:
+            hint = ("lab.known_hosts" if "not found in known_hosts" in str(e)
+                    or "host key" in str(e).lower() else f"lab.hosts.{self.role}")
+            raise LabError(f"{self.lab.where}: {hint}: SSH to {self.address} refused: {e}") from None
+        except OSError as e:
+            raise LabError(f"{self.key()}: SSH to {self.address} failed: {e}") from None
+        self._client = c
+
+    @property
+    def client(self):
+        if self._client is None:
+            self.connect()
+        return self._client
+
+    @property
+    def sftp(self):
+        if self._sftp is None:
+            self._sftp = self.client.open_sftp()
+        return self._sftp
+
+    def close(self) -> None:
+        for obj in (self._sftp, self._client):
+            if obj is not None:
+                with contextlib.suppress(Exception):
+                    obj.close()
+        self._sftp = self._client = None
+
+    # ---- commands ---------------------------------------------------------------------------
+    def run(self, argv: list[str] | str, *, check: bool = True, timeout: float = 30.0,
+            input: str | None = None) -> subprocess.CompletedProcess:
+        """Run a command on the host to completion (a list is quoted; a str is a shell line)."""
+        cmd = argv if isinstance(argv, str) else " ".join(shlex.quote(str(a)) for a in argv)
+        chan = self.client.get_transport().open_session(timeout=timeout)
+        chan.settimeout(timeout)
+        chan.exec_command(cmd)
+        if input is not None:
+            chan.sendall(input.encode())
+        chan.shutdown_write()
+        out, err = bytearray(), bytearray()
+        deadline = time.monotonic() + timeout
+        while True:
+            while chan.recv_ready():
+                out += chan.recv(65536)
+            while chan.recv_stderr_ready():
+                err += chan.recv_stderr(65536)
+            if chan.exit_status_ready() and not chan.recv_ready() and not chan.recv_stderr_ready():
+                break
+            if time.monotonic() > deadline:
+                chan.close()
+                raise LabError(f"{self.role} ({self.address}): `{cmd[:200]}` timed out after "
+                               f"{timeout:.0f} s")
+            time.sleep(0.005)
+        rc = chan.recv_exit_status()
+        chan.close()
+        cp = subprocess.CompletedProcess(cmd, rc, out.decode(errors="replace"),
+                                         err.decode(errors="replace"))
+        if check and rc != 0:
+            raise LabError(f"{self.role} ({self.address}): `{cmd[:200]}` failed ({rc}): "
+                           f"{(cp.stderr or cp.stdout).strip()[-2000:]}")
+        return cp
+
+    def python_snippet(self, code: str, *args: str, timeout: float = 30.0) -> str:
+        """Run a stdlib-only snippet with the host's python3; its stdout."""
+        return self.run([HOST_PYTHON, "-c", code, *map(str, args)], timeout=timeout).stdout
+
+    def unix_listening(self, path: str | Path) -> bool:
+        """True once something accepts connections on the unix socket ``path`` on the host."""
+        return self.run([HOST_PYTHON, "-c", "import socket,sys; s=socket.socket(socket.AF_UNIX);"
+                         " s.settimeout(1); s.connect(sys.argv[1])", str(path)],
+                        check=False).returncode == 0
+
+    def connect_unix(self, path: str | Path, timeout_s: float = 10.0):
+        """A socket-like channel joined to the unix socket ``path`` on the host."""
+        chan = self.client.get_transport().open_session(timeout=timeout_s)
+        chan.settimeout(timeout_s)
+        chan.exec_command(" ".join(shlex.quote(a) for a in
+                                   [HOST_PYTHON, "-c", hostside.RELAY, str(path)]))
+        return chan
+
+    # ---- files ------------------------------------------------------------------------------
+    def put(self, local: Path, remote: Path) -> None:
+        self.sftp.put(str(local), str(remote))
+
+    def get(self, remote: Path, local: Path) -> None:
+        Path(local).parent.mkdir(parents=True, exist_ok=True)
+        self.sftp.get(str(remote), str(local))
+
+    def exists(self, path: str | Path) -> bool:
+        try:
+            self.sftp.stat(str(path))
+            return True
+        except OSError:
+            return False
+
+    def write_text(self, path: str | Path, text: str) -> None:
+        with self.sftp.open(str(path), "w") as f:
+            f.write(text)
+
+    def sock_path(self, name: str) -> Path:
+        return self.state_dir / name
+
+    def build_path(self, rel: str) -> Path:
+        """A file of the host's own build (``workdir/build``)."""
+        return self.workdir / "build" / rel
+
+    # ---- processes --------------------------------------------------------------------------
+    def start(self, name: str, argv: list[str], *, env: dict | None = None,
+              cwd: str | Path | None = None, netns: str | None = None, ready=None,
+              ready_timeout_s: float = 30.0, log_name: str | None = None,
+              stop_signal: str = "TERM", **_ignored) -> RemoteProcess:
+        """Start ``argv`` on the host in its own session; wait until ``ready()`` (a check run
+        here, e.g. over ``self.run``) is true. Raises ProcessStartError with the log's tail."""
+        if any(p.name == name and p.alive() for p in self.procs):
+            raise ValueError(f"a process named {name!r} is already running on {self.role}")
+        full = (["ip", "netns", "exec", netns] if netns else []) + [str(a) for a in argv]
+        logs = self.state_dir / "logs"
+        remote_log = str(logs / f"{log_name or name}.log")
+        rc_file = str(self.state_dir / f"{name}.rc")
+        envs = [f"{k}={v}" for k, v in (env or {}).items()]
+        inner = 'trap "" HUP; "$@"; echo $? > ' + shlex.quote(rc_file)
+        cmd = (f"mkdir -p {shlex.quote(str(logs))} && rm -f {shlex.quote(rc_file)} && "
+               f"cd {shlex.quote(str(cwd or self.workdir))} || exit 97; "
+               f"setsid env {' '.join(shlex.quote(e) for e in envs)} sh -c {shlex.quote(inner)} sh "
+               f"{' '.join(shlex.quote(a) for a in full)} > {shlex.quote(remote_log)} 2>&1 "
+               f"< /dev/null & pid=$!; "
+               f"st=$(sed 's/.*) //' /proc/$pid/stat | cut -d' ' -f20); "
+               f"printf '%s\\n' \"{{\\\"name\\\": \\\"{name}\\\", \\\"pid\\\": $pid, "
+               f"\\\"start_time\\\": $st}}\" >> {shlex.quote(str(self.state_dir / 'pids.jsonl'))};"
+               f" echo $pid $st")
+        out = self.run(cmd).stdout.split()
+        local_log = Path(self.lab.log_dir) / f"{log_name or name}.log"
+        proc = RemoteProcess(name, self, int(out[0]), int(out[1]) if len(out) > 1 else None,
+                             remote_log, local_log, full)
+        self.procs.append(proc)
+        if ready is not None:
+            self._await_ready(proc, ready, ready_timeout_s)
+        return proc
+
+    def _await_ready(self, proc: RemoteProcess, ready, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        delay = 0.05
+        while True:
+            if not proc.alive():
+                rc = self.exit_code(proc)
+                self.stop(proc)
+                raise ProcessStartError(f"{proc.name} on {self.role} exited with code {rc} "
+                                        f"before it was ready; log {proc.local_log}:\n"
+                                        f"{proc.log_tail()}")
+            try:
+                if ready():
+                    return
+            except Exception:  # readiness probes may fail until the process is up
+                pass
+            if time.monotonic() > deadline:
+                self.stop(proc)
+                raise ProcessStartError(f"{proc.name} on {self.role} not ready after "
+                                        f"{timeout_s:.0f} s; log {proc.local_log}:\n"
+                                        f"{proc.log_tail()}")
+            time.sleep(delay)
+            delay = min(delay * 1.5, 0.5)
+
+    def alive(self, proc: RemoteProcess) -> bool:
+        st = self.run(["sh", "-c", f"sed 's/.*) //' /proc/{proc.pid}/stat 2>/dev/null | "
+                                   f"cut -d' ' -f1,20"], check=False).stdout.split()
+        return len(st) == 2 and st[0] not in ("Z", "X") and \
+            (proc.start_time is None or int(st[1]) == proc.start_time)
+
+    def exit_code(self, proc: RemoteProcess) -> int | None:
+        out = self.run(["cat", str(self.state_dir / f"{proc.name}.rc")], check=False).stdout
+        return int(out) if out.strip().lstrip("-").isdigit() else None
+
+    def fetch_log(self, proc: RemoteProcess) -> None:
+        try:
+            self.get(proc.remote_log, proc.local_log)
+        except OSError:
+            pass
+
+    def stop(self, proc: RemoteProcess | str, timeout_s: float = 5.0) -> int | None:
+        """TERM to the process group, KILL after ``timeout_s``; the log copied home."""
+        if isinstance(proc, str):
+            matches = [p for p in self.procs if p.name == proc]
+            if not matches:
+                return None
+            proc = matches[-1]
+        with contextlib.suppress(Exception):
+            if self.alive(proc):
+                st = proc.start_time
+                self.run(["sh", "-c",
+                          f"[ \"$(sed 's/.*) //' /proc/{proc.pid}/stat | cut -d' ' -f20)\" = "
+                          f"'{st}' ] && kill -TERM -{proc.pid} 2>/dev/null; "
+                          f"i=0; while grep -qs '^State:[[:space:]]*[^ZX]' "
+                          f"/proc/{proc.pid}/status && [ $i -lt "
+                          f"{int(timeout_s * 10)} ]; do sleep 0.1; i=$((i+1)); done; "
+                          f"kill -KILL -{proc.pid} 2>/dev/null; true"],
+                         timeout=timeout_s + 10)
+        with contextlib.suppress(Exception):
+            self.fetch_log(proc)
+        if proc in self.procs:
+            self.procs.remove(proc)
+        with contextlib.suppress(Exception):
+            return self.exit_code(proc)
+        return None
+
+    def stop_all(self) -> None:
+        for p in reversed(list(self.procs)):
+            try:
+                self.stop(p)
+            except Exception as e:  # keep stopping the others
+                self.lab.warnings.append(f"stopping {p.name} on {self.role}: {e}")
+
+    # ---- DPDK -------------------------------------------------------------------------------
+    def cores(self) -> list[int]:
+        return list(self.facts.get("cpus") or [0])
+
+    def next_core(self) -> int:
+        if self._core_cycle is None:
+            import itertools
+            self._core_cycle = itertools.cycle(self.cores())
+        return next(self._core_cycle)
+
+    def file_prefix(self, name: str) -> str:
+        return f"ofb{self.lab.short}{name}"
+
+    def eal_args(self, name: str, *, mem_mb: int = 256, lcores: str | None = None,
+                 in_memory: bool = False, no_pci: bool = True) -> list[str]:
+        """EAL arguments for one DPDK process of this run on this host (see LocalLab)."""
+        args = ["-l", lcores if lcores is not None else str(self.next_core()),
+                "--file-prefix", self.file_prefix(name), "--log-level", "lib.eal:error"]
+        if no_pci:
+            args.append("--no-pci")
+        huge_mb = 2 * int(self.facts.get("free_hugepages", 0))
+        if not (self.facts.get("huge_mounted") and huge_mb >= mem_mb):
+            return args + ["--no-huge", "-m", str(mem_mb)]
+        if in_memory:
+            return args + ["-m", str(mem_mb), "--in-memory", "--single-file-segments"]
+        return args + ["-m", str(mem_mb), "--huge-dir", "/dev/hugepages-ofbench", "--huge-unlink"]
+
+    # ---- lifecycle --------------------------------------------------------------------------
+    def prepare(self) -> None:
+        """Read the host's facts, remove this machine's dead runs, create this run's folder."""
+        self.facts = json.loads(self.python_snippet(hostside.FACTS))
+        stale = json.loads(self.python_snippet(hostside.STALE, self.lab.state_root, self.role))
+        me = controller_id()
+        for run in stale:
+            if run.get("run_id") == self.lab.run_id:
+                continue
+            if run.get("controller") not in (None, me):
+                self.lab.warnings.append(f"{self.role}: run folder {run['dir']} belongs to "
+                                         f"{run.get('controller')}; left alone")
+                continue
+            if run.get("pid") and proc_start_time(run["pid"]) == run.get("start_time"):
+                continue  # a live run of this machine (another pytest here)
+            short = Path(run["dir"]).parent.name[-4:]
+            done = json.loads(self.python_snippet(hostside.CLEAN, run["dir"], short))
+            if done:
+                self.lab.warnings.append(f"{self.role}: stale run {Path(run['dir']).parent.name}"
+                                         f": removed {', '.join(done)}")
+        self.run(["mkdir", "-p", str(self.state_dir / "logs")])
+        self.write_text(self.state_dir / "owner.json", json.dumps(
+            {"controller": me, "pid": os.getpid(), "start_time": proc_start_time(os.getpid()),
+             "run_id": self.lab.run_id}))
+
+    def cleanup(self) -> None:
+        """Everything of this run on the host: processes, DPDK folders, hugepage files, state."""
+        self.stop_all()
+        with contextlib.suppress(Exception):
+            self.python_snippet(hostside.CLEAN, self.state_dir, self.lab.short)
+
+    # ---- deployment -------------------------------------------------------------------------
+    def ssh_command(self) -> list[str]:
+        """The system ssh with this host's key, port and host-key policy (for rsync)."""
+        cmd = ["ssh", "-p", str(self.spec.get("ssh_port", 22)), "-o", "BatchMode=yes",
+               "-o", "StrictHostKeyChecking=yes", "-o", "ConnectTimeout=10"]
+        if self.spec.get("key_file"):
+            cmd += ["-i", str(Path(self.spec["key_file"]).expanduser()), "-o",
+                    "IdentitiesOnly=yes"]
+        if self.lab.known_hosts:
+            cmd += ["-o", f"UserKnownHostsFile={self.lab.known_hosts}"]
+        return cmd
+
+    def sync_tree(self, repo: Path) -> None:
+        """rsync the ofbench tree and its venv to ``workdir`` (only what changed moves)."""
+        user = self.spec.get("user", "root")
+        dest = f"{user}@{self.address}:{self.workdir}/"
+        self.run(["mkdir", "-p", str(self.workdir)])
+        ssh = " ".join(shlex.quote(a) for a in self.ssh_command())
+        excludes = sum((["--exclude", e] for e in SYNC_EXCLUDES), [])
+        for src, dst in ((f"{repo}/", dest), (f"{Path(repo, '.venv').resolve()}/",
+                                              f"{dest}.venv/")):
+            cp = subprocess.run(["rsync", "-a", "--delete", *([] if dst.endswith(".venv/")
+                                 else excludes), "--exclude", "__pycache__", "-e", ssh, src, dst],
+                                capture_output=True, text=True, timeout=600)
+            if cp.returncode != 0:
+                raise LabError(f"{self.key('workdir')}: rsync of {src} to {dst} failed "
+                               f"({cp.returncode}): {cp.stderr.strip()[-1500:]}")
+
+    def build(self, targets: list[str], timeout_s: float = 900.0) -> None:
+        """Build ``targets`` in ``workdir/build`` on the host, for the host's CPU."""
+        wd = shlex.quote(str(self.workdir))
+        self.run(f"cd {wd} && {{ test -f build/build.ninja || meson setup build "
+                 f"--buildtype=release >/dev/null; }} && ninja -C build "
+                 f"{' '.join(shlex.quote(t) for t in targets)}", timeout=timeout_s)
+
+
 class RemoteLab:
     kind = "remote"
 
-    def __init__(self, profile, run_id: str, run_dir: Path, connect_timeout_s: float = 5.0):
+    def __init__(self, profile, run_id: str, run_dir: Path, connect_timeout_s: float = 5.0,
+                 deploy: bool = True, progress=None):
         self.profile, self.run_id, self.run_dir = profile, run_id, Path(run_dir)
-        self.hosts: dict = profile.data["lab"].get("hosts", {})
-        self.state_dir = f"{profile.data['lab'].get('state_dir', '/run/ofbench')}/{run_id}"
+        self.short = run_id[-4:]
+        lab = profile.data["lab"]
+        self.where = profile.path.name
+        self.state_root = lab.get("state_dir", "/run/ofbench")
+        self.known_hosts = lab.get("known_hosts")
         self.warnings: list[str] = []
-        self._clients: dict = {}
-        self.procs: list[RemoteProcess] = []
-        where = profile.path.name
-        for role, host in self.hosts.items():
-            check_reachable(role, host, where, connect_timeout_s)
-
-    def client(self, role: str):
-        if role not in self.hosts:
-            raise LabError(f"{self.profile.path.name}: no host with role {role!r} in lab.hosts "
-                           f"(known: {', '.join(self.hosts)})")
-        if role not in self._clients:
-            import paramiko
-            h = self.hosts[role]
-            c = paramiko.SSHClient()
-            c.set_missing_host_key_policy(paramiko.RejectPolicy())
-            c.load_system_host_keys()
-            c.connect(h["address"], port=h.get("ssh_port", 22), username=h.get("user", "root"),
-                      key_filename=str(Path(h["key_file"]).expanduser())
-                      if h.get("key_file") else None, timeout=10)
-            self._clients[role] = c
-        return self._clients[role]
-
-    def exec(self, role: str, argv: list[str], timeout: float = 60.0) -> str:
-        cmd = " ".join(shlex.quote(str(a)) for a in argv)
-        _, out, err = self.client(role).exec_command(cmd, timeout=timeout)
-        rc = out.channel.recv_exit_status()
-        text = out.read().decode(errors="replace")
-        if rc != 0:
-            raise LabError(f"{role}: `{cmd}` failed ({rc}): {err.read().decode().strip()}")
-        return text
-
-    def start(self, role: str, name: str, argv: list[str]) -> RemoteProcess:
-        log = f"{self.state_dir}/{name}.log"
-        cmd = " ".join(shlex.quote(str(a)) for a in argv)
-        pid = int(self.exec(role, ["sh", "-c", f"mkdir -p {shlex.quote(self.state_dir)} && "
-                                               f"setsid sh -c {shlex.quote('exec ' + cmd)} "
-                                               f"> {shlex.quote(log)} 2>&1 < /dev/null & "
-                                               f"echo $!"]).strip())
-        proc = RemoteProcess(name, role, pid, log)
-        self.procs.append(proc)
-        return proc
-
-    def stop(self, proc: RemoteProcess) -> None:
+        self.log_dir = self.run_dir / "logs"
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self._progress = progress or (lambda m: None)
+        self.emulation = None
+        self.hosts: dict[str, RemoteHost] = {}
         try:
-            self.exec(proc.role, ["sh", "-c", f"kill -TERM -{proc.pid} 2>/dev/null; sleep 2; "
-                                              f"kill -KILL -{proc.pid} 2>/dev/null; true"])
-            dest = self.run_dir / "logs" / proc.role
-            dest.mkdir(parents=True, exist_ok=True)
-            self.client(proc.role).open_sftp().get(proc.log_path, str(dest / f"{proc.name}.log"))
-        except Exception as e:  # keep stopping the others
-            self.warnings.append(f"stopping {proc.name} on {proc.role}: {e}")
-        if proc in self.procs:
-            self.procs.remove(proc)
+            if lab.get("emulated"):
+                from drivers.lab.emulated import EmulatedLab
+                self._progress("bringing up the emulated lab (a namespace with sshd per host)")
+                self.emulation = EmulatedLab(profile, run_id).up()
+            for role, spec in (lab.get("hosts") or {}).items():
+                h = RemoteHost(self, role, spec)
+                h.connect(connect_timeout_s)
+                self.hosts[role] = h
+            for h in self.hosts.values():
+                h.prepare()
+            self._check_profile_against_hosts()
+            if deploy:
+                self.deploy()
+        except BaseException:
+            self.close()
+            raise
+
+    # ---- the Lab protocol -------------------------------------------------------------------
+    def host(self, role: str) -> RemoteHost:
+        if role not in self.hosts:
+            raise LabError(f"{self.where}: lab.hosts: no host with role {role!r} "
+                           f"(known: {', '.join(self.hosts)})")
+        return self.hosts[role]
+
+    def role_of(self, section: str) -> str:
+        """The host role that runs ``section`` (switch, generator, controller)."""
+        return self.profile.data.get(section, {}).get("host") or section
+
+    @contextlib.contextmanager
+    def test_logs(self, folder: Path):
+        old = self.log_dir
+        self.log_dir = Path(folder)
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            yield
+        finally:
+            self.log_dir = old
+
+    # ---- checks and deployment ----------------------------------------------------------------
+    def _check_profile_against_hosts(self) -> None:
+        data = self.profile.data
+        for section in ("switch", "generator"):
+            sec = data.get(section) or {}
+            role = self.role_of(section)
+            if role not in self.hosts:
+                if section == "switch" or sec.get("kind") == "softgen":
+                    raise LabError(f"{self.where}: {section}.host: {role!r} is not a host in "
+                                   f"lab.hosts (known: {', '.join(self.hosts)})")
+                continue
+            h = self.hosts[role]
+            if sec.get("cores"):
+                want = parse_cores(sec["cores"])
+                missing = sorted(set(want) - set(h.cores()))
+                if missing:
+                    raise LabError(f"{self.where}: {section}.cores: {sec['cores']!r} names "
+                                   f"core(s) {missing} that {role} ({h.address}) does not have "
+                                   f"(it has {h.cores()})")
+            for pname, port in (sec.get("ports") or {}).items():
+                if port.get("pci") and not h.exists(f"/sys/bus/pci/devices/{port['pci']}"):
+                    raise LabError(f"{self.where}: {section}.ports.{pname}.pci: "
+                                   f"{port['pci']} is not a PCI device on {role} ({h.address})")
+
+    def deploy(self) -> None:
+        from harness.paths import REPO
+        for role, h in self.hosts.items():
+            self._progress(f"syncing the ofbench tree to {role}:{h.workdir}")
+            h.sync_tree(REPO)
+            targets = [t for sec, t in (("switch", ROLE_TARGETS["switch"]),
+                                        ("generator", ROLE_TARGETS["generator"]))
+                       if self.role_of(sec) == role]
+            targets = sum(targets, [])
+            if targets:
+                self._progress(f"building {', '.join(targets)} on {role}")
+                h.build(targets)
 
     def close(self) -> None:
-        for p in reversed(list(self.procs)):
-            self.stop(p)
-        for c in self._clients.values():
-            c.close()
-        self._clients.clear()
+        """Stop every process on every host, remove the run's state there; idempotent."""
+        for h in list(self.hosts.values()):
+            try:
+                h.cleanup()
+            except Exception as e:
+                self.warnings.append(f"cleaning {h.role}: {e}")
+            h.close()
+        self.hosts.clear()
+        if self.emulation is not None:
+            self.emulation.down()
+            self.emulation = None

@@ -13,13 +13,9 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from drivers.lab import LabError
 from drivers.lab.ovs import OvsInstance
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-def build_dir() -> Path:
-    return Path(os.environ.get("OFBENCH_BUILD_DIR") or REPO / "build")
+from harness.paths import REPO, build_dir
 
 
 def switch_available(kind: str, profile) -> str | None:
@@ -29,6 +25,9 @@ def switch_available(kind: str, profile) -> str | None:
         if profile.lab_kind == "local" and not binary.exists():
             return f"ofbench switch not built ({binary} missing)"
         return None
+    if profile.lab_kind != "local":
+        return (f"{kind} as a peer runs on this box only so far; profile {profile.name!r} "
+                f"puts the switch on a remote host")
     if kind == "ovs":
         return None if "ovs" in profile.features else "profile lacks feature ovs"
     if kind == "ovs-dpdk":
@@ -43,13 +42,16 @@ def switch_available(kind: str, profile) -> str | None:
 
 
 def ofbench_settings(profile, kind: str, env=os.environ) -> dict:
-    """The profile's settings for our switch (``switch.lookup``, ``switch.workers``) when
-    ``kind`` is the profile's own switch; env ``OFBENCH_SWITCH_LOOKUP`` overrides the lookup
-    (as in the conformance suite). For ofbench run as a peer, the launcher's defaults."""
-    out: dict = {}
+    """The profile's settings for our switch (``switch.lookup``, ``switch.workers``,
+    ``switch.cores``) when ``kind`` is the profile's own switch; env ``OFBENCH_SWITCH_LOOKUP``
+    (an alias kept for old scripts) overrides the lookup. For ofbench as a peer, the defaults."""
+    from dut.profiles.schema import DEFAULT_LOOKUP
+    out: dict = {"lookup": DEFAULT_LOOKUP, "workers": 1}
     sw = profile.switch if profile is not None else {}
     if kind == "ofbench" and sw.get("kind") == "ofbench":
-        out = {"lookup": sw.get("lookup", "trie"), "workers": int(sw.get("workers", 1))}
+        out = {"lookup": sw.get("lookup", DEFAULT_LOOKUP), "workers": int(sw.get("workers", 1))}
+        if sw.get("cores"):
+            out["lcores"] = sw["cores"]
     if kind == "ofbench" and env.get("OFBENCH_SWITCH_LOOKUP"):
         out["lookup"] = env["OFBENCH_SWITCH_LOOKUP"]
     return out
@@ -64,28 +66,49 @@ class SwitchHandle:
     ovs: OvsInstance | None = None
     proc: object | None = None
     info: dict = field(default_factory=dict)
+    host: object | None = None
 
     def stop(self) -> None:
         self.stop_fn()
 
+    def stats(self) -> dict | None:
+        """ofbench's stats socket (ports, flows, OpenFlow session), wherever it runs."""
+        if self.proc is None or not hasattr(self.proc, "stats_sock"):
+            return None
+        from dut.switch.launcher import read_stats
+        return read_stats(self.proc.stats_sock, 2.0,
+                          connect=getattr(self.proc.host, "connect_unix", None))
 
-def start_switch(lab, kind: str, *, name: str, netns: str | None,
-                 ports: list[tuple[int, str]], controller: tuple[str, int], dpid: int = 1,
-                 extra_ports: list[tuple[int, dict]] | None = None) -> SwitchHandle:
-    """Start switch ``kind`` connected to ``controller`` with ``ports``; returns a handle.
 
-    ``extra_ports`` are kind-specific port specs ``(ofport, {"ovs": {...}, "devargs": str})``.
+def start_switch(lab, kind: str, *, name: str, ports: list[tuple[int, str]],
+                 controller: tuple[str, int], netns: str | None = None, dpid: int = 1,
+                 extra_ports: list[tuple[int, dict]] | None = None, host=None,
+                 lookup: str | None = None, workers: int | None = None,
+                 lcores: str | None = None, idle_sleep_us: int | None = None,
+                 mem_mb: int = 512, wait_connected: bool = False,
+                 ready_timeout_s: float = 30.0) -> SwitchHandle:
+    """Start switch ``kind`` connected to ``controller`` with ``ports``; the one way every
+    suite starts a switch, of any kind, on any host.
+
+    ``ports`` are kernel interfaces ``(ofport, ifname)`` (OVS netdev ports; ofbench reads them
+    with af_xdp); ``extra_ports`` are fast wires ``(ofport, {"ovs": {...}, "devargs": str})``.
+    ``host`` is the lab host (default: the profile's switch host; a local lab's is this box).
+    ``lookup``/``workers``/``lcores`` default to the profile's ``switch`` section when ``kind``
+    is the profile's switch; ``idle_sleep_us=0`` busy-polls (rate tests), default sleeps 50 us
+    when idle (functional tests on shared cores).
     """
-    host, port = controller
+    host = host or switch_host(lab)
     if kind in ("ovs", "ovs-dpdk"):
+        if host is not lab:
+            raise LabError(f"{kind} on a remote host is not supported yet (host {host.role})")
         ovs = OvsInstance(lab, name, dpdk=(kind == "ovs-dpdk"), netns=netns).start()
-        ovs.add_bridge("br0", dpid=dpid, controller=f"tcp:{host}:{port}")
+        ovs.add_bridge("br0", dpid=dpid, controller=f"tcp:{controller[0]}:{controller[1]}")
         for ofport, ifname in ports:
             ovs.add_port("br0", ifname, ofport=ofport)
         for ofport, spec in extra_ports or []:
             ovs.add_port("br0", spec["ovs"]["name"], ofport=ofport,
                          type=spec["ovs"].get("type"), options=spec["ovs"].get("options"))
-        return SwitchHandle(kind, name, dpid, ovs.stop, ovs=ovs)
+        return SwitchHandle(kind, name, dpid, ovs.stop, ovs=ovs, host=host)
     if kind == "ofbench":
         from dut.switch.launcher import start_ofswitch
         # af_xdp, not af_packet: the kernel strips VLAN tags before af_packet sees them and the
@@ -94,31 +117,58 @@ def start_switch(lab, kind: str, *, name: str, netns: str | None,
                     for ofport, ifname in ports]
         devports += [(ofport, spec["devargs"]) for ofport, spec in extra_ports or []]
         settings = ofbench_settings(getattr(lab, "profile", None), kind)
+        settings.update({k: v for k, v in (("lookup", lookup), ("workers", workers),
+                                           ("lcores", lcores)) if v is not None})
         proc = start_ofswitch(lab, name, ports=devports, controller=controller, dpid=dpid,
-                              netns=netns, **settings)
-        return SwitchHandle(kind, name, dpid, lambda: lab.supervisor.stop(proc), proc=proc,
-                            info=settings)
+                              netns=netns, idle_sleep_us=idle_sleep_us, mem_mb=mem_mb,
+                              wait_connected=wait_connected, ready_timeout_s=ready_timeout_s,
+                              host=host, **settings)
+        return SwitchHandle(kind, name, dpid, lambda: host.stop(proc), proc=proc,
+                            info=settings, host=host)
     raise ValueError(f"unknown switch kind {kind!r}")
+
+
+def switch_host(lab):
+    """The host that runs the profile's switch (a local lab: this box)."""
+    if getattr(lab, "kind", "local") == "local":
+        return lab
+    return lab.host(lab.role_of("switch"))
+
+
+def controller_host(lab):
+    """The host that runs the controller apps: the ``controller`` role of a remote lab."""
+    if getattr(lab, "kind", "local") == "local":
+        return lab
+    return lab.host("controller")
 
 
 def start_controller(lab, name: str, app: str | list[str], *, netns: str | None,
                      port: int | None = None, config: str | None = None, hub: str = "native",
-                     extra: list[str] | None = None, ready_timeout_s: float = 30.0):
-    """Start os-ken app(s) through dut.controller.launcher under the supervisor; returns
-    ``(proc, port)`` once the OpenFlow listener accepts connections."""
-    port = port or lab.free_tcp_port()
-    ready = Path(lab.state_dir) / f"{name}.ready"
-    ready.unlink(missing_ok=True)
+                     extra: list[str] | None = None, ready_timeout_s: float = 30.0,
+                     host=None, listen: str | None = None):
+    """Start os-ken app(s) through dut.controller.launcher on ``host`` (default: the lab's
+    controller host); returns ``(proc, port)`` once the OpenFlow listener accepts connections.
+    ``listen`` defaults to 127.0.0.1 on a local lab and to the profile's ``controller.host``
+    on a remote one (the address the switch host connects to)."""
+    host = host or controller_host(lab)
+    remote = host is not lab
+    if listen is None:
+        listen = lab.profile.controller["host"] if remote else "127.0.0.1"
+    if port is None:
+        port = (lab.profile.controller.get("port") or 6653) if remote else lab.free_tcp_port()
+    ready = Path(host.state_dir) / f"{name}.ready"
+    if not remote:
+        ready.unlink(missing_ok=True)
     apps = [app] if isinstance(app, str) else list(app)
-    argv = [sys.executable, "-m", "dut.controller.launcher",
+    argv = [host.python, "-m", "dut.controller.launcher",
             *sum((["--app", a] for a in apps), []),
-            "--ofp-listen-host", "127.0.0.1", "--ofp-port", str(port), "--hub", hub,
+            "--ofp-listen-host", listen, "--ofp-port", str(port), "--hub", hub,
             "--ready-file", str(ready)]
     if config:
         argv += ["--config", str(config)]
     if extra:
         argv += ["--", *extra]
-    proc = lab.supervisor.start(name, argv, netns=netns, cwd=REPO,
-                                env={"PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"},
-                                ready=ready.exists, ready_timeout_s=ready_timeout_s)
+    proc = host.start(name, argv, netns=netns, cwd=host.workdir,
+                      env={"PYTHONPATH": str(host.workdir), "PYTHONUNBUFFERED": "1"},
+                      ready=lambda: host.exists(ready), ready_timeout_s=ready_timeout_s)
     return proc, port

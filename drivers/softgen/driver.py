@@ -107,11 +107,16 @@ def control_ready(ctl_path: str | Path) -> bool:
 class Control:
     """Request/reply client of one softgen control socket (one line each way)."""
 
-    def __init__(self, ctl_path: str | Path, timeout_s: float = 10.0):
+    def __init__(self, ctl_path: str | Path, timeout_s: float = 10.0, connect=None):
+        """``connect(path, timeout_s)`` gives a socket-like object (a lab host's
+        ``connect_unix``: a local socket, or an SSH channel to the socket on a remote host)."""
         self.path = str(ctl_path)
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.settimeout(timeout_s)
-        self.sock.connect(self.path)
+        if connect is None:
+            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self.sock.settimeout(timeout_s)
+            self.sock.connect(self.path)
+        else:
+            self.sock = connect(self.path, timeout_s)
         self.file = self.sock.makefile("rwb")
 
     def request(self, line: str) -> dict:
@@ -139,9 +144,11 @@ class Instance:
     control: Control | None = None
     proc: subprocess.Popen | None = None     # set when spawn() started it
     port_ids: dict[str, int] = field(default_factory=dict)
+    host: object | None = None               # the lab host it runs on (None: this box)
 
     def connect(self) -> None:
-        self.control = Control(self.ctl_path)
+        self.control = Control(self.ctl_path,
+                               connect=getattr(self.host, "connect_unix", None))
         reply = self.control.request("ports")
         if len(reply["ports"]) != len(self.ports):
             raise SoftgenError(f"softgen at {self.ctl_path} has {len(reply['ports'])} ports, "
@@ -351,3 +358,23 @@ def wait_links_up(gen: Softgen, timeout_s: float = 10.0) -> bool:
             return True
         time.sleep(0.05)
     return False
+
+
+def start_on_host(host, name: str, ports: list[SoftgenPort], lcores: tuple[int, int],
+                  mem_mb: int = 256, netns: str | None = None,
+                  ready_timeout_s: float = 30.0) -> Instance:
+    """Start one softgen process on a lab host (local or over SSH) with the host's own build,
+    EAL arguments and state folder; returns its Instance once the control socket answers.
+    ``instance.managed`` is the host's process handle (``host.stop(instance.managed)``)."""
+    ctl = host.sock_path(f"{name}.ctl")
+    in_memory = any(p.resolved_kind() == "virtio_user" for p in ports)
+    eal = host.eal_args(name, mem_mb=mem_mb, lcores=f"{lcores[0]},{lcores[1]}",
+                        in_memory=in_memory)
+    argv = softgen_argv(ports, ctl, eal + ["--main-lcore", str(lcores[0])],
+                        bin_path=host.build_path("drivers/softgen/softgen"))
+
+    proc = host.start(name, argv, netns=netns, ready=lambda: host.unix_listening(ctl),
+                      ready_timeout_s=ready_timeout_s)
+    inst = Instance(Path(ctl), ports, host=host)
+    inst.managed = proc
+    return inst

@@ -13,7 +13,12 @@ Schema version 1 (``schema_version: 1``)::
     schema_version: 1
     name: str                      # defaults to the file's stem
     description: str
-    lab: {kind: local | remote, hosts: {<role>: {address, user, ssh_port, key_file}}}
+    lab: {kind: local | remote, emulated: bool, known_hosts: str, state_dir: str,
+          hosts: {<role>: {address, user, ssh_port, key_file, workdir}}}
+                                   # remote: each role (switch, controller, generator) a host
+                                   # reached over SSH; workdir = its ofbench tree (synced and
+                                   # built there); emulated: the harness builds the hosts as
+                                   # namespaces with sshd on this box (drivers/lab/emulated.py)
     features: [str]                # from FEATURES; tests declare what they need
     switch: {kind: ofbench|ovs|ovs-dpdk, workers: int, cores: str, lookup: str,
              ports: {<name>: {devargs: str, speed_gbps: num, pci: str}}}
@@ -40,6 +45,9 @@ PROFILE_DIR = Path(__file__).resolve().parent
 SCHEMA_VERSION = 1
 
 SWITCH_KINDS = ("ofbench", "ovs", "ovs-dpdk")
+# ofbench's flow lookup: one default for the profile, the launcher and the C binary.
+SWITCH_LOOKUPS = ("trie", "simple")
+DEFAULT_LOOKUP = "trie"
 GENERATOR_KINDS = ("softgen", "trex")
 LAB_KINDS = ("local", "remote")
 FEATURES = {
@@ -134,6 +142,7 @@ HOST = Spec(dict, fields={
     "user": Spec(str, default="root"),
     "ssh_port": Spec(int, default=22, check=_check_port),
     "key_file": Spec(str),
+    "workdir": Spec(str, default="/opt/ofbench"),
 })
 PORT = Spec(dict, fields={
     "devargs": Spec(str),
@@ -149,13 +158,15 @@ PROFILE = Spec(dict, fields={
         "kind": Spec(str, required=True, choices=LAB_KINDS),
         "hosts": Spec(dict, values=HOST),
         "state_dir": Spec(str),
+        "known_hosts": Spec(str),
+        "emulated": Spec(bool, default=False),
     }),
     "features": Spec(list, default=list, items=Spec(str, choices=tuple(sorted(FEATURES)))),
     "switch": Spec(dict, required=True, fields={
         "kind": Spec(str, required=True, choices=SWITCH_KINDS),
         "workers": Spec(int, default=1, check=lambda n: None if n >= 1 else "must be >= 1"),
         "cores": Spec(str),
-        "lookup": Spec(str, default="trie", choices=("trie", "simple")),
+        "lookup": Spec(str, default=DEFAULT_LOOKUP, choices=SWITCH_LOOKUPS),
         "host": Spec(str),
         "ports": Spec(dict, values=PORT),
     }),
@@ -283,16 +294,27 @@ def _cross_checks(data: dict, fail) -> None:
     lab = data["lab"]
     if lab["kind"] == "remote" and not lab.get("hosts"):
         fail("lab.hosts", "a remote lab needs its hosts (e.g. switch, controller, trex)")
+    if lab.get("emulated") and lab["kind"] != "remote":
+        fail("lab.emulated", "only a remote lab (lab.kind: remote) is emulated")
+    hosts = lab.get("hosts") or {}
+    for section in ("switch", "generator"):
+        role = data[section].get("host")
+        if role and hosts and role not in hosts:
+            fail(f"{section}.host", f"{role!r} is not a host in lab.hosts "
+                 f"(known: {', '.join(hosts)})")
     gen = data["generator"]
     if gen["kind"] == "trex" and "server" not in gen:
         fail("generator.server", "required key is missing for generator.kind trex")
     sw_ports = data["switch"].get("ports") or {}
     gen_ports = gen.get("ports") or {}
     for i, link in enumerate(data["links"]):
-        if gen_ports and link["generator"] not in gen_ports:
+        if not gen_ports or not sw_ports:
+            fail(f"links[{i}]", "links join generator.ports to switch.ports: both sections "
+                 "need their ports")
+        if link["generator"] not in gen_ports:
             fail(f"links[{i}].generator", f"no generator port {link['generator']!r} "
                  f"(known: {', '.join(gen_ports)})")
-        if sw_ports and link["switch"] not in sw_ports:
+        if link["switch"] not in sw_ports:
             fail(f"links[{i}].switch", f"no switch port {link['switch']!r} "
                  f"(known: {', '.join(sw_ports)})")
     if data["switch"]["kind"] in data["peers"]:

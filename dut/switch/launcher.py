@@ -10,14 +10,16 @@ dut/switch/tests/test_launcher.py; the I/O around them is thin.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
 import time
 from pathlib import Path
 
+from dut.profiles.schema import DEFAULT_LOOKUP, SWITCH_LOOKUPS as LOOKUPS
+
 REPO = Path(__file__).resolve().parents[2]
-LOOKUPS = ("simple", "trie")  # trie = dut/classifier (when built with it)
 
 
 def build_dir() -> Path:
@@ -40,7 +42,7 @@ def device_name(devargs: str) -> str | None:
 
 def switch_argv(binary: str | Path, eal_args: list[str], ports: list[tuple[int, str]], *,
                 controller: tuple[str, int], dpid: int, workers: int = 1,
-                lookup: str = "simple", stats_sock: str | Path | None = None,
+                lookup: str = DEFAULT_LOOKUP, stats_sock: str | Path | None = None,
                 idle_sleep_us: int = 0) -> list[str]:
     """Command line of ofswitch. ``ports`` = [(openflow port number, devargs or port id)]."""
     if not ports:
@@ -76,19 +78,24 @@ def switch_argv(binary: str | Path, eal_args: list[str], ports: list[tuple[int, 
     return argv
 
 
-def read_stats(sock_path: str | Path, timeout_s: float = 2.0) -> dict | None:
-    """One JSON document from the switch's stats socket, or None if it does not answer."""
+def read_stats(sock_path: str | Path, timeout_s: float = 2.0, connect=None) -> dict | None:
+    """One JSON document from the switch's stats socket, or None if it does not answer.
+    ``connect(path, timeout_s)`` reaches a socket on a lab host (default: this box)."""
     try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        if connect is None:
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             s.settimeout(timeout_s)
             s.connect(str(sock_path))
+        else:
+            s = connect(str(sock_path), timeout_s)
+        with contextlib.closing(s):
             buf = b""
             while True:
                 chunk = s.recv(65536)
                 if not chunk:
                     break
                 buf += chunk
-    except OSError:
+    except (OSError, EOFError):
         return None
     try:
         return json.loads(buf.decode())
@@ -98,34 +105,42 @@ def read_stats(sock_path: str | Path, timeout_s: float = 2.0) -> dict | None:
 
 def start_ofswitch(lab, name: str, ports: list[tuple[int, str]], controller: tuple[str, int],
                    dpid: int = 1, netns: str | None = None, workers: int = 1,
-                   lookup: str = "simple", wait_connected: bool = False,
+                   lookup: str = DEFAULT_LOOKUP, wait_connected: bool = False,
                    idle_sleep_us: int | None = None, mem_mb: int = 512,
-                   lcores: str | None = None, ready_timeout_s: float = 30.0):
-    """Start ofswitch under ``lab.supervisor``; returns the supervisor's process handle once
-    the switch answers on its stats socket (and, if asked, has its OpenFlow session up).
+                   lcores: str | None = None, ready_timeout_s: float = 30.0, host=None):
+    """Start ofswitch on ``host`` (a lab host; default: ``lab`` itself, the local box) with
+    that host's own build; returns the host's process handle once the switch answers on its
+    stats socket (and, if asked, has its OpenFlow session up). ``proc.stats_sock`` is the
+    socket's path on the host, ``proc.host`` the host.
 
-    ``idle_sleep_us`` (default: 50 for one worker on a lab without dedicated cores) makes an
-    idle worker sleep instead of spinning, so functional tests share the 2 cores politely."""
-    stats_sock = Path(lab.state_dir) / f"{name}.stats"
-    stats_sock.unlink(missing_ok=True)
+    ``idle_sleep_us`` (default: 50) makes an idle worker sleep instead of spinning, so
+    functional tests share the 2 cores politely; 0 busy-polls like OVS-DPDK's PMD."""
+    host = host or lab
+    stats_sock = Path(host.state_dir) / f"{name}.stats"
+    if host is lab:
+        stats_sock.unlink(missing_ok=True)
     if lcores is None:
-        lcores = ",".join(str(lab.next_core()) for _ in range(workers)) if workers > 1 else None
-    eal = lab.eal_args(name, mem_mb=mem_mb, lcores=lcores)
+        lcores = ",".join(str(host.next_core()) for _ in range(workers)) if workers > 1 else None
+    eal = host.eal_args(name, mem_mb=mem_mb, lcores=lcores)
     if idle_sleep_us is None:
         idle_sleep_us = 50
-    argv = switch_argv(binary_path(), eal, ports, controller=controller, dpid=dpid,
+    binary = host.build_path("dut/switch/ofswitch") if hasattr(host, "build_path") \
+        else binary_path()
+    argv = switch_argv(binary, eal, ports, controller=controller, dpid=dpid,
                        workers=workers, lookup=lookup, stats_sock=stats_sock,
                        idle_sleep_us=idle_sleep_us)
-    if not binary_path().exists():
-        raise FileNotFoundError(f"{binary_path()} not built (run `make setup` or set "
-                                "OFBENCH_BUILD_DIR)")
+    if not host.exists(binary):
+        raise FileNotFoundError(f"{binary} not built on {getattr(host, 'role', 'this box')} "
+                                "(run `make setup` or set OFBENCH_BUILD_DIR)")
+    connect = getattr(host, "connect_unix", None)
 
     def ready() -> bool:
-        st = read_stats(stats_sock, 0.5) if stats_sock.exists() else None
+        st = read_stats(stats_sock, 2.0, connect=connect) if host.exists(stats_sock) else None
         return bool(st) and (st.get("of_connected") or not wait_connected)
 
-    return lab.supervisor.start(name, argv, netns=netns, ready=ready,
-                                ready_timeout_s=ready_timeout_s)
+    proc = host.start(name, argv, netns=netns, ready=ready, ready_timeout_s=ready_timeout_s)
+    proc.stats_sock, proc.host = stats_sock, host
+    return proc
 
 
 def wait_of_connected(stats_sock: str | Path, timeout_s: float = 30.0, now=time.monotonic,

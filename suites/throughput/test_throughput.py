@@ -342,7 +342,8 @@ def _case_id(case) -> str:
 
 def pytest_generate_tests(metafunc):
     if "kind" in metafunc.fixturenames:
-        prof = metafunc.config._ofbench.profile
+        from harness.state import run_state
+        prof = run_state(metafunc.config).profile
         kinds = list(prof.switch_kinds)
         ordered = kinds[1:] + kinds[:1]  # peers first, the switch under test last
         metafunc.parametrize("kind", ordered, ids=ordered)

@@ -1,0 +1,111 @@
+"""Small stdlib-only programs that run *on a lab host* (sent over SSH as ``python3 -c``), so a
+host needs nothing of ofbench installed for the lab to reach, check and clean it.
+
+* ``FACTS``: what the host is (boot id, cores, free hugepages and the hugetlbfs mount, the
+  ofbench tree's state) as one JSON line.
+* ``CLEAN``: remove what a run left on the host: kill its recorded processes (pid + kernel
+  start time, so a recycled pid is never hit), its DPDK runtime folders and hugepage files
+  (prefix ``ofb<short>``) and its state folder. argv: state_dir short [huge_dir] [dpdk_dir]
+* ``RELAY``: join stdin/stdout to a unix socket on the host (softgen's control socket, the
+  switch's stats socket) so the controlling machine talks to it through an SSH channel.
+"""
+from __future__ import annotations
+
+FACTS = r"""
+import json, os
+def rd(p, d=None):
+    try:
+        return open(p).read().strip()
+    except OSError:
+        return d
+huge = "/dev/hugepages-ofbench"
+print(json.dumps({
+    "boot_id": rd("/proc/sys/kernel/random/boot_id", "?"),
+    "hostname": os.uname().nodename,
+    "cpus": sorted(os.sched_getaffinity(0)),
+    "free_hugepages": int(rd("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages", "0")),
+    "huge_mounted": os.path.ismount(huge),
+    "python": os.sys.version.split()[0],
+}))
+"""
+
+CLEAN = r"""
+import glob, json, os, shutil, signal, sys
+state, short = sys.argv[1], sys.argv[2]
+huge = sys.argv[3] if len(sys.argv) > 3 else "/dev/hugepages-ofbench"
+dpdk = sys.argv[4] if len(sys.argv) > 4 else "/var/run/dpdk"
+def start_time(pid):
+    try:
+        f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return None if f[0] in ("Z", "X") else int(f[19])
+done = []
+try:
+    lines = open(os.path.join(state, "pids.jsonl")).read().splitlines()
+except OSError:
+    lines = []
+for line in lines:
+    try:
+        rec = json.loads(line)
+    except ValueError:
+        continue
+    if rec.get("start_time") is None or start_time(rec["pid"]) != rec["start_time"]:
+        continue
+    for kill in (os.killpg, os.kill):
+        try:
+            kill(rec["pid"], signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    done.append(f"process {rec.get('name')}({rec['pid']})")
+for d in glob.glob(os.path.join(dpdk, f"ofb{short}*")):
+    shutil.rmtree(d, ignore_errors=True)
+    done.append(f"DPDK runtime {os.path.basename(d)}")
+for f in glob.glob(os.path.join(huge, f"ofb{short}*")):
+    try:
+        os.unlink(f)
+        done.append(f"hugepage file {os.path.basename(f)}")
+    except OSError:
+        pass
+shutil.rmtree(state, ignore_errors=True)
+print(json.dumps(done))
+"""
+
+STALE = r"""
+import glob, json, os, sys
+root, role = sys.argv[1], sys.argv[2]
+out = []
+for owner in glob.glob(os.path.join(root, "run-*", role, "owner.json")):
+    try:
+        out.append({"dir": os.path.dirname(owner), **json.load(open(owner))})
+    except (OSError, ValueError):
+        out.append({"dir": os.path.dirname(owner)})
+print(json.dumps(out))
+"""
+
+RELAY = r"""
+import os, selectors, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+try:
+    s.connect(sys.argv[1])
+except OSError as e:
+    sys.stderr.write(f"relay: {sys.argv[1]}: {e}\n")
+    sys.exit(3)
+sel = selectors.DefaultSelector()
+sel.register(0, selectors.EVENT_READ)
+sel.register(s, selectors.EVENT_READ)
+while True:
+    for key, _ in sel.select():
+        if key.fileobj == 0:
+            data = os.read(0, 65536)
+            if not data:
+                s.shutdown(socket.SHUT_WR)
+                sel.unregister(0)
+                continue
+            s.sendall(data)
+        else:
+            data = s.recv(65536)
+            if not data:
+                sys.exit(0)
+            os.write(1, data)
+"""

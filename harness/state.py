@@ -1,0 +1,37 @@
+"""RunState: what the plugin keeps for one pytest session, stored in ``config.stash``.
+
+Suites read it through :func:`run_state` (the profile, the lab), never through private
+attributes of the config.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+
+class RunState:
+    """Everything the plugin keeps for one pytest session."""
+
+    def __init__(self, config):
+        self.config = config
+        self.profile = None
+        self.run_dir: Path | None = None
+        self.writer = None
+        self.lab = None
+        self.counts = {"passed": 0, "failed": 0, "skipped": 0, "error": 0}
+        self.started = time.time()
+        self.regression = False
+        self.influx = None
+        self.influxd = None
+        self.influx_settings: dict = {}
+        self.failed_tests: list[str] = []
+
+
+RUN_STATE = pytest.StashKey[RunState]()
+
+
+def run_state(config) -> RunState:
+    """The session's RunState (the profile, the run folder, the lab once it is up)."""
+    return config.stash[RUN_STATE]
