@@ -2,8 +2,9 @@
 PY      := .venv/bin/python
 PYTEST  := $(PY) -m pytest
 DUT     ?= local
-# Unit and behaviour tests of every system, plus the quick subset of the suites on --dut=local.
-TEST_PATHS := tests dut drivers traces reports
+# Unit and behaviour tests of every system, plus the quick subset of the suites on --dut=local
+# and on the emulated SSH lab (--dut=lab-emu: switch, controller and generator hosts over SSH).
+TEST_PATHS := tests harness dut drivers traces reports
 
 .PHONY: setup test suites nightly bench clean-stale report-path help
 
@@ -17,7 +18,8 @@ setup:
 	@bash scripts/setup.sh
 
 test: setup
-	$(PYTEST) $(TEST_PATHS) && $(PYTEST) suites/ --dut=local -m quick
+	$(PYTEST) $(TEST_PATHS) && $(PYTEST) suites/ --dut=local -m quick && \
+	  $(PYTEST) suites/ --dut=lab-emu -m quick
 
 suites: setup
 	$(PYTEST) suites/ --dut=$(DUT) -v -m "not nightly"; rc=$$?; \

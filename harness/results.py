@@ -37,6 +37,8 @@ def base_provenance(state) -> dict:
     base.update({"profile": prof.name, "lab_kind": prof.lab_kind,
                  "dut_switch_kind": prof.switch["kind"], "generator": gen["kind"],
                  "generator_version": "n/a", "port_kind": "n/a"})
+    if getattr(state.lab, "dut_build", None):
+        base["dut_build"] = state.lab.dut_build  # the switch host's own build, not this box's
     hosts = prof.data["lab"].get("hosts") or {}
     if hosts:
         base["lab_hosts"] = ",".join(f"{role}={h['address']}" for role, h in sorted(hosts.items()))

@@ -16,7 +16,7 @@ APT_PACKAGES=(
   dpdk libdpdk-dev dpdk-dev meson ninja-build pkg-config build-essential libpcap-dev libnuma-dev
   libbsd-dev openvswitch-switch openvswitch-switch-dpdk openvswitch-common qemu-system-x86
   qemu-utils busybox-static chromium iproute2 iputils-ping tcpdump iperf3 python3-venv python3-dev
-  procps psmisc ethtool cpio kmod golang-go
+  procps psmisc ethtool cpio kmod golang-go openssh-server openssh-client rsync
 )
 
 # ---- 1. apt ----------------------------------------------------------------------------------
@@ -31,6 +31,11 @@ if ((${#missing[@]})); then
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
   # We start OVS by hand with our own dirs per run; the distro service must not hold the db.
   systemctl disable --now openvswitch-switch >/dev/null 2>&1 || true
+  # openssh-server is here for the emulated lab, whose hosts run sshd of their own in their
+  # namespaces; a freshly installed distro sshd must not listen on this box's addresses.
+  if [[ " ${missing[*]} " == *" openssh-server "* ]]; then
+    systemctl disable --now ssh >/dev/null 2>&1 || true
+  fi
 else
   say "apt: all ${#APT_PACKAGES[@]} packages present"
 fi

@@ -56,3 +56,26 @@ def test_local_lab_marker_skips_on_a_remote_lab_with_the_reason(tmp_path):
     out = cp.stdout + cp.stderr
     assert "profile 'lab1' is a remote lab" in out, out
     assert cp.returncode == 0, out
+
+
+def test_unreachable_lab_stops_the_run_once_at_the_start(tmp_path):
+    import socket
+    with socket.socket() as s:  # a loopback port nobody listens on: refused at once
+        s.bind(("127.0.0.1", 0))
+        closed = s.getsockname()[1]
+    prof = tmp_path / "downlab.yaml"
+    prof.write_text(textwrap.dedent(f"""
+        schema_version: 1
+        lab:
+          kind: remote
+          hosts: {{switch: {{address: 127.0.0.1, ssh_port: {closed}}}}}
+        switch: {{kind: ofbench, host: switch}}
+        generator: {{kind: softgen, host: switch}}
+    """))
+    cp = pytest_run("suites/smoke", f"--dut={prof}", f"--reports-dir={tmp_path / 'reports'}",
+                    "-q")
+    out = cp.stdout + cp.stderr
+    assert cp.returncode == 4, out
+    assert f"downlab.yaml: lab.hosts.switch: 127.0.0.1:{closed} unreachable" in out, out
+    # one stop before collection: no test ran, none repeats the error
+    assert "passed" not in out and "failed" not in out and "test_smoke" not in out, out

@@ -479,6 +479,7 @@ class RemoteLab:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self._progress = progress or (lambda m: None)
         self.emulation = None
+        self.dut_build = "none"   # sha256 of the switch host's own ofswitch, once deployed
         self.hosts: dict[str, RemoteHost] = {}
         try:
             if lab.get("emulated"):
@@ -555,6 +556,11 @@ class RemoteLab:
             if targets:
                 self._progress(f"building {', '.join(targets)} on {role}")
                 h.build(targets)
+        sw = self.hosts.get(self.role_of("switch"))
+        if sw is not None:
+            out = sw.run(["sha256sum", str(sw.build_path("dut/switch/ofswitch"))],
+                         check=False).stdout.split()
+            self.dut_build = f"sha256:{out[0][:16]}" if out else "none"
 
     def close(self) -> None:
         """Stop every process on every host, remove the run's state there; idempotent."""

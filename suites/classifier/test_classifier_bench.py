@@ -119,6 +119,7 @@ def run_acl(lab, rp: Path, kp: Path, min_time: float) -> dict:
     return got
 
 
+@pytest.mark.local_lab  # runs cls-bench on this box; on a remote lab it belongs on the switch host
 @pytest.mark.parametrize("kind,n", _cases())
 def test_classifier_bench(kind, n, lab, results, bench_files, request):
     quick = request.node.get_closest_marker("quick") is not None

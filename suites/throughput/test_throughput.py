@@ -26,7 +26,9 @@ from drivers.trafficgen.ndr import SearchConfig, search_ndr_pdr
 
 from . import topology
 
-pytestmark = [pytest.mark.features("softgen"),
+# The topologies below start the generator on this box (lab-mode port: the smoke's
+# test_links.py drives the profile's generator host over SSH).
+pytestmark = [pytest.mark.features("softgen"), pytest.mark.local_lab,
               pytest.mark.skipif(not softgen_binary().exists(), reason=f"softgen not built ({softgen_binary()})")]
 
 DEFAULT_CASES = [(64, 1), (64, 1000)]

@@ -1,0 +1,128 @@
+"""The SSH lab against a real sshd in a namespace this test creates (drivers.lab.emulated):
+every way a lab can be unusable stops it at open with one message naming the profile key, and
+nothing of a run is left on a host after close or after the run died."""
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from dut.profiles.schema import parse_profile
+from drivers.lab import LabError
+from drivers.lab.emulated import EmulatedLab, segment_of
+from drivers.lab.remote import RemoteLab, parse_cores
+
+pytestmark = pytest.mark.skipif(not Path("/usr/sbin/sshd").exists(),
+                                reason="openssh-server missing (make setup installs it)")
+ADDR = "198.18.7.2"   # a segment of its own: never the one of dut/profiles/lab-emu.yaml
+
+
+def _profile(tmp, **over):
+    host = {"address": ADDR, "key_file": str(tmp / "keys" / "id"), "workdir": str(tmp / "wd")}
+    host.update(over.pop("host", {}))
+    lab = {"kind": "remote", "hosts": {"switch": host}, "known_hosts": str(tmp / "keys" / "kh"),
+           "state_dir": str(tmp / "hoststate")}
+    lab.update(over.pop("lab", {}))
+    switch = {"kind": "ofbench", "host": "switch", **over.pop("switch", {})}
+    gen = {"kind": "softgen", "host": "switch"}
+    return parse_profile({"schema_version": 1, "lab": lab, "switch": switch, "generator": gen,
+                          **over},
+                         where="emu-test.yaml", path=tmp / "emu-test.yaml")
+
+
+@pytest.fixture(scope="module")
+def emu(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("emu")
+    run_id = f"run-20990101T000000Z-{os.getpid() % 0xffff:04x}"
+    lab = EmulatedLab(_profile(tmp, lab={"emulated": True}), run_id).up()
+    yield tmp, lab
+    lab.down()
+    assert not [ns for ns in subprocess.run(["ip", "netns", "list"], capture_output=True,
+                                            text=True).stdout.split() if run_id[-4:] in ns]
+
+
+def _open(profile, run="run-20990101T000001Z-aaa1", tmp=None):
+    return RemoteLab(profile, run, tmp / "run", deploy=False)
+
+
+def test_segment_rules_name_the_key():
+    with pytest.raises(LabError, match=r"x.yaml: lab.hosts.a.address: 198.18.0.1 is the "
+                                       r"segment's .1"):
+        segment_of({"a": {"address": "198.18.0.1"}}, "x.yaml")
+    with pytest.raises(LabError, match="share one /24"):
+        segment_of({"a": {"address": "198.18.0.2"}, "b": {"address": "198.18.1.2"}}, "x.yaml")
+    with pytest.raises(LabError, match="benchmarking range"):
+        segment_of({"a": {"address": "10.0.0.2"}}, "x.yaml")
+    assert parse_cores("0-2,5") == [0, 1, 2, 5]
+
+
+def test_processes_run_and_nothing_is_left_after_close(emu):
+    tmp, _ = emu
+    lab = _open(_profile(tmp), tmp=tmp)
+    h = lab.host("switch")
+    assert h.facts["cpus"] and "boot_id" in h.facts
+    p = h.start("echoer", ["sh", "-c", "echo hello-from-host; sleep 60"], cwd="/")
+    assert p.alive() and "hello-from-host" in p.log_path.read_text()
+    state = h.state_dir
+    lab.close()
+    assert not Path(state).exists()
+    assert subprocess.run(["kill", "-0", str(p.pid)], capture_output=True).returncode != 0
+
+
+def test_a_dead_runs_leftovers_on_the_host_are_removed_at_open(emu):
+    tmp, _ = emu
+    lab = _open(_profile(tmp), "run-20990101T000002Z-dea1", tmp)
+    h = lab.host("switch")
+    p = h.start("orphan", ["sleep", "300"], cwd="/")
+    dpdk = Path("/var/run/dpdk/ofbdea1x")
+    dpdk.mkdir(parents=True, exist_ok=True)
+    # the run dies without closing: its owner pid becomes one that is not alive
+    owner = Path(h.state_dir) / "owner.json"
+    rec = json.loads(owner.read_text())
+    owner.write_text(json.dumps({**rec, "pid": 999_999_999}))
+    h.procs.clear()
+    h.close()
+    lab2 = _open(_profile(tmp), "run-20990101T000003Z-bee2", tmp)
+    try:
+        assert any("stale run run-20990101T000002Z-dea1" in w for w in lab2.warnings), lab2.warnings
+        assert not dpdk.exists()
+        deadline = time.monotonic() + 5
+        while subprocess.run(["kill", "-0", str(p.pid)], capture_output=True).returncode == 0:
+            assert time.monotonic() < deadline, "the dead run's process survived"
+            time.sleep(0.1)
+    finally:
+        lab2.close()
+
+
+def test_cores_the_host_lacks_are_named(emu):
+    tmp, _ = emu
+    with pytest.raises(LabError, match=r"emu-test.yaml: switch.cores: '0-4095' names core"):
+        _open(_profile(tmp, switch={"cores": "0-4095"}), tmp=tmp)
+
+
+def test_a_pci_address_not_on_the_host_is_named(emu):
+    tmp, _ = emu
+    with pytest.raises(LabError, match=r"switch.ports.p1.pci: 0000:99:1f.7 is not a PCI device"):
+        _open(_profile(tmp, switch={"ports": {"p1": {"pci": "0000:99:1f.7"}}}), tmp=tmp)
+
+
+def test_authentication_failure_names_the_key_file(emu):
+    tmp, _ = emu
+    other = tmp / "other_key"
+    if not other.exists():
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other)],
+                       check=True)
+    with pytest.raises(LabError, match=r"lab.hosts.switch.key_file: SSH authentication as "
+                                       r"root@198.18.7.2 failed"):
+        _open(_profile(tmp, host={"key_file": str(other)}), tmp=tmp)
+
+
+def test_an_unknown_host_key_is_refused_not_accepted(emu):
+    tmp, _ = emu
+    empty = tmp / "empty_known_hosts"
+    empty.write_text("")
+    with pytest.raises(LabError, match=r"emu-test.yaml: lab.known_hosts: SSH to 198.18.7.2 "
+                                       r"refused"):
+        _open(_profile(tmp, lab={"known_hosts": str(empty)}), tmp=tmp)
