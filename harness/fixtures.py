@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from harness.results import Results, progress_line, suite_of
-from harness.state import run_state
+from harness.state import Collector, run_state
 
 
 @pytest.fixture(scope="session")
@@ -67,6 +67,12 @@ def switch_kind(request, profile):
     if why:
         pytest.skip(why)
     return kind
+
+
+@pytest.fixture(scope="session")
+def collector(request) -> Collector:
+    """Measurements a suite's summary test (marked ``summary``) reads after the others."""
+    return Collector(run_state(request.config).collected)
 
 
 @pytest.fixture

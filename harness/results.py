@@ -28,8 +28,22 @@ def suite_of(path: Path | str) -> str:
         return "adhoc"
 
 
+# Environment variables that shape what a run measures (aliases kept for scripts; each is
+# documented in the README's table) are recorded in every record as env_<name>.
+RUN_ENV_PREFIX = "OFBENCH_"
+NOT_PROVENANCE = {"OFBENCH_INFLUX_TOKEN"}  # a secret, never written into a record
+
+
+def env_provenance(environ) -> dict:
+    """{"env_ofbench_switch_lookup": "simple", ...} for every OFBENCH_* set (pure)."""
+    return {f"env_{k.lower()}": str(v)[:200] for k, v in sorted(environ.items())
+            if k.startswith(RUN_ENV_PREFIX) and k not in NOT_PROVENANCE}
+
+
 def base_provenance(state) -> dict:
-    """The provenance every record of this run carries (profile, lab, hosts, generator)."""
+    """The provenance every record of this run carries (profile, lab, hosts, generator, the
+    OFBENCH_* environment)."""
+    import os
     from reports.results import collect_provenance
     prof = state.profile
     base = collect_provenance(REPO)
@@ -37,6 +51,7 @@ def base_provenance(state) -> dict:
     base.update({"profile": prof.name, "lab_kind": prof.lab_kind,
                  "dut_switch_kind": prof.switch["kind"], "generator": gen["kind"],
                  "generator_version": "n/a", "port_kind": "n/a"})
+    base.update(env_provenance(os.environ))
     if getattr(state.lab, "dut_build", None):
         base["dut_build"] = state.lab.dut_build  # the switch host's own build, not this box's
     hosts = prof.data["lab"].get("hosts") or {}

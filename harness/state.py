@@ -27,6 +27,19 @@ class RunState:
         self.influxd = None
         self.influx_settings: dict = {}
         self.failed_tests: list[str] = []
+        self.collected: dict[str, dict] = {}   # the session collector's sections
+
+
+class Collector:
+    """What a suite's tests hand to its summary test in the same session (instead of module
+    globals): ``collector.section("controller")`` is one dict per suite, shared by the
+    session's tests. A test marked ``summary`` runs after every other test of the session."""
+
+    def __init__(self, store: dict[str, dict]):
+        self._store = store
+
+    def section(self, name: str) -> dict:
+        return self._store.setdefault(name, {})
 
 
 RUN_STATE = pytest.StashKey[RunState]()

@@ -209,7 +209,7 @@ def main_metric(records: Sequence[Mapping]) -> str | None:
     """The metric a suite's bar chart shows: the numeric (non-bool) metric most records carry;
     ties go to the one with the clearest better-direction (throughput before latency before
     other), then to the first seen."""
-    from reports.trend import metric_direction
+    from reports.metrics import metric_direction
     counts: Counter[str] = Counter()
     first_seen: dict[str, int] = {}
     for rec in records:

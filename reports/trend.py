@@ -51,6 +51,9 @@ import statistics
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
+from reports.metrics import (DIRECTION_OVERRIDES, HIGHER_UNITS, HIGHER_WORDS,  # noqa: F401
+                             LOWER_UNITS, LOWER_WORDS, metric_direction)
+
 K_DEFAULT = 3.0
 MAD_TO_SIGMA = 1.4826
 REL_FLOOR = 0.02
@@ -60,43 +63,6 @@ LAST_N_DEFAULT = 20
 TREND_HTML = "trend.html"
 TREND_JSON = "trend.json"
 MAX_PLOTS = 400  # more plots than that make a page nobody reads; the table still has all
-
-LOWER_WORDS = frozenset({
-    "latency", "lat", "lost", "loss", "losses", "drop", "drops", "dropped", "error", "errors",
-    "err", "errs", "fail", "failed", "failures", "fails", "miss", "misses", "missed", "jitter",
-    "timeout", "timeouts", "unsent", "retries", "retransmits", "cycles", "ooo", "dup", "dups",
-    "duplicate", "duplicates", "reorder", "reordered", "overruns", "stalls", "flaky",
-})
-HIGHER_UNITS = frozenset({"mpps", "kpps", "pps", "mlps", "klps", "lps", "mbps", "gbps", "kbps",
-                          "bps", "ops", "mops", "kops", "fps", "rps", "tps", "cps"})
-LOWER_UNITS = frozenset({"ns", "us", "ms", "s", "sec", "secs", "seconds"})
-HIGHER_WORDS = frozenset({"ok", "pass", "passed", "passes", "hit", "hits", "ndr", "pdr",
-                          "throughput", "goodput", "speedup", "score", "success", "successes",
-                          "rate"})
-DIRECTION_OVERRIDES: dict[str, int] = {}
-
-
-def metric_direction(metric: str) -> int:
-    """+1 higher is better, -1 lower is better, 0 no direction (not judged). See module doc."""
-    if metric in DIRECTION_OVERRIDES:
-        return DIRECTION_OVERRIDES[metric]
-    tokens = [t for t in metric.lower().split("_") if t]
-    if not tokens:
-        return 0
-    if any(t in LOWER_WORDS for t in tokens):
-        return -1
-    if tokens[-1] in HIGHER_UNITS:
-        return 1
-    if tokens[-1] in LOWER_UNITS:
-        return -1
-    if any(t in HIGHER_UNITS for t in tokens):   # e.g. tx_mpps_vs_testpmd_ratio
-        return 1
-    if any(t in LOWER_UNITS for t in tokens):    # e.g. p99_us_vs_peer_ratio
-        return -1
-    if any(t in HIGHER_WORDS for t in tokens):
-        return 1
-    return 0
-
 
 def median_mad(values: Sequence[float]) -> tuple[float, float]:
     """(median, median absolute deviation). ValueError on an empty sequence."""

@@ -27,46 +27,8 @@ What every lab offers (the :class:`Lab` protocol) and every host (:class:`Host`)
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Protocol
 
-
-class LabError(RuntimeError):
-    """A lab step failed or a lab cannot be used; the message names the command or the
-    profile file and key."""
-
-
-class Host(Protocol):
-    role: str
-    address: str
-    workdir: Path
-    state_dir: Path
-
-    def run(self, argv: list[str], *, check: bool = True, timeout: float = 30.0,
-            input: str | None = None): ...
-
-    def start(self, name: str, argv: list[str], **kw): ...
-
-    def stop(self, proc, timeout_s: float = 5.0): ...
-
-    def put(self, local: Path, remote: Path) -> None: ...
-
-    def get(self, remote: Path, local: Path) -> None: ...
-
-    def eal_args(self, name: str, **kw) -> list[str]: ...
-
-
-class Lab(Protocol):
-    kind: str
-    profile: object
-    run_id: str
-    run_dir: Path
-    warnings: list[str]
-
-    def host(self, role: str) -> Host: ...
-
-    def test_logs(self, folder: Path): ...
-
-    def close(self) -> None: ...
+from drivers.lab.base import Host, Lab, LabError  # noqa: F401  (the package's public names)
 
 
 def open_lab(profile, run_id: str, run_dir: Path, progress=None):

@@ -31,7 +31,7 @@ import socket
 import subprocess
 from pathlib import Path
 
-from drivers.lab import LabError
+from drivers.lab.base import LabError
 from drivers.lab.cleanup import STATE_ROOT, delete_netns, remove_dpdk_runtime, remove_hugepage_files
 from drivers.supervisor import Supervisor, proc_start_time
 

@@ -20,7 +20,7 @@ import socket
 import subprocess
 from pathlib import Path
 
-from drivers.lab import LabError  # re-exported: callers import it from here too
+from drivers.lab.base import LabError  # re-exported: callers import it from here too
 from drivers.lab.cleanup import (HUGE_DIR, STATE_ROOT, delete_netns, remove_dpdk_runtime,
                                  remove_hugepage_files)
 from drivers.supervisor import Supervisor, proc_start_time

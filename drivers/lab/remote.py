@@ -33,8 +33,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from drivers.lab import LabError
-from drivers.lab import hostside
+from drivers.lab.base import LabError
+from drivers.lab import hostside  # noqa: E402
 from drivers.supervisor import ProcessStartError, proc_start_time
 
 # What a role builds on its host (ninja targets of the meson project).

@@ -13,7 +13,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from drivers.lab import LabError
+from drivers.lab.base import LabError
 from drivers.lab.ovs import OvsInstance
 from harness.paths import REPO, build_dir
 

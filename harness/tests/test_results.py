@@ -74,3 +74,10 @@ def test_provenance_names_profile_lab_hosts_generator_and_the_switch_hosts_build
     (rec,) = _records(st)
     assert rec["provenance"]["generator_version"] == "9.9"  # the test's own keys win
     assert rec["provenance"]["port_kind"] == "memif" and rec["test_id"] == "t::x"
+
+
+def test_run_shaping_environment_is_recorded_but_secrets_are_not():
+    from harness.results import env_provenance
+    got = env_provenance({"OFBENCH_SWITCH_LOOKUP": "simple", "OFBENCH_INFLUX_TOKEN": "u:p",
+                          "HOME": "/root"})
+    assert got == {"env_ofbench_switch_lookup": "simple"}

@@ -51,8 +51,9 @@ from traces.tos_trace import read_pcap
 # and would starve the low class whenever other jobs load the box.
 HIGH_NICE, LOW_NICE = -10, 0
 
-OURS: dict = {}          # (order, patterns, label, matcher) -> metrics, for the summary test
-SEARCH_COST: dict = {}   # (patterns, matcher) -> us per packet
+# The session collector's "controller" section holds, for the summary test:
+#   ours:        (order, patterns, label, matcher) -> metrics
+#   search_cost: (patterns, matcher) -> us per packet
 
 
 @dataclass(frozen=True)
@@ -123,7 +124,9 @@ def search_cost_us(pcap, meta, matcher: str, samples: int = 20) -> float:
     return dt / len(payloads) * 1e6
 
 
-def run_group(rig, trace_dir, results, g: Group) -> None:
+def run_group(rig, trace_dir, results, collector, g: Group) -> None:
+    OURS = collector.section("controller").setdefault("ours", {})
+    SEARCH_COST = collector.section("controller").setdefault("search_cost", {})
     pcap, meta = make_trace(g.order, g.patterns, trace_dir)
     cost = search_cost_us(pcap, meta, g.matcher)
     SEARCH_COST[(g.patterns, g.matcher)] = cost
@@ -178,26 +181,29 @@ def run_group(rig, trace_dir, results, g: Group) -> None:
 @pytest.mark.quick
 @pytest.mark.features("netns", "ovs")
 @pytest.mark.parametrize("group", QUICK, ids=lambda g: g.id)
-def test_quick(rig, trace_dir, results, group):
-    run_group(rig, trace_dir, results, group)
+def test_quick(rig, trace_dir, results, collector, group):
+    run_group(rig, trace_dir, results, collector, group)
 
 
 @pytest.mark.features("netns", "ovs")
 @pytest.mark.parametrize("group", DEFAULT, ids=lambda g: g.id)
-def test_default(rig, trace_dir, results, group):
-    run_group(rig, trace_dir, results, group)
+def test_default(rig, trace_dir, results, collector, group):
+    run_group(rig, trace_dir, results, collector, group)
 
 
 @pytest.mark.nightly
 @pytest.mark.features("netns", "ovs")
 @pytest.mark.parametrize("group", NIGHTLY, ids=lambda g: g.id)
-def test_nightly(rig, trace_dir, results, group):
-    run_group(rig, trace_dir, results, group)
+def test_nightly(rig, trace_dir, results, collector, group):
+    run_group(rig, trace_dir, results, collector, group)
 
 
 @pytest.mark.quick
-def test_zz_document_comparison(results):
+@pytest.mark.summary
+def test_document_comparison(results, collector):
     """Figures 5-7 and Table 2 of the document beside ours, from what this run measured."""
+    OURS = collector.section("controller").get("ours", {})
+    SEARCH_COST = collector.section("controller").get("search_cost", {})
     if not OURS:
         pytest.skip("no controller group ran in this session")
     matchers = sorted({k[3] for k in OURS})

@@ -1,0 +1,44 @@
+"""The Lab protocol and its error (see drivers/lab/__init__.py for what each offers)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Protocol
+
+
+class LabError(RuntimeError):
+    """A lab step failed or a lab cannot be used; the message names the command or the
+    profile file and key."""
+
+
+class Host(Protocol):
+    role: str
+    address: str
+    workdir: Path
+    state_dir: Path
+
+    def run(self, argv: list[str], *, check: bool = True, timeout: float = 30.0,
+            input: str | None = None): ...
+
+    def start(self, name: str, argv: list[str], **kw): ...
+
+    def stop(self, proc, timeout_s: float = 5.0): ...
+
+    def put(self, local: Path, remote: Path) -> None: ...
+
+    def get(self, remote: Path, local: Path) -> None: ...
+
+    def eal_args(self, name: str, **kw) -> list[str]: ...
+
+
+class Lab(Protocol):
+    kind: str
+    profile: object
+    run_id: str
+    run_dir: Path
+    warnings: list[str]
+
+    def host(self, role: str) -> Host: ...
+
+    def test_logs(self, folder: Path): ...
+
+    def close(self) -> None: ...
