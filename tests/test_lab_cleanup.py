@@ -91,8 +91,41 @@ def test_dpdk_runtime_folders_of_dead_runs_and_tools_go(tmp_path, state_root, mo
     (live / "owner.json").write_text(json.dumps(
         {"pid": os.getpid(), "start_time": cleanup.proc_start_time(os.getpid())}))
     for name in ("ofbdeadsw-ofb", "ofbdeadgen", "ofbbeefsw", f"ofb-softgen-x-{os.getpid()}",
-                 "ofb-swfuzz-999999999", "other-prefix"):
+                 "ofb-swfuzz-999999999", "other-prefix", "ofbf00dheld"):
         (rt / name).mkdir(parents=True)
-    cleanup.cleanup_stale(state_root, log=lambda m: None)
+    # a folder whose config file a live process holds (as a DPDK primary does) stays
+    import fcntl
+    held = open(rt / "ofbf00dheld" / "config", "w")
+    holder = subprocess.Popen([sys.executable, "-c", "import fcntl,sys,time; f=open(sys.argv[1],"
+                               "'r+'); fcntl.lockf(f, fcntl.LOCK_EX); print('locked', flush=True);"
+                               " time.sleep(30)", str(rt / "ofbf00dheld" / "config")],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        cleanup.cleanup_stale(state_root, log=lambda m: None)
+    finally:
+        holder.kill()
+        held.close()
     assert sorted(p.name for p in rt.iterdir()) == sorted(
-        ["ofbbeefsw", f"ofb-softgen-x-{os.getpid()}", "other-prefix"])
+        ["ofbbeefsw", f"ofb-softgen-x-{os.getpid()}", "other-prefix", "ofbf00dheld"])
+
+
+@pytest.mark.skipif(not Path("/usr/bin/dpdk-testpmd").exists(), reason="dpdk-testpmd missing")
+def test_a_live_dpdk_primary_holds_its_runtime_folder(tmp_path):
+    """The premise of dpdk_runtime_in_use, against a real EAL (testpmd on net_null)."""
+    prefix = f"ofb-lockcheck-{os.getpid()}"
+    d = Path("/var/run/dpdk") / prefix
+    p = subprocess.Popen(["dpdk-testpmd", "-l", "0,1", "--no-huge", "-m", "64", "--no-pci",
+                          "--vdev", "net_null0", "--file-prefix", prefix, "--",
+                          "--total-num-mbufs=2048"], stdin=subprocess.PIPE,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 20
+        while not cleanup.dpdk_runtime_in_use(d):
+            assert p.poll() is None and time.monotonic() < deadline, "testpmd did not come up"
+            time.sleep(0.2)
+    finally:
+        p.communicate(b"\n", timeout=20)   # testpmd exits on a line from stdin
+    assert not cleanup.dpdk_runtime_in_use(d)
+    import shutil
+    shutil.rmtree(d, ignore_errors=True)

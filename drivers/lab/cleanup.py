@@ -99,12 +99,33 @@ def remove_hugepage_files(short: str) -> int:
     return n
 
 
+def dpdk_runtime_in_use(d: Path) -> bool:
+    """True while a DPDK primary process holds the folder: EAL keeps an fcntl write lock on
+    its ``config`` file for its whole life (a folder of a --no-shconf process has none)."""
+    import fcntl
+    try:
+        fd = os.open(d / "config", os.O_RDWR)
+    except OSError:
+        return False
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.lockf(fd, fcntl.LOCK_UN)
+        return False
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+
+
 def remove_dpdk_runtime(short: str, runtime_dir: Path | None = None) -> int:
-    """Remove the DPDK runtime folders of run ``short`` (file prefixes ``ofb<short>...``)."""
+    """Remove the DPDK runtime folders of run ``short`` (file prefixes ``ofb<short>...``),
+    never one a live DPDK process still holds."""
     root = runtime_dir or DPDK_RUNTIME_DIR
     n = 0
     if root.is_dir():
         for d in root.glob(f"ofb{short}*"):
+            if dpdk_runtime_in_use(d):
+                continue
             shutil.rmtree(d, ignore_errors=True)
             n += 1
     return n
@@ -172,11 +193,12 @@ def cleanup_stale(state_root: Path = STATE_ROOT, log=print) -> list[str]:
                    if (m := DPDK_PREFIX_RE.match(d.name)) and m.group(1) not in known_shorts}
         for short in sorted(orphans):
             n = remove_dpdk_runtime(short)
-            log(f"[cleanup] {n} orphan DPDK runtime folder(s) of run {short} removed")
-            removed.append(f"{n} DPDK runtime folders")
+            if n:
+                log(f"[cleanup] {n} orphan DPDK runtime folder(s) of run {short} removed")
+                removed.append(f"{n} DPDK runtime folders")
         for d in DPDK_RUNTIME_DIR.iterdir():
             m = DPDK_PID_PREFIX_RE.match(d.name)
-            if m and proc_start_time(int(m.group(1))) is None:
+            if m and proc_start_time(int(m.group(1))) is None and not dpdk_runtime_in_use(d):
                 shutil.rmtree(d, ignore_errors=True)
                 removed.append(f"DPDK runtime folder {d.name}")
     return removed
