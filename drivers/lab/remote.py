@@ -165,6 +165,10 @@ class RemoteHost:
             raise LabError(f"{self.lab.where}: {hint}: SSH to {self.address} refused: {e}") from None
         except OSError as e:
             raise LabError(f"{self.key()}: SSH to {self.address} failed: {e}") from None
+        # Control requests are small request/reply lines (softgen, the switch's stats): with
+        # Nagle on, each waited for the previous segment's ACK (6.5 ms a round trip on the
+        # emulated lab, 0.3 ms without).
+        c.get_transport().sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._client = c
 
     @property

@@ -20,7 +20,8 @@ Schema version 1 (``schema_version: 1``)::
                                    # built there); emulated: the harness builds the hosts as
                                    # namespaces with sshd on this box (drivers/lab/emulated.py)
     features: [str]                # from FEATURES; tests declare what they need
-    switch: {kind: ofbench|ovs|ovs-dpdk, workers: int, cores: str, lookup: str,
+    switch: {kind: ofbench|ovs|ovs-dpdk, workers: int, cores: str, lookup: str, host: <role>,
+             busy_poll: bool,        # idle workers spin (dedicated cores) instead of sleeping
              ports: {<name>: {devargs: str, speed_gbps: num, pci: str}}}
     peers: [ofbench|ovs|ovs-dpdk]  # switches measured side by side with `switch`
     controller: {host: str, port: int}            # port 0 = pick a free one per run
@@ -168,6 +169,7 @@ PROFILE = Spec(dict, fields={
         "cores": Spec(str),
         "lookup": Spec(str, default=DEFAULT_LOOKUP, choices=SWITCH_LOOKUPS),
         "host": Spec(str),
+        "busy_poll": Spec(bool, default=False),
         "ports": Spec(dict, values=PORT),
     }),
     "peers": Spec(list, default=list, items=Spec(str, choices=SWITCH_KINDS)),

@@ -1,0 +1,132 @@
+"""The profile's own cabling as a running topology, on any lab (local or over SSH):
+
+    generator host [generator.ports]  ==links==  [switch.ports] switch host  <-OpenFlow- controller host
+
+``links_topology(lab, profile, ...)`` starts, each on the host the profile names: the
+port-to-port controller app (``suites.throughput.p2p_app``: flows between the switch ports of
+the first two links, per flow a ``udp_src`` match when ``flows`` > 1), the profile's switch with
+every ``switch.ports`` entry (OpenFlow port numbers in the order the ports are listed), and
+softgen with the generator ports of those links; it waits until the links are up and the flows
+are in. The profile is the single source of truth: ``switch.cores``, ``generator.cores``
+(control lcore first), ``switch.busy_poll`` (workers spin: dedicated cores only),
+``controller.host``/``port``, ports' ``devargs`` and ``speed_gbps``.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from dataclasses import dataclass, field
+
+from drivers.lab.base import LabError
+from drivers.lab.switches import SwitchHandle, controller_host, start_controller, start_switch, switch_host
+
+
+def link_plan(profile) -> list[dict]:
+    """Each link of the profile: generator port, switch port, its OpenFlow number (pure)."""
+    sw_ports = list(profile.switch.get("ports") or {})
+    return [{"generator": link["generator"], "switch": link["switch"],
+             "ofport": sw_ports.index(link["switch"]) + 1} for link in profile.data["links"]]
+
+
+def generator_lcores(spec: str | None, fallback: tuple[int, int] = (0, 1)) -> tuple[int, int]:
+    """(control lcore, worker lcore) from ``generator.cores`` (pure)."""
+    from drivers.lab.remote import parse_cores
+    cores = parse_cores(spec) if spec else []
+    if len(cores) >= 2:
+        return cores[0], cores[1]
+    if len(cores) == 1:
+        return cores[0], cores[0]
+    return fallback
+
+
+def generator_host(lab):
+    if getattr(lab, "kind", "local") == "local":
+        return lab
+    return lab.host(lab.role_of("generator"))
+
+
+def why_not(profile) -> str | None:
+    """None when the profile's links can be driven here, else the reason (for a skip)."""
+    if len(profile.data["links"]) < 2:
+        return (f"profile {profile.name!r} cables fewer than 2 links (links: generator ports to "
+                f"switch ports)")
+    if profile.generator["kind"] != "softgen":
+        return "links topology drives softgen; a TRex generator is the throughput suite's"
+    if profile.switch["kind"] != "ofbench":
+        return "the profile's switch ports are DPDK devargs, which only ofbench takes"
+    return None
+
+
+@dataclass
+class LinksTopology:
+    gen: object                     # a drivers.trafficgen TrafficGenerator (softgen)
+    tx_port: str
+    rx_port: str
+    switch: SwitchHandle
+    plan: list[dict]
+    hosts: dict[str, str]
+    max_rate_pps: float
+    stops: list = field(default_factory=list)
+
+    def close(self) -> None:
+        for stop in reversed(self.stops):
+            with contextlib.suppress(Exception):
+                stop()
+        self.stops.clear()
+
+
+def links_topology(lab, profile, *, name: str = "links", flows: int = 1,
+                   timeout_s: float = 30.0) -> LinksTopology:
+    from drivers.softgen.driver import Softgen, SoftgenPort, start_on_host, wait_links_up
+    why = why_not(profile)
+    if why:
+        raise LabError(why)
+    plan = link_plan(profile)[:2]
+    sw_host, ctl_host, gen_host = switch_host(lab), controller_host(lab), generator_host(lab)
+    sw_ports = profile.switch["ports"]
+    gen_ports = profile.generator["ports"]
+    done = ctl_host.sock_path(f"{name}-p2p.flows")
+    cfg = ctl_host.sock_path(f"{name}-p2p.yaml")
+    ctl_host.write_text(cfg, json.dumps({"pairs": [[plan[0]["ofport"], plan[1]["ofport"]]],
+                                         "flows": flows, "udp_src_base": 1024,
+                                         "done_file": str(done)}))
+    topo = LinksTopology(None, plan[0]["generator"], plan[1]["generator"], None, plan,
+                         {"switch_host": getattr(sw_host, "address", "local"),
+                          "generator_host": getattr(gen_host, "address", "local"),
+                          "controller_host": getattr(ctl_host, "address", "local")}, 0.0)
+    try:
+        ctl, port = start_controller(lab, f"{name}-ctl", "suites.throughput.p2p_app", netns=None,
+                                     config=str(cfg), host=ctl_host)
+        topo.stops.append(lambda: ctl_host.stop(ctl))
+        topo.switch = start_switch(
+            lab, "ofbench", name=f"{name}-sw", ports=[], host=sw_host,
+            controller=(profile.controller["host"], port), wait_connected=True,
+            idle_sleep_us=0 if profile.switch.get("busy_poll") else None,
+            extra_ports=[(i + 1, {"devargs": p["devargs"]}) for i, p in
+                         enumerate(sw_ports.values())])
+        topo.stops.append(topo.switch.stop)
+        ports = []
+        for gname in (plan[0]["generator"], plan[1]["generator"]):
+            speed = gen_ports[gname].get("speed_gbps")
+            ports.append(SoftgenPort(gname, gen_ports[gname]["devargs"],
+                                     speed_mbps=speed * 1000 if speed else None))
+        inst = start_on_host(gen_host, f"{name}-gen", ports,
+                             generator_lcores(profile.generator.get("cores")))
+        topo.gen = Softgen([inst])
+        topo.stops.append(lambda: (topo.gen.close(), gen_host.stop(inst.managed)))
+        if not wait_links_up(topo.gen, timeout_s):
+            raise LabError(f"the generator's links to the switch did not come up in "
+                           f"{timeout_s:.0f} s ({', '.join(p['generator'] + '-' + p['switch'] for p in plan)})")
+        deadline = time.monotonic() + timeout_s
+        while not ctl_host.exists(done):
+            if time.monotonic() > deadline:
+                raise LabError(f"the controller did not install the flows in {timeout_s:.0f} s")
+            time.sleep(0.2)
+        speeds = [p.speed_mbps for p in ports if p.speed_mbps]
+        # 64 B frames take 84 B on the wire; without a stated speed, memif has no line rate.
+        topo.max_rate_pps = min(speeds) * 1e6 / (84 * 8) if speeds else 20e6
+    except BaseException:
+        topo.close()
+        raise
+    return topo
