@@ -120,21 +120,17 @@ class VmwireTopology:
         kinds face the guests (pinned elsewhere by the suites) on the same terms. Without it
         the lab hands out cores round-robin and the switch may share a core with the guest
         testpmd: both then run at half speed and the idle sleep adds context switches."""
-        from dut.switch.launcher import start_ofswitch
-        from drivers.lab.switches import SwitchHandle, ofbench_settings
-        settings = ofbench_settings(getattr(self.lab, "profile", None), "ofbench")
-        workers = settings.get("workers", 1)
+        from drivers.lab.switches import ofbench_settings, start_switch
+        workers = ofbench_settings(getattr(self.lab, "profile", None), "ofbench").get("workers", 1)
         cores = cores_of_mask(self.pmd_cpu_mask) if self.pmd_cpu_mask else []
         cores = [c for c in cores if c < (os.cpu_count() or 1)]
         lcores = ",".join(map(str, cores[:workers])) if len(cores) >= workers else None
-        devports = [(ofport, spec["devargs"]) for ofport, spec in self.ports]
-        name = f"{self.tag}-sw"
-        proc = start_ofswitch(self.lab, name, ports=devports, controller=("127.0.0.1", ctl_port),
-                              netns=self.ns, lcores=lcores,
-                              idle_sleep_us=0 if self.busy_poll else None, **settings)
-        return SwitchHandle("ofbench", name, 1, lambda: self.lab.supervisor.stop(proc),
-                            proc=proc, info={**settings, "lcores": lcores,
-                                             "busy_poll": self.busy_poll})
+        sw = start_switch(self.lab, "ofbench", name=f"{self.tag}-sw", netns=self.ns, ports=[],
+                          extra_ports=self.ports,
+                          controller=("127.0.0.1", ctl_port), lcores=lcores,
+                          idle_sleep_us=0 if self.busy_poll else None)
+        sw.info.update({"lcores": lcores, "busy_poll": self.busy_poll})
+        return sw
 
     def _create_if(self, spec: dict) -> None:
         ns, ifname = self.ns, spec.get("ifname")

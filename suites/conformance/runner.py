@@ -223,11 +223,10 @@ def _start_shard(lab, sh: _Shard, kind: str, interval_s: int, workers: int, look
     for i in (1, 2, 3):
         tester.add_port("brtester", tif[i], ofport=i)
     if kind == "ofbench":
-        from dut.switch.launcher import start_ofswitch
-        ports = [(i, f"net_af_xdp{i},iface={sif[i]}") for i in (1, 2, 3)]
-        sw = start_ofswitch(lab, f"{tag}-ofswitch", ports=ports, controller=("127.0.0.1", port),
-                       dpid=TARGET_DPID, netns=ns, workers=workers, lookup=lookup,
-                       idle_sleep_us=200)
+        from drivers.lab.switches import start_switch
+        sw = start_switch(lab, "ofbench", name=f"{tag}-ofswitch", netns=ns,
+                          ports=[(i, sif[i]) for i in (1, 2, 3)], controller=("127.0.0.1", port),
+                          dpid=TARGET_DPID, workers=workers, lookup=lookup, idle_sleep_us=200)
         started.append(sw)
     elif kind == "ovs":
         target_ovs = OvsInstance(lab, f"{tag}-target", netns=ns_target)

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.features("softgen")
 
 
 def _streams(tx: str, rx: str, flows: int):
-    def build(duration_s: float, rate_pps: float) -> list[Stream]:
+    def build(rate_pps: float, duration_s: float) -> list[Stream]:  # make_measure's order
         return [Stream("t", tx, rx_port=rx, frame_size=64, rate_pps=rate_pps,
                        duration_s=duration_s, flows=flows)]
     return build

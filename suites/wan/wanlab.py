@@ -150,16 +150,13 @@ def build(lab, scn: Scenario, switch_kind: str = "ovs", rt_prio: int = 10,
 def _start_ofbench(lab, netns: str, ports: list[tuple[int, str]], controller: tuple[str, int],
                    lookup: str, idle_sleep_us: int) -> SwitchHandle:
     """ofswitch on the veths through af_xdp, one worker, with an explicit idle sleep: a
-    spinning worker would take one of the box's two cores from wanem and the hosts.  (Same
-    devargs as drivers.lab.switches.start_switch, which does not pass lookup or idle sleep.)"""
-    from dut.switch.launcher import start_ofswitch
-    name = "wansw"
-    devports = [(ofport, f"net_af_xdp{ofport},iface={ifname}") for ofport, ifname in ports]
-    proc = start_ofswitch(lab, name, ports=devports, controller=controller, dpid=0x77,
-                          netns=netns, workers=1, lookup=lookup, idle_sleep_us=idle_sleep_us)
-    return SwitchHandle("ofbench", name, 0x77, lambda: lab.supervisor.stop(proc), proc=proc,
-                        info={"stats_sock": str(FsPath(lab.state_dir) / f"{name}.stats"),
-                              "lookup": lookup, "idle_sleep_us": idle_sleep_us})
+    spinning worker would take one of the box's two cores from wanem and the hosts."""
+    sw = start_switch(lab, "ofbench", name="wansw", netns=netns, ports=ports,
+                      controller=controller, dpid=0x77, workers=1, lookup=lookup,
+                      idle_sleep_us=idle_sleep_us)
+    sw.info.update({"stats_sock": str(sw.proc.stats_sock), "lookup": lookup,
+                    "idle_sleep_us": idle_sleep_us})
+    return sw
 
 
 def _realtime_switch(sw, rt_prio: int) -> None:
