@@ -115,6 +115,10 @@ class Trex(TrafficGenerator):
             self.rpc("hello")
             self.connect_reply = self.rpc("connect", server=server, sync_port=sync_port, async_port=async_port,
                                           ports=sorted(self._index.values()))
+            srv = self.connect_reply.get("server_version")
+            # provenance: the server that generated the traffic, then the client that drove it
+            self.version = f"TRex {srv} (server), {TREX_CLIENT_VERSION}" if srv else \
+                f"{TREX_CLIENT_VERSION} against FakeTrexServerDouble (a test double, not a TRex)"
         except Exception:
             self.close()
             raise
