@@ -107,6 +107,29 @@ class TrexCores:
                                       " (use low_end on a box with fewer than 3 CPUs)")
 
 
+def cores_from_profile(generator: dict, cpus: int | None = None) -> TrexCores:
+    """TrexCores from a profile's generator section (pure): low_end (default: fewer than 4
+    CPUs) and cores ("1" in low_end; "<master>,<rx>,<dp>[,<dp>...]" in normal mode)."""
+    cpus = cpus if cpus is not None else (os.cpu_count() or 1)
+    low_end = generator.get("low_end", cpus < 4)
+    raw = str(generator.get("cores") or "").strip()
+    try:
+        ids = [int(x) for x in raw.split(",") if x.strip()]
+    except ValueError:
+        raise TrexServerError(f"generator.cores {raw!r}: expected comma-separated CPU numbers") from None
+    if low_end:
+        if len(ids) > 1:
+            raise TrexServerError(f"generator.cores {raw!r}: low_end runs TRex on one CPU, give one")
+        return TrexCores(low_end=True, low_end_core=ids[0] if ids else min(1, cpus - 1))
+    if not ids:
+        ids = [0, 1, 2]
+    if len(ids) < 3:
+        raise TrexServerError(f"generator.cores {raw!r}: normal mode needs <master>,<rx>,<dp>[,<dp>...]")
+    cores = TrexCores(low_end=False, master=ids[0], rx=ids[1], dp=tuple(ids[2:]))
+    cores.check()
+    return cores
+
+
 def trex_config(interfaces: list[str], *, prefix: str, rpc_port: int, pub_port: int,
                 cores: TrexCores = TrexCores(), limit_memory_mb: int = 512,
                 macs: list[tuple[str, str]] | None = None) -> dict:

@@ -98,3 +98,15 @@ def test_server_version_is_none_when_nothing_listens():
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     assert server_version("127.0.0.1", port, timeout_s=0.5) is None
+
+
+def test_cores_from_profile():
+    from drivers.trex.server import cores_from_profile
+    assert cores_from_profile({"low_end": True, "cores": "1"}) == TrexCores(low_end=True, low_end_core=1)
+    assert cores_from_profile({}, cpus=2) == TrexCores(low_end=True, low_end_core=1)
+    assert cores_from_profile({}, cpus=8) == TrexCores(low_end=False, master=0, rx=1, dp=(2,))
+    assert cores_from_profile({"low_end": False, "cores": "3,4,5,6"}) == TrexCores(False, 1, 3, 4, (5, 6))
+    for bad, msg in (({"low_end": True, "cores": "1,2"}, "one CPU"), ({"low_end": False, "cores": "0,1"}, "master"),
+                     ({"low_end": False, "cores": "0,1,1"}, "distinct"), ({"cores": "x"}, "comma-separated")):
+        with pytest.raises(TrexServerError, match=msg):
+            cores_from_profile(bad, cpus=8)
