@@ -38,6 +38,20 @@ MODE=build
 [[ ${1:-} == --locate ]] && MODE=locate
 
 # ---- source and key -----------------------------------------------------------------------------
+vendored_tarball() {
+  # ../shared/vendor/ beside the clone; for a git worktree also beside its main clone
+  local roots=("$ROOT") common
+  common=$(git -C "$ROOT" rev-parse --path-format=absolute --git-common-dir 2>/dev/null || true)
+  [[ -n $common ]] && roots+=("$(dirname "$common")")
+  for r in "${roots[@]}"; do
+    if [[ -f $r/../shared/vendor/trex-core-$TREX_VERSION.tar.xz ]]; then
+      readlink -f "$r/../shared/vendor/trex-core-$TREX_VERSION.tar.xz"
+      return 0
+    fi
+  done
+  return 1
+}
+
 src_kind="" src_path="" src_commit=unknown
 if [[ -n ${OFBENCH_TREX_SRC:-} ]]; then
   src_path=$(readlink -f "$OFBENCH_TREX_SRC")
@@ -46,10 +60,9 @@ if [[ -n ${OFBENCH_TREX_SRC:-} ]]; then
     src_commit=$(git -C "$src_path" rev-parse HEAD 2>/dev/null || echo unknown)
   elif [[ -f $src_path ]]; then src_kind=tarball
   else say "OFBENCH_TREX_SRC=$OFBENCH_TREX_SRC is neither a directory nor a file"; exit 1; fi
-elif [[ -f $ROOT/../shared/vendor/trex-core-$TREX_VERSION.tar.xz ]]; then
+elif vendored=$(vendored_tarball) ; then
   # the vendored snapshot of the pinned commit (see its README.md)
-  src_kind=tarball src_path=$(readlink -f "$ROOT/../shared/vendor/trex-core-$TREX_VERSION.tar.xz")
-  src_commit=$TREX_COMMIT
+  src_kind=tarball src_path=$vendored src_commit=$TREX_COMMIT
 else
   src_kind=git src_path=$TREX_REPO src_commit=$TREX_COMMIT
 fi
@@ -176,7 +189,8 @@ say "building the TRex $TREX_VERSION server (~26 CPU-minutes the first time; log
 t0=$(date +%s)
 (
   cd "$BUILD_DIR/linux_dpdk"
-  CXXFLAGS="$BUILD_CXXFLAGS" ./b configure $CONFIGURE_ARGS
+  # a tree configured with this key's flags is not configured again (waf could then rebuild all)
+  compgen -G "build_dpdk/c4che/*_cache.py" >/dev/null || CXXFLAGS="$BUILD_CXXFLAGS" ./b configure $CONFIGURE_ARGS
   # shellcheck disable=SC2086
   nice -n 10 ./b build $BUILD_ARGS
 ) >>"$LOG" 2>&1 || fail "waf configure/build failed in $BUILD_DIR/linux_dpdk"

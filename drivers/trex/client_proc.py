@@ -143,6 +143,7 @@ class Session:
         self.api = None
         self.client = None
         self.ports: list[int] = []
+        self.loaded: list[int] = []   # ports that have streams since the last load
 
     def handle(self, req: dict) -> dict:
         op = req.get("op")
@@ -173,13 +174,19 @@ class Session:
         c = self.client
         if op == "load":
             c.reset(ports=self.ports)
+            self.loaded = []
             for spec in req["streams"]:
                 c.add_streams(build_stl_streams(api, spec), ports=[spec["port"]])
+                if spec["port"] not in self.loaded:
+                    self.loaded.append(spec["port"])
             c.clear_stats()
             return {"ok": True}
         if op == "start":
+            # only ports with streams: TRex refuses to start a port without a profile
+            if not self.loaded:
+                return {"ok": False, "error": "start: no streams loaded"}
             c.clear_stats()
-            c.start(ports=self.ports, duration=req.get("duration", -1), force=True)
+            c.start(ports=self.loaded, duration=req.get("duration", -1), force=True)
             return {"ok": True}
         if op == "running":
             return {"ok": True, "running": bool(c.is_traffic_active(ports=self.ports))}
