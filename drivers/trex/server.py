@@ -136,8 +136,8 @@ def trex_config(interfaces: list[str], *, prefix: str, rpc_port: int, pub_port: 
     """The one-element TRex platform config for vdev ports (pure).
 
     interfaces: DPDK vdev arguments, one per port, in TRex port order (port i = interfaces[i]),
-    e.g. "net_memif0,id=0,role=server,socket=/run/x.sock,socket-abstract=no"; an even count
-    (TRex pairs ports).  macs: per port (src_mac, dest_mac) for L2 mode (no ARP: the far end
+    e.g. "net_memif0,id=0,role=server,socket=/run/x.sock,socket-abstract=no", or "dummy" (a
+    TRex placeholder port: for one real port, TRex needs an even count).  macs: per port (src_mac, dest_mac) for L2 mode (no ARP: the far end
     may be a switch that floods or drops ARP); default: each port sends to its pair's MAC."""
     if not interfaces or len(interfaces) % 2:
         raise TrexServerError(f"TRex needs an even number of ports, got {len(interfaces)}")
@@ -150,7 +150,7 @@ def trex_config(interfaces: list[str], *, prefix: str, rpc_port: int, pub_port: 
     cfg = {
         "version": 2,
         "port_limit": len(interfaces),
-        "interfaces": [f"--vdev={i}" for i in interfaces],
+        "interfaces": [i if i == "dummy" else f"--vdev={i}" for i in interfaces],
         "prefix": prefix,
         "zmq_rpc_port": int(rpc_port),
         "zmq_pub_port": int(pub_port),

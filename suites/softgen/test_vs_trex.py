@@ -89,7 +89,9 @@ def _trex_tx(lab, sock, tag, runtime) -> tuple[list[float], dict]:
             time.sleep(1.0)
         gen.stop()
         st = gen.rpc("stats")["stats"]
-        return _windows(samples), {"global": st.get("global", {}), "port0": st.get("0", {})}
+        g = st.get("global", {})
+        return _windows(samples), {"trex_cpu_util_pct": g.get("cpu_util"), "trex_tx_pps_last": g.get("tx_pps"),
+                                   "trex_oerrors": (st.get("0") or {}).get("oerrors")}
     finally:
         if gen is not None:
             gen.close()
@@ -235,7 +237,9 @@ def test_vs_trex_64b(lab, results, progress, request):
                    params={"frame_size": 64, "rounds": rounds, "ndr_rounds": ndr_rounds, "tx_trial_s": TX_TRIAL_S,
                            "latency_rate_pps": LAT_RATE_PPS, "latency_s": LAT_S, "generator_cpu": GEN_CPU,
                            "sink_and_switch_cpu": SINK_CPU, "trex_mode": "low_end (all lcores on the generator CPU)",
-                           "search": SEARCH, "values": fig, "trex_tx_last_stats": trex_tx_stats,
+                           "search": SEARCH, **trex_tx_stats,
+                           **{f"values_{who}_{key}": [round(x, 4) for x in xs]
+                              for who in fig for key, xs in fig[who].items()},
                            "statistic": "best (min for latency) and median over windows/rounds"},
                    provenance={"generator": "softgen+trex",
                                "generator_version": f"softgen {SOFTGEN_VERSION}; TRex {info.get('version', '?')} "

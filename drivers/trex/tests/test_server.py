@@ -35,6 +35,7 @@ def test_config_normal_mode_and_bad_input():
     assert "low_end" not in cfg
     with pytest.raises(TrexServerError, match="distinct CPUs"):
         trex_config(ifs, prefix="p", rpc_port=1, pub_port=2, cores=TrexCores(low_end=False, master=0, rx=1, dp=(1,)))
+    assert trex_config([ifs[0], "dummy"], prefix="p", rpc_port=1, pub_port=2)["interfaces"][1] == "dummy"
     with pytest.raises(TrexServerError, match="even number of ports"):
         trex_config(ifs[:1], prefix="p", rpc_port=1, pub_port=2)
     with pytest.raises(TrexServerError, match="role"):
