@@ -7,6 +7,8 @@
 #   4. 2 MB hugepages + a hugetlbfs mount at /dev/hugepages-ofbench (warn and fall back to --no-huge)
 #   5. influxd 1.8.10 built with `go install` into tools/bin (git-ignored), once
 #   6. a tiny QEMU guest (Debian kernel + busybox initramfs) in tools/guest, once
+#   7. the TRex v3.08 server (scripts/build_trex.sh): built once per source+CPU into
+#      /var/cache/ofbench/trex/, linked as tools/trex; a failed build warns and setup goes on
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -99,4 +101,7 @@ if [[ -x dut/vmwire/build_guest.sh ]]; then
   fi
   dut/vmwire/build_guest.sh "$ROOT/tools/guest"
 fi
+
+# ---- 7. TRex server (drivers/trex) --------------------------------------------------------------
+bash scripts/build_trex.sh || say "WARNING: scripts/build_trex.sh failed ($?); TRex tests will skip"
 say "done"

@@ -6,7 +6,8 @@ on stdin ({"op": ...}), one JSON reply per line on stdout ({"ok": true, ...} or
 {"ok": false, "error": "..."}); anything TRex prints goes to stderr.
 
 Ops: hello | translate{streams} | connect{server, sync_port, async_port, ports} | load{streams}
-     | start{duration} | running | stop | stats | close
+     | start{duration} | running | stop | stats | port_info | capture_start{rx_ports, limit}
+     | capture_stop{capture_id} | close
 `server` "double" (or "double:<loss ratio>") uses FakeTrexServerDouble instead of a TRex server.
 """
 from __future__ import annotations
@@ -142,6 +143,7 @@ class Session:
         self.api = None
         self.client = None
         self.ports: list[int] = []
+        self.loaded: list[int] = []   # ports that have streams since the last load
 
     def handle(self, req: dict) -> dict:
         op = req.get("op")
@@ -164,19 +166,27 @@ class Session:
                                             async_port=req.get("async_port", 4500))
             self.client.connect()
             self.client.reset(ports=self.ports)
-            return {"ok": True, "double": isinstance(self.client, FakeTrexServerDouble)}
+            double = isinstance(self.client, FakeTrexServerDouble)
+            version = None if double else self.client.get_server_version().get("version")
+            return {"ok": True, "double": double, "server_version": version}
         if self.client is None:
             return {"ok": False, "error": f"{op}: not connected"}
         c = self.client
         if op == "load":
             c.reset(ports=self.ports)
+            self.loaded = []
             for spec in req["streams"]:
                 c.add_streams(build_stl_streams(api, spec), ports=[spec["port"]])
+                if spec["port"] not in self.loaded:
+                    self.loaded.append(spec["port"])
             c.clear_stats()
             return {"ok": True}
         if op == "start":
+            # only ports with streams: TRex refuses to start a port without a profile
+            if not self.loaded:
+                return {"ok": False, "error": "start: no streams loaded"}
             c.clear_stats()
-            c.start(ports=self.ports, duration=req.get("duration", -1), force=True)
+            c.start(ports=self.loaded, duration=req.get("duration", -1), force=True)
             return {"ok": True}
         if op == "running":
             return {"ok": True, "running": bool(c.is_traffic_active(ports=self.ports))}
@@ -185,6 +195,19 @@ class Session:
             return {"ok": True}
         if op == "stats":
             return {"ok": True, "stats": _jsonable(c.get_stats())}
+        if op == "port_info":
+            info = c.get_port_info(ports=self.ports)
+            return {"ok": True, "ports": _jsonable(info),
+                    "server_version": _jsonable(c.get_server_version()) if hasattr(c, "get_server_version") else None}
+        if op == "capture_start":
+            r = c.start_capture(rx_ports=req.get("rx_ports"), tx_ports=req.get("tx_ports"),
+                                limit=int(req.get("limit", 1000)))
+            return {"ok": True, "capture_id": r["id"]}
+        if op == "capture_stop":
+            pkts: list = []
+            c.stop_capture(req["capture_id"], output=pkts)
+            return {"ok": True, "packets": [{"hex": bytes(p["binary"]).hex(), "port": p["port"],
+                                             "origin": p["origin"]} for p in pkts]}
         if op == "close":
             c.disconnect()
             self.client = None

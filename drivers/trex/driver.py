@@ -11,6 +11,7 @@ import math
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from drivers.trafficgen.base import TrafficGenerator
@@ -39,12 +40,26 @@ def _bucket_width_us(low: float) -> float:
     return 10.0 if low < 10 else 10.0 ** math.floor(math.log10(low))
 
 
-def latency_from_trex(lat: dict, err: dict | None = None) -> LatencyStats:
+def latency_from_trex(lat: dict, rx: int | None = None) -> LatencyStats:
     """latency[pg]['latency'] of TRex -> LatencyStats; percentiles from its usec histogram
-    (upper edge of the bucket holding the rank, clamped to total_max)."""
-    hist = sorted((float(k), int(v)) for k, v in (lat.get("histogram") or {}).items())
+    (upper edge of the bucket holding the rank, clamped to total_max).
+
+    TRex's bucket "0" (samples under 10 us) is a running maximum that CTimeHistogram::Reset()
+    does not clear (v3.08, time_histogram.cpp: m_short_latency), so after the first trial on a
+    server it can hold the previous trials' count (README finding 5).  Every received latency
+    packet is in exactly one bucket, so with rx (the pg_id's flow-stats rx) the "0" bucket is
+    rx minus the other buckets."""
+    raw = {float(k): int(v) for k, v in (lat.get("histogram") or {}).items()}
+    if rx is not None:
+        raw[0.0] = max(0, int(rx) - sum(v for k, v in raw.items() if k > 0))
+    hist = sorted((k, v) for k, v in raw.items() if v)
     n = sum(c for _, c in hist)
     tmax = float(lat.get("total_max") or 0)
+    if n and not tmax:
+        # TRex v3.08 leaves total_max (and last_max) at 0 until its RX core's periodic update,
+        # i.e. for trials of ~1 s it is 0 with thousands of samples (README finding 3): the upper
+        # edge of the highest non-empty bucket is then the bound we can state
+        tmax = max(low + _bucket_width_us(low) for low, c in hist if c)
     pct = {}
     for p in PERCENTILES:
         rank, seen, val = max(1, math.ceil(n * p / 100)), 0, tmax
@@ -60,10 +75,30 @@ def latency_from_trex(lat: dict, err: dict | None = None) -> LatencyStats:
                         histogram=[(low, low + _bucket_width_us(low), c) for low, c in hist])
 
 
+def latency_unsettled(specs: list[dict], stats: dict) -> list[int]:
+    """pg_ids with received latency packets whose total_min/average TRex has not published yet
+    (pure).  TRex folds min, max and the average into them in a periodic update (every 0.5 s,
+    CTimeHistogram::update); read right after a short trial they are still 0 (README finding 4).
+    The histogram buckets themselves are counted per packet."""
+    flow = stats.get("flow_stats") or {}
+    lat = stats.get("latency") or {}
+    out = []
+    for spec in specs:
+        for sub in spec["substreams"]:
+            if not sub["latency"]:
+                continue
+            rx = int(((_get(flow, sub["pg_id"]) or {}).get("rx_pkts") or {}).get("total", 0))
+            ls = (_get(lat, sub["pg_id"]) or {}).get("latency") or {}
+            if rx and not (ls.get("total_min") and ls.get("average")):
+                out.append(sub["pg_id"])
+    return out
+
+
 def map_trex_stats(specs: list[dict], stats: dict, port_names: dict[int, str]) -> Counters:
     """TRex get_stats() -> Counters.  Per port: opackets/ipackets/obytes/ibytes.  Per stream:
     the sum over its sub-streams of flow_stats[pg]['tx_pkts'|'rx_pkts']['total']; latency and
-    dup/out-of-order from latency[pg] (first sub-stream).  unsent = burst size - tx."""
+    dup/out-of-order from latency[pg] (first sub-stream).  unsent = burst size - tx, plus what
+    the TX ring refused (_move_tx_drops_to_unsent)."""
     c = Counters()
     for idx, name in port_names.items():
         ps = _get(stats, idx) or {}
@@ -86,14 +121,55 @@ def map_trex_stats(specs: list[dict], stats: dict, port_names: dict[int, str]) -
             if sub["latency"]:
                 ls = _get(lat, sub["pg_id"])
                 if ls:
-                    sc.latency = latency_from_trex(ls.get("latency") or {})
+                    sc.latency = latency_from_trex(ls.get("latency") or {}, rx=rx)
                     err = ls.get("err_cntrs") or {}
                     sc.duplicate += int(err.get("dup", 0))
                     sc.out_of_order += int(err.get("out_of_order", 0))
                 else:
                     sc.latency = LatencyStats()
         c.streams[sc.name] = sc
+    _move_tx_drops_to_unsent(c, specs, port_names)
     return check_counters(c)
+
+
+def _split(total: int, weights: list[int]) -> list[int]:
+    """total split in proportion to weights, in integers that add up to total (largest remainder)."""
+    w = sum(weights)
+    if not w:
+        return [0] * len(weights)
+    raw = [total * x / w for x in weights]
+    out = [int(r) for r in raw]
+    for i in sorted(range(len(raw)), key=lambda i: raw[i] - out[i], reverse=True)[:total - sum(out)]:
+        out[i] += 1
+    return out
+
+
+def _move_tx_drops_to_unsent(c: Counters, specs: list[dict], port_names: dict[int, str]) -> None:
+    """TRex counts a packet in its flow stats when its DP core builds it; in low_end mode a
+    packet the port's TX ring refuses is then dropped, not retried (main_dpdk.cpp send_burst:
+    m_is_queuefull_retry is off in low_end), and it never reaches the wire (README finding 6).
+    Per TX port, flow tx - port opackets is that drop: it is moved from tx to unsent/refused,
+    so it never counts as loss.  Exact per port; over a port's streams it is split in
+    proportion to what each is missing (tx - rx), never more than that, so no stream ends with
+    rx > tx (an estimate per stream when a port has several)."""
+    by_port: dict[str, list[StreamCounters]] = {}
+    for spec in specs:
+        name = port_names.get(spec["port"])
+        if name is not None and spec["name"] in c.streams:
+            by_port.setdefault(name, []).append(c.streams[spec["name"]])
+    for name, streams in by_port.items():
+        dropped = sum(s.tx for s in streams) - c.ports[name].tx
+        if dropped <= 0:
+            continue
+        missing = [max(0, s.tx - (s.rx - s.duplicate)) for s in streams]
+        shares = _split(min(dropped, sum(missing)), missing)
+        if dropped > sum(missing):  # more refused than missing: the rest by tx (then rx > tx shows)
+            shares = [a + b for a, b in zip(shares, _split(dropped - sum(missing), [s.tx for s in streams]))]
+        for s, d in zip(streams, shares):
+            s.tx -= d
+            s.unsent += d
+            s.refused += d
+        c.ports[name].unsent += dropped
 
 
 class Trex(TrafficGenerator):
@@ -107,6 +183,7 @@ class Trex(TrafficGenerator):
         self._ports = {n: PortInfo(n, float(speed), "trex") for n, (_, speed) in ports.items()}
         self._index = {n: int(i) for n, (i, _) in ports.items()}
         self._specs: list[dict] = []
+        self._epoch = -1   # pg_id block of the current load (translate.pg_ids)
         env = dict(os.environ, PYTHONPATH=str(REPO))
         self.proc = subprocess.Popen([python or sys.executable, "-m", "drivers.trex.client_proc"], cwd=REPO, env=env,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -115,6 +192,10 @@ class Trex(TrafficGenerator):
             self.rpc("hello")
             self.connect_reply = self.rpc("connect", server=server, sync_port=sync_port, async_port=async_port,
                                           ports=sorted(self._index.values()))
+            srv = self.connect_reply.get("server_version")
+            # provenance: the server that generated the traffic, then the client that drove it
+            self.version = f"TRex {srv} (server), {TREX_CLIENT_VERSION}" if srv else \
+                f"{TREX_CLIENT_VERSION} against FakeTrexServerDouble (a test double, not a TRex)"
         except Exception:
             self.close()
             raise
@@ -136,7 +217,8 @@ class Trex(TrafficGenerator):
         return dict(self._ports)
 
     def _load(self, streams: list[ResolvedStream]) -> None:
-        self._specs = [stream_spec(r, self._index[r.port]) for r in streams]
+        self._epoch += 1
+        self._specs = [stream_spec(r, self._index[r.port], self._epoch) for r in streams]
         self.rpc("load", streams=self._specs)
 
     def start(self) -> None:
@@ -148,8 +230,15 @@ class Trex(TrafficGenerator):
     def is_running(self) -> bool:
         return self.rpc("running")["running"]
 
-    def counters(self) -> Counters:
-        stats = self.rpc("stats")["stats"]
+    def counters(self, settle_timeout_s: float = 3.0) -> Counters:
+        """Counters once TRex's latency statistics have caught up with its flow counters (see
+        latency_unsettled); after settle_timeout_s they are returned as they are."""
+        deadline = time.monotonic() + settle_timeout_s
+        while True:
+            stats = self.rpc("stats")["stats"]
+            if not latency_unsettled(self._specs, stats) or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
         return map_trex_stats(self._specs, stats, {i: n for n, i in self._index.items()})
 
     def close(self) -> None:

@@ -11,16 +11,24 @@ from collections import Counter as Multiset
 
 from drivers.trafficgen.model import ResolvedStream, StreamError
 
-# pg_ids are global per TRex server; ours start here, MAX_SUBSTREAMS per stream.
+# pg_ids are global per TRex server; ours start here, MAX_SUBSTREAMS per stream, MAX_STREAMS
+# streams per load.  Each load (trial) takes the next of EPOCHS blocks of pg_ids: TRex's RX core
+# publishes latency in periodic updates, and an update of the previous trial that lands after
+# reset() would otherwise be counted in this trial's histogram (README finding 5).
 PG_ID_BASE = 1000
 MAX_SUBSTREAMS = 16
+MAX_STREAMS = 64
+EPOCHS = 32
 
 
-def pg_ids(stream_id: int, n: int) -> list[int]:
-    return [PG_ID_BASE + stream_id * MAX_SUBSTREAMS + k for k in range(n)]
+def pg_ids(stream_id: int, n: int, epoch: int = 0) -> list[int]:
+    if not 0 <= stream_id < MAX_STREAMS:
+        raise StreamError(f"the TRex driver runs at most {MAX_STREAMS} streams per trial")
+    base = PG_ID_BASE + (epoch % EPOCHS) * MAX_STREAMS * MAX_SUBSTREAMS
+    return [base + stream_id * MAX_SUBSTREAMS + k for k in range(n)]
 
 
-def stream_spec(r: ResolvedStream, port_index: int) -> dict:
+def stream_spec(r: ResolvedStream, port_index: int, epoch: int = 0) -> dict:
     """Finite streams become single bursts of total_pkts (count, or rate * duration), so
     unsent = total_pkts - tx is defined; streams without an end are continuous."""
     weights = Multiset(r.templates)
@@ -30,7 +38,7 @@ def stream_spec(r: ResolvedStream, port_index: int) -> dict:
     total = r.count if r.count is not None else (round(r.rate_pps * r.duration_s) if r.duration_s else None)
     n_tpl = len(r.templates)
     subs = []
-    for k, ((tpl, weight), pg) in enumerate(zip(weights.items(), pg_ids(r.id, len(weights)))):
+    for k, ((tpl, weight), pg) in enumerate(zip(weights.items(), pg_ids(r.id, len(weights), epoch))):
         vm = []
         for n, (off, ln, count, step) in enumerate(r.vars):
             base = int.from_bytes(tpl[off:off + ln], "big")

@@ -26,7 +26,11 @@ Schema version 1 (``schema_version: 1``)::
     peers: [ofbench|ovs|ovs-dpdk]  # switches measured side by side with `switch`
     controller: {host: str, port: int}            # port 0 = pick a free one per run
     generator: {kind: softgen|trex, server: str, sync_port: int, async_port: int, cores: str,
+                low_end: bool, limit_memory_mb: int,
                 ports: {<name>: {devargs: str, speed_gbps: num, trex_port: int}}}
+               # trex: server "local" = the lab starts a TRex server on this box (cores: its
+               # CPUs, "1" with low_end: true, "<master>,<rx>,<dp>..." without); an address =
+               # a running server
     links: [{generator: <generator port>, switch: <switch port>}]
     targets: {<suite>: {<test name>: {<metric>: "<op> <number>"}}}
     influx: {url: str, token: str, org: str, bucket: str}
@@ -184,6 +188,8 @@ PROFILE = Spec(dict, fields={
         "sync_port": Spec(int, check=_check_port),
         "async_port": Spec(int, check=_check_port),
         "cores": Spec(str),
+        "low_end": Spec(bool),
+        "limit_memory_mb": Spec(int, check=lambda n: None if n >= 64 else "must be >= 64"),
         "ports": Spec(dict, values=PORT),
     }),
     "links": Spec(list, default=list, items=Spec(dict, fields={

@@ -26,10 +26,19 @@ from drivers.trafficgen.ndr import SearchConfig, search_ndr_pdr
 
 from . import topology
 
-# The topologies below start the generator on this box (lab-mode port: the smoke's
-# test_links.py drives the profile's generator host over SSH).
-pytestmark = [pytest.mark.features("softgen"), pytest.mark.local_lab,
-              pytest.mark.skipif(not softgen_binary().exists(), reason=f"softgen not built ({softgen_binary()})")]
+# The generator benchmarks and loopbacks are softgen's own; the switch matrix runs on the
+# profile's generator (softgen, or TRex with generator.kind trex), see _gen_unavailable.
+# Every topology here is built on this box (local_lab); on a remote lab the profile's links
+# are measured by test_links_ndr.py over SSH.
+pytestmark = pytest.mark.local_lab
+SOFTGEN = [pytest.mark.features("softgen"),
+           pytest.mark.skipif(not softgen_binary().exists(), reason=f"softgen not built ({softgen_binary()})")]
+
+
+def _softgen(fn):
+    for mark in SOFTGEN:
+        fn = mark(fn)
+    return fn
 
 DEFAULT_CASES = [(64, 1), (64, 1000)]
 NIGHTLY_CASES = [(size, flows) for size in (*RFC2544_SIZES, "imix") for flows in (1, 1000, 100_000)
@@ -85,6 +94,7 @@ def _sanity(g, tx, rx):
     return c, seq, big
 
 
+@_softgen
 @pytest.mark.quick
 def test_generator_loopback_sanity(ring, results):
     """softgen -> net_ring -> softgen, no switch: counters add up exactly, sequence intact."""
@@ -96,6 +106,7 @@ def test_generator_loopback_sanity(ring, results):
         params={"rate_pps": 100_000, "frame_size": 64}, provenance=_prov(ring.gen, "ring"))
 
 
+@_softgen
 def test_generator_loopback_sanity_memif(loop, results):
     """softgen -> memif -> softgen (two processes): the wire the switch matrix uses."""
     c, seq, big = _sanity(loop.gen, "a", "b")
@@ -105,6 +116,7 @@ def test_generator_loopback_sanity_memif(loop, results):
         params={"rate_pps": 100_000, "frame_size": 64}, provenance=_prov(loop.gen, "memif"))
 
 
+@_softgen
 @pytest.mark.quick
 def test_ndr_search_on_generator_loopback(lab, ring, results, progress):
     """One short NDR/PDR search with the real generator (no switch): the search and the
@@ -120,6 +132,7 @@ def test_ndr_search_on_generator_loopback(lab, ring, results, progress):
                    provenance=_prov(ring.gen, "ring"))
 
 
+@_softgen
 @pytest.mark.bench
 def test_latency_floor_memif(loop, results):
     c = loop.gen.run([Stream("lat", "a", rx_port="b", frame_size=64, rate_pps=10_000, duration_s=2.0, latency=True)],
@@ -286,6 +299,7 @@ def _testpmd_tx_trial(lab, sock, tag):
     return [v / 1e6 for v in vals]
 
 
+@_softgen
 @pytest.mark.bench
 def test_softgen_tx_64b_1core_memif(lab, results, progress, request):
     """softgen TX on one core into a memif sink (testpmd rxonly), next to testpmd txonly on
@@ -374,16 +388,64 @@ def _record_name(size, flows):
     return f"ndr_{size}{'' if size == 'imix' else 'b'}_{flows}flows"
 
 
+def _gen_unavailable(profile) -> str | None:
+    """Why the profile's generator cannot run here (a skip reason), or None."""
+    gen = profile.generator
+    if gen["kind"] == "trex":
+        if "trex" not in profile.features:
+            return f"profile {profile.name!r} lacks feature(s): trex"
+        if gen.get("server") == "local":
+            from drivers.trex.server import find_runtime
+            return find_runtime()[1] or None
+        return None
+    if "softgen" not in profile.features:
+        return f"profile {profile.name!r} lacks feature(s): softgen"
+    if not softgen_binary().exists():
+        return f"softgen not built ({softgen_binary()})"
+    return None
+
+
+def _switch_topology(lab, profile, kind, flows, tag):
+    if profile.generator["kind"] == "trex":
+        if profile.generator.get("server") != "local":
+            pytest.skip("TRex on a remote generator host: the lab-mode topology is not written yet")
+        try:
+            return topology.switch_p2p_trex(lab, profile.generator, kind, flows, tag=tag)
+        except topology.TopologyUnavailable as e:
+            pytest.skip(str(e))
+    return topology.switch_p2p(lab, kind, flows, tag=tag)
+
+
+def _cross_checked(topo, measure, checks: list):
+    """measure() plus the switch's own port counters around every trial (see
+    topology.switch_cross_check); raises CounterError on an impossible pair."""
+    if topo.switch_stats is None:
+        return measure
+    from dut.switch.launcher import read_stats
+
+    def checked(duration_s, rate_pps):
+        before = read_stats(topo.switch_stats)
+        c = measure(duration_s, rate_pps)
+        after = read_stats(topo.switch_stats)
+        if before and after:
+            checks.append(topology.switch_cross_check(before, after, c.ports[topo.tx_port].tx,
+                                                      c.ports[topo.rx_port].rx, topo.switch_ports))
+        return c
+    return checked
+
+
 @pytest.mark.bench
 def test_rfc2544_ndr_pdr(lab, profile, kind, case, results, progress, request):
-    why = _switch_unavailable(kind, profile)
+    why = _gen_unavailable(profile) or _switch_unavailable(kind, profile)
     if why:
         pytest.skip(why)
     size, flows = case
     nightly = request.config.getoption("--nightly")
-    topo = topology.switch_p2p(lab, kind, flows, tag=f"t{next(_TAGS)}")
+    topo = _switch_topology(lab, profile, kind, flows, tag=f"t{next(_TAGS)}")
+    checks: list[dict] = []
     try:
-        measure = make_measure(topo.gen, _streams(topo.tx_port, topo.rx_port, size, flows), drain_s=0.1)
+        measure = _cross_checked(topo, make_measure(topo.gen, _streams(topo.tx_port, topo.rx_port, size, flows),
+                                                    drain_s=0.1), checks)
         if nightly:
             cfg = SearchConfig(max_rate_pps=topo.max_rate_pps, min_rate_pps=5_000, trial_duration_s=2.0,
                                final_duration_s=10.0, precision=0.02)
@@ -399,6 +461,11 @@ def test_rfc2544_ndr_pdr(lab, profile, kind, case, results, progress, request):
         m = r.metrics()
         m["b2b_burst_frames"] = float(b2b.streams["b2b"].tx if b2b.lost == 0 else 0)
         m["b2b_lost_packets"] = float(b2b.lost)
+        if checks:  # every trial's generator counters agreed with the switch's (else CounterError)
+            m["switch_cross_checked_trials"] = float(len(checks))
+            last = checks[-1]
+            m["switch_rx_packets_last_trial"], m["switch_tx_packets_last_trial"] = \
+                float(last["switch_rx"]), float(last["switch_tx"])
         peers = MEASURED.setdefault(case, {})
         if kind == profile.switch["kind"]:
             for peer, pm in peers.items():
@@ -444,3 +511,23 @@ def test_plot_rate_vs_frame_size(results):
     fig.tight_layout()
     results.add_plot(fig, "throughput: NDR vs frame size per switch")
     results.add_table(rows, "throughput: NDR/PDR per switch, frame size and flows")
+
+
+@pytest.mark.quick
+def test_switch_cross_check():
+    from drivers.trafficgen.counters import CounterError
+    before = {"ports": [{"port": 1, "rx_packets": 10, "tx_packets": 0}, {"port": 2, "rx_packets": 0, "tx_packets": 5}]}
+    after = {"ports": [{"port": 1, "rx_packets": 110, "tx_packets": 0}, {"port": 2, "rx_packets": 0, "tx_packets": 104}]}
+    assert topology.switch_cross_check(before, after, gen_tx=100, gen_rx=99) == \
+        {"gen_tx": 100, "switch_rx": 100, "switch_tx": 99, "gen_rx": 99}
+    with pytest.raises(CounterError, match="switch port 1 received 100 packets but the generator sent 90"):
+        topology.switch_cross_check(before, after, gen_tx=90, gen_rx=50)
+    with pytest.raises(CounterError, match="generator received 100 packets but switch port 2 sent 99"):
+        topology.switch_cross_check(before, after, gen_tx=100, gen_rx=100)
+
+
+@pytest.mark.quick
+def test_trex_port_names_from_profile():
+    assert topology.trex_port_names({"ports": {"b": {"trex_port": 1, "speed_gbps": 10},
+                                               "a": {"trex_port": 0, "speed_gbps": 10}}}) == ("a", "b", 10_000.0)
+    assert topology.trex_port_names({}) == ("t0", "t1", 10_000.0)

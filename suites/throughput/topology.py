@@ -7,6 +7,9 @@
   switch (ofbench):    ofswitch net_vhost ports (server) == softgen virtio_user clients p0, p1
                        (wire="memif": softgen memif servers == ofswitch net_memif clients)
   switch (ovs):        softgen [af_packet] -- veth -- OVS netdev (no DPDK: the kernel path)
+  TRex (generator.kind trex, switch_p2p_trex): a TRex v3.08 server with two memif servers ==
+                       ofswitch net_memif clients (the same wire as softgen's memif wire); TRex
+                       has no virtio_user, so the vhost-user peers cannot be driven by it
 Why vhost-user for the DPDK switches: OVS-DPDK's memif ports never come up here (OVS runs with
 --in-memory and logs "rte_pmd_memif_probe(): Failed to register mp action callback"), and both
 switches must be measured over the same wire to be compared. The switch is the vhost-user
@@ -111,6 +114,8 @@ class Topology:
     switch_kind: str | None
     max_rate_pps: float
     stop: object
+    switch_stats: Path | None = None      # the switch's stats socket (port counters), when known
+    switch_ports: tuple[int, int] = (1, 2)  # OpenFlow ports facing tx_port, rx_port
 
     def close(self):
         self.gen.close()
@@ -253,3 +258,85 @@ def switch_p2p(lab, kind: str, flows: int, tag: str = "sw", wire: str = "vhost")
     except BaseException:
         stop()
         raise
+
+
+# ---- TRex as the generator ------------------------------------------------------------------------
+class TopologyUnavailable(RuntimeError):
+    """This generator cannot drive this switch kind here (the message says why: a skip)."""
+
+
+def trex_port_names(generator: dict) -> tuple[str, str, float]:
+    """(tx port, rx port, line rate Mb/s) from the profile's generator.ports, ordered by
+    trex_port (default t0/t1 at 10 Gb/s)."""
+    ports = generator.get("ports") or {"t0": {"trex_port": 0, "speed_gbps": 10}, "t1": {"trex_port": 1, "speed_gbps": 10}}
+    ordered = sorted(ports, key=lambda n: ports[n].get("trex_port", 0))
+    if len(ordered) < 2:
+        raise ValueError(f"generator.ports: TRex needs two ports, got {ordered}")
+    speed = float(ports[ordered[0]].get("speed_gbps", 10)) * 1000
+    return ordered[0], ordered[1], speed
+
+
+def switch_p2p_trex(lab, generator: dict, kind: str, flows: int, tag: str = "sw") -> Topology:
+    """TRex p0 -> switch port 1 ... switch port 2 -> TRex p1 over memif, flows installed.
+    TRex owns the memif sockets (servers), the switch connects as client, as with softgen."""
+    if kind != "ofbench":
+        raise TopologyUnavailable(f"{kind}: TRex v3.08 reaches a switch only over memif or af_packet here; "
+                                  "OVS-DPDK's memif ports do not come up and vhost-user needs virtio_user, "
+                                  "which TRex does not compile in")
+    from dut.switch.launcher import start_ofswitch
+    from drivers.trex.driver import Trex
+    from drivers.trex.server import cores_from_profile, memif_vdev, start_trex_server
+    tx, rx, speed = trex_port_names(generator)
+    cleanup: list = []
+
+    def stop():
+        for fn in reversed(cleanup):
+            with contextlib.suppress(Exception):
+                fn()
+
+    try:
+        s0, s1 = (fresh_sock(lab, f"{tag}-tmemif{i}") for i in (0, 1))
+        srv = start_trex_server(lab, f"{tag}-trex", [memif_vdev(0, "server", s0), memif_vdev(1, "server", s1)],
+                                cores=cores_from_profile(generator),
+                                limit_memory_mb=int(generator.get("limit_memory_mb", 512)))
+        cleanup.append(srv.stop)
+        cproc, cport, done = _controller(lab, f"{tag}-ctl", flows, None, (1, 2))
+        cleanup.append(lambda: lab.supervisor.stop(cproc))
+        name = f"{tag}-{kind}"
+        proc = start_ofswitch(lab, name, ports=[(1, memif(10, "client", s0)), (2, memif(11, "client", s1))],
+                              controller=("127.0.0.1", cport), dpid=0x7E, lcores=str(SWITCH_CORE),
+                              idle_sleep_us=0, mem_mb=256)
+        cleanup.append(lambda: lab.supervisor.stop(proc))
+        _wait_file(done, 60 + flows / 500, f"{kind}: installing {flows} flows")
+        gen = Trex(srv.host, {tx: (0, speed), rx: (1, speed)}, sync_port=srv.rpc_port, async_port=srv.pub_port)
+        cleanup.insert(1, gen.close)  # the client goes before the server
+        deadline = time.monotonic() + 20
+        while not all(p.get("link") == "UP" for p in gen.rpc("port_info")["ports"]):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{kind}: TRex memif ports not up after 20 s")
+            time.sleep(0.2)
+        time.sleep(0.5)  # let the switch finish port setup (first packets may hit a cold path)
+        return Topology(gen, tx, rx, "memif", kind, 10e6, stop, switch_stats=Path(lab.state_dir) / f"{name}.stats")
+    except BaseException:
+        stop()
+        raise
+
+
+def switch_cross_check(before: dict, after: dict, gen_tx: int, gen_rx: int, ports: tuple[int, int] = (1, 2)) -> dict:
+    """The generator's port counters against the switch's over one trial (pure).  The switch
+    cannot receive more on its ingress port than the generator sent, nor can the generator
+    receive more than the switch sent out of its egress port; either is a broken measurement
+    (CounterError).  Snapshots taken before the trial and after the generator's counters were
+    read, so packets in flight only ever make the inequalities slacker."""
+    from drivers.trafficgen.counters import CounterError
+
+    def port(st, n, key):
+        return next((int(p[key]) for p in st.get("ports", []) if int(p["port"]) == n), 0)
+
+    sw_in = port(after, ports[0], "rx_packets") - port(before, ports[0], "rx_packets")
+    sw_out = port(after, ports[1], "tx_packets") - port(before, ports[1], "tx_packets")
+    if sw_in > gen_tx:
+        raise CounterError(f"switch port {ports[0]} received {sw_in} packets but the generator sent {gen_tx}")
+    if gen_rx > sw_out:
+        raise CounterError(f"generator received {gen_rx} packets but switch port {ports[1]} sent {sw_out}")
+    return {"gen_tx": gen_tx, "switch_rx": sw_in, "switch_tx": sw_out, "gen_rx": gen_rx}

@@ -1,0 +1,248 @@
+"""softgen beside a real TRex v3.08 server (issue 14, part 4): the same memif wire, the same
+CPU for the generator's data path, in the same run, 64 B frames.
+
+  TX rate     each sender (softgen's worker / every TRex lcore in low_end mode) on CPU 1 into a
+              testpmd rxonly memif sink forwarding on CPU 0; alternating trials, ~1 s windows.
+  latency     (a) each generator's own memif loopback at 10 kpps (softgen: two processes,
+              because a memif server and client cannot share one softgen process; TRex: its two
+              ports in one process) and (b) through the ofbench switch (CPU 0) at 10 kpps, the
+              generator on CPU 1: the same wire and cores for both.
+  NDR         the ofbench switch over memif (switch on CPU 0, generator on CPU 1), the throughput
+              suite's search settings, by each generator.
+
+Record suite=softgen name=vs_trex_64b: each figure for both generators, best and median, and
+the ratios (softgen / TRex for rates, softgen / TRex for latency: lower is better).
+"""
+from __future__ import annotations
+
+import statistics
+import time
+from pathlib import Path
+
+import pytest
+
+from drivers.softgen.driver import VERSION as SOFTGEN_VERSION
+from drivers.softgen.driver import binary as softgen_binary
+from drivers.trafficgen.base import make_measure
+from drivers.trafficgen.model import Stream
+from drivers.trafficgen.ndr import SearchConfig, search_ndr_pdr
+from suites.throughput import topology
+
+pytestmark = [pytest.mark.local_lab, pytest.mark.features("softgen"),
+              pytest.mark.skipif(not softgen_binary().exists(), reason=f"softgen not built ({softgen_binary()})")]
+
+GEN_CPU, SINK_CPU = 1, 0
+TX_TRIAL_S = 3.0
+LAT_RATE_PPS, LAT_S = 10_000, 2.0
+
+
+def _trex_runtime():
+    from drivers.trex.server import find_runtime
+    rt, why = find_runtime()
+    if rt is None:
+        pytest.skip(why)
+    return rt
+
+
+def _sink(lab, sock: Path, tag: str):
+    """testpmd rxonly, memif server, forwarding lcore = SINK_CPU."""
+    argv = ["dpdk-testpmd", *topology.eal_args(lab, f"vsink{tag}", 256, f"{GEN_CPU},{SINK_CPU}"),
+            "--main-lcore", str(GEN_CPU), "--vdev", topology.memif(0, "server", sock), "--",
+            "--total-num-mbufs=16384", "-a", "--stats-period", "1", "--forward-mode=rxonly"]
+    sock.unlink(missing_ok=True)
+    return lab.supervisor.start(f"vs-sink{tag}", argv, ready=sock.exists, ready_timeout_s=30)
+
+
+def _windows(samples: list[tuple[float, int]], min_s: float = 0.5) -> list[float]:
+    """Mpps between successive (seconds, tx packets) samples; the first window (start-up) is
+    dropped, as for testpmd's figures."""
+    out = [(n1 - n0) / (t1 - t0) / 1e6 for (t0, n0), (t1, n1) in zip(samples, samples[1:]) if t1 - t0 >= min_s]
+    return out[1:]
+
+
+def _softgen_tx(lab, sock, tag, progress) -> list[float]:
+    from suites.throughput.test_throughput import _softgen_tx_trial
+    got = _softgen_tx_trial(lab, sock, tag, progress)
+    return got[0] if got else []
+
+
+def _trex_tx(lab, sock, tag, runtime) -> tuple[list[float], dict]:
+    """TRex port 0 = memif client of the sink, port 1 a TRex 'dummy' port; a continuous 64 B
+    stream asked at line rate; port 0's opackets sampled every ~1 s."""
+    from drivers.trex.driver import Trex
+    from drivers.trex.server import memif_vdev, start_trex_server
+    srv = start_trex_server(lab, f"vs-trex-tx{tag}", [memif_vdev(0, "client", sock), "dummy"], runtime=runtime)
+    gen = None
+    try:
+        gen = Trex(srv.host, {"t": (0, 10_000)}, sync_port=srv.rpc_port, async_port=srv.pub_port)
+        deadline = time.monotonic() + 15
+        while gen.rpc("port_info")["ports"][0].get("link") != "UP":
+            if time.monotonic() > deadline:
+                return [], {}
+            time.sleep(0.2)
+        gen.load([Stream("tx", "t", frame_size=64, rate_pps=14e6)])
+        gen.start()
+        samples = []
+        for _ in range(int(TX_TRIAL_S) + 2):
+            st = gen.rpc("stats")["stats"]
+            samples.append((time.monotonic(), int(st["0"]["opackets"])))
+            time.sleep(1.0)
+        gen.stop()
+        st = gen.rpc("stats")["stats"]
+        g = st.get("global", {})
+        return _windows(samples), {"trex_cpu_util_pct": g.get("cpu_util"), "trex_tx_pps_last": g.get("tx_pps"),
+                                   "trex_oerrors": (st.get("0") or {}).get("oerrors")}
+    finally:
+        if gen is not None:
+            gen.close()
+        srv.stop()
+
+
+def _trex_loopback(lab, runtime):
+    from drivers.trex.driver import Trex
+    from drivers.trex.server import memif_vdev, start_trex_server
+    sock = topology.fresh_sock(lab, "vs-trex-loop")
+    srv = start_trex_server(lab, "vs-trex-loop", [memif_vdev(0, "server", sock), memif_vdev(1, "client", sock)],
+                            runtime=runtime)
+    try:
+        gen = Trex(srv.host, {"a": (0, 10_000), "b": (1, 10_000)}, sync_port=srv.rpc_port, async_port=srv.pub_port)
+    except BaseException:
+        srv.stop()
+        raise
+
+    def stop():
+        gen.close()
+        srv.stop()
+    return gen, stop
+
+
+def _latency(gen, tx, rx) -> dict:
+    c = gen.run([Stream("lat", tx, rx_port=rx, frame_size=64, rate_pps=LAT_RATE_PPS, duration_s=LAT_S, latency=True)],
+                drain_s=0.2)
+    s = c.streams["lat"]
+    lat = s.latency
+    return {"p50_us": lat.p50_us, "p99_us": lat.p99_us, "min_us": lat.min_us, "avg_us": lat.avg_us,
+            "max_us": lat.max_us, "samples": lat.samples, "lost": s.lost}
+
+
+SEARCH = dict(min_rate_pps=5_000, trial_duration_s=0.5, final_duration_s=1.0, precision=0.05, max_trials=10,
+              max_verifications=2)
+
+
+def _ndr_through_switch(lab, topo, progress, who) -> tuple[dict, dict]:
+    def streams(rate_pps, duration_s):
+        return [Stream("main", topo.tx_port, rx_port=topo.rx_port, frame_size=64, rate_pps=rate_pps,
+                       duration_s=duration_s),
+                Stream("lat", topo.tx_port, rx_port=topo.rx_port, frame_size=64,
+                       rate_pps=min(10_000, max(1.0, rate_pps / 100)), duration_s=duration_s, latency=True)]
+    lat = _latency(topo.gen, topo.tx_port, topo.rx_port)
+    r = search_ndr_pdr(make_measure(topo.gen, streams, drain_s=0.1), SearchConfig(max_rate_pps=topo.max_rate_pps,
+                                                                                    **SEARCH),
+                       lambda line: progress(f"vs_trex {who}: {line}"))
+    return r.metrics() | {"generator_limited": float(r.ndr.generator_limited)}, lat
+
+
+def _best_median(xs: list[float], lower_is_better: bool = False) -> tuple[float, float]:
+    if not xs:
+        return 0.0, 0.0
+    return (min(xs) if lower_is_better else max(xs)), statistics.median(xs)
+
+
+@pytest.mark.bench
+def test_vs_trex_64b(lab, results, progress, request):
+    runtime = _trex_runtime()
+    nightly = request.config.getoption("--nightly")
+    rounds = 3 if nightly else 2
+    fig: dict[str, dict[str, list[float]]] = {"softgen": {}, "trex": {}}
+
+    def add(who, key, val):
+        fig[who].setdefault(key, []).append(float(val))
+
+    # ---- TX rate into a memif sink, alternating ----
+    trex_tx_stats = {}
+    for r in range(rounds):
+        for who in (("softgen", "trex") if r % 2 == 0 else ("trex", "softgen")):
+            sock = topology.fresh_sock(lab, "vs-tx")
+            sink = _sink(lab, sock, f"{who[0]}{r}")
+            try:
+                if who == "softgen":
+                    w = _softgen_tx(lab, sock, f"vs{r}", progress)
+                else:
+                    w, trex_tx_stats = _trex_tx(lab, sock, r, runtime)
+            finally:
+                lab.supervisor.stop(sink)
+            for x in w:
+                add(who, "tx_mpps", x)
+            progress(f"vs_trex tx round {r} {who}: windows {', '.join(f'{x:.2f}' for x in w)} Mpps")
+
+    # ---- latency on each generator's own memif loopback ----
+    for r in range(rounds):
+        for who in (("softgen", "trex") if r % 2 == 0 else ("trex", "softgen")):
+            if who == "softgen":
+                topo = topology.loopback(lab, tag=f"vsl{r}")
+                try:
+                    m = _latency(topo.gen, "a", "b")
+                finally:
+                    topo.close()
+            else:
+                gen, stop = _trex_loopback(lab, runtime)
+                try:
+                    m = _latency(gen, "a", "b")
+                finally:
+                    stop()
+            add(who, "loop_latency_p50_us", m["p50_us"])
+            add(who, "loop_latency_p99_us", m["p99_us"])
+            add(who, "loop_latency_min_us", m["min_us"])
+            progress(f"vs_trex loopback latency round {r} {who}: {m}")
+
+    # ---- the same switch, by each: latency at 10 kpps and the NDR search ----
+    ndr_rounds = 2 if nightly else 1
+    for r in range(ndr_rounds):
+        for who in (("softgen", "trex") if r % 2 == 0 else ("trex", "softgen")):
+            tag = f"vs{who[0]}{r}"
+            if who == "softgen":
+                topo = topology.switch_p2p(lab, "ofbench", 1, tag=tag, wire="memif")
+            else:
+                topo = topology.switch_p2p_trex(lab, {"kind": "trex", "low_end": True, "cores": str(GEN_CPU)},
+                                                "ofbench", 1, tag=tag)
+            try:
+                m, lat = _ndr_through_switch(lab, topo, progress, who)
+            finally:
+                topo.close()
+            add(who, "switch_latency_p50_us", lat["p50_us"])
+            add(who, "switch_latency_p99_us", lat["p99_us"])
+            add(who, "ndr_mpps", m["ndr_mpps"])
+            add(who, "pdr_mpps", m["pdr_mpps"])
+            add(who, "ndr_generator_limited", m["generator_limited"])
+            progress(f"vs_trex switch round {r} {who}: ndr {m['ndr_mpps']:.3f} Mpps pdr {m['pdr_mpps']:.3f} Mpps, "
+                     f"latency at 10 kpps p50 {lat['p50_us']:.1f} us p99 {lat['p99_us']:.1f} us")
+
+    metrics: dict[str, float] = {}
+    for who in ("softgen", "trex"):
+        for key, xs in fig[who].items():
+            lower = "latency" in key
+            best, med = _best_median(xs, lower_is_better=lower)
+            metrics[f"{who}_{key}"] = best
+            metrics[f"{who}_{key}_median"] = med
+    for key in ("tx_mpps", "ndr_mpps", "pdr_mpps"):
+        if metrics.get(f"trex_{key}"):
+            metrics[f"{key}_softgen_vs_trex"] = metrics[f"softgen_{key}"] / metrics[f"trex_{key}"]
+    for key in ("loop_latency_p50_us", "loop_latency_p99_us", "switch_latency_p50_us", "switch_latency_p99_us"):
+        if metrics.get(f"trex_{key}"):
+            metrics[f"{key}_softgen_vs_trex"] = metrics[f"softgen_{key}_median"] / metrics[f"trex_{key}_median"]
+    progress("vs_trex: " + ", ".join(f"{k} {v:.3f}" for k, v in sorted(metrics.items())))
+    from drivers.trex.server import runtime_info
+    info = runtime_info(runtime)
+    results.record("vs_trex_64b", metrics=metrics,
+                   params={"frame_size": 64, "rounds": rounds, "ndr_rounds": ndr_rounds, "tx_trial_s": TX_TRIAL_S,
+                           "latency_rate_pps": LAT_RATE_PPS, "latency_s": LAT_S, "generator_cpu": GEN_CPU,
+                           "sink_and_switch_cpu": SINK_CPU, "trex_mode": "low_end (all lcores on the generator CPU)",
+                           "search": SEARCH, **trex_tx_stats,
+                           **{f"values_{who}_{key}": [round(x, 4) for x in xs]
+                              for who in fig for key, xs in fig[who].items()},
+                           "statistic": "best (min for latency) and median over windows/rounds"},
+                   provenance={"generator": "softgen+trex",
+                               "generator_version": f"softgen {SOFTGEN_VERSION}; TRex {info.get('version', '?')} "
+                                                    f"({info.get('commit', '?')[:7]})",
+                               "port_kind": "memif", "dut_switch_kind": "ofbench"})
+    assert fig["softgen"].get("tx_mpps") and fig["trex"].get("tx_mpps"), f"a sender reported no TX window: {fig}"
