@@ -51,8 +51,8 @@ def why_not(profile) -> str | None:
     if len(profile.data["links"]) < 2:
         return (f"profile {profile.name!r} cables fewer than 2 links (links: generator ports to "
                 f"switch ports)")
-    if profile.generator["kind"] != "softgen":
-        return "links topology drives softgen; a TRex generator is the throughput suite's"
+    if profile.generator["kind"] == "trex" and len(profile.data["links"]) % 2:
+        return "TRex needs an even number of ports: cable an even number of links"
     if profile.switch["kind"] != "ofbench":
         return "the profile's switch ports are DPDK devargs, which only ofbench takes"
     return None
@@ -68,6 +68,7 @@ class LinksTopology:
     hosts: dict[str, str]
     max_rate_pps: float
     stops: list = field(default_factory=list)
+    generator_version: str = ""
 
     def close(self) -> None:
         for stop in reversed(self.stops):
@@ -78,14 +79,13 @@ class LinksTopology:
 
 def links_topology(lab, profile, *, name: str = "links", flows: int = 1,
                    timeout_s: float = 30.0) -> LinksTopology:
-    from drivers.softgen.driver import Softgen, SoftgenPort, start_on_host, wait_links_up
+    """Controller app, switch and generator (softgen or a TRex server) on their hosts."""
     why = why_not(profile)
     if why:
         raise LabError(why)
     plan = link_plan(profile)[:2]
     sw_host, ctl_host, gen_host = switch_host(lab), controller_host(lab), generator_host(lab)
     sw_ports = profile.switch["ports"]
-    gen_ports = profile.generator["ports"]
     done = ctl_host.sock_path(f"{name}-p2p.flows")
     cfg = ctl_host.sock_path(f"{name}-p2p.yaml")
     ctl_host.write_text(cfg, json.dumps({"pairs": [[plan[0]["ofport"], plan[1]["ofport"]]],
@@ -106,27 +106,105 @@ def links_topology(lab, profile, *, name: str = "links", flows: int = 1,
             extra_ports=[(i + 1, {"devargs": p["devargs"]}) for i, p in
                          enumerate(sw_ports.values())])
         topo.stops.append(topo.switch.stop)
-        ports = []
-        for gname in (plan[0]["generator"], plan[1]["generator"]):
-            speed = gen_ports[gname].get("speed_gbps")
-            ports.append(SoftgenPort(gname, gen_ports[gname]["devargs"],
-                                     speed_mbps=speed * 1000 if speed else None))
-        inst = start_on_host(gen_host, f"{name}-gen", ports,
-                             generator_lcores(profile.generator.get("cores")))
-        topo.gen = Softgen([inst])
-        topo.stops.append(lambda: (topo.gen.close(), gen_host.stop(inst.managed)))
-        if not wait_links_up(topo.gen, timeout_s):
-            raise LabError(f"the generator's links to the switch did not come up in "
-                           f"{timeout_s:.0f} s ({', '.join(p['generator'] + '-' + p['switch'] for p in plan)})")
+        speeds = [(profile.generator["ports"][p["generator"]].get("speed_gbps") or 0) * 1000
+                  for p in plan]
+        if profile.generator["kind"] == "trex":
+            topo.gen, topo.generator_version = _start_trex(lab, gen_host, name, plan, profile)
+            topo.stops.append(topo.gen.close_all)
+        else:
+            _start_softgen(topo, gen_host, name, plan, profile, timeout_s)
         deadline = time.monotonic() + timeout_s
         while not ctl_host.exists(done):
             if time.monotonic() > deadline:
                 raise LabError(f"the controller did not install the flows in {timeout_s:.0f} s")
             time.sleep(0.2)
-        speeds = [p.speed_mbps for p in ports if p.speed_mbps]
         # 64 B frames take 84 B on the wire; without a stated speed, memif has no line rate.
-        topo.max_rate_pps = min(speeds) * 1e6 / (84 * 8) if speeds else 20e6
+        topo.max_rate_pps = min(s for s in speeds) * 1e6 / (84 * 8) if all(speeds) else 20e6
     except BaseException:
         topo.close()
         raise
     return topo
+
+
+def _start_softgen(topo: LinksTopology, host, name: str, plan: list[dict], profile,
+                   timeout_s: float) -> None:
+    from drivers.softgen.driver import VERSION, Softgen, SoftgenPort, start_on_host, wait_links_up
+    gen_ports = profile.generator["ports"]
+    ports = []
+    for p in plan:
+        speed = gen_ports[p["generator"]].get("speed_gbps")
+        ports.append(SoftgenPort(p["generator"], gen_ports[p["generator"]]["devargs"],
+                                 speed_mbps=speed * 1000 if speed else None))
+    inst = start_on_host(host, f"{name}-gen", ports,
+                         generator_lcores(profile.generator.get("cores")))
+    topo.gen = Softgen([inst])
+    topo.generator_version = f"softgen {VERSION}"
+    topo.stops.append(lambda: (topo.gen.close(), host.stop(inst.managed)))
+    if not wait_links_up(topo.gen, timeout_s):
+        raise LabError(f"the generator's links to the switch did not come up in "
+                       f"{timeout_s:.0f} s ({', '.join(p['generator'] + '-' + p['switch'] for p in plan)})")
+
+
+class _TrexOnHost:
+    """The TRex client (drivers.trex.driver.Trex) plus the server it started on a lab host."""
+
+    def __init__(self, client, stop_server):
+        self.client, self._stop_server = client, stop_server
+
+    def __getattr__(self, item):
+        return getattr(self.client, item)
+
+    def close_all(self) -> None:
+        try:
+            self.client.close()
+        finally:
+            self._stop_server()
+
+
+def _start_trex(lab, host, name: str, plan: list[dict], profile):
+    """A TRex v3.08 server on the generator host with the links' generator ports (their
+    devargs, in link order: TRex port i = link i), reached by the TRex client over the lab's
+    network at the host's address (``generator.server``), ports ``sync_port``/``async_port``."""
+    from drivers.trex.driver import Trex
+    from drivers.trex.server import (TrexServerError, config_yaml, cores_from_profile, find_runtime,
+                                     server_argv, server_env, server_version, trex_config)
+    gen = profile.generator
+    remote = host is not lab
+    runtime = getattr(lab, "trex_runtime", None) if remote else find_runtime()[0]
+    if runtime is None:
+        raise LabError("generator.kind: trex, but no TRex runtime is built for the generator "
+                       "host (make setup builds it; scripts/build_trex.sh)")
+    address = gen.get("server") if remote else "127.0.0.1"
+    rpc, pub = int(gen.get("sync_port") or 4501), int(gen.get("async_port") or 4500)
+    ports = gen["ports"]
+    try:
+        cores = cores_from_profile(gen, cpus=len(host.cores()) if remote else None)
+        cfg = trex_config([ports[p["generator"]]["devargs"] for p in plan],
+                          prefix=host.file_prefix(f"{name}-trex"), rpc_port=rpc, pub_port=pub,
+                          cores=cores, limit_memory_mb=int(gen.get("limit_memory_mb", 512)))
+    except TrexServerError as e:
+        raise LabError(f"{profile.path.name}: generator: {e}") from None
+    cfg_path = host.sock_path(f"{name}-trex.yaml")
+    host.write_text(cfg_path, config_yaml(cfg))
+    seen: dict = {}
+
+    def ready() -> bool:
+        seen["version"] = server_version(address, rpc, timeout_s=1.0)
+        return bool(seen["version"])
+
+    proc = host.start(f"{name}-trex", server_argv(cfg_path), cwd=runtime,
+                      env=server_env(runtime), ready=ready, ready_timeout_s=90)
+    speeds = {p["generator"]: (ports[p["generator"]].get("speed_gbps") or 10) * 1000 for p in plan}
+    try:
+        client = Trex(address, {p["generator"]: (i, speeds[p["generator"]])
+                                for i, p in enumerate(plan)}, sync_port=rpc, async_port=pub)
+        deadline = time.monotonic() + 30
+        while not all(p.get("link") == "UP" for p in client.rpc("port_info")["ports"]):
+            if time.monotonic() > deadline:
+                raise LabError("TRex's ports to the switch did not come up in 30 s")
+            time.sleep(0.3)
+    except BaseException:
+        host.stop(proc, timeout_s=10)
+        raise
+    return _TrexOnHost(client, lambda: host.stop(proc, timeout_s=10)), \
+        f"TRex {seen.get('version') or '?'} (server, stateless)"

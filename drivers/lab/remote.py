@@ -56,6 +56,26 @@ def check_reachable(role: str, host: dict, where: str, timeout_s: float = 5.0) -
                        f"runs") from None
 
 
+def local_trex_source() -> Path | None:
+    """The TRex source this machine builds from (scripts/build_trex.sh's order): env
+    OFBENCH_TREX_SRC (a file), else ../shared/vendor/trex-core-v3.08.tar.xz beside the clone
+    or beside a worktree's main clone; None when only the official repository is left."""
+    from harness.paths import REPO
+    if os.environ.get("OFBENCH_TREX_SRC"):
+        p = Path(os.environ["OFBENCH_TREX_SRC"])
+        return p if p.is_file() else None
+    roots = [REPO]
+    common = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--path-format=absolute",
+                             "--git-common-dir"], capture_output=True, text=True).stdout.strip()
+    if common:
+        roots.append(Path(common).parent)
+    for r in roots:
+        p = r.parent / "shared" / "vendor" / "trex-core-v3.08.tar.xz"
+        if p.is_file():
+            return p.resolve()
+    return None
+
+
 def controller_id() -> str:
     """Who runs the lab: this machine's name and boot, written into each host's run folder so
     a later run from here knows which leftovers are its own."""
@@ -484,6 +504,7 @@ class RemoteLab:
         self._progress = progress or (lambda m: None)
         self.emulation = None
         self.dut_build = "none"   # sha256 of the switch host's own ofswitch, once deployed
+        self.trex_runtime: Path | None = None   # TRex's runtime on the generator host
         self.hosts: dict[str, RemoteHost] = {}
         try:
             if lab.get("emulated"):
@@ -555,16 +576,51 @@ class RemoteLab:
             h.sync_tree(REPO)
             targets = [t for sec, t in (("switch", ROLE_TARGETS["switch"]),
                                         ("generator", ROLE_TARGETS["generator"]))
-                       if self.role_of(sec) == role]
+                       if self.role_of(sec) == role
+                       and (sec != "generator" or self.profile.generator["kind"] == "softgen")]
             targets = sum(targets, [])
             if targets:
                 self._progress(f"building {', '.join(targets)} on {role}")
                 h.build(targets)
+        gen = self.profile.generator
+        if gen["kind"] == "trex" and self.role_of("generator") in self.hosts:
+            self.trex_runtime = self._deploy_trex(self.hosts[self.role_of("generator")])
         sw = self.hosts.get(self.role_of("switch"))
         if sw is not None:
             out = sw.run(["sha256sum", str(sw.build_path("dut/switch/ofswitch"))],
                          check=False).stdout.split()
             self.dut_build = f"sha256:{out[0][:16]}" if out else "none"
+
+    def _deploy_trex(self, h: "RemoteHost") -> Path:
+        """TRex v3.08 built on the generator host for its CPU (scripts/build_trex.sh: cached
+        per source and CPU under /var/cache/ofbench/trex, ~30 CPU-minutes the first time)."""
+        wd = shlex.quote(str(h.workdir))
+        env = ""
+        src = local_trex_source()
+        if src is not None:
+            # The host builds from the same archive (same source hash, so the same cache key
+            # when it is this box); without one here, the host's script clones the pinned tag.
+            dest = h.workdir.parent / "trex-src" / src.name
+            h.run(["mkdir", "-p", str(dest.parent)])
+            try:
+                same = h.sftp.stat(str(dest)).st_size == src.stat().st_size
+            except OSError:
+                same = False
+            if not same:
+                self._progress(f"copying the TRex source ({src.name}) to {h.role}")
+                h.put(src, dest)
+            env = f"OFBENCH_TREX_SRC={shlex.quote(str(dest))} "
+        script = f"cd {wd} && {env}bash scripts/build_trex.sh"
+        located = h.run(f"{script} --locate", check=False)
+        if located.returncode != 0:
+            self._progress(f"building TRex v3.08 on {h.role} (first time on this host and CPU: "
+                           f"~30 CPU-minutes; cached after)")
+            h.run(script, timeout=4 * 3600)
+            located = h.run(f"{script} --locate", check=False)
+        if located.returncode != 0 or not located.stdout.strip():
+            raise LabError(f"{self.where}: generator.kind: trex, but TRex could not be built on "
+                           f"{h.role} ({h.address}): {(located.stderr or located.stdout).strip()}")
+        return Path(located.stdout.strip().splitlines()[-1])
 
     def close(self) -> None:
         """Stop every process on every host, remove the run's state there; idempotent."""

@@ -9,7 +9,6 @@ from __future__ import annotations
 import pytest
 
 from drivers.lab.links import links_topology, why_not
-from drivers.softgen.driver import VERSION as SOFTGEN_VERSION
 from drivers.trafficgen.model import Stream
 
 PACKETS = 20_000
@@ -17,7 +16,6 @@ PPS = 25_000
 
 
 @pytest.mark.quick
-@pytest.mark.features("softgen")
 def test_forwarding_over_the_profile_links(lab, profile, results):
     why = why_not(profile)
     if why:
@@ -48,7 +46,8 @@ def test_forwarding_over_the_profile_links(lab, profile, results):
                    params={"packets_per_direction": PACKETS, "rate_pps": PPS,
                            "links": ",".join(f"{p['generator']}-{p['switch']}" for p in topo.plan)},
                    provenance={"dut_switch_kind": "ofbench", "port_kind": "memif",
-                               "generator": "softgen", "generator_version": SOFTGEN_VERSION,
+                               "generator": profile.generator["kind"],
+                               "generator_version": topo.generator_version,
                                **topo.hosts})
     assert sw_tx <= sw_rx, f"switch counters: tx {sw_tx} > rx {sw_rx}"
     # A generator starved of CPU on a shared box sends less (counted unsent, never lost): the

@@ -9,12 +9,10 @@ from __future__ import annotations
 import pytest
 
 from drivers.lab.links import links_topology, why_not
-from drivers.softgen.driver import VERSION as SOFTGEN_VERSION
 from drivers.trafficgen.base import make_measure
 from drivers.trafficgen.model import Stream
 from drivers.trafficgen.ndr import SearchConfig, search_ndr_pdr
 
-pytestmark = pytest.mark.features("softgen")
 
 
 def _streams(tx: str, rx: str, flows: int):
@@ -55,6 +53,7 @@ def test_ndr_pdr_over_links(lab, profile, results, progress, flows):
                            "precision": cfg.precision,
                            "links": ",".join(f"{p['generator']}-{p['switch']}" for p in topo.plan)},
                    provenance={"dut_switch_kind": "ofbench", "port_kind": "memif",
-                               "generator": "softgen", "generator_version": SOFTGEN_VERSION,
+                               "generator": profile.generator["kind"],
+                               "generator_version": topo.generator_version,
                                **topo.hosts})
     assert sw_rx <= sent, f"the switch counted {sw_rx} received frames of {sent} sent"
