@@ -64,23 +64,8 @@ fi
 say "build: ninja -C build"
 ninja -C build >/dev/null
 
-# ---- 4. hugepages ----------------------------------------------------------------------------
-HUGE_DIR=/dev/hugepages-ofbench
-WANT_PAGES=${OFBENCH_HUGEPAGES:-2048}   # 4 GiB of 24: switch, OVS-DPDK, generators, guests
-have=$(cat /proc/sys/vm/nr_hugepages)
-if (( have < WANT_PAGES )); then
-  echo "$WANT_PAGES" > /proc/sys/vm/nr_hugepages 2>/dev/null || true
-  have=$(cat /proc/sys/vm/nr_hugepages)
-fi
-mkdir -p $HUGE_DIR
-if ! mountpoint -q $HUGE_DIR; then
-  mount -t hugetlbfs -o pagesize=2M nodev $HUGE_DIR 2>/dev/null || true
-fi
-if mountpoint -q $HUGE_DIR && (( have > 0 )); then
-  say "hugepages: $have x 2 MB, mounted at $HUGE_DIR"
-else
-  say "WARNING: no usable hugepages ($have reserved, mount $(mountpoint -q $HUGE_DIR && echo ok || echo missing)); DPDK processes fall back to --no-huge (slower)"
-fi
+# ---- 4. hugepages (the part of a lab host's setup this box needs too) ---------------------------
+bash scripts/host_setup.sh hugepages | sed 's/^\[host-setup\]/[setup]/'
 
 # ---- 5. influxd 1.8.10 -------------------------------------------------------------------------
 mkdir -p tools/bin

@@ -29,6 +29,11 @@ def link_plan(profile) -> list[dict]:
              "ofport": sw_ports.index(link["switch"]) + 1} for link in profile.data["links"]]
 
 
+def port_spec(port: dict) -> str:
+    """What a profile port is to DPDK: its devargs (a vdev) or its PCI address (a NIC)."""
+    return port.get("devargs") or port["pci"]
+
+
 def generator_lcores(spec: str | None, fallback: tuple[int, int] = (0, 1)) -> tuple[int, int]:
     """(control lcore, worker lcore) from ``generator.cores`` (pure)."""
     from drivers.lab.remote import parse_cores
@@ -103,11 +108,16 @@ def links_topology(lab, profile, *, name: str = "links", flows: int = 1,
             lab, "ofbench", name=f"{name}-sw", ports=[], host=sw_host,
             controller=(profile.controller["host"], port), wait_connected=True,
             idle_sleep_us=0 if profile.switch.get("busy_poll") else None,
-            extra_ports=[(i + 1, {"devargs": p["devargs"]}) for i, p in
+            extra_ports=[(i + 1, {"devargs": port_spec(p)}) for i, p in
                          enumerate(sw_ports.values())])
         topo.stops.append(topo.switch.stop)
-        speeds = [(profile.generator["ports"][p["generator"]].get("speed_gbps") or 0) * 1000
-                  for p in plan]
+        # A link runs at the slower of its two ends (speed_gbps of both ports, where stated).
+        speeds = [min((port.get("speed_gbps") or 0) * 1000 for port in
+                      (profile.generator["ports"][p["generator"]], sw_ports[p["switch"]])
+                      if port.get("speed_gbps")) if any(
+                          port.get("speed_gbps") for port in
+                          (profile.generator["ports"][p["generator"]], sw_ports[p["switch"]]))
+                  else 0 for p in plan]
         if profile.generator["kind"] == "trex":
             topo.gen, topo.generator_version = _start_trex(lab, gen_host, name, plan, profile)
             topo.stops.append(topo.gen.close_all)
@@ -133,7 +143,7 @@ def _start_softgen(topo: LinksTopology, host, name: str, plan: list[dict], profi
     ports = []
     for p in plan:
         speed = gen_ports[p["generator"]].get("speed_gbps")
-        ports.append(SoftgenPort(p["generator"], gen_ports[p["generator"]]["devargs"],
+        ports.append(SoftgenPort(p["generator"], port_spec(gen_ports[p["generator"]]),
                                  speed_mbps=speed * 1000 if speed else None))
     inst = start_on_host(host, f"{name}-gen", ports,
                          generator_lcores(profile.generator.get("cores")))
@@ -179,7 +189,7 @@ def _start_trex(lab, host, name: str, plan: list[dict], profile):
     ports = gen["ports"]
     try:
         cores = cores_from_profile(gen, cpus=len(host.cores()) if remote else None)
-        cfg = trex_config([ports[p["generator"]]["devargs"] for p in plan],
+        cfg = trex_config([port_spec(ports[p["generator"]]) for p in plan],
                           prefix=host.file_prefix(f"{name}-trex"), rpc_port=rpc, pub_port=pub,
                           cores=cores, limit_memory_mb=int(gen.get("limit_memory_mb", 512)))
     except TrexServerError as e:

@@ -574,6 +574,10 @@ class RemoteLab:
         for role, h in self.hosts.items():
             self._progress(f"syncing the ofbench tree to {role}:{h.workdir}")
             h.sync_tree(REPO)
+            # what the host needs to build and run its role (apt packages, hugepages)
+            h.run(f"cd {shlex.quote(str(h.workdir))} && bash scripts/host_setup.sh",
+                  timeout=1800)
+            h.facts = json.loads(h.python_snippet(hostside.FACTS))  # hugepages may be new
             targets = [t for sec, t in (("switch", ROLE_TARGETS["switch"]),
                                         ("generator", ROLE_TARGETS["generator"]))
                        if self.role_of(sec) == role

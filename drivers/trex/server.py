@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import struct
@@ -39,6 +40,8 @@ REPO = Path(__file__).resolve().parents[2]
 TREX_VERSION = "v3.08"
 RUNTIME_FILES = ("_t-rex-64", "so/x86_64/libbpf-64.so", "so/x86_64/libzmq.so.5")
 DPDK_RUN_DIR = Path("/var/run/dpdk")
+# A NIC port of a hardware lab: TRex takes its PCI address as is (a vdev gets --vdev=).
+PCI_RE = re.compile(r"^([0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
 
 
 class TrexServerError(RuntimeError):
@@ -150,7 +153,7 @@ def trex_config(interfaces: list[str], *, prefix: str, rpc_port: int, pub_port: 
     cfg = {
         "version": 2,
         "port_limit": len(interfaces),
-        "interfaces": [i if i == "dummy" else f"--vdev={i}" for i in interfaces],
+        "interfaces": [i if i == "dummy" or PCI_RE.match(i) else f"--vdev={i}" for i in interfaces],
         "prefix": prefix,
         "zmq_rpc_port": int(rpc_port),
         "zmq_pub_port": int(pub_port),

@@ -315,6 +315,11 @@ def _cross_checks(data: dict, fail) -> None:
         fail("generator.server", "required key is missing for generator.kind trex")
     sw_ports = data["switch"].get("ports") or {}
     gen_ports = gen.get("ports") or {}
+    for section, ports in (("switch", sw_ports), ("generator", gen_ports)):
+        for name, port in ports.items():
+            if port.get("devargs") and port.get("pci"):
+                fail(f"{section}.ports.{name}", "give devargs (a DPDK vdev) or pci (a NIC), "
+                     "not both")
     for i, link in enumerate(data["links"]):
         if not gen_ports or not sw_ports:
             fail(f"links[{i}]", "links join generator.ports to switch.ports: both sections "

@@ -121,7 +121,9 @@ def start_ofswitch(lab, name: str, ports: list[tuple[int, str]], controller: tup
         stats_sock.unlink(missing_ok=True)
     if lcores is None:
         lcores = ",".join(str(host.next_core()) for _ in range(workers)) if workers > 1 else None
-    eal = host.eal_args(name, mem_mb=mem_mb, lcores=lcores)
+    # PCI ports (a lab's NICs) need the PCI bus; vdev-only switches keep --no-pci.
+    no_pci = all(device_name(spec) is not None for _, spec in ports)
+    eal = host.eal_args(name, mem_mb=mem_mb, lcores=lcores, no_pci=no_pci)
     if idle_sleep_us is None:
         idle_sleep_us = 50
     binary = host.build_path("dut/switch/ofswitch") if hasattr(host, "build_path") \

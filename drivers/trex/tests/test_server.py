@@ -111,3 +111,8 @@ def test_cores_from_profile():
                      ({"low_end": False, "cores": "0,1,1"}, "distinct"), ({"cores": "x"}, "comma-separated")):
         with pytest.raises(TrexServerError, match=msg):
             cores_from_profile(bad, cpus=8)
+
+
+def test_a_hardware_labs_pci_ports_are_not_vdevs():
+    cfg = trex_config(["0000:04:00.0", "04:00.1"], prefix="p", rpc_port=1, pub_port=2)
+    assert cfg["interfaces"] == ["0000:04:00.0", "04:00.1"]
