@@ -29,6 +29,13 @@ def link_plan(profile) -> list[dict]:
              "ofport": sw_ports.index(link["switch"]) + 1} for link in profile.data["links"]]
 
 
+def link_speed_mbps(*ends: dict) -> float:
+    """A link runs at the slower of its ends' ``speed_gbps``; 0 when neither states one
+    (a memif wire has no line rate) (pure)."""
+    stated = [end["speed_gbps"] * 1000 for end in ends if end.get("speed_gbps")]
+    return min(stated) if stated else 0.0
+
+
 def port_spec(port: dict) -> str:
     """What a profile port is to DPDK: its devargs (a vdev) or its PCI address (a NIC)."""
     return port.get("devargs") or port["pci"]
@@ -111,13 +118,8 @@ def links_topology(lab, profile, *, name: str = "links", flows: int = 1,
             extra_ports=[(i + 1, {"devargs": port_spec(p)}) for i, p in
                          enumerate(sw_ports.values())])
         topo.stops.append(topo.switch.stop)
-        # A link runs at the slower of its two ends (speed_gbps of both ports, where stated).
-        speeds = [min((port.get("speed_gbps") or 0) * 1000 for port in
-                      (profile.generator["ports"][p["generator"]], sw_ports[p["switch"]])
-                      if port.get("speed_gbps")) if any(
-                          port.get("speed_gbps") for port in
-                          (profile.generator["ports"][p["generator"]], sw_ports[p["switch"]]))
-                  else 0 for p in plan]
+        speeds = [link_speed_mbps(profile.generator["ports"][p["generator"]],
+                                  sw_ports[p["switch"]]) for p in plan]
         if profile.generator["kind"] == "trex":
             topo.gen, topo.generator_version = _start_trex(lab, gen_host, name, plan, profile)
             topo.stops.append(topo.gen.close_all)
