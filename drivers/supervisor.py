@@ -119,25 +119,8 @@ class Supervisor:
                                 "start_time": proc.start_time}) + "\n")
 
     def _await_ready(self, proc: ManagedProcess, ready, timeout_s: float) -> None:
-        deadline = time.monotonic() + timeout_s
-        delay = 0.02
-        while True:
-            if not proc.alive():
-                rc = proc.popen.returncode
-                self.stop(proc)
-                raise ProcessStartError(f"{proc.name} exited with code {rc} before it was "
-                                        f"ready; log {proc.log_path}:\n{proc.log_tail()}")
-            try:
-                if ready():
-                    return
-            except Exception:  # readiness probes may fail until the process is up
-                pass
-            if time.monotonic() > deadline:
-                self.stop(proc)
-                raise ProcessStartError(f"{proc.name} not ready after {timeout_s:.0f} s; "
-                                        f"log {proc.log_path}:\n{proc.log_tail()}")
-            time.sleep(delay)
-            delay = min(delay * 1.5, 0.25)
+        await_ready(proc, ready, timeout_s, exit_code=lambda: proc.popen.returncode,
+                    stop=lambda: self.stop(proc), where="")
 
     # ---- stop -----------------------------------------------------------------------------
     def stop(self, proc: ManagedProcess | str, timeout_s: float = 5.0) -> int | None:
@@ -166,6 +149,33 @@ class Supervisor:
                 self.stop(proc, timeout_s)
             except Exception:  # keep stopping the others whatever happens
                 pass
+
+
+def await_ready(proc, ready: Callable[[], bool], timeout_s: float, *, exit_code, stop,
+                where: str = "", max_delay_s: float = 0.25) -> None:
+    """Poll ``ready()`` until true; if ``proc`` dies first or ``timeout_s`` passes, ``stop()``
+    it and raise ProcessStartError with its log's tail. ``proc`` has name, alive(), log_path
+    and log_tail(); probes that raise count as not ready. Shared by the local supervisor and
+    the lab hosts over SSH (``where``: " on <host role>")."""
+    deadline = time.monotonic() + timeout_s
+    delay = 0.02
+    while True:
+        if not proc.alive():
+            rc = exit_code()
+            stop()
+            raise ProcessStartError(f"{proc.name}{where} exited with code {rc} before it was "
+                                    f"ready; log {proc.log_path}:\n{proc.log_tail()}")
+        try:
+            if ready():
+                return
+        except Exception:  # readiness probes may fail until the process is up
+            pass
+        if time.monotonic() > deadline:
+            stop()
+            raise ProcessStartError(f"{proc.name}{where} not ready after {timeout_s:.0f} s; "
+                                    f"log {proc.log_path}:\n{proc.log_tail()}")
+        time.sleep(delay)
+        delay = min(delay * 1.5, max_delay_s)
 
 
 def _signal_group(pid: int, sig: int) -> None:

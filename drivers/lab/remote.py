@@ -35,7 +35,7 @@ from pathlib import Path
 
 from drivers.lab.base import LabError
 from drivers.lab import hostside  # noqa: E402
-from drivers.supervisor import ProcessStartError, proc_start_time
+from drivers.supervisor import await_ready, proc_start_time
 
 # What a role builds on its host (ninja targets of the meson project).
 ROLE_TARGETS = {"switch": ["dut/switch/ofswitch"], "generator": ["drivers/softgen/softgen"]}
@@ -322,27 +322,8 @@ class RemoteHost:
         return proc
 
     def _await_ready(self, proc: RemoteProcess, ready, timeout_s: float) -> None:
-        deadline = time.monotonic() + timeout_s
-        delay = 0.05
-        while True:
-            if not proc.alive():
-                rc = self.exit_code(proc)
-                self.stop(proc)
-                raise ProcessStartError(f"{proc.name} on {self.role} exited with code {rc} "
-                                        f"before it was ready; log {proc.local_log}:\n"
-                                        f"{proc.log_tail()}")
-            try:
-                if ready():
-                    return
-            except Exception:  # readiness probes may fail until the process is up
-                pass
-            if time.monotonic() > deadline:
-                self.stop(proc)
-                raise ProcessStartError(f"{proc.name} on {self.role} not ready after "
-                                        f"{timeout_s:.0f} s; log {proc.local_log}:\n"
-                                        f"{proc.log_tail()}")
-            time.sleep(delay)
-            delay = min(delay * 1.5, 0.5)
+        await_ready(proc, ready, timeout_s, exit_code=lambda: self.exit_code(proc),
+                    stop=lambda: self.stop(proc), where=f" on {self.role}", max_delay_s=0.5)
 
     def alive(self, proc: RemoteProcess) -> bool:
         st = self.run(["sh", "-c", f"sed 's/.*) //' /proc/{proc.pid}/stat 2>/dev/null | "
