@@ -79,12 +79,12 @@ else
 fi
 
 # ---- 6. guest image (dut/vmwire) ---------------------------------------------------------------
-if [[ -x dut/vmwire/build_guest.sh ]]; then
+if [[ -x drivers/vmwire/build_guest.sh ]]; then
   # The guest builder asks apt for the kernel package: it needs package lists.
   if [[ -z "$(ls -A /var/lib/apt/lists 2>/dev/null | grep -v -e lock -e partial)" ]]; then
     apt-get update -qq
   fi
-  dut/vmwire/build_guest.sh "$ROOT/tools/guest"
+  drivers/vmwire/build_guest.sh "$ROOT/tools/guest"
 fi
 
 # ---- 7. TRex server (drivers/trex) --------------------------------------------------------------

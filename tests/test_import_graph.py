@@ -17,7 +17,7 @@ FORBIDDEN = {
     "harness": {"suites"},
 }
 # Known lab tooling still inside dut/ (issue 18, part 6: to move to drivers/ or suites/).
-KNOWN = {("dut.switch.bench", "drivers"), ("dut.vmwire.topology", "drivers")}
+KNOWN = {("dut.switch.bench", "drivers"), ("drivers.vmwire.topology", "drivers")}
 
 
 def modules() -> dict[str, Path]:

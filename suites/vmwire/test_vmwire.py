@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 
 from dut.vmwire import capture as cap
-from dut.vmwire.ctxstats import cost_per_packet, median_trial, sample
-from dut.vmwire.guest import Nic, Role, find_guest_image, start_qemu_guest, wait_guest
+from drivers.vmwire.ctxstats import cost_per_packet, median_trial, sample
+from drivers.vmwire.guest import Nic, Role, find_guest_image, start_qemu_guest, wait_guest
 from dut.vmwire.tenants import parse_config
-from dut.vmwire.testpmd import PmdGuest, virtio_user_vdev
-from dut.vmwire.topology import VmwireTopology
+from drivers.vmwire.testpmd import PmdGuest, virtio_user_vdev
+from drivers.vmwire.topology import VmwireTopology
 from dut.vmwire.wiring import VHOST, af_packet_port, pcap_port, switch_support, vhost_port
 
 # guests, sockets and namespaces are built on this box (a remote lab's hosts would need a
@@ -314,7 +314,7 @@ def test_tenant_isolation(lab, profile, switch_kind, results):
             for g in guests:
                 lab.netns_exec(topo.ns, ["ip", "link", "set", g["iface"], "up"])
             _wait_vhost_links(topo, len(names))
-            probe = lab.netns_exec(topo.ns, [sys.executable, "-m", "dut.vmwire.isoprobe",
+            probe = lab.netns_exec(topo.ns, [sys.executable, "-m", "drivers.vmwire.isoprobe",
                                              "--spec", str(spec_path), "--out", str(out_path)],
                                    timeout=120)
             res = json.loads(out_path.read_text())
@@ -396,14 +396,14 @@ def test_capture_vhost_user_port(lab, switch_kind, results):
             for g in guests:
                 lab.netns_exec(topo.ns, ["ip", "link", "set", g["iface"], "up"])
             _wait_vhost_links(topo, 2)
-            lab.netns_exec(topo.ns, [sys.executable, "-m", "dut.vmwire.isoprobe", "--spec",
+            lab.netns_exec(topo.ns, [sys.executable, "-m", "drivers.vmwire.isoprobe", "--spec",
                                      str(spec_path), "--out", str(out_path)], timeout=60)
             res = json.loads(out_path.read_text())
         finally:
             if adapter:
                 lab.supervisor.stop(adapter.proc)
     # The pcap files are complete once the switch closed its ports (topology closed above).
-    from dut.vmwire.isoprobe import tag_of
+    from drivers.vmwire.isoprobe import tag_of
     flows_tags = {tag_of(f) for f in cap.read_pcap(pcap_flows)} - {None}
     sent = sum(res["sent"].values())
     metrics = {"frames_sent": sent, "captured_flows_method": len(flows_tags)}

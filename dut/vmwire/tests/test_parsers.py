@@ -4,10 +4,10 @@ import struct
 import pytest
 
 from dut.vmwire import capture as cap
-from dut.vmwire.ctxstats import (Sample, cost_per_packet, parse_proc_stat, parse_stat_cpu_ticks,
+from drivers.vmwire.ctxstats import (Sample, cost_per_packet, parse_proc_stat, parse_stat_cpu_ticks,
                                  parse_status_ctxt)
-from dut.vmwire.isoprobe import make_frames, tag_of, tally
-from dut.vmwire.testpmd import parse_port_stats, pmd_argv, virtio_user_vdev
+from drivers.vmwire.isoprobe import make_frames, tag_of, tally
+from drivers.vmwire.testpmd import parse_port_stats, pmd_argv, virtio_user_vdev
 from dut.vmwire.wiring import af_packet_port, pcap_port, switch_support, vhost_port
 
 
@@ -107,7 +107,7 @@ def test_tally_counts_leaks_and_delivery():
 
 
 def test_median_trial_is_one_whole_trial_with_every_value():
-    from dut.vmwire.ctxstats import median_trial
+    from drivers.vmwire.ctxstats import median_trial
     trials = [{"rx_mbps": 30.0, "ctx": 3}, {"rx_mbps": 10.0, "ctx": 1},
               {"rx_mbps": 20.0, "ctx": 2}]
     m = median_trial(trials, "rx_mbps")

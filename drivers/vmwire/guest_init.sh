@@ -1,7 +1,7 @@
 #!/bin/sh
 # /init of the tiny ofbench guest (built into the initramfs by build_guest.sh).
 #
-# Everything comes from the kernel command line (written by dut/vmwire/guest.py):
+# Everything comes from the kernel command line (written by drivers/vmwire/guest.py):
 #   ofb.ip=10.0.0.1/24     address of the first NIC (eth0), required
 #   ofb.vlan=N             put the address on eth0.N (802.1Q tag N) instead of eth0
 #   ofb.role=ROLE          idle | ping | iperf3-server | iperf3-client   (default idle)
@@ -9,7 +9,7 @@
 #   ofb.count=10           pings to send (ping)
 #   ofb.seconds=10         iperf3 test length (iperf3-client)
 #   ofb.wait=60            seconds to wait for the peer to answer a ping before giving up
-# Lines for the host, on the serial console (parsed by dut/vmwire/guest.py):
+# Lines for the host, on the serial console (parsed by drivers/vmwire/guest.py):
 #   OFB-READY ip=<ip> if=<ifname> mac=<mac>
 #   OFB-PING tx=<n> rx=<n>
 #   OFB-IPERF-BEGIN / <iperf3 -J output> / OFB-IPERF-END

@@ -55,7 +55,7 @@ def find_guest_image(guest_dir: str | Path | None = None) -> GuestImage:
     for what, p in (("kernel", img.kernel), ("initramfs", img.initrd)):
         if not p.is_file() or p.stat().st_size == 0:
             raise GuestSetupError(f"guest {what} missing: {p} (build it with "
-                                  f"`dut/vmwire/build_guest.sh {d}` or `make setup`)")
+                                  f"`drivers/vmwire/build_guest.sh {d}` or `make setup`)")
     return img
 
 

@@ -20,7 +20,7 @@ import re
 import time
 from pathlib import Path
 
-from dut.vmwire.guest import GuestSetupError, check_socket_path
+from drivers.vmwire.guest import GuestSetupError, check_socket_path
 from dut.vmwire.tenants import VmwireConfig, write_config_file
 from dut.vmwire.wiring import switch_support
 

@@ -3,9 +3,9 @@ import socket
 
 import pytest
 
-from dut.vmwire.guest import GuestSetupError
+from drivers.vmwire.guest import GuestSetupError
 from dut.vmwire.tenants import parse_config
-from dut.vmwire.topology import VmwireTopology
+from drivers.vmwire.topology import VmwireTopology
 from dut.vmwire.wiring import pcap_port, vhost_port
 
 
@@ -54,7 +54,7 @@ def test_port_outside_the_tenant_config_and_bad_capture(tmp_path):
 
 
 def test_cpu_mask_to_cores():
-    from dut.vmwire.topology import cores_of_mask
+    from drivers.vmwire.topology import cores_of_mask
     assert cores_of_mask("0x2") == [1]
     assert cores_of_mask("0x5") == [0, 2]
     for bad in ("0x0", "zz", ""):

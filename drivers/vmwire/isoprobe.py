@@ -3,7 +3,7 @@
 Run inside the namespace that holds the guests' kernel interfaces (taps bridged to the
 switch's vhost-user ports by a testpmd adapter, or veths)::
 
-    ip netns exec <ns> python -m dut.vmwire.isoprobe --spec spec.json --out result.json
+    ip netns exec <ns> python -m drivers.vmwire.isoprobe --spec spec.json --out result.json
 
 spec.json: ``{"guests": [{"name", "tenant", "iface", "mac"}], "frames": N, "seed": S,
 "gap_s": 0.001, "drain_s": 1.0}``.
@@ -158,7 +158,7 @@ def run(spec: dict) -> dict:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m dut.vmwire.isoprobe")
+    p = argparse.ArgumentParser(prog="python -m drivers.vmwire.isoprobe")
     p.add_argument("--spec", required=True)
     p.add_argument("--out", required=True)
     a = p.parse_args(argv)

@@ -5,7 +5,7 @@ import threading
 
 import pytest
 
-from dut.vmwire.guest import (GuestImage, GuestSetupError, Nic, Role, check_socket_path,
+from drivers.vmwire.guest import (GuestImage, GuestSetupError, Nic, Role, check_socket_path,
                               find_guest_image, parse_serial, preflight, qemu_argv)
 
 IMG = GuestImage("/g/vmlinuz", "/g/initramfs.gz")
@@ -39,7 +39,7 @@ def test_kvm_and_client_mode_and_tap():
 
 def test_guest_image_missing(tmp_path):
     with pytest.raises(GuestSetupError, match=r"guest kernel missing: .*vmlinuz \(build it "
-                                              r"with `dut/vmwire/build_guest.sh"):
+                                              r"with `drivers/vmwire/build_guest.sh"):
         find_guest_image(tmp_path)
     (tmp_path / "vmlinuz").write_bytes(b"k")
     with pytest.raises(GuestSetupError, match="guest initramfs missing"):

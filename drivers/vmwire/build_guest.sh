@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Build the tiny QEMU guest of dut/vmwire from Debian packages only (no downloads but apt's).
 #
-#   dut/vmwire/build_guest.sh <out-dir>      (scripts/setup.sh passes <repo>/tools/guest)
+#   drivers/vmwire/build_guest.sh <out-dir>      (scripts/setup.sh passes <repo>/tools/guest)
 #
 # Output, in <out-dir>:
 #   vmlinuz         the Debian kernel (linux-image-6.1.*-amd64, unpacked with dpkg-deb, not installed)
 #   initramfs.gz    busybox-static + iperf3 (binary and its shared libraries, found with ldd)
 #                   + the NIC modules (virtio_net, e1000, 8021q and their dependencies)
-#                   + /init (dut/vmwire/guest_init.sh), which configures the NIC from the kernel
+#                   + /init (drivers/vmwire/guest_init.sh), which configures the NIC from the kernel
 #                   command line and runs the role asked for (see guest_init.sh)
 #   stamp           what was built from; a second run with the same inputs exits at once
 #
