@@ -10,10 +10,10 @@
  *    per-group counters (relaxed atomics, no locks), and meter buckets (one spinlock per
  *    meter, taken only by packets that hit that meter).
  *  - The agent thread (a DPDK control thread, ofs_agent_main) is the ONLY writer of flows, tables,
- *    groups and meters. It edits its private lists, then publishes a new read-only snapshot
- *    with an atomic pointer store, bumps ofs_dp.gen, calls rte_rcu_qsbr_synchronize() and only
- *    then frees what the old snapshot referenced. Workers report a quiescent state once per poll
- *    loop.
+ *    groups and meters. Flow tables: see flowtable.h (staged incremental updates, one publish
+ *    per commit, deferred frees). Groups and meters: it publishes new objects with an atomic
+ *    pointer store, calls rte_rcu_qsbr_synchronize() and only then frees the old ones. Workers
+ *    report a quiescent state once per poll loop and go offline while they idle-sleep.
  *  - Workers hand packets for the controller to the agent through pin_ring (MP/SC); the agent
  *    hands PACKET_OUTs to worker 0 through pout_ring (SP/SC). So workers never touch the TCP
  *    socket and the agent never touches a NIC queue.
@@ -26,16 +26,20 @@
  *
  * Flow lookup: a wildcard lookup per table reached through struct ofs_lookup_ops (so
  * dut/classifier can replace the simple priority-sorted list), behind one exact-match flow cache
- * per worker (4-way set-associative, OFS_CACHE_SIZE buckets).  Every published index starts
- * with struct ofs_index_hdr: a serial number unique over the process lifetime and the union of
- * its flows' masks ("fields used", as compacted key words).  The cache key is the packet key
- * ANDed with that union, compacted to the used words, plus the serial: two packets equal there
- * match exactly the same flows of that index, so the cached answer is the index's own answer.
- * An entry is valid only for the very index it was computed from (serial compare), so a commit
- * needs no cache flush: a republished table gets a new serial and its old entries simply never
- * hit again, while other tables' entries stay hot.  The index (and the flows it points to)
- * outlives every lookup of the burst that loaded it, by RCU.  Tables whose flows use more than
- * OFS_CK_WORDS key words bypass the cache.
+ * per worker (4-way set-associative, OFS_CACHE_SIZE buckets).  The lookup structure of a table
+ * is updated in place, incrementally (flowtable.h: a FLOW_MOD stages only the rules it touches,
+ * a commit publishes them all at once), and what workers load per table is an immutable
+ * struct ofs_table_view republished by every commit of that table: a serial number unique over
+ * the process lifetime, the union of the table's flow masks ("fields used", as compacted key
+ * words) and the lookup structure.  The cache key is the packet key ANDed with that union,
+ * compacted to the used words, plus the serial: two packets equal there match exactly the same
+ * flows, so the cached answer is the table's own answer.  An entry is valid only for the view
+ * it was computed under (serial compare), so a commit needs no cache flush: a republished
+ * table gets a new serial and its old entries simply never hit again, while other tables'
+ * entries stay hot.  Views and removed flows outlive every lookup of the burst that loaded
+ * them (QSBR, reclaimed without blocking the agent); the lookup structure's own memory is
+ * protected by its reader protocol (reader_enter/leave, once per poll loop and table used).
+ * Tables whose flows use more than OFS_CK_WORDS key words bypass the cache.
  *
  * Limits: OFS_MAX_PORTS ports (OpenFlow port numbers 1..254), OFS_N_TABLES tables,
  * OFS_MAX_GROUPS groups, OFS_MAX_METERS meters; single-segment mbufs are assumed for header
@@ -89,31 +93,48 @@ struct ofs_flow {
 	uint8_t *match_raw; uint16_t match_raw_len;  /* padded ofp_match */
 	uint8_t *insts; uint16_t insts_len;
 	uint64_t created_ns;
-	struct ofs_flow *next;       /* agent-private list linkage */
+	struct ofs_flow *next, **pprev;  /* agent-private list linkage */
 	struct ofs_flow *hnext;      /* agent-private exact-match hash chain */
 	uint32_t hash;               /* of (priority, match) */
+	uint32_t lookup_id;          /* the lookup backend's handle (agent-private) */
 };
 
-/* Every index a backend's build() returns starts with this header (see "Flow lookup" above).
- * Filled by ofs_index_hdr_init() on the agent thread before the index is published. */
+/* What workers load of one table (see "Flow lookup" above): immutable once published, replaced
+ * by every commit of the table, freed after a QSBR grace period. */
 #define OFS_CK_WORDS 7       /* cacheable tables use at most this many key words */
-struct ofs_index_hdr {
-	uint64_t serial;             /* unique per built index, never 0 */
+struct ofs_table_view {
+	uint64_t serial;             /* unique per published view, never 0 */
+	const void *lx;              /* the table's lookup structure (lives as long as the table) */
+	bool cacheable;              /* false: n_words > OFS_CK_WORDS, or a mask-union transition */
 	uint8_t n_words;             /* key words the flows' masks touch (may exceed OFS_CK_WORDS) */
 	uint8_t word[OFS_KEY_WORDS]; /* which words, ascending */
 	uint64_t mask[OFS_KEY_WORDS];/* union mask of word[i] */
 };
-void ofs_index_hdr_init(struct ofs_index_hdr *h, struct ofs_flow *const *flows, uint32_t n);
 
-/* The wildcard lookup of one table. The agent calls everything but lookup; workers only call
- * lookup, on an index the agent published. */
+/* A table's wildcard lookup structure. The agent calls create/insert/remove/publish/destroy;
+ * workers call lookup, lookup_burst and reader_enter/leave, on a structure reached through a
+ * published view. insert/remove only stage a change: readers see the staged changes of a table
+ * all at once at publish (and never a half-applied FLOW_MOD). */
 struct ofs_lookup_ops {
 	const char *name;
-	/* Build a read-only index over flows[0..n) (any order). NULL on failure. */
-	void *(*build)(struct ofs_flow *const *flows, uint32_t n);
-	/* Highest-priority flow whose match covers key, or NULL. Lock-free, any worker. */
-	struct ofs_flow *(*lookup)(const void *index, const struct ofs_key *key);
-	void (*destroy)(void *index);
+	/* An empty structure with n_readers reader slots (worker w uses slot w), or NULL. */
+	void *(*create)(unsigned n_readers);
+	/* Stage f (f->lookup_id is the backend's). 0, or -1 when out of memory (nothing staged). */
+	int (*insert)(void *lx, struct ofs_flow *f);
+	/* Stage f's removal (f was inserted, maybe still staged). Cannot fail. */
+	void (*remove)(void *lx, struct ofs_flow *f);
+	/* Make every staged change visible at once. 0, or -1 when out of memory: then nothing of
+	 * it is visible, and the next publish retries. */
+	int (*publish)(void *lx);
+	/* Highest-priority visible flow whose match covers key, or NULL. Lock-free, any worker. */
+	struct ofs_flow *(*lookup)(const void *lx, const struct ofs_key *key);
+	/* The same for n <= OFS_BURST keys at once (out[i] for keys[i]). */
+	void (*lookup_burst)(const void *lx, const struct ofs_key *const keys[], unsigned n,
+			     struct ofs_flow *out[]);
+	/* Bracket a worker's lookups (memory the writer retires stays until it leaves). */
+	void (*reader_enter)(const void *lx, unsigned reader);
+	void (*reader_leave)(const void *lx, unsigned reader);
+	void (*destroy)(void *lx);   /* no reader may be inside */
 };
 extern const struct ofs_lookup_ops ofs_lookup_simple;
 #ifdef OFS_HAVE_CLASSIFIER
@@ -122,11 +143,16 @@ extern const struct ofs_lookup_ops ofs_lookup_trie;
 #endif
 
 struct ofs_table {
-	void *index;                 /* published (RCU) */
-	struct ofs_flow *flows;      /* agent-private list */
+	struct ofs_table_view *view; /* published (RCU); NULL until the table's first flow */
+	void *lx;                    /* lookup structure, created with the first flow, kept */
+	/* ---- agent-private ---- */
+	struct ofs_table_view *spare;/* the next view, allocated ahead so a commit cannot fail */
+	uint32_t *mask_bits;         /* per key bit: how many flows' masks set it */
+	uint64_t umask[OFS_KEY_WORDS];   /* union of the flows' masks (bits with a count) */
+	struct ofs_flow *flows;      /* list (doubly linked through next/pprev) */
 	uint32_t n_flows;
-	bool dirty;                  /* agent: index must be rebuilt */
-	/* agent-private hash of (priority, match) -> flow, so ADD/strict commands need no scan */
+	bool dirty;                  /* staged changes not yet published */
+	/* hash of (priority, match) -> flow, so ADD/strict commands need no scan */
 	struct ofs_flow **htab;
 	uint32_t hsize;              /* power of two, 0 = none yet */
 };
@@ -219,6 +245,7 @@ struct ofs_worker {
 	struct ofs_cache_entry *cache;
 	struct ofs_cache_keys *cache_keys;
 	uint64_t cache_hits, cache_misses;
+	uint64_t entered;            /* tables whose lookup structure this worker entered */
 	struct rte_mempool *pool;
 } __rte_cache_aligned;
 
@@ -252,7 +279,6 @@ struct ofs_dp {
 	struct ofs_group *groups[OFS_MAX_GROUPS];   /* published pointers, unordered */
 	struct ofs_meter *meters[OFS_MAX_METERS];
 	const struct ofs_lookup_ops *lookup_ops;
-	volatile uint64_t gen;       /* bumped after every publish */
 	struct rte_rcu_qsbr *qsbr;
 	struct rte_ring *pin_ring, *pout_ring;
 	uint16_t miss_send_len;

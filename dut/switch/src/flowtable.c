@@ -1,0 +1,453 @@
+/* flowtable.c -- incremental flow tables (see flowtable.h) and the two lookup backends:
+ * "simple" (priority-sorted array, the reference) and "trie" (dut/classifier). */
+#include <stdlib.h>
+#include <string.h>
+#include <rte_common.h>
+#include <rte_rcu_qsbr.h>
+#include "flowtable.h"
+
+/* ---- deferred frees (QSBR tokens, FIFO) ------------------------------------------------- */
+struct deferred { uint64_t token; void *p; void (*fn)(void *); };
+static struct deferred *dq;
+static size_t dq_head, dq_len, dq_cap;  /* ring of dq_cap entries */
+
+void ofs_reclaim(bool wait)
+{
+	while (dq_len) {
+		struct deferred *d = &dq[dq_head];
+		if (ofs_dp.qsbr && rte_rcu_qsbr_check(ofs_dp.qsbr, d->token, wait) != 1)
+			return;
+		d->fn(d->p);
+		dq_head = (dq_head + 1) % dq_cap;
+		dq_len--;
+	}
+}
+
+void ofs_defer_free(void *p, void (*fn)(void *))
+{
+	if (!p)
+		return;
+	if (!ofs_dp.qsbr) {  /* no workers (unit tests) */
+		fn(p);
+		return;
+	}
+	if (dq_len == dq_cap) {
+		size_t nc = dq_cap ? dq_cap * 2 : 256;
+		struct deferred *n = malloc(nc * sizeof(*n));
+		if (!n) {  /* out of memory: wait for the workers instead of queueing */
+			rte_rcu_qsbr_synchronize(ofs_dp.qsbr, RTE_QSBR_THRID_INVALID);
+			ofs_reclaim(true);
+			fn(p);
+			return;
+		}
+		for (size_t i = 0; i < dq_len; i++)
+			n[i] = dq[(dq_head + i) % dq_cap];
+		free(dq);
+		dq = n;
+		dq_head = 0;
+		dq_cap = nc;
+	}
+	dq[(dq_head + dq_len) % dq_cap] = (struct deferred){ rte_rcu_qsbr_start(ofs_dp.qsbr), p, fn };
+	dq_len++;
+}
+
+/* ---- simple backend: a priority-sorted array, copied and re-sorted at publish ------------- */
+struct simple_arr { uint32_t n; struct ofs_flow *flows[]; };
+struct simple_lx {
+	struct simple_arr *pub;      /* published (RCU); NULL = empty */
+	struct ofs_flow **w;         /* writer's set, unordered; f->lookup_id = position */
+	uint32_t n, cap;
+	bool dirty;
+};
+
+static int cmp_prio(const void *a, const void *b)
+{
+	const struct ofs_flow *fa = *(struct ofs_flow *const *)a, *fb = *(struct ofs_flow *const *)b;
+	return (int)fb->priority - (int)fa->priority;
+}
+
+static void *simple_create(unsigned n_readers)
+{
+	(void)n_readers;
+	return calloc(1, sizeof(struct simple_lx));
+}
+
+static int simple_insert(void *lxp, struct ofs_flow *f)
+{
+	struct simple_lx *lx = lxp;
+	if (lx->n == lx->cap) {
+		uint32_t nc = lx->cap ? lx->cap * 2 : 64;
+		struct ofs_flow **nw = realloc(lx->w, nc * sizeof(*nw));
+		if (!nw)
+			return -1;
+		lx->w = nw;
+		lx->cap = nc;
+	}
+	f->lookup_id = lx->n;
+	lx->w[lx->n++] = f;
+	lx->dirty = true;
+	return 0;
+}
+
+static void simple_remove(void *lxp, struct ofs_flow *f)
+{
+	struct simple_lx *lx = lxp;
+	uint32_t i = f->lookup_id;
+	lx->w[i] = lx->w[--lx->n];
+	lx->w[i]->lookup_id = i;
+	lx->dirty = true;
+}
+
+static int simple_publish(void *lxp)
+{
+	struct simple_lx *lx = lxp;
+	if (!lx->dirty)
+		return 0;
+	struct simple_arr *a = NULL;
+	if (lx->n) {
+		a = malloc(sizeof(*a) + lx->n * sizeof(a->flows[0]));
+		if (!a)
+			return -1;
+		a->n = lx->n;
+		memcpy(a->flows, lx->w, lx->n * sizeof(a->flows[0]));
+		qsort(a->flows, a->n, sizeof(a->flows[0]), cmp_prio);
+	}
+	struct simple_arr *old = lx->pub;
+	__atomic_store_n(&lx->pub, a, __ATOMIC_RELEASE);
+	ofs_defer_free(old, free);
+	lx->dirty = false;
+	return 0;
+}
+
+static struct ofs_flow *simple_lookup(const void *lxp, const struct ofs_key *key)
+{
+	const struct simple_lx *lx = lxp;
+	const struct simple_arr *a = __atomic_load_n(&lx->pub, __ATOMIC_ACQUIRE);
+	if (!a)
+		return NULL;
+	for (uint32_t i = 0; i < a->n; i++)
+		if (ofs_key_matches(key, &a->flows[i]->match))
+			return a->flows[i];
+	return NULL;
+}
+
+static void simple_lookup_burst(const void *lx, const struct ofs_key *const keys[], unsigned n,
+				struct ofs_flow *out[])
+{
+	for (unsigned i = 0; i < n; i++)
+		out[i] = simple_lookup(lx, keys[i]);
+}
+
+static void simple_reader_nop(const void *lx, unsigned reader) { (void)lx; (void)reader; }
+
+static void simple_destroy(void *lxp)
+{
+	struct simple_lx *lx = lxp;
+	if (!lx)
+		return;
+	free(lx->pub);
+	free(lx->w);
+	free(lx);
+}
+
+const struct ofs_lookup_ops ofs_lookup_simple = {
+	.name = "simple", .create = simple_create, .insert = simple_insert,
+	.remove = simple_remove, .publish = simple_publish, .lookup = simple_lookup,
+	.lookup_burst = simple_lookup_burst, .reader_enter = simple_reader_nop,
+	.reader_leave = simple_reader_nop, .destroy = simple_destroy,
+};
+
+#ifdef OFS_HAVE_CLASSIFIER
+/* ---- dut/classifier backend: the first OFS_KEY_CLS_LEN key bytes go to the classifier, kept
+ * in a batch between publishes; the rare rules that match beyond them (IPv6 ND fields) go to a
+ * simple array searched too. ---- */
+#include "classifier.h"
+
+struct cls_lx {
+	struct ofb_cls *cls;
+	struct simple_lx *extra;     /* NULL until the first ND rule */
+	uint32_t n_extra;            /* visible or staged ND rules */
+	int rid[OFS_MAX_WORKERS];    /* the classifier's reader slot of each worker */
+};
+
+static bool mask_tail_zero(const struct ofs_match *m)
+{
+	const uint8_t *mk = (const uint8_t *)&m->mask;
+	for (size_t i = OFS_KEY_CLS_LEN; i < sizeof(m->mask); i++)
+		if (mk[i])
+			return false;
+	return true;
+}
+
+static void *cls_create(unsigned n_readers)
+{
+	struct cls_lx *lx = calloc(1, sizeof(*lx));
+	struct ofb_cls_params p = { .key_len = OFS_KEY_CLS_LEN, .algo = OFB_CLS_ALGO_OURS };
+	if (!lx || n_readers > OFS_MAX_WORKERS || !(lx->cls = ofb_cls_create(&p))) {
+		free(lx);
+		return NULL;
+	}
+	for (unsigned r = 0; r < n_readers; r++)
+		lx->rid[r] = ofb_cls_reader_register(lx->cls);
+	ofb_cls_batch_begin(lx->cls);
+	return lx;
+}
+
+static int cls_insert(void *lxp, struct ofs_flow *f)
+{
+	struct cls_lx *lx = lxp;
+	if (!mask_tail_zero(&f->match)) {
+		if (!lx->extra && !(lx->extra = simple_create(0)))
+			return -1;
+		if (simple_insert(lx->extra, f))
+			return -1;
+		lx->n_extra++;
+		return 0;
+	}
+	struct ofb_cls_rule r = { .priority = f->priority,
+				  .value = (const uint8_t *)&f->match.value,
+				  .mask = (const uint8_t *)&f->match.mask,
+				  .handle = (uint64_t)(uintptr_t)f };
+	uint32_t id = ofb_cls_insert(lx->cls, &r);
+	if (!id)
+		return -1;
+	f->lookup_id = id;
+	return 0;
+}
+
+static void cls_remove(void *lxp, struct ofs_flow *f)
+{
+	struct cls_lx *lx = lxp;
+	if (!mask_tail_zero(&f->match)) {
+		simple_remove(lx->extra, f);
+		lx->n_extra--;
+		return;
+	}
+	ofb_cls_delete_id(lx->cls, f->lookup_id);
+}
+
+static int cls_publish(void *lxp)
+{
+	struct cls_lx *lx = lxp;
+	if (lx->extra && simple_publish(lx->extra))
+		return -1;
+	ofb_cls_batch_commit(lx->cls);
+	ofb_cls_batch_begin(lx->cls);
+	return 0;
+}
+
+static inline struct ofs_flow *cls_with_extra(const struct cls_lx *lx, const struct ofs_key *key,
+					      struct ofs_flow *f)
+{
+	struct ofs_flow *g = simple_lookup(lx->extra, key);
+	return g && (!f || g->priority > f->priority) ? g : f;
+}
+
+static struct ofs_flow *cls_lookup(const void *lxp, const struct ofs_key *key)
+{
+	const struct cls_lx *lx = lxp;
+	struct ofs_flow *f = (struct ofs_flow *)(uintptr_t)ofb_cls_lookup(lx->cls,
+									(const uint8_t *)key);
+	return lx->extra ? cls_with_extra(lx, key, f) : f;
+}
+
+static void cls_lookup_burst(const void *lxp, const struct ofs_key *const keys[], unsigned n,
+			     struct ofs_flow *out[])
+{
+	const struct cls_lx *lx = lxp;
+	uint64_t h[OFS_BURST];
+	if (n > OFS_BURST) {
+		for (unsigned i = 0; i < n; i++)
+			out[i] = cls_lookup(lxp, keys[i]);
+		return;
+	}
+	ofb_cls_lookup_batch(lx->cls, (const uint8_t *const *)keys, n, h, NULL);
+	for (unsigned i = 0; i < n; i++) {
+		out[i] = (struct ofs_flow *)(uintptr_t)h[i];
+		if (lx->extra)
+			out[i] = cls_with_extra(lx, keys[i], out[i]);
+	}
+}
+
+static void cls_reader_enter(const void *lxp, unsigned reader)
+{
+	const struct cls_lx *lx = lxp;
+	ofb_cls_reader_enter(lx->cls, lx->rid[reader]);
+}
+
+static void cls_reader_leave(const void *lxp, unsigned reader)
+{
+	const struct cls_lx *lx = lxp;
+	ofb_cls_reader_leave(lx->cls, lx->rid[reader]);
+}
+
+static void cls_destroy(void *lxp)
+{
+	struct cls_lx *lx = lxp;
+	if (!lx)
+		return;
+	ofb_cls_destroy(lx->cls);
+	simple_destroy(lx->extra);
+	free(lx);
+}
+
+const struct ofs_lookup_ops ofs_lookup_trie = {
+	.name = "trie", .create = cls_create, .insert = cls_insert, .remove = cls_remove,
+	.publish = cls_publish, .lookup = cls_lookup, .lookup_burst = cls_lookup_burst,
+	.reader_enter = cls_reader_enter, .reader_leave = cls_reader_leave,
+	.destroy = cls_destroy,
+};
+#endif
+
+/* ---- tables ------------------------------------------------------------------------------ */
+static uint64_t view_serial;
+
+int ofs_table_prepare(struct ofs_table *tb)
+{
+	if (!tb->lx) {
+		void *lx = ofs_dp.lookup_ops->create(ofs_dp.n_workers ? ofs_dp.n_workers : 1);
+		if (!lx)
+			return -1;
+		tb->lx = lx;
+	}
+	if (!tb->mask_bits &&
+	    !(tb->mask_bits = calloc(OFS_KEY_WORDS * 64, sizeof(tb->mask_bits[0]))))
+		return -1;
+	if (!tb->spare && !(tb->spare = calloc(1, sizeof(*tb->spare))))
+		return -1;
+	return 0;
+}
+
+/* Count f's mask bits in (delta +1) or out (-1) of the table's union. */
+static void count_mask(struct ofs_table *tb, const struct ofs_flow *f, int delta)
+{
+	const uint64_t *mk = (const uint64_t *)&f->match.mask;
+	for (unsigned k = 0; k < OFS_KEY_WORDS; k++) {
+		for (uint64_t m = mk[k]; m; m &= m - 1) {
+			unsigned b = (unsigned)__builtin_ctzll(m);
+			uint32_t *c = &tb->mask_bits[k * 64 + b];
+			if (delta > 0 ? (*c)++ == 0 : --(*c) == 0)
+				tb->umask[k] ^= 1ull << b;
+		}
+	}
+}
+
+int ofs_table_stage_add(struct ofs_table *tb, struct ofs_flow *f)
+{
+	if (ofs_dp.lookup_ops->insert(tb->lx, f))
+		return -1;
+	count_mask(tb, f, +1);
+	tb->dirty = true;
+	return 0;
+}
+
+void ofs_table_stage_remove(struct ofs_table *tb, struct ofs_flow *f)
+{
+	ofs_dp.lookup_ops->remove(tb->lx, f);
+	count_mask(tb, f, -1);
+	tb->dirty = true;
+}
+
+/* Fill v as the view of tb's current union. */
+static void view_fill(struct ofs_table_view *v, const struct ofs_table *tb, bool cacheable)
+{
+	memset(v, 0, sizeof(*v));
+	v->serial = ++view_serial;
+	v->lx = tb->lx;
+	for (unsigned k = 0; k < OFS_KEY_WORDS; k++)
+		if (tb->umask[k]) {
+			v->word[v->n_words] = (uint8_t)k;
+			v->mask[v->n_words] = tb->umask[k];
+			v->n_words++;
+		}
+	v->cacheable = cacheable && v->n_words <= OFS_CK_WORDS;
+}
+
+/* Does tb's union reach beyond the published view's? */
+static bool union_grows(const struct ofs_table *tb)
+{
+	const struct ofs_table_view *v = tb->view;
+	uint64_t pub[OFS_KEY_WORDS] = { 0 };
+	if (!v)
+		return false;  /* no worker can hold an older view of this table */
+	for (unsigned i = 0; i < v->n_words; i++)
+		pub[v->word[i]] = v->mask[i];
+	for (unsigned k = 0; k < OFS_KEY_WORDS; k++)
+		if (tb->umask[k] & ~pub[k])
+			return true;
+	return false;
+}
+
+static void publish_view(struct ofs_table *tb, struct ofs_table_view *v)
+{
+	struct ofs_table_view *old = tb->view;
+	__atomic_store_n(&tb->view, v, __ATOMIC_RELEASE);
+	ofs_defer_free(old, free);
+}
+
+bool ofs_tables_commit(void)
+{
+	bool grows[OFS_N_TABLES], any_grows = false, all = true;
+	for (int t = 0; t < OFS_N_TABLES; t++) {
+		struct ofs_table *tb = &ofs_dp.tables[t];
+		grows[t] = tb->dirty && ofs_dp.qsbr && union_grows(tb);
+		if (!grows[t])
+			continue;
+		/* step 4 of flowtable.h: an uncacheable view first, then a grace period */
+		struct ofs_table_view *nc = malloc(sizeof(*nc));
+		if (!nc) {
+			grows[t] = false;  /* the commit waits for this table: retried next time */
+			continue;
+		}
+		*nc = *tb->view;
+		nc->serial = ++view_serial;
+		nc->cacheable = false;
+		publish_view(tb, nc);
+		any_grows = true;
+	}
+	if (any_grows)
+		rte_rcu_qsbr_synchronize(ofs_dp.qsbr, RTE_QSBR_THRID_INVALID);
+	for (int t = 0; t < OFS_N_TABLES; t++) {
+		struct ofs_table *tb = &ofs_dp.tables[t];
+		if (!tb->dirty)
+			continue;
+		if ((ofs_dp.qsbr && !grows[t] && union_grows(tb)) || ofs_dp.lookup_ops->publish(tb->lx)) {
+			all = false;  /* out of memory: the old view stays, retried next commit */
+			continue;
+		}
+		struct ofs_table_view *v = tb->spare;
+		view_fill(v, tb, true);
+		publish_view(tb, v);
+		tb->spare = calloc(1, sizeof(*tb->spare));  /* NULL: the next prepare retries */
+		tb->dirty = false;
+	}
+	ofs_reclaim(false);
+	return all;
+}
+
+void *ofs_lookup_build(const struct ofs_lookup_ops *ops, struct ofs_flow *const *flows,
+		       uint32_t n)
+{
+	/* the flows may be live in a table: keep their lookup_id */
+	uint32_t *ids = malloc((n + 1) * sizeof(*ids));
+	void *lx = ids ? ops->create(1) : NULL;
+	if (!lx) {
+		free(ids);
+		return NULL;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		ids[i] = flows[i]->lookup_id;
+	int bad = 0;
+	for (uint32_t i = 0; i < n && !bad; i++)
+		bad = ops->insert(lx, flows[i]);
+	if (!bad)
+		bad = ops->publish(lx);
+	for (uint32_t i = 0; i < n; i++)
+		flows[i]->lookup_id = ids[i];
+	free(ids);
+	if (bad) {
+		ops->destroy(lx);
+		return NULL;
+	}
+	return lx;
+}
