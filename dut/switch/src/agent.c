@@ -340,11 +340,12 @@ static void list_del(struct ofs_flow *f)
 		f->next->pprev = f->pprev;
 }
 
-/* Add f to tb (prepared, f staged in the lookup structure, hash reserved). */
+/* Add f to tb (prepared, f staged in the lookup structure, hash and mask group reserved). */
 static void link_flow(struct ofs_table *tb, struct ofs_flow *f)
 {
 	list_add(tb, f);
 	htab_insert(tb, f);
+	ofs_table_group_add(tb, f);
 	if (f->idle_timeout || f->hard_timeout)
 		n_timed_flows++;
 	tb->n_flows++;
@@ -356,6 +357,7 @@ static void unlink_flow(struct ofs_table *tb, struct ofs_flow *f)
 {
 	list_del(f);
 	htab_remove(tb, f);
+	ofs_table_group_remove(tb, f);
 	ofs_table_stage_remove(tb, f);
 	if (f->idle_timeout || f->hard_timeout)
 		n_timed_flows--;
@@ -475,9 +477,9 @@ static bool fm_selects(struct ofs_flow *f, void *arg)
 	return flow_outputs(f, r->out_port, r->out_group);
 }
 
-/* The flows of tb a MODIFY selects: the one of the same priority and match (strict, found in
- * the hash) or every flow the request's match covers (scan). Returns how many (in *sel, to
- * free), or -1 when out of memory. */
+/* The flows of tb a MODIFY or DELETE selects: the one of the same priority and match (strict,
+ * found in the hash) or every flow the request's match covers (mask groups). Returns how many
+ * (in *sel, to free), or -1 when out of memory. */
 static int select_flows(struct ofs_table *tb, struct fm_req *r, struct ofs_flow ***sel)
 {
 	if (r->strict) {
@@ -488,25 +490,11 @@ static int select_flows(struct ofs_table *tb, struct fm_req *r, struct ofs_flow 
 		(*sel)[0] = g;
 		return g && fm_selects(g, r) ? 1 : 0;
 	}
-	uint32_t n = 0, cap = 16;
-	*sel = malloc(cap * sizeof(**sel));
-	if (!*sel)
-		return -1;
-	for (struct ofs_flow *g = tb->flows; g; g = g->next) {
-		if (!fm_selects(g, r))
-			continue;
-		if (n == cap) {
-			struct ofs_flow **ns = realloc(*sel, 2 * cap * sizeof(**sel));
-			if (!ns) {
-				free(*sel);
-				return -1;
-			}
-			*sel = ns;
-			cap *= 2;
-		}
-		(*sel)[n++] = g;
-	}
-	return (int)n;
+	int n = ofs_table_covered(tb, &r->match, sel), k = 0;
+	for (int i = 0; i < n; i++)  /* cookie (and the covering, again) */
+		if (fm_selects((*sel)[i], r))
+			(*sel)[k++] = (*sel)[i];
+	return n < 0 ? -1 : k;
 }
 
 /* MODIFY(_STRICT): replace each selected flow by a copy carrying f's instructions. The copies
@@ -583,6 +571,7 @@ static int modify_flows(struct ofs_table *tb, struct fm_req *r, const struct ofs
 			c->next->pprev = &c->next;
 		htab_remove(tb, g);
 		htab_insert(tb, c);
+		ofs_table_group_replace(tb, g, c);
 		ofs_table_stage_remove(tb, g);
 		g->next = dead_flows;
 		dead_flows = g;
@@ -592,21 +581,29 @@ static int modify_flows(struct ofs_table *tb, struct fm_req *r, const struct ofs
 	return 0;
 }
 
-/* DELETE_STRICT: the flow of the same priority and match in `table` (or in every table), found
- * in the hash. -1 when a table cannot be prepared. */
-static int delete_strict(struct obuf *out, uint8_t table, struct fm_req *r)
+/* DELETE(_STRICT) in `table` (or in every table): the flows select_flows picks. -1 when out
+ * of memory (the tables scanned before keep their deletions, as separate commands would). */
+static int delete_flows(struct obuf *out, uint8_t table, struct fm_req *r)
 {
 	for (int t = 0; t < OFS_N_TABLES; t++) {
 		if (table != OFPTT_ALL && t != table)
 			continue;
 		struct ofs_table *tb = &ofs_dp.tables[t];
-		struct ofs_flow *g = htab_find(tb, r->priority, &r->match);
-		if (!g || !fm_selects(g, r))
+		if (!tb->flows)
 			continue;
-		if (ofs_table_prepare(tb))
+		struct ofs_flow **sel;
+		int n = select_flows(tb, r, &sel);
+		if (n < 0)
 			return -1;
-		send_flow_removed(out, g, OFPRR_DELETE);
-		unlink_flow(tb, g);
+		if (n && ofs_table_prepare(tb)) {
+			free(sel);
+			return -1;
+		}
+		for (int i = 0; i < n; i++) {
+			send_flow_removed(out, sel[i], OFPRR_DELETE);
+			unlink_flow(tb, sel[i]);
+		}
+		free(sel);
 	}
 	return 0;
 }
@@ -677,7 +674,8 @@ static void handle_flow_mod(struct obuf *out, const uint8_t *msg, size_t len)
 		}
 		/* the new flow is staged before the one it replaces is removed: a failure leaves
 		 * the table as it was */
-		if (ofs_table_prepare(tb) || htab_reserve(tb, 1) || ofs_table_stage_add(tb, f)) {
+		if (ofs_table_prepare(tb) || htab_reserve(tb, 1) ||
+		    ofs_table_group_reserve(tb, f) || ofs_table_stage_add(tb, f)) {
 			ofs_send_error(out, msg, len, OFS_ERR(OFPET_FLOW_MOD_FAILED,
 							      OFPFMFC_TABLE_FULL));
 			free_flow(f);
@@ -701,9 +699,7 @@ static void handle_flow_mod(struct obuf *out, const uint8_t *msg, size_t len)
 				    .cookie_mask = rd64(msg + 16), .priority = f->priority,
 				    .out_port = rd32(msg + 36), .out_group = rd32(msg + 40),
 				    .strict = cmd == OFPFC_DELETE_STRICT };
-		int rc = r.strict ? delete_strict(out, table, &r)
-				  : remove_flows(out, table, fm_selects, &r, OFPRR_DELETE);
-		if (rc)
+		if (delete_flows(out, table, &r))
 			ofs_send_error(out, msg, len, OFS_ERR(OFPET_FLOW_MOD_FAILED,
 							      OFPFMFC_UNKNOWN));
 		free_flow(f);

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <rte_common.h>
 #include <rte_rcu_qsbr.h>
+#include <rte_hash_crc.h>
 #include "flowtable.h"
 
 /* ---- deferred frees (QSBR tokens, FIFO) ------------------------------------------------- */
@@ -423,6 +424,171 @@ bool ofs_tables_commit(void)
 	}
 	ofs_reclaim(false);
 	return all;
+}
+
+/* ---- mask groups ------------------------------------------------------------------------- */
+
+static uint32_t mask_hash(const struct ofs_key *m)
+{
+	return rte_hash_crc(m, sizeof(*m), 0x5eed);
+}
+
+static int group_find(const struct ofs_table *tb, const struct ofs_key *mask, uint32_t h)
+{
+	if (!tb->mg_hash_size)
+		return -1;
+	for (uint32_t i = h & (tb->mg_hash_size - 1);; i = (i + 1) & (tb->mg_hash_size - 1)) {
+		uint32_t g = tb->mg_hash[i];
+		if (!g)
+			return -1;
+		const struct ofs_mask_group *mg = &tb->mgroups[g - 1];
+		if (mg->hash == h && !memcmp(&mg->mask, mask, sizeof(*mask)))
+			return (int)(g - 1);
+	}
+}
+
+static int group_hash_grow(struct ofs_table *tb)
+{
+	uint32_t ns = tb->mg_hash_size ? tb->mg_hash_size * 2 : 16;
+	uint32_t *nh = calloc(ns, sizeof(*nh));
+	if (!nh)
+		return -1;
+	for (uint32_t g = 0; g < tb->n_mgroups; g++) {
+		uint32_t i = tb->mgroups[g].hash & (ns - 1);
+		while (nh[i])
+			i = (i + 1) & (ns - 1);
+		nh[i] = g + 1;
+	}
+	free(tb->mg_hash);
+	tb->mg_hash = nh;
+	tb->mg_hash_size = ns;
+	return 0;
+}
+
+int ofs_table_group_reserve(struct ofs_table *tb, const struct ofs_flow *f)
+{
+	const struct ofs_key *mask = &f->match.mask;
+	uint32_t h = mask_hash(mask);
+	int g = group_find(tb, mask, h);
+	if (g < 0) {
+		if ((tb->n_mgroups + 1) * 2 > tb->mg_hash_size && group_hash_grow(tb))
+			return -1;
+		if (tb->n_mgroups == tb->cap_mgroups) {
+			uint32_t nc = tb->cap_mgroups ? tb->cap_mgroups * 2 : 8;
+			struct ofs_mask_group *ng = realloc(tb->mgroups, nc * sizeof(*ng));
+			if (!ng)
+				return -1;
+			tb->mgroups = ng;
+			tb->cap_mgroups = nc;
+		}
+		struct ofs_mask_group *mg = &tb->mgroups[tb->n_mgroups];
+		memset(mg, 0, sizeof(*mg));
+		mg->mask = *mask;
+		mg->hash = h;
+		const uint64_t *mw = (const uint64_t *)mask;
+		for (unsigned k = 0; k < OFS_KEY_WORDS; k++)
+			if (mw[k])
+				mg->word[mg->n_words++] = (uint8_t)k;
+		g = (int)tb->n_mgroups++;
+		uint32_t i = h & (tb->mg_hash_size - 1);
+		while (tb->mg_hash[i])
+			i = (i + 1) & (tb->mg_hash_size - 1);
+		tb->mg_hash[i] = (uint32_t)g + 1;
+	}
+	struct ofs_mask_group *mg = &tb->mgroups[g];
+	if (mg->n == mg->cap) {
+		uint32_t nc = mg->cap ? mg->cap * 2 : 16;
+		struct ofs_flow **nf = realloc(mg->flows, nc * sizeof(*nf));
+		if (!nf)
+			return -1;
+		mg->flows = nf;
+		uint64_t *nv = realloc(mg->vals, (size_t)nc * (mg->n_words ? mg->n_words : 1) *
+					       sizeof(*nv));
+		if (!nv)
+			return -1;  /* flows grew; harmless */
+		mg->vals = nv;
+		mg->cap = nc;
+	}
+	return 0;
+}
+
+void ofs_table_group_add(struct ofs_table *tb, struct ofs_flow *f)
+{
+	struct ofs_mask_group *mg = &tb->mgroups[group_find(tb, &f->match.mask,
+							    mask_hash(&f->match.mask))];
+	const uint64_t *v = (const uint64_t *)&f->match.value;
+	f->mgroup = (uint32_t)(mg - tb->mgroups);
+	f->mpos = mg->n;
+	mg->flows[mg->n] = f;
+	for (unsigned j = 0; j < mg->n_words; j++)
+		mg->vals[(size_t)mg->n * mg->n_words + j] = v[mg->word[j]];
+	mg->n++;
+}
+
+void ofs_table_group_remove(struct ofs_table *tb, struct ofs_flow *f)
+{
+	struct ofs_mask_group *mg = &tb->mgroups[f->mgroup];
+	uint32_t i = f->mpos, last = --mg->n;
+	if (i != last) {
+		mg->flows[i] = mg->flows[last];
+		mg->flows[i]->mpos = i;
+		memcpy(&mg->vals[(size_t)i * mg->n_words], &mg->vals[(size_t)last * mg->n_words],
+		       mg->n_words * sizeof(uint64_t));
+	}
+}
+
+void ofs_table_group_replace(struct ofs_table *tb, struct ofs_flow *old, struct ofs_flow *f)
+{
+	f->mgroup = old->mgroup;
+	f->mpos = old->mpos;
+	tb->mgroups[f->mgroup].flows[f->mpos] = f;  /* same match: same packed value */
+}
+
+int ofs_table_covered(struct ofs_table *tb, const struct ofs_match *r, struct ofs_flow ***out)
+{
+	const uint64_t *rm = (const uint64_t *)&r->mask, *rv = (const uint64_t *)&r->value;
+	size_t n = 0, cap = 16;
+	struct ofs_flow **res = malloc(cap * sizeof(*res));
+	if (!res)
+		return -1;
+	for (uint32_t g = 0; g < tb->n_mgroups; g++) {
+		const struct ofs_mask_group *mg = &tb->mgroups[g];
+		const uint64_t *gm = (const uint64_t *)&mg->mask;
+		bool contains = true;
+		for (unsigned k = 0; k < OFS_KEY_WORDS && contains; k++)
+			contains = (gm[k] & rm[k]) == rm[k];
+		if (!contains || !mg->n)
+			continue;
+		/* the request's words inside this group's (its others are zero: contained) */
+		uint64_t qm[OFS_KEY_WORDS], qv[OFS_KEY_WORDS];
+		unsigned nq = 0, pos[OFS_KEY_WORDS];
+		for (unsigned j = 0; j < mg->n_words; j++)
+			if (rm[mg->word[j]]) {
+				qm[nq] = rm[mg->word[j]];
+				qv[nq] = rv[mg->word[j]];
+				pos[nq++] = j;
+			}
+		for (uint32_t i = 0; i < mg->n; i++) {
+			const uint64_t *v = &mg->vals[(size_t)i * mg->n_words];
+			unsigned q = 0;
+			while (q < nq && (v[pos[q]] & qm[q]) == qv[q])
+				q++;
+			if (q < nq)
+				continue;
+			if (n == cap) {
+				struct ofs_flow **nr = realloc(res, 2 * cap * sizeof(*nr));
+				if (!nr) {
+					free(res);
+					return -1;
+				}
+				res = nr;
+				cap *= 2;
+			}
+			res[n++] = mg->flows[i];
+		}
+	}
+	*out = res;
+	return (int)n;
 }
 
 void *ofs_lookup_build(const struct ofs_lookup_ops *ops, struct ofs_flow *const *flows,

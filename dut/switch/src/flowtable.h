@@ -38,6 +38,11 @@
  * FLOW_MOD_FAILED/TABLE_FULL, old state kept); a publish that fails keeps the old view and the
  * table dirty (retried at the next commit); a full defer queue falls back to a blocking grace
  * period. Nothing publishes an empty or NULL index for a failure.
+ * Non-strict MODIFY/DELETE: flows are grouped by mask (one group per distinct mask, kept when
+ * it empties, so their number is that of distinct masks ever seen in the table); a request
+ * scans the packed masked values of the groups whose mask contains the request's and touches
+ * only the flows it selects: at 100k flows of 4 shapes, ~1 MB of sequential reads instead of
+ * a pointer chase through 100k flows (~40 MB).
  * Limits: the simple backend (reference, small tables) re-sorts its array at each publish;
  * the trie backend keeps rules matching IPv6 ND fields (beyond OFS_KEY_CLS_LEN) in such a simple
  * array beside the classifier, published just before it.
@@ -52,6 +57,28 @@ int ofs_table_prepare(struct ofs_table *tb);
 int ofs_table_stage_add(struct ofs_table *tb, struct ofs_flow *f);
 /* Stage f's removal (f was staged by stage_add). Cannot fail. */
 void ofs_table_stage_remove(struct ofs_table *tb, struct ofs_flow *f);
+/* One mask group of a table (agent-private). */
+struct ofs_mask_group {
+	struct ofs_key mask;
+	uint32_t hash;
+	uint8_t n_words;
+	uint8_t word[OFS_KEY_WORDS];   /* the mask's nonzero words */
+	uint32_t n, cap;
+	struct ofs_flow **flows;       /* dense */
+	uint64_t *vals;                /* n x n_words: flows[i]'s value, those words */
+};
+
+/* Mask groups (non-strict selection): reserve room for f's group before staging it, then
+ * add; remove/replace cannot fail. */
+int ofs_table_group_reserve(struct ofs_table *tb, const struct ofs_flow *f);
+void ofs_table_group_add(struct ofs_table *tb, struct ofs_flow *f);
+void ofs_table_group_remove(struct ofs_table *tb, struct ofs_flow *f);
+void ofs_table_group_replace(struct ofs_table *tb, struct ofs_flow *old, struct ofs_flow *f);
+/* The flows of tb whose match lies inside r (OpenFlow's non-strict selection; priority,
+ * cookie and out_port are the caller's to check) into a malloc'ed *out. Count, or -1 when out
+ * of memory. */
+int ofs_table_covered(struct ofs_table *tb, const struct ofs_match *r, struct ofs_flow ***out);
+
 /* Publish every dirty table (see above). false when some table stays unpublished (out of
  * memory; it keeps its old view and is retried by the next commit). */
 bool ofs_tables_commit(void);

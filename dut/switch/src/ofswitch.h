@@ -97,6 +97,7 @@ struct ofs_flow {
 	struct ofs_flow *hnext;      /* agent-private exact-match hash chain */
 	uint32_t hash;               /* of (priority, match) */
 	uint32_t lookup_id;          /* the lookup backend's handle (agent-private) */
+	uint32_t mgroup, mpos;       /* its mask group and place there (agent-private, flowtable.c) */
 };
 
 /* What workers load of one table (see "Flow lookup" above): immutable once published, replaced
@@ -155,6 +156,12 @@ struct ofs_table {
 	/* hash of (priority, match) -> flow, so ADD/strict commands need no scan */
 	struct ofs_flow **htab;
 	uint32_t hsize;              /* power of two, 0 = none yet */
+	/* flows grouped by mask, with their masked values packed: non-strict selection scans
+	 * only the groups whose mask contains the request's, without touching the flows */
+	struct ofs_mask_group *mgroups;
+	uint32_t n_mgroups, cap_mgroups;
+	uint32_t *mg_hash;           /* open addressing: mask hash -> group index + 1 */
+	uint32_t mg_hash_size;       /* power of two */
 };
 
 struct ofs_bucket {

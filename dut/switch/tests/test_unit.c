@@ -571,6 +571,13 @@ static void reset_tables(void)
 		free(tb->spare);
 		free(tb->mask_bits);
 		free(tb->htab);
+		for (uint32_t g = 0; g < tb->n_mgroups; g++) {
+			CHECK(tb->mgroups[g].n == 0, "an emptied table's mask groups are empty");
+			free(tb->mgroups[g].flows);
+			free(tb->mgroups[g].vals);
+		}
+		free(tb->mgroups);
+		free(tb->mg_hash);
 		memset(tb, 0, sizeof(*tb));
 	}
 }
