@@ -853,6 +853,7 @@ struct ck_probe {
 	const struct ofs_table_view *ix; /* NULL: table never had a flow */
 	bool cacheable;                  /* ix->cacheable */
 	uint32_t sig;                    /* hash of (serial, compacted key) */
+	int stale;                       /* way of a stale entry for this key (ck_find), or -1 */
 	uint64_t w[OFS_CK_WORDS];
 };
 
@@ -902,24 +903,69 @@ static void ofs_reader_leave_all(struct ofs_worker *w)
 	w->entered = 0;
 }
 
-/* The cached flow of p->ix for the probe's key, or false when the cache does not hold it. */
-static inline bool ck_find(struct ofs_worker *w, const struct ck_probe *p, struct ofs_flow **f)
+static inline uint64_t ck_tag(const struct ofs_table_view *v)
 {
+	return v->serial << OFS_VERSION_BITS | v->version;
+}
+
+/* An entry of an older version of v's epoch: is its flow still the answer at v? Not if its
+ * version is older than v's log, if its flow was removed since, or if a flow added since
+ * matches its key with a priority at least its flow's (ties: the lookup decides). */
+static __rte_noinline bool ck_revalidate(const struct ofs_table_view *v, uint32_t version,
+					 const struct ofs_flow *f, const uint64_t *w)
+{
+	if (version < v->log_base)
+		return false;
+	uint32_t i = v->n_log;
+	while (i > 0 && v->log[i - 1].version > version)
+		i--;
+	/* removals first: f is only read once it is known to be alive at v */
+	for (uint32_t j = i; j < v->n_log; j++)
+		if (!v->log[j].added && v->log[j].removed == f && f)
+			return false;
+	for (uint32_t j = i; j < v->n_log; j++) {
+		const struct ofs_change *c = &v->log[j];
+		if (!c->added || (f && c->priority < f->priority))
+			continue;
+		unsigned k = 0;
+		while (k < v->n_words && (w[k] & c->m[k]) == c->v[k])
+			k++;
+		if (k == v->n_words)
+			return false;
+	}
+	return true;
+}
+
+/* The cached flow of p->ix for the probe's key, or false when the cache does not hold it (a
+ * stale entry for the key is noted in p->stale, so ck_store replaces it). */
+static inline bool ck_find(struct ofs_worker *w, struct ck_probe *p, struct ofs_flow **f)
+{
+	p->stale = -1;
 	uint32_t bi = p->sig & (OFS_CACHE_SIZE - 1);
 	const struct ofs_cache_entry *b = &w->cache[bi];
-	const struct ofs_cache_keys *ks = &w->cache_keys[bi];
+	struct ofs_cache_keys *ks = &w->cache_keys[bi];
 	unsigned n = p->ix->n_words;
+	uint64_t tag = ck_tag(p->ix);
 	for (int way = 0; way < OFS_CACHE_WAYS; way++) {
 		if (!(b->valid >> way & 1) || b->sig[way] != p->sig ||
-		    ks->way[way].serial != p->ix->serial)
+		    ks->way[way].tag >> OFS_VERSION_BITS != p->ix->serial)
 			continue;
 		unsigned i = 0;
 		while (i < n && ks->way[way].w[i] == p->w[i])
 			i++;
-		if (i == n) {
-			*f = b->flow[way];
-			return true;
+		if (i < n)
+			continue;
+		if (unlikely(ks->way[way].tag != tag)) {
+			uint32_t ver = (uint32_t)(ks->way[way].tag & ((1u << OFS_VERSION_BITS) - 1));
+			if (!ck_revalidate(p->ix, ver, b->flow[way], p->w)) {
+				p->stale = way;  /* the caller looks up and overwrites it */
+				continue;
+			}
+			ks->way[way].tag = tag;
+			w->cache_revalidated++;
 		}
+		*f = b->flow[way];
+		return true;
 	}
 	return false;
 }
@@ -930,23 +976,25 @@ static inline void ck_store(struct ofs_worker *w, const struct ck_probe *p, stru
 	uint32_t bi = p->sig & (OFS_CACHE_SIZE - 1);
 	struct ofs_cache_entry *b = &w->cache[bi];
 	struct ofs_cache_keys *ks = &w->cache_keys[bi];
-	/* a free way, else a pseudo-random one (the worker's miss count): round robin per bucket
-	 * would make a bucket that cycles through 5 keys miss every time */
-	int way = b->valid == (1u << OFS_CACHE_WAYS) - 1 ? (int)(w->cache_misses &
-								 (OFS_CACHE_WAYS - 1))
-							   : __builtin_ctz(~(unsigned)b->valid);
+	/* the key's stale entry, else a free way, else a pseudo-random one (the worker's miss
+	 * count): round robin per bucket would make a bucket that cycles through 5 keys miss
+	 * every time */
+	int way = p->stale >= 0 ? p->stale
+		: b->valid == (1u << OFS_CACHE_WAYS) - 1 ? (int)(w->cache_misses & (OFS_CACHE_WAYS - 1))
+		: __builtin_ctz(~(unsigned)b->valid);
 	b->sig[way] = p->sig;
 	b->flow[way] = f;
-	ks->way[way].serial = p->ix->serial;
+	ks->way[way].tag = ck_tag(p->ix);
 	memcpy(ks->way[way].w, p->w, p->ix->n_words * sizeof(p->w[0]));
 	b->valid |= (uint8_t)(1u << way);
 }
 
-/* Flow of p->ix for key: from the cache when it holds the same (serial, compacted key),
+/* Flow of p->ix for key: from the cache when it holds the same (epoch, compacted key) and the
+ * answer is still valid (ck_find),
  * else from the wildcard lookup, then remembered (a miss too). The caller has entered the
  * table (reader_enter). */
 static inline struct ofs_flow *ck_lookup(struct ofs_worker *w, const struct ofs_key *key,
-					 const struct ck_probe *p)
+					 struct ck_probe *p)
 {
 	struct ofs_flow *f;
 	if (!p->ix)

@@ -301,7 +301,7 @@ const struct ofs_lookup_ops ofs_lookup_trie = {
 #endif
 
 /* ---- tables ------------------------------------------------------------------------------ */
-static uint64_t view_serial;
+static uint64_t view_serial;  /* epochs (see struct ofs_table_view) */
 
 int ofs_table_prepare(struct ofs_table *tb)
 {
@@ -316,6 +316,8 @@ int ofs_table_prepare(struct ofs_table *tb)
 		return -1;
 	if (!tb->spare && !(tb->spare = calloc(1, sizeof(*tb->spare))))
 		return -1;
+	if (!tb->pend && !(tb->pend = calloc(OFS_VIEW_LOG, sizeof(*tb->pend))))
+		return -1;
 	return 0;
 }
 
@@ -327,9 +329,42 @@ static void count_mask(struct ofs_table *tb, const struct ofs_flow *f, int delta
 		for (uint64_t m = mk[k]; m; m &= m - 1) {
 			unsigned b = (unsigned)__builtin_ctzll(m);
 			uint32_t *c = &tb->mask_bits[k * 64 + b];
-			if (delta > 0 ? (*c)++ == 0 : --(*c) == 0)
+			if (delta > 0 ? (*c)++ == 0 : --(*c) == 0) {
 				tb->umask[k] ^= 1ull << b;
+				tb->umask_changed = true;
+			}
 		}
+	}
+}
+
+/* Record a staged change for the next view's log (flowtable.h, struct ofs_table_view): an
+ * added flow as its value and mask on the union's words, a removed one as its address. */
+static void record_change(struct ofs_table *tb, const struct ofs_flow *f, bool added)
+{
+	if (tb->n_pend >= OFS_VIEW_LOG || tb->umask_changed) {
+		tb->n_pend = OFS_VIEW_LOG + 1;  /* too many (or a new epoch anyway) */
+		return;
+	}
+	struct ofs_change *c = &tb->pend[tb->n_pend++];
+	memset(c, 0, sizeof(*c));
+	c->added = added;
+	if (!added) {
+		c->removed = f;
+		return;
+	}
+	c->priority = f->priority;
+	const uint64_t *v = (const uint64_t *)&f->match.value, *m = (const uint64_t *)&f->match.mask;
+	unsigned j = 0;
+	for (unsigned k = 0; k < OFS_KEY_WORDS; k++) {
+		if (!tb->umask[k])
+			continue;
+		if (j == OFS_CK_WORDS) {  /* uncacheable table: no log */
+			tb->n_pend = OFS_VIEW_LOG + 1;
+			return;
+		}
+		c->v[j] = v[k] & m[k];
+		c->m[j] = m[k];
+		j++;
 	}
 }
 
@@ -338,6 +373,7 @@ int ofs_table_stage_add(struct ofs_table *tb, struct ofs_flow *f)
 	if (ofs_dp.lookup_ops->insert(tb->lx, f))
 		return -1;
 	count_mask(tb, f, +1);
+	record_change(tb, f, true);
 	tb->dirty = true;
 	return 0;
 }
@@ -346,22 +382,48 @@ void ofs_table_stage_remove(struct ofs_table *tb, struct ofs_flow *f)
 {
 	ofs_dp.lookup_ops->remove(tb->lx, f);
 	count_mask(tb, f, -1);
+	record_change(tb, f, false);
 	tb->dirty = true;
 }
 
-/* Fill v as the view of tb's current union. */
-static void view_fill(struct ofs_table_view *v, const struct ofs_table *tb, bool cacheable)
+/* Fill v as tb's next view: the same epoch with one more version and the staged changes in its
+ * log when the union stayed and few flows changed, else a new epoch. */
+static void view_fill(struct ofs_table_view *v, struct ofs_table *tb)
 {
-	memset(v, 0, sizeof(*v));
-	v->serial = ++view_serial;
-	v->lx = tb->lx;
-	for (unsigned k = 0; k < OFS_KEY_WORDS; k++)
-		if (tb->umask[k]) {
-			v->word[v->n_words] = (uint8_t)k;
-			v->mask[v->n_words] = tb->umask[k];
-			v->n_words++;
+	const struct ofs_table_view *old = tb->view;
+	if (old && old->cacheable && !tb->umask_changed && tb->n_pend <= OFS_VIEW_LOG &&
+	    old->version + 1 < (1u << OFS_VERSION_BITS)) {
+		/* keep whole versions of the old log, newest first, while they fit */
+		uint32_t from = 0, base = old->log_base;
+		while (old->n_log - from + tb->n_pend > OFS_VIEW_LOG) {
+			base = old->log[from].version;
+			while (from < old->n_log && old->log[from].version == base)
+				from++;
 		}
-	v->cacheable = cacheable && v->n_words <= OFS_CK_WORDS;
+		memcpy(v, old, offsetof(struct ofs_table_view, log));
+		v->version = old->version + 1;
+		v->log_base = base;
+		v->n_log = 0;
+		for (uint32_t i = from; i < old->n_log; i++)
+			v->log[v->n_log++] = old->log[i];
+		for (uint32_t i = 0; i < tb->n_pend; i++) {
+			v->log[v->n_log] = tb->pend[i];
+			v->log[v->n_log++].version = v->version;
+		}
+	} else {
+		memset(v, 0, offsetof(struct ofs_table_view, log));
+		v->serial = ++view_serial;
+		v->lx = tb->lx;
+		for (unsigned k = 0; k < OFS_KEY_WORDS; k++)
+			if (tb->umask[k]) {
+				v->word[v->n_words] = (uint8_t)k;
+				v->mask[v->n_words] = tb->umask[k];
+				v->n_words++;
+			}
+		v->cacheable = v->n_words <= OFS_CK_WORDS;
+	}
+	tb->n_pend = 0;
+	tb->umask_changed = false;
 }
 
 /* Does tb's union reach beyond the published view's? */
@@ -400,8 +462,9 @@ bool ofs_tables_commit(void)
 			grows[t] = false;  /* the commit waits for this table: retried next time */
 			continue;
 		}
-		*nc = *tb->view;
+		memcpy(nc, tb->view, offsetof(struct ofs_table_view, log));
 		nc->serial = ++view_serial;
+		nc->version = nc->log_base = nc->n_log = 0;
 		nc->cacheable = false;
 		publish_view(tb, nc);
 		any_grows = true;
@@ -417,7 +480,7 @@ bool ofs_tables_commit(void)
 			continue;
 		}
 		struct ofs_table_view *v = tb->spare;
-		view_fill(v, tb, true);
+		view_fill(v, tb);
 		publish_view(tb, v);
 		tb->spare = calloc(1, sizeof(*tb->spare));  /* NULL: the next prepare retries */
 		tb->dirty = false;

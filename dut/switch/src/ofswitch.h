@@ -33,10 +33,11 @@
  * the process lifetime, the union of the table's flow masks ("fields used", as compacted key
  * words) and the lookup structure.  The cache key is the packet key ANDed with that union,
  * compacted to the used words, plus the serial: two packets equal there match exactly the same
- * flows, so the cached answer is the table's own answer.  An entry is valid only for the view
- * it was computed under (serial compare), so a commit needs no cache flush: a republished
- * table gets a new serial and its old entries simply never hit again, while other tables'
- * entries stay hot.  Views and removed flows outlive every lookup of the burst that loaded
+ * flows, so the cached answer is the table's own answer.  An entry is tagged with the view it
+ * was computed under (epoch serial, version); a commit needs no cache flush: a small commit
+ * keeps the epoch and its log lets older entries be revalidated on their next hit (struct
+ * ofs_table_view), a large one opens a new epoch whose entries start empty, and other tables'
+ * entries are untouched.  Views and removed flows outlive every lookup of the burst that loaded
  * them (QSBR, reclaimed without blocking the agent); the lookup structure's own memory is
  * protected by its reader protocol (reader_enter/leave, once per poll loop and table used).
  * Tables whose flows use more than OFS_CK_WORDS key words bypass the cache.
@@ -101,15 +102,38 @@ struct ofs_flow {
 };
 
 /* What workers load of one table (see "Flow lookup" above): immutable once published, replaced
- * by every commit of the table, freed after a QSBR grace period. */
+ * by every commit of the table, freed after a QSBR grace period.
+ *
+ * Cache validity across commits: a view belongs to an epoch (serial) and has a version inside
+ * it. A cached answer is tagged with (serial, version) of the view it was computed under. A
+ * commit that keeps the table's mask union and changes at most OFS_VIEW_LOG flows stays in the
+ * epoch (version + 1) and carries in log[] the changes of its recent versions: a cache entry
+ * of an older version of the same epoch is revalidated against them instead of being dropped
+ * (it stays valid unless its flow was removed, or an added flow matches its key with a
+ * priority >= its flow's, or its version is older than the log). Any other commit (union
+ * change, bulk change) opens a new epoch, whose serial no cache entry has. */
 #define OFS_CK_WORDS 7       /* cacheable tables use at most this many key words */
+#define OFS_VIEW_LOG 64      /* changes a view keeps for revalidation */
+#define OFS_VERSION_BITS 24  /* cache tag = serial << OFS_VERSION_BITS | version */
+struct ofs_change {
+	uint32_t version;            /* the commit (inside the epoch) that made it */
+	uint16_t priority;           /* added flow's */
+	bool added;                  /* else removed */
+	const struct ofs_flow *removed; /* compared with cached flows, never dereferenced */
+	uint64_t v[OFS_CK_WORDS];    /* added flow's value and mask on the view's words */
+	uint64_t m[OFS_CK_WORDS];
+};
 struct ofs_table_view {
-	uint64_t serial;             /* unique per published view, never 0 */
+	uint64_t serial;             /* the epoch: unique, never 0, < 2^40 */
+	uint32_t version;            /* commits inside the epoch, < 2^OFS_VERSION_BITS */
+	uint32_t log_base;           /* log[] holds every change of the versions > log_base */
 	const void *lx;              /* the table's lookup structure (lives as long as the table) */
 	bool cacheable;              /* false: n_words > OFS_CK_WORDS, or a mask-union transition */
 	uint8_t n_words;             /* key words the flows' masks touch (may exceed OFS_CK_WORDS) */
 	uint8_t word[OFS_KEY_WORDS]; /* which words, ascending */
 	uint64_t mask[OFS_KEY_WORDS];/* union mask of word[i] */
+	uint32_t n_log;
+	struct ofs_change log[OFS_VIEW_LOG]; /* oldest first */
 };
 
 /* A table's wildcard lookup structure. The agent calls create/insert/remove/publish/destroy;
@@ -150,6 +174,9 @@ struct ofs_table {
 	struct ofs_table_view *spare;/* the next view, allocated ahead so a commit cannot fail */
 	uint32_t *mask_bits;         /* per key bit: how many flows' masks set it */
 	uint64_t umask[OFS_KEY_WORDS];   /* union of the flows' masks (bits with a count) */
+	bool umask_changed;          /* the union changed since the last publish: new epoch */
+	uint32_t n_pend;             /* staged changes recorded for the next view's log ... */
+	struct ofs_change *pend;     /* ... (OFS_VIEW_LOG of them; more: new epoch) */
 	struct ofs_flow *flows;      /* list (doubly linked through next/pprev) */
 	uint32_t n_flows;
 	bool dirty;                  /* staged changes not yet published */
@@ -234,7 +261,7 @@ struct ofs_cache_entry {         /* one bucket */
 } __rte_cache_aligned;
 struct ofs_cache_keys {          /* the keys of one bucket */
 	struct {
-		uint64_t serial;     /* ofs_index_hdr.serial of the index that answered */
+		uint64_t tag;        /* serial << OFS_VERSION_BITS | version of the view that answered */
 		uint64_t w[OFS_CK_WORDS];
 	} way[OFS_CACHE_WAYS];
 } __rte_cache_aligned;
@@ -252,6 +279,7 @@ struct ofs_worker {
 	struct ofs_cache_entry *cache;
 	struct ofs_cache_keys *cache_keys;
 	uint64_t cache_hits, cache_misses;
+	uint64_t cache_revalidated;  /* hits on an entry of an older version (ck_revalidate) */
 	uint64_t entered;            /* tables whose lookup structure this worker entered */
 	struct rte_mempool *pool;
 } __rte_cache_aligned;

@@ -472,10 +472,13 @@ int main(int argc, char **argv)
 		unexplained_drops += st == n_states;
 	}
 	uint64_t hits = w->cache_hits, misses = w->cache_misses;
+	printf("table 0: epoch %llu, version %u\n", (unsigned long long)ofs_dp.tables[0].view->serial,
+	       ofs_dp.tables[0].view->version);
 	printf("churn %s: %u frames fed, %u forwarded, %u states (commits), %d FLOW_MODs refused, "
-	       "%d flows at the end, cache hits %llu misses %llu; wrong %u, out of order %u, "
-	       "unexplained drops %u\n", ofs_dp.lookup_ops->name, seq, out_pkts, n_states, refused,
-	       n_model, (unsigned long long)hits, (unsigned long long)misses, bad, bad_order,
+	       "%d flows at the end, cache hits %llu (revalidated %llu) misses %llu; wrong %u, "
+	       "out of order %u, unexplained drops %u\n", ofs_dp.lookup_ops->name, seq, out_pkts,
+	       n_states, refused, n_model, (unsigned long long)hits,
+	       (unsigned long long)w->cache_revalidated, (unsigned long long)misses, bad, bad_order,
 	       unexplained_drops);
 	int fail = bad || unexplained_drops || refused || out_pkts < seq / 4 ||
 		   n_states < 50 || hits == 0;
