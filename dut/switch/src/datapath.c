@@ -910,22 +910,25 @@ static inline uint64_t ck_tag(const struct ofs_table_view *v)
 
 /* An entry of an older version of v's epoch: is its flow still the answer at v? Not if its
  * version is older than v's log, if its flow was removed since, or if a flow added since
- * matches its key with a priority at least its flow's (ties: the lookup decides). */
+ * matches its key with a priority at least its flow's (ties: the lookup decides). The flow
+ * itself is not read (its priority is in the bucket): a cold flow line would cost a memory
+ * round trip per packet. */
 static __rte_noinline bool ck_revalidate(const struct ofs_table_view *v, uint32_t version,
-					 const struct ofs_flow *f, const uint64_t *w)
+					 const struct ofs_flow *f, uint16_t prio, const uint64_t *w)
 {
 	if (version < v->log_base)
 		return false;
 	uint32_t i = v->n_log;
 	while (i > 0 && v->log[i - 1].version > version)
 		i--;
-	/* removals first: f is only read once it is known to be alive at v */
-	for (uint32_t j = i; j < v->n_log; j++)
-		if (!v->log[j].added && v->log[j].removed == f && f)
-			return false;
 	for (uint32_t j = i; j < v->n_log; j++) {
 		const struct ofs_change *c = &v->log[j];
-		if (!c->added || (f && c->priority < f->priority))
+		if (!c->added) {
+			if (c->removed == f && f)
+				return false;
+			continue;
+		}
+		if (f && c->priority < prio)
 			continue;
 		unsigned k = 0;
 		while (k < v->n_words && (w[k] & c->m[k]) == c->v[k])
@@ -957,7 +960,7 @@ static inline bool ck_find(struct ofs_worker *w, struct ck_probe *p, struct ofs_
 			continue;
 		if (unlikely(ks->way[way].tag != tag)) {
 			uint32_t ver = (uint32_t)(ks->way[way].tag & ((1u << OFS_VERSION_BITS) - 1));
-			if (!ck_revalidate(p->ix, ver, b->flow[way], p->w)) {
+			if (!ck_revalidate(p->ix, ver, b->flow[way], b->prio[way], p->w)) {
 				p->stale = way;  /* the caller looks up and overwrites it */
 				continue;
 			}
@@ -984,6 +987,7 @@ static inline void ck_store(struct ofs_worker *w, const struct ck_probe *p, stru
 		: __builtin_ctz(~(unsigned)b->valid);
 	b->sig[way] = p->sig;
 	b->flow[way] = f;
+	b->prio[way] = f ? f->priority : 0;
 	ks->way[way].tag = ck_tag(p->ix);
 	memcpy(ks->way[way].w, p->w, p->ix->n_words * sizeof(p->w[0]));
 	b->valid |= (uint8_t)(1u << way);
@@ -1216,6 +1220,9 @@ static void process_burst(struct ofs_worker *w, int pidx, struct rte_mbuf **pkts
 	}
 	if (n_miss) {
 		ofs_dp.lookup_ops->lookup_burst(ix0->lx, mkeys, n_miss, mflows);
+		for (uint16_t i = 0; i < n_miss; i++)  /* ck_store reads their priority */
+			if (mflows[i])
+				rte_prefetch0(mflows[i]);
 		for (uint16_t i = 0; i < n_miss; i++) {
 			uint16_t j = miss[i];
 			struct ofs_flow *cached;

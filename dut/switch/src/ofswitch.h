@@ -257,8 +257,10 @@ struct ofs_txq {
 struct ofs_cache_entry {         /* one bucket */
 	uint32_t sig[OFS_CACHE_WAYS];
 	struct ofs_flow *flow[OFS_CACHE_WAYS];  /* NULL: cached miss */
+	uint16_t prio[OFS_CACHE_WAYS];  /* flow[]'s priority: revalidation never reads the flow */
 	uint8_t valid;               /* bit per way */
 } __rte_cache_aligned;
+_Static_assert(sizeof(struct ofs_cache_entry) == 64, "a bucket is one cache line");
 struct ofs_cache_keys {          /* the keys of one bucket */
 	struct {
 		uint64_t tag;        /* serial << OFS_VERSION_BITS | version of the view that answered */
