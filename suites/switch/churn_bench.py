@@ -108,21 +108,27 @@ def run_one(lab, kind: str, flows, pcap: Path, *, lcore: int, rate: float, windo
         install_s = pb._install(s, flows)
         time.sleep(warmup_s)
         churn = churn_worker(s, rate)
+        # OFBENCH_CHURN_PERF=<file>: `perf record -g` of ofswitch during the churn window
+        # (OFBENCH_CHURN_PERF_PHASE=before: during the window before it, for comparison)
         perf_out = os.environ.get("OFBENCH_CHURN_PERF")
-        if perf_out and pid:  # `perf record -g` of ofswitch during the churn window
-            inner = churn
+        phase = os.environ.get("OFBENCH_CHURN_PERF_PHASE", "during")
 
-            def churn(seconds: float) -> int:
+        def profiled(work):
+            def run(seconds: float):
                 pr = subprocess.Popen(["perf", "record", "-g", "-p", str(pid), "-o", perf_out,
                                        "--", "sleep", str(seconds)],
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                 try:
-                    return inner(seconds)
+                    return work(seconds) if work else time.sleep(seconds)
                 finally:
                     pr.wait(timeout=seconds + 30)
+            return run
+        prof = bool(perf_out and pid)
         out = {"install_s": round(install_s, 2),
-               "before": _window(s, window_s, 0x100),
-               "during": _window(s, window_s, 0x200, churn)}
+               "before": _window(s, window_s, 0x100,
+                                 profiled(None) if prof and phase == "before" else None),
+               "during": _window(s, window_s, 0x200,
+                                 profiled(churn) if prof and phase == "during" else churn)}
         if not s.barrier(0xBA77):
             raise TimeoutError(f"{kind}: no barrier reply after the churn")
         out["after"] = _window(s, window_s, 0x300)

@@ -43,7 +43,10 @@ def test_flow_mod_rate(lab, profile, results, progress, n_flows):
                    provenance={"dut_switch_kind": "ofbench", "peer": "ovs"})
     for kind in kinds:
         assert res[kind]["errors"] == 0, f"{kind} refused FLOW_MODs: {res[kind]}"
-        assert res[kind]["flow_stats_entries"] >= n_flows, res[kind]
+    # the non-strict DELETEs may also take installed flows their match covers (rarely): both
+    # switches must agree on what is left
+    assert res["ofbench"]["flow_stats_entries"] == res["ovs"]["flow_stats_entries"] >= \
+        n_flows - plan.get("nonstrict_singles", 100), (res["ofbench"], res["ovs"])
 
 
 @pytest.mark.quick

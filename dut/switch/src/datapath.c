@@ -1,6 +1,9 @@
 /* datapath.c -- worker lcores: rx burst, flow cache, OpenFlow pipeline, actions, tx.
- * See ofswitch.h for the threading rules. Per packet: no lock, no allocation except copies
- * for multi-output and packets for the controller. */
+ * See ofswitch.h for the threading rules and the flow cache, flowtable.h for how tables change
+ * under the workers. Per packet: no lock, no allocation except copies for multi-output and
+ * packets for the controller. Per poll loop: each table's lookup structure is entered (its
+ * reader protocol) at its first lookup and left before the QSBR quiescent report; table 0's
+ * cache misses of a burst are looked up together (lookup_burst). */
 #include <string.h>
 #include <time.h>
 #include <unistd.h>

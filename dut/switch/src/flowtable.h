@@ -20,6 +20,12 @@
  *     sees a table's batch all or nothing. Tables are published one after another: a packet
  *     that crosses several tables during one commit may see some of them changed and others not
  *     (OpenFlow orders messages, not tables; the same held for the former full rebuilds).
+ *     The view also says how much of the workers' flow cache survives (ofswitch.h, struct
+ *     ofs_table_view): a commit that keeps the mask union and changes at most OFS_VIEW_LOG
+ *     flows keeps the epoch and logs its changes (recorded at staging time: an added flow as
+ *     its value/mask on the union's words, a removed one as its address), so cached answers
+ *     are revalidated on their next hit instead of all being recomputed; any other commit
+ *     opens a new epoch.
  *  3. The old view and the removed flows are handed to ofs_defer_free() with a QSBR token and
  *     freed by a later commit or housekeeping tick once every worker has passed a quiescent
  *     state; the commit itself never waits for the workers, except in step 4.

@@ -570,6 +570,7 @@ static void reset_tables(void)
 		free(tb->view);
 		free(tb->spare);
 		free(tb->mask_bits);
+		free(tb->pend);
 		free(tb->htab);
 		for (uint32_t g = 0; g < tb->n_mgroups; g++) {
 			CHECK(tb->mgroups[g].n == 0, "an emptied table's mask groups are empty");
