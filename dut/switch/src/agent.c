@@ -377,16 +377,6 @@ static bool match_covers(const struct ofs_match *r, const struct ofs_match *f)
 	return true;
 }
 
-static bool match_overlap(const struct ofs_match *a, const struct ofs_match *b)
-{
-	const uint64_t *av = (const uint64_t *)&a->value, *am = (const uint64_t *)&a->mask;
-	const uint64_t *bv = (const uint64_t *)&b->value, *bm = (const uint64_t *)&b->mask;
-	for (size_t i = 0; i < OFS_KEY_WORDS; i++)
-		if ((av[i] ^ bv[i]) & am[i] & bm[i])
-			return false;
-	return true;
-}
-
 static bool actions_output_to(const uint8_t *a, uint16_t len, uint32_t port, uint32_t group)
 {
 	for (uint16_t o = 0; o + 8 <= len; o += rd16(a + o + 2)) {
@@ -660,17 +650,10 @@ static void handle_flow_mod(struct obuf *out, const uint8_t *msg, size_t len)
 	}
 	struct ofs_table *tb = table < OFS_N_TABLES ? &ofs_dp.tables[table] : NULL;
 	if (cmd == OFPFC_ADD) {
-		for (struct ofs_flow *g = (flags & OFPFF_CHECK_OVERLAP) ? tb->flows : NULL; g;
-		     g = g->next) {
-			if (g->priority != f->priority)
-				continue;
-			if (!match_equal(&g->match, &f->match) &&
-			    match_overlap(&g->match, &f->match)) {
-				ofs_send_error(out, msg, len,
-					       OFS_ERR(OFPET_FLOW_MOD_FAILED, OFPFMFC_OVERLAP));
-				free_flow(f);
-				return;
-			}
+		if ((flags & OFPFF_CHECK_OVERLAP) && ofs_table_overlaps(tb, &f->match, f->priority)) {
+			ofs_send_error(out, msg, len, OFS_ERR(OFPET_FLOW_MOD_FAILED, OFPFMFC_OVERLAP));
+			free_flow(f);
+			return;
 		}
 		/* the new flow is staged before the one it replaces is removed: a failure leaves
 		 * the table as it was */

@@ -654,6 +654,40 @@ int ofs_table_covered(struct ofs_table *tb, const struct ofs_match *r, struct of
 	return (int)n;
 }
 
+bool ofs_table_overlaps(const struct ofs_table *tb, const struct ofs_match *m, uint16_t priority)
+{
+	const uint64_t *fm = (const uint64_t *)&m->mask, *fv = (const uint64_t *)&m->value;
+	for (uint32_t g = 0; g < tb->n_mgroups; g++) {
+		const struct ofs_mask_group *mg = &tb->mgroups[g];
+		uint64_t qm[OFS_KEY_WORDS], qv[OFS_KEY_WORDS];
+		unsigned nq = 0, pos[OFS_KEY_WORDS];
+		/* the words both masks care about: the flows of this group overlap m unless they
+		 * differ there */
+		for (unsigned j = 0; j < mg->n_words; j++) {
+			unsigned k = mg->word[j];
+			uint64_t both = ((const uint64_t *)&mg->mask)[k] & fm[k];
+			if (both) {
+				qm[nq] = both;
+				qv[nq] = fv[k] & both;
+				pos[nq++] = j;
+			}
+		}
+		for (uint32_t i = 0; i < mg->n; i++) {
+			const uint64_t *v = &mg->vals[(size_t)i * mg->n_words];
+			unsigned q = 0;
+			while (q < nq && (v[pos[q]] & qm[q]) == qv[q])
+				q++;
+			if (q < nq)
+				continue;
+			const struct ofs_flow *f = mg->flows[i];
+			if (f->priority == priority &&
+			    memcmp(&f->match, m, offsetof(struct ofs_match, fields)) != 0)
+				return true;
+		}
+	}
+	return false;
+}
+
 void *ofs_lookup_build(const struct ofs_lookup_ops *ops, struct ofs_flow *const *flows,
 		       uint32_t n)
 {

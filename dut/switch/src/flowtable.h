@@ -47,7 +47,7 @@
  * Non-strict MODIFY/DELETE: flows are grouped by mask (one group per distinct mask, kept when
  * it empties, so their number is that of distinct masks ever seen in the table); a request
  * scans the packed masked values of the groups whose mask contains the request's and touches
- * only the flows it selects: at 100k flows of 4 shapes, ~1 MB of sequential reads instead of
+ * only the flows it selects (ADD with CHECK_OVERLAP likewise): at 100k flows of 4 shapes, ~1 MB of sequential reads instead of
  * a pointer chase through 100k flows (~40 MB).
  * Limits: the simple backend (reference, small tables) re-sorts its array at each publish;
  * the trie backend keeps rules matching IPv6 ND fields (beyond OFS_KEY_CLS_LEN) in such a simple
@@ -84,6 +84,10 @@ void ofs_table_group_replace(struct ofs_table *tb, struct ofs_flow *old, struct 
  * cookie and out_port are the caller's to check) into a malloc'ed *out. Count, or -1 when out
  * of memory. */
 int ofs_table_covered(struct ofs_table *tb, const struct ofs_match *r, struct ofs_flow ***out);
+
+/* Is there a flow of this priority in tb, with another match, that a packet could match
+ * together with m (OFPFF_CHECK_OVERLAP)? Scans the packed values, reads only candidates. */
+bool ofs_table_overlaps(const struct ofs_table *tb, const struct ofs_match *m, uint16_t priority);
 
 /* Publish every dirty table (see above). false when some table stays unpublished (out of
  * memory; it keeps its old view and is retried by the next commit). */

@@ -741,6 +741,25 @@ static int check_lookups(int t, int nkeys, void *rebuilt)
 	return bad;
 }
 
+/* the trivial reference of OFPFF_CHECK_OVERLAP: same priority, another match, and some packet
+ * matching both */
+static bool model_overlaps(uint16_t prio, const struct ofs_match *mt)
+{
+	for (int i = 0; i < n_model; i++) {
+		if (model[i].prio != prio || same_match(&model[i].match, mt))
+			continue;
+		const uint64_t *av = (const uint64_t *)&model[i].match.value,
+			       *am = (const uint64_t *)&model[i].match.mask,
+			       *bv = (const uint64_t *)&mt->value, *bm = (const uint64_t *)&mt->mask;
+		size_t k = 0;
+		while (k < OFS_KEY_WORDS && !((av[k] ^ bv[k]) & am[k] & bm[k]))
+			k++;
+		if (k == OFS_KEY_WORDS)
+			return true;
+	}
+	return false;
+}
+
 static void model_apply(uint8_t cmd, uint16_t prio, const struct ofs_match *mt, uint64_t cookie,
 			uint64_t cookie_mask, uint32_t port)
 {
@@ -775,7 +794,7 @@ static void incremental_run(const struct ofs_lookup_ops *ops, int n_ops)
 	ofs_dp.lookup_ops = ops;
 	n_model = 0;
 	srand(11);
-	int bad_model = 0, bad_lookup = 0, bad_rebuild = 0, commits = 0, errs = 0;
+	int bad_model = 0, bad_lookup = 0, bad_rebuild = 0, commits = 0, errs = 0, overlaps = 0;
 	int until_commit = 1;
 	for (int op = 0; op < n_ops; op++) {
 		struct mb m;
@@ -804,12 +823,18 @@ static void incremental_run(const struct ofs_lookup_ops *ops, int n_ops)
 		}
 		uint32_t port = (uint32_t)(rand() % 3 + 1);
 		uint64_t cookie = (uint64_t)(rand() % 3), cookie_mask = rand() % 2 ? ~0ull : 0;
-		flow_mod(&m, cmd, 0, prio, ox, n, port, 0);
+		bool check_overlap = cmd == OFPFC_ADD && rand() % 4 == 0;
+		bool overlap = check_overlap && model_overlaps(prio, &mt);
+		flow_mod(&m, cmd, 0, prio, ox, n, port, check_overlap ? OFPFF_CHECK_OVERLAP : 0);
 		wr64(m.b + 8, cookie);
 		wr64(m.b + 16, cookie_mask);
 		send_msg(&m);
-		errs += out.len >= 8 && out.data[1] == OFPT_ERROR;
-		model_apply(cmd, prio, &mt, cookie, cookie_mask, port);
+		bool refused = out.len >= 8 && out.data[1] == OFPT_ERROR;
+		errs += refused != overlap ||
+			(overlap && reply_err() != OFS_ERR(OFPET_FLOW_MOD_FAILED, OFPFMFC_OVERLAP));
+		overlaps += overlap;
+		if (!overlap)
+			model_apply(cmd, prio, &mt, cookie, cookie_mask, port);
 		if (--until_commit == 0) {
 			ofs_commit();
 			commits++;
@@ -829,7 +854,9 @@ static void incremental_run(const struct ofs_lookup_ops *ops, int n_ops)
 			}
 		}
 	}
-	CHECK(errs == 0, "%s: %d FLOW_MODs answered with an error", ops->name, errs);
+	CHECK(errs == 0, "%s: %d FLOW_MODs answered otherwise than the model (error or not)",
+	      ops->name, errs);
+	CHECK(overlaps > 20, "%s: CHECK_OVERLAP refused some ADDs (%d)", ops->name, overlaps);
 	CHECK(bad_model == 0, "%s: table differs from the model after %d of %d commits", ops->name,
 	      bad_model, commits);
 	CHECK(bad_lookup == 0, "%s: %d incremental lookups differ from the model", ops->name,
