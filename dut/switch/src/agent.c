@@ -21,6 +21,7 @@
 #include <rte_hash_crc.h>
 #include "ofswitch.h"
 #include "agent.h"
+#include "flowtable.h"
 
 /* ---- output buffer ------------------------------------------------------------------------ */
 void ob_init(struct obuf *b) { b->data = NULL; b->len = b->cap = 0; }
@@ -80,40 +81,23 @@ static void free_flow(struct ofs_flow *f)
 	free(f);
 }
 
-/* Publish every dirty table, then wait for the workers and free what they might still see. */
+static void free_flow_cb(void *f) { free_flow(f); }
+
+/* Publish every changed table (flowtable.h), hand the removed flows to the deferred frees, and
+ * free removed groups and meters after a grace period. */
 void ofs_commit(void)
 {
-	bool any = false;
-	void *old[OFS_N_TABLES];
-	for (int t = 0; t < OFS_N_TABLES; t++) {
-		struct ofs_table *tb = &ofs_dp.tables[t];
-		old[t] = NULL;
-		if (!tb->dirty)
-			continue;
-		struct ofs_flow **arr = malloc((tb->n_flows + 1) * sizeof(*arr));
-		uint32_t n = 0;
-		for (struct ofs_flow *f = tb->flows; f; f = f->next)
-			arr[n++] = f;
-		void *ix = n ? ofs_dp.lookup_ops->build(arr, n) : NULL;
-		free(arr);
-		old[t] = tb->index;
-		__atomic_store_n(&tb->index, ix, __ATOMIC_RELEASE);
-		tb->dirty = false;
-		any = true;
-	}
-	if (!any && !dead_flows && !n_dead_groups && !n_dead_meters)
-		return;
-	__atomic_add_fetch(&ofs_dp.gen, 1, __ATOMIC_RELEASE);
-	if (ofs_dp.qsbr)
-		rte_rcu_qsbr_synchronize(ofs_dp.qsbr, RTE_QSBR_THRID_INVALID);
-	for (int t = 0; t < OFS_N_TABLES; t++)
-		if (old[t])
-			ofs_dp.lookup_ops->destroy(old[t]);
-	while (dead_flows) {
+	bool all = ofs_tables_commit();
+	/* a table whose publish failed still shows its removed flows: keep them for next time */
+	while (all && dead_flows) {
 		struct ofs_flow *f = dead_flows;
 		dead_flows = f->next;
-		free_flow(f);
+		ofs_defer_free(f, free_flow_cb);
 	}
+	if (!n_dead_groups && !n_dead_meters)
+		return;
+	if (ofs_dp.qsbr)
+		rte_rcu_qsbr_synchronize(ofs_dp.qsbr, RTE_QSBR_THRID_INVALID);
 	for (unsigned i = 0; i < n_dead_groups; i++) {
 		free(dead_groups[i]->raw_buckets);
 		free(dead_groups[i]);
@@ -282,26 +266,35 @@ static uint32_t flow_hash(uint16_t priority, const struct ofs_match *m)
 	return rte_hash_crc(&m->mask, sizeof(m->mask), h);
 }
 
+/* Room in tb's hash for `more` flows. -1 only when there is no hash at all and none can be
+ * had; a hash that cannot grow keeps working with longer chains. */
+static int htab_reserve(struct ofs_table *tb, uint32_t more)
+{
+	if (tb->n_flows + more <= tb->hsize)
+		return 0;
+	uint32_t ns = tb->hsize ? tb->hsize : 1024;
+	while (ns < tb->n_flows + more)
+		ns *= 2;
+	struct ofs_flow **nt = calloc(ns, sizeof(*nt));
+	if (!nt)
+		return tb->hsize ? 0 : -1;
+	for (uint32_t i = 0; i < tb->hsize; i++) {
+		struct ofs_flow *g = tb->htab[i];
+		while (g) {
+			struct ofs_flow *nx = g->hnext;
+			g->hnext = nt[g->hash & (ns - 1)];
+			nt[g->hash & (ns - 1)] = g;
+			g = nx;
+		}
+	}
+	free(tb->htab);
+	tb->htab = nt;
+	tb->hsize = ns;
+	return 0;
+}
+
 static void htab_insert(struct ofs_table *tb, struct ofs_flow *f)
 {
-	if (tb->n_flows + 1 > tb->hsize) {  /* grow to keep chains ~1 */
-		uint32_t ns = tb->hsize ? tb->hsize * 2 : 1024;
-		struct ofs_flow **nt = calloc(ns, sizeof(*nt));
-		if (!nt)
-			abort();
-		for (uint32_t i = 0; i < tb->hsize; i++) {
-			struct ofs_flow *g = tb->htab[i];
-			while (g) {
-				struct ofs_flow *nx = g->hnext;
-				g->hnext = nt[g->hash & (ns - 1)];
-				nt[g->hash & (ns - 1)] = g;
-				g = nx;
-			}
-		}
-		free(tb->htab);
-		tb->htab = nt;
-		tb->hsize = ns;
-	}
 	f->hash = flow_hash(f->priority, &f->match);
 	f->hnext = tb->htab[f->hash & (tb->hsize - 1)];
 	tb->htab[f->hash & (tb->hsize - 1)] = f;
@@ -330,19 +323,45 @@ static struct ofs_flow *htab_find(struct ofs_table *tb, uint16_t priority,
 	return NULL;
 }
 
-/* Unlink one flow from its table (list + hash) and queue it for freeing after RCU. */
+/* The table's flow list, doubly linked (O(1) unlink). */
+static void list_add(struct ofs_table *tb, struct ofs_flow *f)
+{
+	f->next = tb->flows;
+	f->pprev = &tb->flows;
+	if (tb->flows)
+		tb->flows->pprev = &f->next;
+	tb->flows = f;
+}
+
+static void list_del(struct ofs_flow *f)
+{
+	*f->pprev = f->next;
+	if (f->next)
+		f->next->pprev = f->pprev;
+}
+
+/* Add f to tb (prepared, f staged in the lookup structure, hash and mask group reserved). */
+static void link_flow(struct ofs_table *tb, struct ofs_flow *f)
+{
+	list_add(tb, f);
+	htab_insert(tb, f);
+	ofs_table_group_add(tb, f);
+	if (f->idle_timeout || f->hard_timeout)
+		n_timed_flows++;
+	tb->n_flows++;
+}
+
+/* Unlink one flow from its table (list, hash, lookup structure) and queue it for freeing after
+ * the commit. tb must be prepared (ofs_table_prepare). */
 static void unlink_flow(struct ofs_table *tb, struct ofs_flow *f)
 {
-	for (struct ofs_flow **pp = &tb->flows; *pp; pp = &(*pp)->next)
-		if (*pp == f) {
-			*pp = f->next;
-			break;
-		}
+	list_del(f);
 	htab_remove(tb, f);
+	ofs_table_group_remove(tb, f);
+	ofs_table_stage_remove(tb, f);
 	if (f->idle_timeout || f->hard_timeout)
 		n_timed_flows--;
 	tb->n_flows--;
-	tb->dirty = true;
 	f->next = dead_flows;
 	dead_flows = f;
 }
@@ -354,16 +373,6 @@ static bool match_covers(const struct ofs_match *r, const struct ofs_match *f)
 	const uint64_t *fv = (const uint64_t *)&f->value, *fm = (const uint64_t *)&f->mask;
 	for (size_t i = 0; i < OFS_KEY_WORDS; i++)
 		if ((fm[i] & rm[i]) != rm[i] || (fv[i] & rm[i]) != rv[i])
-			return false;
-	return true;
-}
-
-static bool match_overlap(const struct ofs_match *a, const struct ofs_match *b)
-{
-	const uint64_t *av = (const uint64_t *)&a->value, *am = (const uint64_t *)&a->mask;
-	const uint64_t *bv = (const uint64_t *)&b->value, *bm = (const uint64_t *)&b->mask;
-	for (size_t i = 0; i < OFS_KEY_WORDS; i++)
-		if ((av[i] ^ bv[i]) & am[i] & bm[i])
 			return false;
 	return true;
 }
@@ -411,33 +420,29 @@ static void send_flow_removed(struct obuf *out, struct ofs_flow *f, uint8_t reas
 	msg_end(out, at);
 }
 
-/* Unlink flows for which pred() is true; send FLOW_REMOVED with reason. */
-static void remove_flows(struct obuf *out, int table, bool (*pred)(struct ofs_flow *, void *),
-			 void *arg, uint8_t reason)
+/* Unlink flows for which pred() is true; send FLOW_REMOVED with reason. -1 (and nothing
+ * removed from that table on) when a table cannot be prepared for lack of memory. */
+static int remove_flows(struct obuf *out, int table, bool (*pred)(struct ofs_flow *, void *),
+			void *arg, uint8_t reason)
 {
 	for (int t = 0; t < OFS_N_TABLES; t++) {
 		if (table != OFPTT_ALL && t != table)
 			continue;
 		struct ofs_table *tb = &ofs_dp.tables[t];
-		struct ofs_flow **pp = &tb->flows;
-		while (*pp) {
-			struct ofs_flow *f = *pp;
-			if (pred(f, arg)) {
-				*pp = f->next;
-				htab_remove(tb, f);
-				if (f->idle_timeout || f->hard_timeout)
-					n_timed_flows--;
-				tb->n_flows--;
-				tb->dirty = true;
-				if (out)
-					send_flow_removed(out, f, reason);
-				f->next = dead_flows;
-				dead_flows = f;
-			} else {
-				pp = &f->next;
-			}
+		if (!tb->flows)
+			continue;
+		if (ofs_table_prepare(tb))
+			return -1;
+		for (struct ofs_flow *f = tb->flows, *nx; f; f = nx) {
+			nx = f->next;
+			if (!pred(f, arg))
+				continue;
+			if (out)
+				send_flow_removed(out, f, reason);
+			unlink_flow(tb, f);
 		}
 	}
+	return 0;
 }
 
 struct fm_req {
@@ -460,6 +465,137 @@ static bool fm_selects(struct ofs_flow *f, void *arg)
 		return false;
 	}
 	return flow_outputs(f, r->out_port, r->out_group);
+}
+
+/* The flows of tb a MODIFY or DELETE selects: the one of the same priority and match (strict,
+ * found in the hash) or every flow the request's match covers (mask groups). Returns how many
+ * (in *sel, to free), or -1 when out of memory. */
+static int select_flows(struct ofs_table *tb, struct fm_req *r, struct ofs_flow ***sel)
+{
+	if (r->strict) {
+		struct ofs_flow *g = htab_find(tb, r->priority, &r->match);
+		*sel = malloc(sizeof(**sel));
+		if (!*sel)
+			return -1;
+		(*sel)[0] = g;
+		return g && fm_selects(g, r) ? 1 : 0;
+	}
+	int n = ofs_table_covered(tb, &r->match, sel), k = 0;
+	for (int i = 0; i < n; i++)  /* cookie (and the covering, again) */
+		if (fm_selects((*sel)[i], r))
+			(*sel)[k++] = (*sel)[i];
+	return n < 0 ? -1 : k;
+}
+
+/* MODIFY(_STRICT): replace each selected flow by a copy carrying f's instructions. The copies
+ * are all staged before any old flow is removed; if one cannot be made or staged, the copies
+ * made so far are unstaged and the table is left as it was (-1). */
+static int modify_flows(struct ofs_table *tb, struct fm_req *r, const struct ofs_flow *f,
+			uint16_t flags)
+{
+	struct ofs_flow **sel;
+	int n = select_flows(tb, r, &sel);
+	if (n <= 0) {
+		if (n == 0)
+			free(sel);
+		return n;
+	}
+	struct ofs_flow **copy = calloc((size_t)n, sizeof(*copy));
+	int made = 0;
+	bool ok = copy && ofs_table_prepare(tb) == 0;
+	for (; ok && made < n; made++) {
+		const struct ofs_flow *g = sel[made];
+		struct ofs_flow *c = malloc(sizeof(*c));
+		if (c) {
+			*c = *g;
+			c->match_raw = malloc(g->match_raw_len);
+			c->insts = malloc(f->insts_len + 1u);
+		}
+		if (!c || !c->match_raw || !c->insts) {
+			if (c) {
+				free(c->match_raw);
+				free(c->insts);
+			}
+			free(c);
+			ok = false;
+			break;
+		}
+		memcpy(c->match_raw, g->match_raw, g->match_raw_len);
+		memcpy(c->insts, f->insts, f->insts_len);
+		c->insts_len = f->insts_len;
+		c->apply = c->write = NULL;
+		c->apply_len = c->write_len = 0;
+		c->has_write_md = c->clear_actions = false;
+		c->meter_id = 0;
+		c->goto_table = 0xff;
+		insts_parse(c, c->insts, c->insts_len);
+		if (flags & OFPFF_RESET_COUNTS)
+			c->packets = c->bytes = 0;
+		else {
+			c->packets = __atomic_load_n(&g->packets, __ATOMIC_RELAXED);
+			c->bytes = __atomic_load_n(&g->bytes, __ATOMIC_RELAXED);
+		}
+		if (ofs_table_stage_add(tb, c)) {
+			free_flow(c);
+			ok = false;
+			break;
+		}
+		copy[made] = c;
+	}
+	if (!ok) {
+		for (int i = 0; i < made; i++) {
+			ofs_table_stage_remove(tb, copy[i]);  /* never published: free at once */
+			free_flow(copy[i]);
+		}
+		free(copy);
+		free(sel);
+		return -1;
+	}
+	for (int i = 0; i < n; i++) {
+		struct ofs_flow *g = sel[i], *c = copy[i];
+		/* c takes g's place in the list and the hash */
+		c->next = g->next;
+		c->pprev = g->pprev;
+		*c->pprev = c;
+		if (c->next)
+			c->next->pprev = &c->next;
+		htab_remove(tb, g);
+		htab_insert(tb, c);
+		ofs_table_group_replace(tb, g, c);
+		ofs_table_stage_remove(tb, g);
+		g->next = dead_flows;
+		dead_flows = g;
+	}
+	free(copy);
+	free(sel);
+	return 0;
+}
+
+/* DELETE(_STRICT) in `table` (or in every table): the flows select_flows picks. -1 when out
+ * of memory (the tables scanned before keep their deletions, as separate commands would). */
+static int delete_flows(struct obuf *out, uint8_t table, struct fm_req *r)
+{
+	for (int t = 0; t < OFS_N_TABLES; t++) {
+		if (table != OFPTT_ALL && t != table)
+			continue;
+		struct ofs_table *tb = &ofs_dp.tables[t];
+		if (!tb->flows)
+			continue;
+		struct ofs_flow **sel;
+		int n = select_flows(tb, r, &sel);
+		if (n < 0)
+			return -1;
+		if (n && ofs_table_prepare(tb)) {
+			free(sel);
+			return -1;
+		}
+		for (int i = 0; i < n; i++) {
+			send_flow_removed(out, sel[i], OFPRR_DELETE);
+			unlink_flow(tb, sel[i]);
+		}
+		free(sel);
+	}
+	return 0;
 }
 
 static void handle_flow_mod(struct obuf *out, const uint8_t *msg, size_t len)
@@ -514,75 +650,41 @@ static void handle_flow_mod(struct obuf *out, const uint8_t *msg, size_t len)
 	}
 	struct ofs_table *tb = table < OFS_N_TABLES ? &ofs_dp.tables[table] : NULL;
 	if (cmd == OFPFC_ADD) {
-		for (struct ofs_flow *g = (flags & OFPFF_CHECK_OVERLAP) ? tb->flows : NULL; g;
-		     g = g->next) {
-			if (g->priority != f->priority)
-				continue;
-			if (!match_equal(&g->match, &f->match) &&
-			    match_overlap(&g->match, &f->match)) {
-				ofs_send_error(out, msg, len,
-					       OFS_ERR(OFPET_FLOW_MOD_FAILED, OFPFMFC_OVERLAP));
-				free_flow(f);
-				return;
-			}
+		if ((flags & OFPFF_CHECK_OVERLAP) && ofs_table_overlaps(tb, &f->match, f->priority)) {
+			ofs_send_error(out, msg, len, OFS_ERR(OFPET_FLOW_MOD_FAILED, OFPFMFC_OVERLAP));
+			free_flow(f);
+			return;
+		}
+		/* the new flow is staged before the one it replaces is removed: a failure leaves
+		 * the table as it was */
+		if (ofs_table_prepare(tb) || htab_reserve(tb, 1) ||
+		    ofs_table_group_reserve(tb, f) || ofs_table_stage_add(tb, f)) {
+			ofs_send_error(out, msg, len, OFS_ERR(OFPET_FLOW_MOD_FAILED,
+							      OFPFMFC_TABLE_FULL));
+			free_flow(f);
+			return;
 		}
 		struct ofs_flow *same = htab_find(tb, f->priority, &f->match);
 		if (same)
 			unlink_flow(tb, same);  /* identical match+priority: replaced */
-		f->next = tb->flows;
-		tb->flows = f;
-		htab_insert(tb, f);
-		if (f->idle_timeout || f->hard_timeout)
-			n_timed_flows++;
-		tb->n_flows++;
-		tb->dirty = true;
+		link_flow(tb, f);
 	} else if (cmd == OFPFC_MODIFY || cmd == OFPFC_MODIFY_STRICT) {
 		struct fm_req r = { .match = f->match, .cookie = f->cookie,
 				    .cookie_mask = rd64(msg + 16), .priority = f->priority,
 				    .out_port = OFPP_ANY, .out_group = OFPG_ANY,
 				    .strict = cmd == OFPFC_MODIFY_STRICT };
-		for (int t = 0; t < OFS_N_TABLES; t++) {
-			if (t != table)
-				continue;
-			struct ofs_table *tt = &ofs_dp.tables[t];
-			/* replace matching flows by copies carrying the new instructions */
-			for (struct ofs_flow **pp = &tt->flows; *pp; pp = &(*pp)->next) {
-				struct ofs_flow *g = *pp;
-				if (!fm_selects(g, &r))
-					continue;
-				struct ofs_flow *n = calloc(1, sizeof(*n));
-				*n = *g;
-				n->match_raw = malloc(g->match_raw_len);
-				memcpy(n->match_raw, g->match_raw, g->match_raw_len);
-				n->insts = malloc(f->insts_len + 1);
-				memcpy(n->insts, f->insts, f->insts_len);
-				n->insts_len = f->insts_len;
-				n->apply = n->write = NULL;
-				n->apply_len = n->write_len = 0;
-				n->has_write_md = n->clear_actions = false;
-				n->meter_id = 0;
-				insts_parse(n, n->insts, n->insts_len);
-				if (flags & OFPFF_RESET_COUNTS)
-					n->packets = n->bytes = 0;
-				else {
-					n->packets = __atomic_load_n(&g->packets, __ATOMIC_RELAXED);
-					n->bytes = __atomic_load_n(&g->bytes, __ATOMIC_RELAXED);
-				}
-				*pp = n;
-				htab_remove(tt, g);
-				htab_insert(tt, n);
-				g->next = dead_flows;
-				dead_flows = g;
-				tt->dirty = true;
-			}
-		}
+		if (modify_flows(tb, &r, f, flags))
+			ofs_send_error(out, msg, len, OFS_ERR(OFPET_FLOW_MOD_FAILED,
+							      OFPFMFC_UNKNOWN));
 		free_flow(f);
 	} else {
 		struct fm_req r = { .match = f->match, .cookie = rd64(msg + 8),
 				    .cookie_mask = rd64(msg + 16), .priority = f->priority,
 				    .out_port = rd32(msg + 36), .out_group = rd32(msg + 40),
 				    .strict = cmd == OFPFC_DELETE_STRICT };
-		remove_flows(out, table, fm_selects, &r, OFPRR_DELETE);
+		if (delete_flows(out, table, &r))
+			ofs_send_error(out, msg, len, OFS_ERR(OFPET_FLOW_MOD_FAILED,
+							      OFPFMFC_UNKNOWN));
 		free_flow(f);
 	}
 	if (buffer_id != OFP_NO_BUFFER && cmd <= OFPFC_MODIFY_STRICT)

@@ -26,6 +26,7 @@ void ofs_send_error(struct obuf *out, const uint8_t *msg, size_t len, uint32_t e
 void ofs_send_hello(struct obuf *out);
 void ofs_send_packet_in(struct obuf *out, const struct ofs_pin *pin);
 void ofs_expire_flows(struct obuf *out, uint64_t now_ns);
+/* Make the staged flow-table changes visible (flowtable.h) and free removed groups/meters. */
 void ofs_commit(void);
 void ofs_send_port_status(struct obuf *out, unsigned port_idx, uint8_t reason);
 void ofs_agent_reset_session(void);

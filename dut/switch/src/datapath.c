@@ -1,6 +1,9 @@
 /* datapath.c -- worker lcores: rx burst, flow cache, OpenFlow pipeline, actions, tx.
- * See ofswitch.h for the threading rules. Per packet: no lock, no allocation except copies
- * for multi-output and packets for the controller. */
+ * See ofswitch.h for the threading rules and the flow cache, flowtable.h for how tables change
+ * under the workers. Per packet: no lock, no allocation except copies for multi-output and
+ * packets for the controller. Per poll loop: each table's lookup structure is entered (its
+ * reader protocol) at its first lookup and left before the QSBR quiescent report; table 0's
+ * cache misses of a burst are looked up together (lookup_burst). */
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -20,152 +23,6 @@ uint64_t ofs_now_ns(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
-
-/* ---- index header: serial + "fields used" (see ofswitch.h, "Flow lookup") ----------------- */
-static uint64_t index_serial; /* agent thread only */
-
-void ofs_index_hdr_init(struct ofs_index_hdr *h, struct ofs_flow *const *flows, uint32_t n)
-{
-	uint64_t u[OFS_KEY_WORDS] = { 0 };
-	for (uint32_t i = 0; i < n; i++) {
-		const uint64_t *mk = (const uint64_t *)&flows[i]->match.mask;
-		for (size_t k = 0; k < OFS_KEY_WORDS; k++)
-			u[k] |= mk[k];
-	}
-	memset(h, 0, sizeof(*h));
-	h->serial = __atomic_add_fetch(&index_serial, 1, __ATOMIC_RELAXED);
-	for (size_t k = 0; k < OFS_KEY_WORDS; k++)
-		if (u[k]) {
-			h->word[h->n_words] = (uint8_t)k;
-			h->mask[h->n_words] = u[k];
-			h->n_words++;
-		}
-}
-
-/* ---- simple wildcard lookup: priority-sorted array, masked compare ---------------------- */
-struct simple_index { struct ofs_index_hdr hdr; uint32_t n; struct ofs_flow *flows[]; };
-
-static int cmp_prio(const void *a, const void *b)
-{
-	const struct ofs_flow *fa = *(struct ofs_flow *const *)a, *fb = *(struct ofs_flow *const *)b;
-	return (int)fb->priority - (int)fa->priority;
-}
-
-static void *simple_build(struct ofs_flow *const *flows, uint32_t n)
-{
-	struct simple_index *ix = malloc(sizeof(*ix) + n * sizeof(ix->flows[0]));
-	if (!ix)
-		return NULL;
-	ofs_index_hdr_init(&ix->hdr, flows, n);
-	ix->n = n;
-	memcpy(ix->flows, flows, n * sizeof(flows[0]));
-	qsort(ix->flows, n, sizeof(ix->flows[0]), cmp_prio);
-	return ix;
-}
-
-static struct ofs_flow *simple_lookup(const void *index, const struct ofs_key *key)
-{
-	const struct simple_index *ix = index;
-	if (!ix)
-		return NULL;
-	for (uint32_t i = 0; i < ix->n; i++)
-		if (ofs_key_matches(key, &ix->flows[i]->match))
-			return ix->flows[i];
-	return NULL;
-}
-
-static void simple_destroy(void *index) { free(index); }
-
-const struct ofs_lookup_ops ofs_lookup_simple = {
-	.name = "simple", .build = simple_build, .lookup = simple_lookup,
-	.destroy = simple_destroy,
-};
-
-#ifdef OFS_HAVE_CLASSIFIER
-/* ---- dut/classifier backend: the first OFS_KEY_CLS_LEN key bytes go to the classifier; the
- * rare rules that match beyond them (IPv6 ND fields) go to a simple list searched too. ---- */
-#include "classifier.h"
-
-struct cls_index { struct ofs_index_hdr hdr; struct ofb_cls *cls; struct simple_index *extra; };
-
-static bool mask_tail_zero(const struct ofs_match *m)
-{
-	const uint8_t *mk = (const uint8_t *)&m->mask;
-	for (size_t i = OFS_KEY_CLS_LEN; i < sizeof(m->mask); i++)
-		if (mk[i])
-			return false;
-	return true;
-}
-
-static void *cls_build(struct ofs_flow *const *flows, uint32_t n)
-{
-	struct cls_index *ix = calloc(1, sizeof(*ix));
-	struct ofb_cls_rule *rules = malloc((n + 1) * sizeof(*rules));
-	struct ofs_flow **extra = malloc((n + 1) * sizeof(*extra));
-	uint32_t nr = 0, ne = 0;
-	if (!ix || !rules || !extra)
-		goto fail;
-	ofs_index_hdr_init(&ix->hdr, flows, n);
-	for (uint32_t i = 0; i < n; i++) {
-		const struct ofs_flow *f = flows[i];
-		if (!mask_tail_zero(&f->match)) {
-			extra[ne++] = (struct ofs_flow *)f;
-			continue;
-		}
-		rules[nr].priority = f->priority;
-		rules[nr].value = (const uint8_t *)&f->match.value;
-		rules[nr].mask = (const uint8_t *)&f->match.mask;
-		rules[nr].handle = (uint64_t)(uintptr_t)f;
-		nr++;
-	}
-	struct ofb_cls_params p = { .key_len = OFS_KEY_CLS_LEN, .expected_rules = nr,
-				    .algo = OFB_CLS_ALGO_OURS };
-	ix->cls = ofb_cls_create(&p);
-	if (!ix->cls || (nr && ofb_cls_build_bulk(ix->cls, rules, nr, NULL) != 0))
-		goto fail;
-	if (ne)
-		ix->extra = simple_build(extra, ne);
-	free(rules);
-	free(extra);
-	return ix;
-fail:
-	if (ix && ix->cls)
-		ofb_cls_destroy(ix->cls);
-	free(ix);
-	free(rules);
-	free(extra);
-	return NULL;
-}
-
-static struct ofs_flow *cls_lookup(const void *index, const struct ofs_key *key)
-{
-	const struct cls_index *ix = index;
-	if (!ix)
-		return NULL;
-	struct ofs_flow *f = (struct ofs_flow *)(uintptr_t)ofb_cls_lookup(ix->cls,
-									(const uint8_t *)key);
-	if (ix->extra) {
-		struct ofs_flow *g = simple_lookup(ix->extra, key);
-		if (g && (!f || g->priority > f->priority))
-			f = g;
-	}
-	return f;
-}
-
-static void cls_destroy(void *index)
-{
-	struct cls_index *ix = index;
-	if (!ix)
-		return;
-	ofb_cls_destroy(ix->cls);
-	free(ix->extra);
-	free(ix);
-}
-
-const struct ofs_lookup_ops ofs_lookup_trie = {
-	.name = "trie", .build = cls_build, .lookup = cls_lookup, .destroy = cls_destroy,
-};
-#endif
 
 struct ofs_group *ofs_group_find(uint32_t id)
 {
@@ -996,17 +853,18 @@ static bool apply_meter(struct pkt_ctx *c, uint32_t meter_id)
 /* ---- pipeline ----------------------------------------------------------------------------- */
 /* One exact-match cache probe: the packet key compacted to the index's used words. */
 struct ck_probe {
-	const struct ofs_index_hdr *ix;  /* NULL: empty table (no flows) */
-	bool cacheable;                  /* ix uses at most OFS_CK_WORDS words */
+	const struct ofs_table_view *ix; /* NULL: table never had a flow */
+	bool cacheable;                  /* ix->cacheable */
 	uint32_t sig;                    /* hash of (serial, compacted key) */
+	int stale;                       /* way of a stale entry for this key (ck_find), or -1 */
 	uint64_t w[OFS_CK_WORDS];
 };
 
-static inline void ck_prepare(const struct ofs_key *key, const struct ofs_index_hdr *ix,
+static inline void ck_prepare(const struct ofs_key *key, const struct ofs_table_view *ix,
 			      struct ck_probe *p)
 {
 	p->ix = ix;
-	p->cacheable = ix && ix->n_words <= OFS_CK_WORDS;
+	p->cacheable = ix && ix->cacheable;
 	if (!p->cacheable)
 		return;
 	const uint64_t *kw = (const uint64_t *)key;
@@ -1032,52 +890,143 @@ static inline int ck_way(const struct ofs_cache_entry *b, const struct ck_probe 
 	return -1;
 }
 
-/* Flow of p->ix for key: from the cache when it holds the same (serial, compacted key),
- * else from the wildcard lookup, then remembered (a miss too). */
-static inline struct ofs_flow *ck_lookup(struct ofs_worker *w, const struct ofs_key *key,
-					 const struct ck_probe *p)
+/* Enter table t's lookup structure (once per poll loop; ofs_reader_leave_all leaves). */
+static inline void reader_enter(struct ofs_worker *w, unsigned t, const struct ofs_table_view *v)
 {
-	if (!p->ix)
-		return NULL;
-	if (unlikely(!p->cacheable)) {
-		w->cache_misses++;
-		return ofs_dp.lookup_ops->lookup(p->ix, key);
+	if (!(w->entered >> t & 1)) {
+		ofs_dp.lookup_ops->reader_enter(v->lx, w->idx);
+		w->entered |= 1ull << t;
 	}
+}
+
+static void ofs_reader_leave_all(struct ofs_worker *w)
+{
+	for (uint64_t e = w->entered; e; e &= e - 1)
+		ofs_dp.lookup_ops->reader_leave(ofs_dp.tables[__builtin_ctzll(e)].lx, w->idx);
+	w->entered = 0;
+}
+
+static inline uint64_t ck_tag(const struct ofs_table_view *v)
+{
+	return v->serial << OFS_VERSION_BITS | v->version;
+}
+
+/* An entry of an older version of v's epoch: is its flow still the answer at v? Not if its
+ * version is older than v's log, if its flow was removed since, or if a flow added since
+ * matches its key with a priority at least its flow's (ties: the lookup decides). The flow
+ * itself is not read (its priority is in the bucket): a cold flow line would cost a memory
+ * round trip per packet. */
+static __rte_noinline bool ck_revalidate(const struct ofs_table_view *v, uint32_t version,
+					 const struct ofs_flow *f, uint16_t prio, const uint64_t *w)
+{
+	if (version < v->log_base)
+		return false;
+	uint32_t i = v->n_log;
+	while (i > 0 && v->log[i - 1].version > version)
+		i--;
+	for (uint32_t j = i; j < v->n_log; j++) {
+		const struct ofs_change *c = &v->log[j];
+		if (!c->added) {
+			if (c->removed == f && f)
+				return false;
+			continue;
+		}
+		if (f && c->priority < prio)
+			continue;
+		unsigned k = 0;
+		while (k < v->n_words && (w[k] & c->m[k]) == c->v[k])
+			k++;
+		if (k == v->n_words)
+			return false;
+	}
+	return true;
+}
+
+/* The cached flow of p->ix for the probe's key, or false when the cache does not hold it (a
+ * stale entry for the key is noted in p->stale, so ck_store replaces it). */
+static inline bool ck_find(struct ofs_worker *w, struct ck_probe *p, struct ofs_flow **f)
+{
+	p->stale = -1;
 	uint32_t bi = p->sig & (OFS_CACHE_SIZE - 1);
-	struct ofs_cache_entry *b = &w->cache[bi];
+	const struct ofs_cache_entry *b = &w->cache[bi];
 	struct ofs_cache_keys *ks = &w->cache_keys[bi];
 	unsigned n = p->ix->n_words;
+	uint64_t tag = ck_tag(p->ix);
 	for (int way = 0; way < OFS_CACHE_WAYS; way++) {
 		if (!(b->valid >> way & 1) || b->sig[way] != p->sig ||
-		    ks->way[way].serial != p->ix->serial)
+		    ks->way[way].tag >> OFS_VERSION_BITS != p->ix->serial)
 			continue;
 		unsigned i = 0;
 		while (i < n && ks->way[way].w[i] == p->w[i])
 			i++;
-		if (i == n) {
-			w->cache_hits++;
-			return b->flow[way];
+		if (i < n)
+			continue;
+		if (unlikely(ks->way[way].tag != tag)) {
+			uint32_t ver = (uint32_t)(ks->way[way].tag & ((1u << OFS_VERSION_BITS) - 1));
+			if (!ck_revalidate(p->ix, ver, b->flow[way], b->prio[way], p->w)) {
+				p->stale = way;  /* the caller looks up and overwrites it */
+				continue;
+			}
+			ks->way[way].tag = tag;
+			w->cache_revalidated++;
 		}
+		*f = b->flow[way];
+		return true;
 	}
-	w->cache_misses++;
-	struct ofs_flow *f = ofs_dp.lookup_ops->lookup(p->ix, key);
-	/* a free way, else a pseudo-random one (the worker's miss count): round robin per bucket
-	 * would make a bucket that cycles through 5 keys miss every time */
-	int way = b->valid == (1u << OFS_CACHE_WAYS) - 1 ? (int)(w->cache_misses &
-								 (OFS_CACHE_WAYS - 1))
-							   : __builtin_ctz(~(unsigned)b->valid);
+	return false;
+}
+
+/* Remember f as the answer of p->ix for the probe's key (a miss too). */
+static inline void ck_store(struct ofs_worker *w, const struct ck_probe *p, struct ofs_flow *f)
+{
+	uint32_t bi = p->sig & (OFS_CACHE_SIZE - 1);
+	struct ofs_cache_entry *b = &w->cache[bi];
+	struct ofs_cache_keys *ks = &w->cache_keys[bi];
+	/* the key's stale entry, else a free way, else a pseudo-random one (the worker's miss
+	 * count): round robin per bucket would make a bucket that cycles through 5 keys miss
+	 * every time */
+	int way = p->stale >= 0 ? p->stale
+		: b->valid == (1u << OFS_CACHE_WAYS) - 1 ? (int)(w->cache_misses & (OFS_CACHE_WAYS - 1))
+		: __builtin_ctz(~(unsigned)b->valid);
 	b->sig[way] = p->sig;
 	b->flow[way] = f;
-	ks->way[way].serial = p->ix->serial;
-	memcpy(ks->way[way].w, p->w, n * sizeof(p->w[0]));
+	b->prio[way] = f ? f->priority : 0;
+	ks->way[way].tag = ck_tag(p->ix);
+	memcpy(ks->way[way].w, p->w, p->ix->n_words * sizeof(p->w[0]));
 	b->valid |= (uint8_t)(1u << way);
+}
+
+/* Flow of p->ix for key: from the cache when it holds the same (epoch, compacted key) and the
+ * answer is still valid (ck_find),
+ * else from the wildcard lookup, then remembered (a miss too). The caller has entered the
+ * table (reader_enter). */
+static inline struct ofs_flow *ck_lookup(struct ofs_worker *w, const struct ofs_key *key,
+					 struct ck_probe *p)
+{
+	struct ofs_flow *f;
+	if (!p->ix)
+		return NULL;
+	if (unlikely(!p->cacheable)) {
+		w->cache_misses++;
+		return ofs_dp.lookup_ops->lookup(p->ix->lx, key);
+	}
+	if (ck_find(w, p, &f)) {
+		w->cache_hits++;
+		return f;
+	}
+	w->cache_misses++;
+	f = ofs_dp.lookup_ops->lookup(p->ix->lx, key);
+	ck_store(w, p, f);
 	return f;
 }
 
 static struct ofs_flow *table_lookup(struct pkt_ctx *c, uint8_t t)
 {
 	struct ck_probe p;
-	ck_prepare(&c->key, __atomic_load_n(&ofs_dp.tables[t].index, __ATOMIC_ACQUIRE), &p);
+	const struct ofs_table_view *v = __atomic_load_n(&ofs_dp.tables[t].view, __ATOMIC_ACQUIRE);
+	if (v)
+		reader_enter(c->w, t, v);
+	ck_prepare(&c->key, v, &p);
 	return ck_lookup(c->w, &c->key, &p);
 }
 
@@ -1222,17 +1171,22 @@ static bool prepare_rx(struct ofs_worker *w, int pidx, struct rte_mbuf *m, struc
 
 /* A burst from one port, l3fwd style, in passes so each one's memory loads overlap: parse every
  * packet and hash its table-0 cache key (prefetch the bucket); find the signature's way
- * (prefetch its key line); finish the table-0 lookups (prefetch the flows' hot line); prefetch
- * the flows' actions; run the pipelines. The index and the flows stay valid: the worker
- * reports its RCU quiescent state only after the burst. */
+ * (prefetch its key line); finish the table-0 cache probes and look the misses up in one batch
+ * (lookup_burst); prefetch the flows' hot line and actions; run the pipelines. The view and the
+ * flows stay valid: the worker reports its RCU quiescent state only after the burst. */
 static void process_burst(struct ofs_worker *w, int pidx, struct rte_mbuf **pkts, uint16_t n,
 			  struct pkt_ctx *ctx)
 {
 	struct ofs_flow *first[OFS_BURST];
 	struct ck_probe probe[OFS_BURST];
 	bool live[OFS_BURST];
-	const struct ofs_index_hdr *ix0 = __atomic_load_n(&ofs_dp.tables[0].index,
-							   __ATOMIC_ACQUIRE);
+	const struct ofs_key *mkeys[OFS_BURST];
+	struct ofs_flow *mflows[OFS_BURST];
+	uint16_t miss[OFS_BURST], n_miss = 0;
+	const struct ofs_table_view *ix0 = __atomic_load_n(&ofs_dp.tables[0].view,
+							    __ATOMIC_ACQUIRE);
+	if (ix0)
+		reader_enter(w, 0, ix0);
 	for (uint16_t j = 0; j < n && j < 4; j++)
 		rte_prefetch0(rte_pktmbuf_mtod(pkts[j], void *));
 	for (uint16_t j = 0; j < n; j++) {
@@ -1253,13 +1207,37 @@ static void process_burst(struct ofs_worker *w, int pidx, struct rte_mbuf **pkts
 			rte_prefetch0(&w->cache_keys[probe[j].sig & (OFS_CACHE_SIZE - 1)].way[way]);
 	}
 	for (uint16_t j = 0; j < n; j++) {
+		first[j] = NULL;
 		if (!live[j])
 			continue;
-		first[j] = ck_lookup(w, &ctx[j].key, &probe[j]);
 		ctx[j].pre_looked_up = true;
-		if (first[j])
-			rte_prefetch0(first[j]);
+		if (!ix0)
+			continue;
+		if (probe[j].cacheable && ck_find(w, &probe[j], &first[j])) {
+			w->cache_hits++;
+			continue;
+		}
+		w->cache_misses++;
+		miss[n_miss] = j;
+		mkeys[n_miss++] = &ctx[j].key;
 	}
+	if (n_miss) {
+		ofs_dp.lookup_ops->lookup_burst(ix0->lx, mkeys, n_miss, mflows);
+		for (uint16_t i = 0; i < n_miss; i++)  /* ck_store reads their priority */
+			if (mflows[i])
+				rte_prefetch0(mflows[i]);
+		for (uint16_t i = 0; i < n_miss; i++) {
+			uint16_t j = miss[i];
+			struct ofs_flow *cached;
+			first[j] = mflows[i];
+			/* the same key twice in one burst: store it once */
+			if (probe[j].cacheable && !ck_find(w, &probe[j], &cached))
+				ck_store(w, &probe[j], first[j]);
+		}
+	}
+	for (uint16_t j = 0; j < n; j++)
+		if (live[j] && first[j])
+			rte_prefetch0(first[j]);
 	/* the flows' actions: one more dependent load per packet, overlapped across the burst */
 	for (uint16_t j = 0; j < n; j++)
 		if (live[j] && first[j] && first[j]->apply)
@@ -1300,10 +1278,15 @@ int ofs_worker_main(void *arg)
 		for (unsigned p = 0; p < ofs_dp.n_ports; p++)
 			rte_eth_tx_buffer_flush(ofs_dp.ports[p].dpdk_id,
 						w->idx < ofs_dp.ports[p].n_txq ? w->idx : 0, w->txb[p]);
+		ofs_reader_leave_all(w);
 		rte_rcu_qsbr_quiescent(ofs_dp.qsbr, w->idx);
 		if (got == 0 && ofs_dp.idle_sleep_us) {
-			if (++idle > 100)
+			if (++idle > 100) {
+				/* offline while asleep: a grace period does not wait for the nap */
+				rte_rcu_qsbr_thread_offline(ofs_dp.qsbr, w->idx);
 				usleep(ofs_dp.idle_sleep_us);
+				rte_rcu_qsbr_thread_online(ofs_dp.qsbr, w->idx);
+			}
 		} else {
 			idle = 0;
 		}

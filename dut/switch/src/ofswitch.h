@@ -10,10 +10,10 @@
  *    per-group counters (relaxed atomics, no locks), and meter buckets (one spinlock per
  *    meter, taken only by packets that hit that meter).
  *  - The agent thread (a DPDK control thread, ofs_agent_main) is the ONLY writer of flows, tables,
- *    groups and meters. It edits its private lists, then publishes a new read-only snapshot
- *    with an atomic pointer store, bumps ofs_dp.gen, calls rte_rcu_qsbr_synchronize() and only
- *    then frees what the old snapshot referenced. Workers report a quiescent state once per poll
- *    loop.
+ *    groups and meters. Flow tables: see flowtable.h (staged incremental updates, one publish
+ *    per commit, deferred frees). Groups and meters: it publishes new objects with an atomic
+ *    pointer store, calls rte_rcu_qsbr_synchronize() and only then frees the old ones. Workers
+ *    report a quiescent state once per poll loop and go offline while they idle-sleep.
  *  - Workers hand packets for the controller to the agent through pin_ring (MP/SC); the agent
  *    hands PACKET_OUTs to worker 0 through pout_ring (SP/SC). So workers never touch the TCP
  *    socket and the agent never touches a NIC queue.
@@ -26,16 +26,21 @@
  *
  * Flow lookup: a wildcard lookup per table reached through struct ofs_lookup_ops (so
  * dut/classifier can replace the simple priority-sorted list), behind one exact-match flow cache
- * per worker (4-way set-associative, OFS_CACHE_SIZE buckets).  Every published index starts
- * with struct ofs_index_hdr: a serial number unique over the process lifetime and the union of
- * its flows' masks ("fields used", as compacted key words).  The cache key is the packet key
- * ANDed with that union, compacted to the used words, plus the serial: two packets equal there
- * match exactly the same flows of that index, so the cached answer is the index's own answer.
- * An entry is valid only for the very index it was computed from (serial compare), so a commit
- * needs no cache flush: a republished table gets a new serial and its old entries simply never
- * hit again, while other tables' entries stay hot.  The index (and the flows it points to)
- * outlives every lookup of the burst that loaded it, by RCU.  Tables whose flows use more than
- * OFS_CK_WORDS key words bypass the cache.
+ * per worker (4-way set-associative, OFS_CACHE_SIZE buckets).  The lookup structure of a table
+ * is updated in place, incrementally (flowtable.h: a FLOW_MOD stages only the rules it touches,
+ * a commit publishes them all at once), and what workers load per table is an immutable
+ * struct ofs_table_view republished by every commit of that table: a serial number unique over
+ * the process lifetime, the union of the table's flow masks ("fields used", as compacted key
+ * words) and the lookup structure.  The cache key is the packet key ANDed with that union,
+ * compacted to the used words, plus the serial: two packets equal there match exactly the same
+ * flows, so the cached answer is the table's own answer.  An entry is tagged with the view it
+ * was computed under (epoch serial, version); a commit needs no cache flush: a small commit
+ * keeps the epoch and its log lets older entries be revalidated on their next hit (struct
+ * ofs_table_view), a large one opens a new epoch whose entries start empty, and other tables'
+ * entries are untouched.  Views and removed flows outlive every lookup of the burst that loaded
+ * them (QSBR, reclaimed without blocking the agent); the lookup structure's own memory is
+ * protected by its reader protocol (reader_enter/leave, once per poll loop and table used).
+ * Tables whose flows use more than OFS_CK_WORDS key words bypass the cache.
  *
  * Limits: OFS_MAX_PORTS ports (OpenFlow port numbers 1..254), OFS_N_TABLES tables,
  * OFS_MAX_GROUPS groups, OFS_MAX_METERS meters; single-segment mbufs are assumed for header
@@ -89,31 +94,72 @@ struct ofs_flow {
 	uint8_t *match_raw; uint16_t match_raw_len;  /* padded ofp_match */
 	uint8_t *insts; uint16_t insts_len;
 	uint64_t created_ns;
-	struct ofs_flow *next;       /* agent-private list linkage */
+	struct ofs_flow *next, **pprev;  /* agent-private list linkage */
 	struct ofs_flow *hnext;      /* agent-private exact-match hash chain */
 	uint32_t hash;               /* of (priority, match) */
+	uint32_t lookup_id;          /* the lookup backend's handle (agent-private) */
+	uint32_t mgroup, mpos;       /* its mask group and place there (agent-private, flowtable.c) */
 };
 
-/* Every index a backend's build() returns starts with this header (see "Flow lookup" above).
- * Filled by ofs_index_hdr_init() on the agent thread before the index is published. */
+/* What workers load of one table (see "Flow lookup" above): immutable once published, replaced
+ * by every commit of the table, freed after a QSBR grace period.
+ *
+ * Cache validity across commits: a view belongs to an epoch (serial) and has a version inside
+ * it. A cached answer is tagged with (serial, version) of the view it was computed under. A
+ * commit that keeps the table's mask union and changes at most OFS_VIEW_LOG flows stays in the
+ * epoch (version + 1) and carries in log[] the changes of its recent versions: a cache entry
+ * of an older version of the same epoch is revalidated against them instead of being dropped
+ * (it stays valid unless its flow was removed, or an added flow matches its key with a
+ * priority >= its flow's, or its version is older than the log). Any other commit (union
+ * change, bulk change) opens a new epoch, whose serial no cache entry has. */
 #define OFS_CK_WORDS 7       /* cacheable tables use at most this many key words */
-struct ofs_index_hdr {
-	uint64_t serial;             /* unique per built index, never 0 */
+#define OFS_VIEW_LOG 64      /* changes a view keeps for revalidation */
+#define OFS_VERSION_BITS 24  /* cache tag = serial << OFS_VERSION_BITS | version */
+struct ofs_change {
+	uint32_t version;            /* the commit (inside the epoch) that made it */
+	uint16_t priority;           /* added flow's */
+	bool added;                  /* else removed */
+	const struct ofs_flow *removed; /* compared with cached flows, never dereferenced */
+	uint64_t v[OFS_CK_WORDS];    /* added flow's value and mask on the view's words */
+	uint64_t m[OFS_CK_WORDS];
+};
+struct ofs_table_view {
+	uint64_t serial;             /* the epoch: unique, never 0, < 2^40 */
+	uint32_t version;            /* commits inside the epoch, < 2^OFS_VERSION_BITS */
+	uint32_t log_base;           /* log[] holds every change of the versions > log_base */
+	const void *lx;              /* the table's lookup structure (lives as long as the table) */
+	bool cacheable;              /* false: n_words > OFS_CK_WORDS, or a mask-union transition */
 	uint8_t n_words;             /* key words the flows' masks touch (may exceed OFS_CK_WORDS) */
 	uint8_t word[OFS_KEY_WORDS]; /* which words, ascending */
 	uint64_t mask[OFS_KEY_WORDS];/* union mask of word[i] */
+	uint32_t n_log;
+	struct ofs_change log[OFS_VIEW_LOG]; /* oldest first */
 };
-void ofs_index_hdr_init(struct ofs_index_hdr *h, struct ofs_flow *const *flows, uint32_t n);
 
-/* The wildcard lookup of one table. The agent calls everything but lookup; workers only call
- * lookup, on an index the agent published. */
+/* A table's wildcard lookup structure. The agent calls create/insert/remove/publish/destroy;
+ * workers call lookup, lookup_burst and reader_enter/leave, on a structure reached through a
+ * published view. insert/remove only stage a change: readers see the staged changes of a table
+ * all at once at publish (and never a half-applied FLOW_MOD). */
 struct ofs_lookup_ops {
 	const char *name;
-	/* Build a read-only index over flows[0..n) (any order). NULL on failure. */
-	void *(*build)(struct ofs_flow *const *flows, uint32_t n);
-	/* Highest-priority flow whose match covers key, or NULL. Lock-free, any worker. */
-	struct ofs_flow *(*lookup)(const void *index, const struct ofs_key *key);
-	void (*destroy)(void *index);
+	/* An empty structure with n_readers reader slots (worker w uses slot w), or NULL. */
+	void *(*create)(unsigned n_readers);
+	/* Stage f (f->lookup_id is the backend's). 0, or -1 when out of memory (nothing staged). */
+	int (*insert)(void *lx, struct ofs_flow *f);
+	/* Stage f's removal (f was inserted, maybe still staged). Cannot fail. */
+	void (*remove)(void *lx, struct ofs_flow *f);
+	/* Make every staged change visible at once. 0, or -1 when out of memory: then nothing of
+	 * it is visible, and the next publish retries. */
+	int (*publish)(void *lx);
+	/* Highest-priority visible flow whose match covers key, or NULL. Lock-free, any worker. */
+	struct ofs_flow *(*lookup)(const void *lx, const struct ofs_key *key);
+	/* The same for n <= OFS_BURST keys at once (out[i] for keys[i]). */
+	void (*lookup_burst)(const void *lx, const struct ofs_key *const keys[], unsigned n,
+			     struct ofs_flow *out[]);
+	/* Bracket a worker's lookups (memory the writer retires stays until it leaves). */
+	void (*reader_enter)(const void *lx, unsigned reader);
+	void (*reader_leave)(const void *lx, unsigned reader);
+	void (*destroy)(void *lx);   /* no reader may be inside */
 };
 extern const struct ofs_lookup_ops ofs_lookup_simple;
 #ifdef OFS_HAVE_CLASSIFIER
@@ -122,13 +168,27 @@ extern const struct ofs_lookup_ops ofs_lookup_trie;
 #endif
 
 struct ofs_table {
-	void *index;                 /* published (RCU) */
-	struct ofs_flow *flows;      /* agent-private list */
+	struct ofs_table_view *view; /* published (RCU); NULL until the table's first flow */
+	void *lx;                    /* lookup structure, created with the first flow, kept */
+	/* ---- agent-private ---- */
+	struct ofs_table_view *spare;/* the next view, allocated ahead so a commit cannot fail */
+	uint32_t *mask_bits;         /* per key bit: how many flows' masks set it */
+	uint64_t umask[OFS_KEY_WORDS];   /* union of the flows' masks (bits with a count) */
+	bool umask_changed;          /* the union changed since the last publish: new epoch */
+	uint32_t n_pend;             /* staged changes recorded for the next view's log ... */
+	struct ofs_change *pend;     /* ... (OFS_VIEW_LOG of them; more: new epoch) */
+	struct ofs_flow *flows;      /* list (doubly linked through next/pprev) */
 	uint32_t n_flows;
-	bool dirty;                  /* agent: index must be rebuilt */
-	/* agent-private hash of (priority, match) -> flow, so ADD/strict commands need no scan */
+	bool dirty;                  /* staged changes not yet published */
+	/* hash of (priority, match) -> flow, so ADD/strict commands need no scan */
 	struct ofs_flow **htab;
 	uint32_t hsize;              /* power of two, 0 = none yet */
+	/* flows grouped by mask, with their masked values packed: non-strict selection scans
+	 * only the groups whose mask contains the request's, without touching the flows */
+	struct ofs_mask_group *mgroups;
+	uint32_t n_mgroups, cap_mgroups;
+	uint32_t *mg_hash;           /* open addressing: mask hash -> group index + 1 */
+	uint32_t mg_hash_size;       /* power of two */
 };
 
 struct ofs_bucket {
@@ -197,11 +257,13 @@ struct ofs_txq {
 struct ofs_cache_entry {         /* one bucket */
 	uint32_t sig[OFS_CACHE_WAYS];
 	struct ofs_flow *flow[OFS_CACHE_WAYS];  /* NULL: cached miss */
+	uint16_t prio[OFS_CACHE_WAYS];  /* flow[]'s priority: revalidation never reads the flow */
 	uint8_t valid;               /* bit per way */
 } __rte_cache_aligned;
+_Static_assert(sizeof(struct ofs_cache_entry) == 64, "a bucket is one cache line");
 struct ofs_cache_keys {          /* the keys of one bucket */
 	struct {
-		uint64_t serial;     /* ofs_index_hdr.serial of the index that answered */
+		uint64_t tag;        /* serial << OFS_VERSION_BITS | version of the view that answered */
 		uint64_t w[OFS_CK_WORDS];
 	} way[OFS_CACHE_WAYS];
 } __rte_cache_aligned;
@@ -219,6 +281,8 @@ struct ofs_worker {
 	struct ofs_cache_entry *cache;
 	struct ofs_cache_keys *cache_keys;
 	uint64_t cache_hits, cache_misses;
+	uint64_t cache_revalidated;  /* hits on an entry of an older version (ck_revalidate) */
+	uint64_t entered;            /* tables whose lookup structure this worker entered */
 	struct rte_mempool *pool;
 } __rte_cache_aligned;
 
@@ -252,7 +316,6 @@ struct ofs_dp {
 	struct ofs_group *groups[OFS_MAX_GROUPS];   /* published pointers, unordered */
 	struct ofs_meter *meters[OFS_MAX_METERS];
 	const struct ofs_lookup_ops *lookup_ops;
-	volatile uint64_t gen;       /* bumped after every publish */
 	struct rte_rcu_qsbr *qsbr;
 	struct rte_ring *pin_ring, *pout_ring;
 	uint16_t miss_send_len;

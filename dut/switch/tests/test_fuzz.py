@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
 import socket
 import struct
 import subprocess
@@ -123,6 +124,8 @@ def ring_switch(tmp_path):
                 proc.wait()
         log.close()
         listener.close()
+        # --no-huge still leaves the EAL runtime directory behind
+        shutil.rmtree(f"/var/run/dpdk/ofb-swfuzz-{os.getpid()}", ignore_errors=True)
 
 
 def accept(listener, proc, timeout_s: float = 15.0) -> w.Session:

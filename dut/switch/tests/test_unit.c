@@ -9,6 +9,7 @@
 #include <sys/eventfd.h>
 #include "../src/ofswitch.h"
 #include "../src/agent.h"
+#include "../src/flowtable.h"
 
 static int failures, checks;
 #define CHECK(cond, ...) do { checks++; if (!(cond)) { failures++; \
@@ -520,28 +521,441 @@ static void test_lookup_backends(void)
 			v[b] = (uint8_t)(rand() & mk[b] & 0x3);  /* small alphabet: many hits */
 		ptrs[i] = f;
 	}
-	void *a = ofs_lookup_simple.build(ptrs, NF);
-	void *b = ofs_lookup_trie.build(ptrs, NF);
+	void *a = ofs_lookup_build(&ofs_lookup_simple, ptrs, NF);
+	void *b = ofs_lookup_build(&ofs_lookup_trie, ptrs, NF);
 	CHECK(a && b, "both backends build");
-	int diff = 0, hits = 0;
-	for (int k = 0; k < NK; k++) {
-		struct ofs_key key;
-		memset(&key, 0, sizeof(key));
-		uint8_t *kb = (uint8_t *)&key;
-		for (size_t i = 0; i < sizeof(key); i++)
-			kb[i] = (uint8_t)(rand() & 0x3);
-		struct ofs_flow *fa = ofs_lookup_simple.lookup(a, &key);
-		struct ofs_flow *fb = ofs_lookup_trie.lookup(b, &key);
-		hits += fa != NULL;
-		diff += fa != fb;
+	int diff = 0, hits = 0, bdiff = 0;
+	for (int k = 0; k < NK; k += OFS_BURST) {
+		struct ofs_key keys[OFS_BURST];
+		const struct ofs_key *kp[OFS_BURST];
+		struct ofs_flow *fb_burst[OFS_BURST];
+		for (int j = 0; j < OFS_BURST; j++) {
+			uint8_t *kb = (uint8_t *)&keys[j];
+			for (size_t i = 0; i < sizeof(keys[j]); i++)
+				kb[i] = (uint8_t)(rand() & 0x3);
+			kp[j] = &keys[j];
+		}
+		ofs_lookup_trie.lookup_burst(b, kp, OFS_BURST, fb_burst);
+		for (int j = 0; j < OFS_BURST; j++) {
+			struct ofs_flow *fa = ofs_lookup_simple.lookup(a, &keys[j]);
+			struct ofs_flow *fb = ofs_lookup_trie.lookup(b, &keys[j]);
+			hits += fa != NULL;
+			diff += fa != fb;
+			bdiff += fb != fb_burst[j];
+		}
 	}
 	CHECK(diff == 0, "simple and trie disagree on %d of %d keys", diff, NK);
+	CHECK(bdiff == 0, "trie lookup and lookup_burst disagree on %d keys", bdiff);
 	CHECK(hits > 0, "the test keys hit some flows");
 	ofs_lookup_simple.destroy(a);
 	ofs_lookup_trie.destroy(b);
 	free(flows);
 	free(ptrs);
 #endif
+}
+
+/* ---- incremental tables: random FLOW_MODs vs a trivial model and a full rebuild ---------- */
+
+/* Drop every table's flows and lookup structure (so a test can switch backends). */
+static void reset_tables(void)
+{
+	struct mb m;
+	flow_mod(&m, OFPFC_DELETE, OFPTT_ALL, 0, NULL, 0, 0, 0);
+	send_msg(&m);
+	ofs_commit();
+	for (int t = 0; t < OFS_N_TABLES; t++) {
+		struct ofs_table *tb = &ofs_dp.tables[t];
+		if (tb->lx)
+			ofs_dp.lookup_ops->destroy(tb->lx);
+		free(tb->view);
+		free(tb->spare);
+		free(tb->mask_bits);
+		free(tb->pend);
+		free(tb->htab);
+		for (uint32_t g = 0; g < tb->n_mgroups; g++) {
+			CHECK(tb->mgroups[g].n == 0, "an emptied table's mask groups are empty");
+			free(tb->mgroups[g].flows);
+			free(tb->mgroups[g].vals);
+		}
+		free(tb->mgroups);
+		free(tb->mg_hash);
+		memset(tb, 0, sizeof(*tb));
+	}
+}
+
+/* the model: what the table must hold */
+struct model_flow { uint16_t prio; struct ofs_match match; uint64_t cookie; uint32_t port; };
+static struct model_flow model[4096];
+static int n_model;
+
+static bool model_covers(const struct ofs_match *r, const struct ofs_match *f)
+{
+	const uint64_t *rv = (const uint64_t *)&r->value, *rm = (const uint64_t *)&r->mask;
+	const uint64_t *fv = (const uint64_t *)&f->value, *fm = (const uint64_t *)&f->mask;
+	for (size_t i = 0; i < OFS_KEY_WORDS; i++)
+		if ((fm[i] & rm[i]) != rm[i] || (fv[i] & rm[i]) != rv[i])
+			return false;
+	return true;
+}
+
+static bool same_match(const struct ofs_match *a, const struct ofs_match *b)
+{
+	return !memcmp(&a->value, &b->value, sizeof(a->value)) &&
+	       !memcmp(&a->mask, &b->mask, sizeof(a->mask));
+}
+
+/* A random match of one of the issue's four mask shapes (or in_port, or all-wildcard) over a
+ * small alphabet, as OXM bytes and as (value, mask). */
+static size_t random_match(uint8_t *ox, struct ofs_match *mt)
+{
+	static const uint8_t plen[] = { 8, 16, 24, 28, 30, 32 };
+	memset(mt, 0, sizeof(*mt));
+	size_t n = 0;
+	int shape = rand() % 7;
+	if (shape == 6)
+		return 0;  /* match everything */
+	if (shape == 5) {
+		uint32_t p = htonl((uint32_t)(rand() % 3 + 1));
+		mt->value.in_port = p; mt->mask.in_port = 0xffffffff;
+		return oxm(ox, OXM_IN_PORT, &p, NULL, 4);
+	}
+	uint16_t et = htons(0x0800);
+	mt->value.eth_type = et; mt->mask.eth_type = 0xffff;
+	n += oxm(ox + n, OXM_ETH_TYPE, &et, NULL, 2);
+	uint32_t dst = htonl(0x0a000000u | (uint32_t)(rand() & 3) << 8 | (uint32_t)(rand() & 15));
+	uint32_t src = htonl(0x0b000000u | (uint32_t)(rand() & 3) << 16);
+	uint8_t proto = 17;
+	uint16_t udp = htons((uint16_t)(rand() % 3));
+	uint32_t dm = htonl(~0u << (32 - plen[rand() % 6]));
+	uint32_t sm = htonl(0xffff0000u);
+	switch (shape) {
+	case 0:  /* eth_type + ipv4_dst + udp_dst */
+		mt->value.ipv4_dst = dst; mt->mask.ipv4_dst = 0xffffffff;
+		mt->value.ip_proto = proto; mt->mask.ip_proto = 0xff;
+		mt->value.tp_dst = udp; mt->mask.tp_dst = 0xffff;
+		n += oxm(ox + n, OXM_IP_PROTO, &proto, NULL, 1);
+		n += oxm(ox + n, OXM_IPV4_DST, &dst, NULL, 4);
+		n += oxm(ox + n, OXM_UDP_DST, &udp, NULL, 2);
+		break;
+	case 1:  /* ipv4_dst/prefix */
+	case 4:
+		dst &= dm;
+		mt->value.ipv4_dst = dst; mt->mask.ipv4_dst = dm;
+		n += oxm(ox + n, OXM_IPV4_DST, &dst, &dm, 4);
+		break;
+	case 2:  /* ipv4_src/16 + ipv4_dst/16 */
+		dst &= htonl(0xffff0000u);
+		dm = htonl(0xffff0000u);
+		mt->value.ipv4_src = src; mt->mask.ipv4_src = sm;
+		mt->value.ipv4_dst = dst; mt->mask.ipv4_dst = dm;
+		n += oxm(ox + n, OXM_IPV4_SRC, &src, &sm, 4);
+		n += oxm(ox + n, OXM_IPV4_DST, &dst, &dm, 4);
+		break;
+	case 3:  /* ipv4_dst/28 + ip_proto */
+		dm = htonl(0xfffffff0u);
+		dst &= dm;
+		mt->value.ipv4_dst = dst; mt->mask.ipv4_dst = dm;
+		mt->value.ip_proto = proto; mt->mask.ip_proto = 0xff;
+		n += oxm(ox + n, OXM_IP_PROTO, &proto, NULL, 1);
+		n += oxm(ox + n, OXM_IPV4_DST, &dst, &dm, 4);
+		break;
+	}
+	return n;
+}
+
+static void random_key(struct ofs_key *k)
+{
+	memset(k, 0, sizeof(*k));
+	k->in_port = htonl((uint32_t)(rand() % 3 + 1));
+	k->eth_type = htons(rand() % 8 ? 0x0800 : 0x86dd);
+	if (k->eth_type == htons(0x0800)) {
+		k->ipv4_dst = htonl(0x0a000000u | (uint32_t)(rand() & 3) << 8 | (uint32_t)(rand() & 15));
+		k->ipv4_src = htonl(0x0b000000u | (uint32_t)(rand() & 3) << 16);
+		k->ip_proto = rand() % 4 ? 17 : 6;
+		k->tp_dst = htons((uint16_t)(rand() % 3));
+	}
+}
+
+static uint32_t flow_out_port(const struct ofs_flow *f)
+{
+	return f->apply_len >= 8 ? rd32(f->apply + 4) : 0;
+}
+
+/* Does the live table t hold exactly the model (priority, match, cookie, output)? */
+static int table_vs_model(int t)
+{
+	int bad = ofs_dp.tables[t].n_flows != (uint32_t)n_model;
+	for (struct ofs_flow *f = ofs_dp.tables[t].flows; f && !bad; f = f->next) {
+		int found = 0;
+		for (int i = 0; i < n_model && !found; i++)
+			found = model[i].prio == f->priority && same_match(&model[i].match, &f->match) &&
+				model[i].cookie == f->cookie && model[i].port == flow_out_port(f);
+		bad = !found;
+	}
+	return bad;
+}
+
+/* The lookup of key through what the workers see (view + cache-free lookup) must be a flow of
+ * the table that matches key with the model's best priority, and the model's action when that
+ * best flow is unique; the full rebuild must agree the same way. */
+static int check_lookups(int t, int nkeys, void *rebuilt)
+{
+	const struct ofs_table_view *v = ofs_dp.tables[t].view;
+	int bad = 0;
+	for (int q = 0; q < nkeys; q += OFS_BURST) {
+		struct ofs_key keys[OFS_BURST];
+		const struct ofs_key *kp[OFS_BURST];
+		struct ofs_flow *got[OFS_BURST];
+		for (int j = 0; j < OFS_BURST; j++) {
+			random_key(&keys[j]);
+			kp[j] = &keys[j];
+		}
+		if (v)
+			ofs_dp.lookup_ops->lookup_burst(v->lx, kp, OFS_BURST, got);
+		for (int j = 0; j < OFS_BURST; j++) {
+			int best = -1, nbest = 0, port = -1;
+			for (int i = 0; i < n_model; i++) {
+				if (!ofs_key_matches(&keys[j], &model[i].match))
+					continue;
+				if (model[i].prio > best) { best = model[i].prio; nbest = 0; }
+				if (model[i].prio == best) { nbest++; port = (int)model[i].port; }
+			}
+			struct ofs_flow *cand[3] = {
+				v ? ofs_dp.lookup_ops->lookup(v->lx, &keys[j]) : NULL,
+				v ? got[j] : NULL,
+				rebuilt ? ofs_dp.lookup_ops->lookup(rebuilt, &keys[j]) : NULL };
+			for (int c = 0; c < 3; c++) {
+				struct ofs_flow *f = cand[c];
+				if (c == 2 && !rebuilt)
+					continue;
+				if (best < 0) {
+					bad += f != NULL;
+					continue;
+				}
+				if (!f || !ofs_key_matches(&keys[j], &f->match) || f->priority != best ||
+				    (nbest == 1 && (int)flow_out_port(f) != port))
+					bad++;
+			}
+		}
+	}
+	return bad;
+}
+
+/* the trivial reference of OFPFF_CHECK_OVERLAP: same priority, another match, and some packet
+ * matching both */
+static bool model_overlaps(uint16_t prio, const struct ofs_match *mt)
+{
+	for (int i = 0; i < n_model; i++) {
+		if (model[i].prio != prio || same_match(&model[i].match, mt))
+			continue;
+		const uint64_t *av = (const uint64_t *)&model[i].match.value,
+			       *am = (const uint64_t *)&model[i].match.mask,
+			       *bv = (const uint64_t *)&mt->value, *bm = (const uint64_t *)&mt->mask;
+		size_t k = 0;
+		while (k < OFS_KEY_WORDS && !((av[k] ^ bv[k]) & am[k] & bm[k]))
+			k++;
+		if (k == OFS_KEY_WORDS)
+			return true;
+	}
+	return false;
+}
+
+static void model_apply(uint8_t cmd, uint16_t prio, const struct ofs_match *mt, uint64_t cookie,
+			uint64_t cookie_mask, uint32_t port)
+{
+	if (cmd == OFPFC_ADD) {
+		for (int i = 0; i < n_model; i++)
+			if (model[i].prio == prio && same_match(&model[i].match, mt)) {
+				model[i] = (struct model_flow){ prio, *mt, cookie, port };
+				return;
+			}
+		model[n_model++] = (struct model_flow){ prio, *mt, cookie, port };
+		return;
+	}
+	bool strict = cmd == OFPFC_MODIFY_STRICT || cmd == OFPFC_DELETE_STRICT;
+	for (int i = 0; i < n_model; i++) {
+		struct model_flow *f = &model[i];
+		bool sel = (f->cookie & cookie_mask) == (cookie & cookie_mask) &&
+			   (strict ? f->prio == prio && same_match(&f->match, mt)
+				   : model_covers(mt, &f->match));
+		if (!sel)
+			continue;
+		if (cmd == OFPFC_MODIFY || cmd == OFPFC_MODIFY_STRICT) {
+			f->port = port;
+		} else {
+			model[i--] = model[--n_model];
+		}
+	}
+}
+
+static void incremental_run(const struct ofs_lookup_ops *ops, int n_ops)
+{
+	reset_tables();
+	ofs_dp.lookup_ops = ops;
+	n_model = 0;
+	srand(11);
+	int bad_model = 0, bad_lookup = 0, bad_rebuild = 0, commits = 0, errs = 0, overlaps = 0;
+	int until_commit = 1;
+	for (int op = 0; op < n_ops; op++) {
+		struct mb m;
+		uint8_t ox[128];
+		struct ofs_match mt;
+		int r = rand() % 100;
+		uint8_t cmd = r < 70 ? OFPFC_ADD : r < 80 ? OFPFC_MODIFY : r < 88 ? OFPFC_MODIFY_STRICT
+			    : r < 91 ? OFPFC_DELETE : OFPFC_DELETE_STRICT;
+		uint16_t prio = (uint16_t)(rand() % 6 * 100);
+		size_t n = random_match(ox, &mt);
+		while (n == 0 && cmd == OFPFC_DELETE && rand() % 8)
+			n = random_match(ox, &mt);  /* "delete all" now and then, not 1 in 7 */
+		if ((cmd == OFPFC_MODIFY_STRICT || cmd == OFPFC_DELETE_STRICT || rand() % 2 == 0) &&
+		    n_model && cmd != OFPFC_ADD) {
+			/* aim at an existing flow most of the time */
+			struct model_flow *t = &model[rand() % n_model];
+			prio = t->prio;
+			mt = t->match;
+			/* rebuild the OXMs of t's match: find it in the table */
+			for (struct ofs_flow *f = ofs_dp.tables[0].flows; f; f = f->next)
+				if (f->priority == prio && same_match(&f->match, &mt)) {
+					n = rd16(f->match_raw + 2) - 4;
+					memcpy(ox, f->match_raw + 4, n);
+					break;
+				}
+		}
+		uint32_t port = (uint32_t)(rand() % 3 + 1);
+		uint64_t cookie = (uint64_t)(rand() % 3), cookie_mask = rand() % 2 ? ~0ull : 0;
+		bool check_overlap = cmd == OFPFC_ADD && rand() % 4 == 0;
+		bool overlap = check_overlap && model_overlaps(prio, &mt);
+		flow_mod(&m, cmd, 0, prio, ox, n, port, check_overlap ? OFPFF_CHECK_OVERLAP : 0);
+		wr64(m.b + 8, cookie);
+		wr64(m.b + 16, cookie_mask);
+		send_msg(&m);
+		bool refused = out.len >= 8 && out.data[1] == OFPT_ERROR;
+		errs += refused != overlap ||
+			(overlap && reply_err() != OFS_ERR(OFPET_FLOW_MOD_FAILED, OFPFMFC_OVERLAP));
+		overlaps += overlap;
+		if (!overlap)
+			model_apply(cmd, prio, &mt, cookie, cookie_mask, port);
+		if (--until_commit == 0) {
+			ofs_commit();
+			commits++;
+			until_commit = 1 + rand() % 12;
+			bad_model += table_vs_model(0);
+			bad_lookup += check_lookups(0, 64, NULL);
+			if (commits % 10 == 0) {
+				uint32_t nf = ofs_dp.tables[0].n_flows, i = 0;
+				struct ofs_flow **arr = malloc((nf + 1) * sizeof(*arr));
+				for (struct ofs_flow *f = ofs_dp.tables[0].flows; f; f = f->next)
+					arr[i++] = f;
+				void *rb = ofs_lookup_build(ops, arr, nf);
+				bad_rebuild += !rb || check_lookups(0, 64, rb);
+				if (rb)
+					ops->destroy(rb);
+				free(arr);
+			}
+		}
+	}
+	CHECK(errs == 0, "%s: %d FLOW_MODs answered otherwise than the model (error or not)",
+	      ops->name, errs);
+	CHECK(overlaps > 20, "%s: CHECK_OVERLAP refused some ADDs (%d)", ops->name, overlaps);
+	CHECK(bad_model == 0, "%s: table differs from the model after %d of %d commits", ops->name,
+	      bad_model, commits);
+	CHECK(bad_lookup == 0, "%s: %d incremental lookups differ from the model", ops->name,
+	      bad_lookup);
+	CHECK(bad_rebuild == 0, "%s: the full rebuild differs from the model (%d)", ops->name,
+	      bad_rebuild);
+	CHECK(n_model > 30, "%s: the run keeps a real table (%d flows)", ops->name, n_model);
+	printf("incremental %s: %d FLOW_MODs, %d commits, %d flows at the end\n", ops->name, n_ops,
+	       commits, n_model);
+	reset_tables();
+}
+
+static void test_incremental_tables(void)
+{
+	incremental_run(&ofs_lookup_simple, 4000);
+#ifdef OFS_HAVE_CLASSIFIER
+	incremental_run(&ofs_lookup_trie, 8000);
+#endif
+	ofs_dp.lookup_ops = &ofs_lookup_simple;
+}
+
+/* A test double of a backend whose inserts fail on demand: a failed FLOW_MOD must keep the
+ * old state and be answered with OFPT_ERROR. */
+static int fail_inserts_after = -1;  /* -1: never */
+static int failing_insert(void *lx, struct ofs_flow *f)
+{
+	if (fail_inserts_after == 0)
+		return -1;
+	if (fail_inserts_after > 0)
+		fail_inserts_after--;
+	return ofs_lookup_simple.insert(lx, f);
+}
+static struct ofs_lookup_ops failing_ops;
+
+static void test_failed_update_keeps_state(void)
+{
+	reset_tables();
+	failing_ops = ofs_lookup_simple;
+	failing_ops.name = "failing-insert double";
+	failing_ops.insert = failing_insert;
+	ofs_dp.lookup_ops = &failing_ops;
+	struct mb m;
+	uint8_t ox[64];
+	uint32_t dst[3];
+	uint16_t et = htons(0x0800);
+	for (int i = 0; i < 3; i++) {
+		size_t n = oxm(ox, OXM_ETH_TYPE, &et, NULL, 2);
+		dst[i] = htonl(0x0a000001u + (uint32_t)i);
+		n += oxm(ox + n, OXM_IPV4_DST, &dst[i], NULL, 4);
+		flow_mod(&m, OFPFC_ADD, 0, 10, ox, n, 2, 0);
+		send_msg(&m);
+	}
+	ofs_commit();
+	const struct ofs_table_view *v0 = ofs_dp.tables[0].view;
+	CHECK(flows_in(0) == 3 && v0, "three flows installed");
+	/* ADD replacing flow 0 while inserts fail: error, flow 0 keeps port 2 */
+	fail_inserts_after = 0;
+	size_t n = oxm(ox, OXM_ETH_TYPE, &et, NULL, 2);
+	n += oxm(ox + n, OXM_IPV4_DST, &dst[0], NULL, 4);
+	flow_mod(&m, OFPFC_ADD, 0, 10, ox, n, 3, 0);
+	send_msg(&m);
+	CHECK(reply_err() == OFS_ERR(OFPET_FLOW_MOD_FAILED, OFPFMFC_TABLE_FULL),
+	      "failed ADD answers TABLE_FULL (0x%x)", reply_err());
+	/* MODIFY of all three where the second copy fails: error, all keep port 2 */
+	fail_inserts_after = 1;
+	flow_mod(&m, OFPFC_MODIFY, 0, 0, ox, oxm(ox, OXM_ETH_TYPE, &et, NULL, 2), 3, 0);
+	send_msg(&m);
+	CHECK(reply_err() == OFS_ERR(OFPET_FLOW_MOD_FAILED, OFPFMFC_UNKNOWN),
+	      "failed MODIFY answers an error (0x%x)", reply_err());
+	fail_inserts_after = -1;
+	ofs_commit();
+	const struct ofs_table_view *v = ofs_dp.tables[0].view;
+	int ok = 0;
+	for (int i = 0; i < 3 && v; i++) {
+		struct ofs_key k;
+		memset(&k, 0, sizeof(k));
+		k.eth_type = et;
+		k.ipv4_dst = dst[i];
+		struct ofs_flow *f = ofs_dp.lookup_ops->lookup(v->lx, &k);
+		ok += f && flow_out_port(f) == 2;
+	}
+	CHECK(flows_in(0) == 3 && ok == 3, "the old flows stay, visible and unchanged (%d/3)", ok);
+	/* and a MODIFY that works afterwards changes all three */
+	flow_mod(&m, OFPFC_MODIFY, 0, 0, ox, oxm(ox, OXM_ETH_TYPE, &et, NULL, 2), 3, 0);
+	send_msg(&m);
+	ofs_commit();
+	v = ofs_dp.tables[0].view;
+	ok = 0;
+	for (int i = 0; i < 3 && v; i++) {
+		struct ofs_key k;
+		memset(&k, 0, sizeof(k));
+		k.eth_type = et;
+		k.ipv4_dst = dst[i];
+		struct ofs_flow *f = ofs_dp.lookup_ops->lookup(v->lx, &k);
+		ok += f && flow_out_port(f) == 3;
+	}
+	CHECK(out.len == 0 && ok == 3, "MODIFY after the failure applies (%d/3)", ok);
+	reset_tables();
+	ofs_dp.lookup_ops = &ofs_lookup_simple;
 }
 
 /* The Packet-In doorbell: a worker writes the eventfd only while the agent sleeps, and only
@@ -577,6 +991,8 @@ int main(void)
 	test_truncations();
 	test_key_extract();
 	test_lookup_backends();
+	test_incremental_tables();
+	test_failed_update_keeps_state();
 	test_agent_wakeup();
 	ob_free(&out);
 	printf("%d checks, %d failures\n", checks, failures);

@@ -1,0 +1,105 @@
+/* flowtable.h -- incremental flow tables of ofswitch: what a FLOW_MOD changes in a table's
+ * lookup structure, how a batch of changes becomes visible, and when old memory is freed.
+ * Agent thread only (workers only read views, see ofswitch.h "Flow lookup").
+ *
+ * Goal: a FLOW_MOD into a table of 100k (1M) flows costs what it touches, not the table: one
+ * FLOW_MOD + BARRIER well under a millisecond, bulk installs at Open vSwitch's rate or better.
+ *
+ * How a change travels:
+ *  1. Stage (per FLOW_MOD): ofs_table_prepare() makes sure the table has its lookup structure,
+ *     its mask-bit counters and a spare view, so nothing after it can fail for lack of memory
+ *     except inserts; ofs_table_stage_add()/stage_remove() stage one flow in the structure
+ *     (lookup_ops insert/remove) and in the counters of the union of the table's masks. The
+ *     agent inserts a FLOW_MOD's new flows before it removes the ones they replace, so an insert
+ *     that fails leaves the old state: the agent unstages what that FLOW_MOD staged and answers
+ *     it with OFPT_ERROR. Staged changes are invisible to workers.
+ *  2. Commit (ofs_tables_commit, before every BARRIER reply, PACKET_OUT, multipart reply and
+ *     at the end of each batch of received messages): per changed table, lookup_ops publish
+ *     (dut/classifier: ofb_cls_batch_commit, one version for all the staged rules), then the
+ *     spare view (new serial, new mask union) is published with a release store. A reader thus
+ *     sees a table's batch all or nothing. Tables are published one after another: a packet
+ *     that crosses several tables during one commit may see some of them changed and others not
+ *     (OpenFlow orders messages, not tables; the same held for the former full rebuilds).
+ *     The view also says how much of the workers' flow cache survives (ofswitch.h, struct
+ *     ofs_table_view): a commit that keeps the mask union and changes at most OFS_VIEW_LOG
+ *     flows keeps the epoch and logs its changes (recorded at staging time: an added flow as
+ *     its value/mask on the union's words, a removed one as its address), so cached answers
+ *     are revalidated on their next hit instead of all being recomputed; any other commit
+ *     opens a new epoch.
+ *  3. The old view and the removed flows are handed to ofs_defer_free() with a QSBR token and
+ *     freed by a later commit or housekeeping tick once every worker has passed a quiescent
+ *     state; the commit itself never waits for the workers, except in step 4.
+ *  4. Mask-union growth: a cached answer is keyed on the packet key ANDed with the published
+ *     union. A worker that still holds the previous view (old union, old serial) while the
+ *     structure already answers with a flow whose mask reaches beyond that union could cache
+ *     a wrong answer under the old serial and reuse it for another packet of that burst. So
+ *     when a commit widens a table's union, the table first gets an uncacheable view, the
+ *     agent waits for a grace period (rte_rcu_qsbr_synchronize), and only then publishes.
+ *     With a fixed set of mask shapes this happens a handful of times per table.
+ *
+ * Invariants: every flow in a table's list is staged in its lookup structure; tb->view, once
+ * set, is never NULL; a dirty table has a spare view; a view's union covers the mask of every
+ * flow visible under it.
+ * Out of memory: prepare and insert fail cleanly (FLOW_MOD answered with
+ * FLOW_MOD_FAILED/TABLE_FULL, old state kept); a publish that fails keeps the old view and the
+ * table dirty (retried at the next commit); a full defer queue falls back to a blocking grace
+ * period. Nothing publishes an empty or NULL index for a failure.
+ * Non-strict MODIFY/DELETE: flows are grouped by mask (one group per distinct mask, kept when
+ * it empties, so their number is that of distinct masks ever seen in the table); a request
+ * scans the packed masked values of the groups whose mask contains the request's and touches
+ * only the flows it selects (ADD with CHECK_OVERLAP likewise): at 100k flows of 4 shapes, ~1 MB of sequential reads instead of
+ * a pointer chase through 100k flows (~40 MB).
+ * Limits: the simple backend (reference, small tables) re-sorts its array at each publish;
+ * the trie backend keeps rules matching IPv6 ND fields (beyond OFS_KEY_CLS_LEN) in such a simple
+ * array beside the classifier, published just before it.
+ */
+#ifndef OFB_FLOWTABLE_H
+#define OFB_FLOWTABLE_H
+#include "ofswitch.h"
+
+/* Get tb ready for staging changes. 0, or -1 when out of memory (nothing changed). */
+int ofs_table_prepare(struct ofs_table *tb);
+/* Stage f (already prepared). 0, or -1 when out of memory (nothing staged). */
+int ofs_table_stage_add(struct ofs_table *tb, struct ofs_flow *f);
+/* Stage f's removal (f was staged by stage_add). Cannot fail. */
+void ofs_table_stage_remove(struct ofs_table *tb, struct ofs_flow *f);
+/* One mask group of a table (agent-private). */
+struct ofs_mask_group {
+	struct ofs_key mask;
+	uint32_t hash;
+	uint8_t n_words;
+	uint8_t word[OFS_KEY_WORDS];   /* the mask's nonzero words */
+	uint32_t n, cap;
+	struct ofs_flow **flows;       /* dense */
+	uint64_t *vals;                /* n x n_words: flows[i]'s value, those words */
+};
+
+/* Mask groups (non-strict selection): reserve room for f's group before staging it, then
+ * add; remove/replace cannot fail. */
+int ofs_table_group_reserve(struct ofs_table *tb, const struct ofs_flow *f);
+void ofs_table_group_add(struct ofs_table *tb, struct ofs_flow *f);
+void ofs_table_group_remove(struct ofs_table *tb, struct ofs_flow *f);
+void ofs_table_group_replace(struct ofs_table *tb, struct ofs_flow *old, struct ofs_flow *f);
+/* The flows of tb whose match lies inside r (OpenFlow's non-strict selection; priority,
+ * cookie and out_port are the caller's to check) into a malloc'ed *out. Count, or -1 when out
+ * of memory. */
+int ofs_table_covered(struct ofs_table *tb, const struct ofs_match *r, struct ofs_flow ***out);
+
+/* Is there a flow of this priority in tb, with another match, that a packet could match
+ * together with m (OFPFF_CHECK_OVERLAP)? Scans the packed values, reads only candidates. */
+bool ofs_table_overlaps(const struct ofs_table *tb, const struct ofs_match *m, uint16_t priority);
+
+/* Publish every dirty table (see above). false when some table stays unpublished (out of
+ * memory; it keeps its old view and is retried by the next commit). */
+bool ofs_tables_commit(void);
+/* Free p with fn once no worker can hold it (now when there are no workers). */
+void ofs_defer_free(void *p, void (*fn)(void *));
+/* Free what the workers have left behind; wait for them when `wait`. */
+void ofs_reclaim(bool wait);
+
+/* A lookup structure over flows[0..n) built from scratch through the same ops (the "full
+ * rebuild" the differential tests compare the incremental path against). NULL on failure. */
+void *ofs_lookup_build(const struct ofs_lookup_ops *ops, struct ofs_flow *const *flows,
+		       uint32_t n);
+
+#endif

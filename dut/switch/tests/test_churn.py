@@ -1,0 +1,36 @@
+"""Flows changing during traffic (dut/switch/tests/test_churn.c): a real worker lcore forwards
+between two net_ring ports while the test changes table 0 and commits ~1000 times a second;
+every forwarded frame must carry the tag of its key's best flow in a table state of its
+moment (between the state published when it was fed and the one published when it was
+collected). Runs without hugepages (--no-huge --no-shconf); the EAL runtime directory is
+removed even when the binary crashes."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from dut.switch import launcher
+
+SECONDS = 1.5
+
+
+@pytest.mark.parametrize("backend", ["trie", "simple"])
+def test_forwarding_follows_flow_changes(backend):
+    binary = launcher.build_dir() / "dut" / "switch" / "test_ofswitch_churn"
+    if not binary.exists():
+        pytest.skip(f"{binary} not built")
+    proc = subprocess.Popen([str(binary), backend, str(SECONDS)], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    try:
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        shutil.rmtree(Path("/var/run/dpdk") / f"ofs-churn-{proc.pid}", ignore_errors=True)
+    summary = [line for line in out.splitlines() if line.startswith("churn ")]
+    assert proc.returncode == 0 and summary, out[-3000:]
+    assert " wrong 0," in summary[0] and "unexplained drops 0" in summary[0], summary[0]
