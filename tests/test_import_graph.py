@@ -16,8 +16,8 @@ FORBIDDEN = {
     "reports": {"suites", "drivers", "dut", "traces"},
     "harness": {"suites"},
 }
-# Known lab tooling still inside dut/ (issue 18, part 6: to move to drivers/ or suites/).
-KNOWN = {("dut.switch.bench", "drivers"), ("drivers.vmwire.topology", "drivers")}
+# Known exceptions (none left: lab tooling moved out of dut/ in issue 18).
+KNOWN: set[tuple[str, str]] = set()
 
 
 def modules() -> dict[str, Path]:

@@ -5,7 +5,7 @@ churn added before; every flow (old and new) outputs to port 2, so a correct swi
 forwarding everything. Rate (port 2 tx) and loss (port 1 rx - port 2 tx) before, during and
 after the churn, each over ``window_s``.
 
-I/O as the pipeline benchmark (dut/switch/bench.py): port 1 = net_pcap ``infinite_rx`` of
+I/O as the pipeline benchmark (suites/switch/pipeline.py): port 1 = net_pcap ``infinite_rx`` of
 ``n_frames`` distinct frames that match installed flows, port 2 = net_null; ofbench (trie) and
 OVS-DPDK one after the other, same flows, same pcap, same churn.
 """
@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from dut.switch import bench as pb
+from suites.switch import pipeline as pb
 from dut.switch.tests import ofwire as w
 
 
@@ -86,10 +86,11 @@ def run_one(lab, kind: str, flows, pcap: Path, *, lcore: int, rate: float, windo
     pid = None
     try:
         if kind == "ofbench":
-            from dut.switch.launcher import start_ofswitch
-            proc = start_ofswitch(lab, f"{tag}-ofswitch", ports=[(1, rx_devargs), (2, "net_null0")],
-                                  controller=("127.0.0.1", port), dpid=0xC1, lookup="trie",
-                                  idle_sleep_us=0, lcores=str(lcore), mem_mb=1024)
+            from drivers.lab.switches import start_switch
+            proc = start_switch(lab, "ofbench", name=f"{tag}-ofswitch", ports=[],
+                                extra_ports=[(1, {"devargs": rx_devargs}), (2, {"devargs": "net_null0"})],
+                                controller=("127.0.0.1", port), dpid=0xC1, lookup="trie",
+                                idle_sleep_us=0, lcores=str(lcore), mem_mb=1024).proc
             stop = lambda: lab.supervisor.stop(proc)  # noqa: E731
             pid = proc.pid
         elif kind == "ovs-dpdk":

@@ -333,11 +333,12 @@ def run_one(lab, kind: str, plan: Plan, tag: str, progress=print) -> dict:
     c = None
     try:
         if kind == "ofbench":
-            from dut.switch.launcher import start_ofswitch
-            proc = start_ofswitch(lab, f"{tag}-ofswitch",
-                                  ports=[(1, "net_null0,no-rx=1"), (2, "net_null1,no-rx=1")],
-                                  controller=("127.0.0.1", port), dpid=0xF1, lookup="trie",
-                                  mem_mb=1024 if plan.n_flows < 500_000 else 2048)
+            from drivers.lab.switches import start_switch
+            proc = start_switch(lab, "ofbench", name=f"{tag}-ofswitch", ports=[],
+                                extra_ports=[(1, {"devargs": "net_null0,no-rx=1"}),
+                                             (2, {"devargs": "net_null1,no-rx=1"})],
+                                controller=("127.0.0.1", port), dpid=0xF1, lookup="trie",
+                                mem_mb=1024 if plan.n_flows < 500_000 else 2048).proc
             stop = lambda: lab.supervisor.stop(proc)  # noqa: E731
         elif kind == "ovs":
             from drivers.lab.ovs import OvsInstance

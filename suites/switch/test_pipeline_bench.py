@@ -22,7 +22,7 @@ def test_pipeline_64b_100k_flows(lab, profile, results, progress, n_frames):
     kinds = [k for k in ("ofbench", "ovs-dpdk") if switch_available(k, profile) is None]
     if "ofbench" not in kinds:
         pytest.skip(switch_available("ofbench", profile))
-    from dut.switch.bench import metrics_of, run_pipeline_bench
+    from suites.switch.pipeline import metrics_of, run_pipeline_bench
     progress(f"pipeline bench: 100k flows, {n_frames} distinct 64 B frames, one lcore, "
              f"{' vs '.join(kinds)}")
     res = run_pipeline_bench(lab, kinds=tuple(kinds), n_flows=100_000, n_frames=n_frames)

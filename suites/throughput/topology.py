@@ -222,13 +222,11 @@ def switch_p2p(lab, kind: str, flows: int, tag: str = "sw", wire: str = "vhost")
         cleanup.append(lambda: lab.supervisor.stop(cproc))
 
         def switch():
-            if kind == "ofbench":  # start_ofswitch directly: it can pin the worker and busy-poll
-                from dut.switch.launcher import start_ofswitch
-                devports = [(o, f"net_af_packet{o},iface={i}") for o, i in kernel_ports]
-                devports += [(o, spec["devargs"]) for o, spec in extra]
-                proc = start_ofswitch(lab, f"{tag}-{kind}", ports=devports, controller=("127.0.0.1", cport),
-                                      dpid=0x7E, netns=netns, lcores=str(SWITCH_CORE), idle_sleep_us=0,
-                                      mem_mb=256)
+            if kind == "ofbench":  # pinned worker, busy polling, af_packet on the kernel ports
+                devports = [(o, {"devargs": f"net_af_packet{o},iface={i}"}) for o, i in kernel_ports]
+                proc = start_switch(lab, kind, name=f"{tag}-{kind}", ports=[], extra_ports=devports + extra,
+                                    controller=("127.0.0.1", cport), dpid=0x7E, netns=netns,
+                                    lcores=str(SWITCH_CORE), idle_sleep_us=0, mem_mb=256).proc
                 cleanup.append(lambda: lab.supervisor.stop(proc))
                 return
             sw = start_switch(lab, kind, name=f"{tag}-{kind}", netns=netns, ports=kernel_ports,
@@ -283,7 +281,7 @@ def switch_p2p_trex(lab, generator: dict, kind: str, flows: int, tag: str = "sw"
         raise TopologyUnavailable(f"{kind}: TRex v3.08 reaches a switch only over memif or af_packet here; "
                                   "OVS-DPDK's memif ports do not come up and vhost-user needs virtio_user, "
                                   "which TRex does not compile in")
-    from dut.switch.launcher import start_ofswitch
+    from drivers.lab.switches import start_switch
     from drivers.trex.driver import Trex
     from drivers.trex.server import cores_from_profile, memif_vdev, start_trex_server
     tx, rx, speed = trex_port_names(generator)
@@ -303,9 +301,11 @@ def switch_p2p_trex(lab, generator: dict, kind: str, flows: int, tag: str = "sw"
         cproc, cport, done = _controller(lab, f"{tag}-ctl", flows, None, (1, 2))
         cleanup.append(lambda: lab.supervisor.stop(cproc))
         name = f"{tag}-{kind}"
-        proc = start_ofswitch(lab, name, ports=[(1, memif(10, "client", s0)), (2, memif(11, "client", s1))],
-                              controller=("127.0.0.1", cport), dpid=0x7E, lcores=str(SWITCH_CORE),
-                              idle_sleep_us=0, mem_mb=256)
+        proc = start_switch(lab, "ofbench", name=name, ports=[],
+                            extra_ports=[(1, {"devargs": memif(10, "client", s0)}),
+                                         (2, {"devargs": memif(11, "client", s1)})],
+                            controller=("127.0.0.1", cport), dpid=0x7E, lcores=str(SWITCH_CORE),
+                            idle_sleep_us=0, mem_mb=256).proc
         cleanup.append(lambda: lab.supervisor.stop(proc))
         _wait_file(done, 60 + flows / 500, f"{kind}: installing {flows} flows")
         gen = Trex(srv.host, {tx: (0, speed), rx: (1, speed)}, sync_port=srv.rpc_port, async_port=srv.pub_port)

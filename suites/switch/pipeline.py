@@ -12,7 +12,7 @@ Flows (table 0, all output:2), four mask shapes, 25 % each, random priorities:
   ipv4_dst/32 + udp_dst;  ipv4_dst/24;  ipv4_src/16 + ipv4_dst/16;  eth_dst/24 (OUI) + ipv4_dst/28
 
 The pure parts (flows, frames, pcap bytes) are functions with unit tests; ``run_pipeline_bench``
-does the I/O. CLI: ``python -m dut.switch.bench [--flows N] [--kinds ofbench,ovs-dpdk]``.
+does the I/O. CLI: ``python -m suites.switch.pipeline [--flows N] [--kinds ofbench,ovs-dpdk]``.
 """
 from __future__ import annotations
 
@@ -199,10 +199,11 @@ def run_one(lab, kind: str, flows: list[BenchFlow], pcap: Path, *, lcore: int,
     during = None
     try:
         if kind == "ofbench":
-            from dut.switch.launcher import start_ofswitch
-            proc = start_ofswitch(lab, f"{tag}-ofswitch", ports=[(1, rx_devargs), (2, "net_null0")],
-                                  controller=("127.0.0.1", port), dpid=0xB1, lookup=lookup,
-                                  idle_sleep_us=0, lcores=str(lcore), mem_mb=1024)
+            from drivers.lab.switches import start_switch
+            proc = start_switch(lab, "ofbench", name=f"{tag}-ofswitch", ports=[],
+                                extra_ports=[(1, {"devargs": rx_devargs}), (2, {"devargs": "net_null0"})],
+                                controller=("127.0.0.1", port), dpid=0xB1, lookup=lookup,
+                                idle_sleep_us=0, lcores=str(lcore), mem_mb=1024).proc
             stop = lambda: lab.supervisor.stop(proc)  # noqa: E731
             from dut.switch.launcher import read_stats
             sock = Path(lab.state_dir) / f"{tag}-ofswitch.stats"
@@ -273,7 +274,7 @@ def metrics_of(res: dict) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m dut.switch.bench", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m suites.switch.pipeline", description=__doc__.split("\n")[0])
     p.add_argument("--flows", type=int, default=100_000)
     p.add_argument("--kinds", default="ofbench,ovs-dpdk")
     p.add_argument("--duration", type=float, default=5.0)

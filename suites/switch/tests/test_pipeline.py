@@ -1,8 +1,12 @@
-"""Pure parts of the pipeline benchmark (dut/switch/bench.py): flows, frames, pcap, metrics."""
+"""Pure parts of the pipeline benchmark (suites/switch/pipeline.py): flows, frames, pcap, metrics."""
 import random
 import struct
 
-from dut.switch import bench
+import pytest
+
+from suites.switch import pipeline as bench
+
+pytestmark = pytest.mark.quick
 
 
 def _ip(b: bytes, ofs: int) -> int:
