@@ -29,6 +29,9 @@ def leftovers(short: str) -> list[str]:
     if Path("/dev/hugepages-ofbench").is_dir():
         found += [f"hugepage file {f}" for f in os.listdir("/dev/hugepages-ofbench")
                   if f.startswith(f"ofb{short}")]
+    if Path("/var/run/dpdk").is_dir():
+        found += [f"DPDK runtime folder {f}" for f in os.listdir("/var/run/dpdk")
+                  if f.startswith(f"ofb{short}")]
     state = Path("/run/ofbench")
     if state.is_dir():
         found += [f"state {d}" for d in state.iterdir() if d.name.endswith(short)]
@@ -79,3 +82,37 @@ def test_sigkilled_run_is_cleaned_up_by_the_next_run(tmp_path):
     assert cp.returncode == 0, cp.stderr
     time.sleep(0.3)
     assert leftovers(short) == []
+
+
+@pytest.mark.skipif(not Path("/usr/sbin/sshd").exists(), reason="openssh-server missing")
+def test_sigkilled_ssh_lab_run_leaves_nothing_after_the_next_cleanup(tmp_path):
+    """The emulated SSH lab killed mid-test: its hosts' sshd, the switch, generator and
+    controller started over SSH, the namespaces and the hosts' run folders all go."""
+    reports = tmp_path / "reports"
+    p = subprocess.Popen([sys.executable, "-m", "pytest", "suites/smoke/test_links.py",
+                          "--dut=lab-emu", f"--reports-dir={reports}", "-q"], cwd=REPO,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    short, seen = None, False
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline and p.poll() is None:
+        dirs = run_dirs(reports) if reports.exists() else []
+        if dirs:
+            short = dirs[0].name[-4:]
+            # the switch runs on the switch host: the lab is up, deployed and in the test
+            if subprocess.run(["pgrep", "-f", f"file-prefix ofb{short}links-sw"],
+                              capture_output=True).returncode == 0:
+                seen = True
+                break
+        time.sleep(0.1)
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    assert seen, "the lab-emu run never started its switch"
+    assert leftovers(short), "the killed run should have left something to clean"
+    cp = subprocess.run([sys.executable, "-m", "drivers.lab.cleanup"], cwd=REPO,
+                        capture_output=True, text=True, timeout=60)
+    assert cp.returncode == 0, cp.stderr
+    time.sleep(0.5)
+    assert leftovers(short) == []
+    sshd = subprocess.run(["pgrep", "-af", f"/run/ofbench/run-.*{short}/.*sshd_config"],
+                          capture_output=True, text=True).stdout
+    assert sshd == "", sshd
