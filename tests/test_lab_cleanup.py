@@ -129,3 +129,14 @@ def test_a_live_dpdk_primary_holds_its_runtime_folder(tmp_path):
     assert not cleanup.dpdk_runtime_in_use(d)
     import shutil
     shutil.rmtree(d, ignore_errors=True)
+
+
+def test_folders_that_are_not_runs_are_left_alone(tmp_path, state_root):
+    """An emulated lab keeps its keys and link sockets beside the runs (lab-emu/)."""
+    keep = state_root / "lab-emu" / "links"
+    keep.mkdir(parents=True)
+    (state_root / "lab-emu" / "id_ed25519").write_text("key")
+    old = time.time() - 3600
+    os.utime(state_root / "lab-emu", (old, old))
+    cleanup.cleanup_stale(state_root, log=lambda m: None)
+    assert keep.is_dir() and (state_root / "lab-emu" / "id_ed25519").exists()

@@ -30,6 +30,7 @@ HUGE_DIR = Path(os.environ.get("OFBENCH_HUGE_DIR", "/dev/hugepages-ofbench"))
 # exits, unless run --in-memory: a run removes its own, cleanup those of dead runs.
 DPDK_RUNTIME_DIR = Path(os.environ.get("OFBENCH_DPDK_RUNTIME_DIR", "/var/run/dpdk"))
 NETNS_RE = re.compile(r"^ofb-([0-9a-f]{4})-")
+RUN_DIR_RE = re.compile(r"^run-.*-[0-9a-f]{4}$")
 DPDK_PREFIX_RE = re.compile(r"^ofb([0-9a-f]{4})")
 # Tools run outside a lab (unit tests, cls-bench) name their prefix ofb-<tool>-...-<pid>.
 DPDK_PID_PREFIX_RE = re.compile(r"^ofb-[a-z]+-(?:.*-)?(\d+)$")
@@ -164,7 +165,9 @@ def cleanup_stale(state_root: Path = STATE_ROOT, log=print) -> list[str]:
     removed: list[str] = []
     if state_root.is_dir():
         for d in sorted(state_root.iterdir()):
-            if not d.is_dir():
+            # Only run folders: others here (an emulated lab's keys and link sockets,
+            # /run/ofbench/lab-emu/) belong to whoever holds them, not to a dead run.
+            if not d.is_dir() or not RUN_DIR_RE.match(d.name):
                 continue
             short = d.name[-4:]
             # A run writes owner.json right after creating its folder: a young folder without
@@ -181,7 +184,8 @@ def cleanup_stale(state_root: Path = STATE_ROOT, log=print) -> list[str]:
     known_shorts = set()
     for root in {Path(state_root), SYSTEM_STATE_ROOT}:
         if root.is_dir():
-            known_shorts |= {d.name[-4:] for d in root.iterdir() if d.is_dir()}
+            known_shorts |= {d.name[-4:] for d in root.iterdir()
+                             if d.is_dir() and RUN_DIR_RE.match(d.name)}
     for ns in list_netns():
         m = NETNS_RE.match(ns)
         if m and m.group(1) not in known_shorts:
