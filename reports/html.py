@@ -92,13 +92,19 @@ figcaption { color: var(--muted); font-size: 12px; margin-top: 2px; }
 .empty { color: var(--muted); font-style: italic; }
 details > summary { cursor: pointer; color: var(--accent); margin: 4px 0; }
 td.params { max-width: 300px; }
+td.params.short { max-width: none; white-space: nowrap; }
+table.records > thead th { white-space: normal; min-width: 56px; vertical-align: bottom; }
+td.prov { white-space: nowrap; }
 td.params details > summary { color: var(--muted); white-space: nowrap; overflow: hidden;
                               text-overflow: ellipsis; max-width: 290px; margin: 0; }
 td.params details[open] > summary { white-space: normal; }
 td.targets { max-width: 360px; font-size: 12px; }
 .spread { color: var(--muted); font-size: 11px; margin-left: 4px; }
 table.verdicts { font-size: 13px; }
-table.verdicts td.goal { max-width: 380px; font-size: 12px; }
+table.verdicts td.goal { max-width: 560px; font-size: 12px; }
+table.verdicts td.note { max-width: 280px; }
+table.verdicts td.peers { white-space: nowrap; }
+table.verdicts .evidence { font-size: 12px; }
 table.verdicts td.goal b { font-size: 13px; }
 td.v { font-weight: 700; white-space: nowrap; }
 td.v.met { background: var(--goodbg); color: var(--good); }
@@ -196,14 +202,14 @@ def params_text(params: Mapping) -> str:
     return " ".join(parts)
 
 
-PARAMS_FOLD_CHARS = 48   # longer params text is folded into a <details> (one line closed)
+PARAMS_FOLD_CHARS = 40   # longer params text is folded into a <details> (one line closed)
 
 
 def params_td(params: Mapping) -> str:
     """The params cell: short text as is; long text folded, its start as the summary."""
     text = params_text(params)
     if len(text) <= PARAMS_FOLD_CHARS:
-        return f'<td class="params">{esc(text)}</td>'
+        return f'<td class="params short">{esc(text)}</td>'
     return (f'<td class="params"><details><summary title="{esc(text)}">{esc(text)}</summary>'
             f"{esc(text)}</details></td>")
 
@@ -214,8 +220,17 @@ def spread_text(sp) -> str:
         return ""
     n = f" ×{sp.n}" if sp.n else ""
     if sp.kind == "stdev":
-        return f"±{fmt_number((sp.hi - sp.lo) / 2)} sd{n}"
-    return f"{fmt_number(sp.lo)}–{fmt_number(sp.hi)}{n}"
+        return f"±{short_number((sp.hi - sp.lo) / 2)} sd{n}"
+    if sp.lo == sp.hi:
+        return f"all equal{n}"
+    return f"{short_number(sp.lo)}–{short_number(sp.hi)}{n}"
+
+
+def short_number(v: float) -> str:
+    """Three significant digits, no trailing zeros (spreads beside a value): 0.27, 1.2e+06."""
+    if isinstance(v, float) and v.is_integer() and abs(v) < 1e6:
+        return str(int(v))
+    return f"{v:.3g}"
 
 
 def spread_cell(sp, extra_class: str = "") -> str:
@@ -514,10 +529,17 @@ def _suite_section(run_dir: Path, suite: str, records: Sequence[Mapping]) -> str
                 parts.append(f'<figure><img src="{esc(rel)}" alt="{esc(suite)}: {esc(metric)} '
                              f'per record"><figcaption>{esc(metric)} per record</figcaption>'
                              "</figure>")
-        table = records_table(records)
-        if len(records) > OPEN_TABLE_ROWS:
-            table = f"<details><summary>{len(records)} records</summary>{table}</details>"
-        parts.append(table)
+        shapes = split_by_shape(records)
+        for shape in shapes:
+            table = records_table(shape)
+            if len(shapes) > 1:
+                names = list(dict.fromkeys(str(r.get("name")) for r in shape))
+                table = (f'<h3>{esc(", ".join(names[:4]))}'
+                         f'{esc(f" and {len(names) - 4} more") if len(names) > 4 else ""}</h3>'
+                         + table)
+            if len(shape) > OPEN_TABLE_ROWS:
+                table = f"<details><summary>{len(shape)} records</summary>{table}</details>"
+            parts.append(table)
     else:
         parts.append('<p class="empty">no records</p>')
     for extra in load_extras(run_dir, suite):
@@ -531,6 +553,33 @@ def _suite_section(run_dir: Path, suite: str, records: Sequence[Mapping]) -> str
             parts.append(f'<h3>{esc(extra["title"])}</h3>' + extra["file"].read_text())
     parts.append("</section>")
     return "\n".join(parts)
+
+
+WIDE_TABLE_COLUMNS = 12   # a union table wider than this is split by the records' metric sets
+
+
+def split_by_shape(records: Sequence[Mapping]) -> list[list[Mapping]]:
+    """Records in one table, or, when the suite's records measure different things (their
+    metric sets differ) and one table would need more than WIDE_TABLE_COLUMNS or mostly empty
+    columns, one table per record name (names measuring the same metrics share one), in
+    first-seen order."""
+    union = ordered_keys(r.get("metrics", {}) for r in records)
+    by_name: dict[str, list[Mapping]] = {}
+    for r in records:    # a record name's switches stay together, whatever they measured
+        by_name.setdefault(str(r.get("name")), []).append(r)
+    shapes: dict[tuple, list[Mapping]] = {}
+    for recs in by_name.values():   # names measuring the same things share a table
+        key = tuple(sorted(ordered_keys(r.get("metrics", {}) for r in recs)))
+        shapes.setdefault(key, []).extend(recs)
+    filled = sum(len(r.get("metrics", {})) for r in records) / max(1, len(records) * len(union))
+    if len(shapes) == 1 or (len(union) <= WIDE_TABLE_COLUMNS and filled >= 0.6):
+        return [list(records)]
+    return list(shapes.values())
+
+
+def header_th(name: str) -> str:
+    """A column header that may break after its underscores (long metric names)."""
+    return "<th>" + esc(name).replace("_", "_<wbr>") + "</th>"
 
 
 def _metric_td(group: Sequence[Mapping], metric: str) -> str:
@@ -597,14 +646,15 @@ def records_table(records: Sequence[Mapping]) -> str:
         r = g[0]
         tds = [f'<td class="name">{esc(r.get("name"))}'
                + (f'<span class="spread">×{len(g)}</span>' if len(g) > 1 else "") + "</td>"]
-        tds += [cell(r.get("provenance", {}).get(k)) for k in prov_cols]
+        tds += [cell(r.get("provenance", {}).get(k)).replace("<td>", '<td class="prov">', 1)
+                for k in prov_cols]
         tds += [_metric_td(g, m) for m in metric_cols]
         tds.append(params_td(r.get("params", {})))
         if has_targets:
             tds.append(targets_cell(r))
         rows_html.append(f'<tr id="{esc(evidence_id(r))}">' + "".join(tds) + "</tr>")
     return ('<div class="scroll"><table class="records"><thead><tr>'
-            + "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr></thead><tbody>"
+            + "".join(header_th(h) for h in head) + "</tr></thead><tbody>"
             + "".join(rows_html) + "</tbody></table></div>")
 
 
@@ -643,14 +693,14 @@ def _verdict_rows_html(rows: Sequence) -> str:
             tds = ""
             if n == 0:
                 tds += (f'<td class="v {slug(gv)}"{span}>{esc(VERDICT_LABEL[gv])}</td>'
-                        f'<td class="goal"{span}><b>{esc(g.suite)}: {esc(g.goal)}</b><br>'
-                        f"{esc(title) if g.text else ''}"
-                        f'<div class="note">{esc(g.source)}</div></td>'
-                        f"<td{span}>{link}</td>")
+                        f'<td class="goal"{span}><b>{esc(g.suite)}: {esc(g.goal)}</b> '
+                        f'<span class="note">{esc(g.source)}</span><br>'
+                        + (f"{esc(title)}<br>" if g.text else "")
+                        + f'<span class="evidence">evidence: {link}</span></td>')
             cond_cls = slug(r.verdict)
             tds += (f'<td class="num">{esc(r.metric)} {esc(r.target)}</td>'
                     + spread_cell(sp, "v " + cond_cls if r.verdict != "not measured" else "")
-                    + (f"<td>{peers}</td>" if peers else '<td class="none">—</td>')
+                    + (f'<td class="peers">{peers}</td>' if peers else '<td class="none">—</td>')
                     + (f'<td class="num">{ratios}</td>' if r.peers else
                        '<td class="num none">—</td>')
                     + f'<td class="note">{esc(r.note)}</td>')
@@ -672,7 +722,7 @@ def verdicts_html(rows: Sequence, declared: Mapping) -> str:
     rows = sorted(rows, key=lambda r: order.get(r.goal_verdict, 9))   # stable: goals stay whole
     judged = [r for r in rows if r.goal_verdict != "not measured"]
     unmeasured = [r for r in rows if r.goal_verdict == "not measured"]
-    head = ("<thead><tr><th>verdict</th><th>goal</th><th>evidence</th><th>condition</th>"
+    head = ("<thead><tr><th>verdict</th><th>goal and evidence</th><th>condition</th>"
             "<th>ours</th><th>peers</th><th>ours / peer</th><th>note</th></tr></thead>")
     profile_note = "" if declared.get("profile_found", True) else (
         f'<p class="note">profile {esc(declared.get("profile"))} not found in dut/profiles/: '
