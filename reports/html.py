@@ -519,8 +519,28 @@ def _suite_section(run_dir: Path, suite: str, records: Sequence[Mapping]) -> str
                    "</span>")
     parts = [f'<section id="suite-{esc(slug(suite))}"><h2>{esc(suite)}'
              f' <span class="note">{len(records)} record(s)</span>{verdict}</h2>']
+    declared_charts, chart_error = [], ""
+    try:
+        from reports.charts import load_suite_charts
+        declared_charts = load_suite_charts(suite) if records else []
+    except ValueError as e:
+        chart_error = str(e)
+    if chart_error:
+        parts.append(f'<p class="false">{esc(chart_error)}</p>')
+    drawn = 0
+    for i, chart in enumerate(declared_charts):
+        from reports.charts import draw_grouped_bars
+        png = draw_grouped_bars(records, chart, Path(run_dir) / PLOTS_DIR /
+                                f"{slug(suite)}-chart{i}-{slug(chart['title'], 40)}.png")
+        if png:
+            drawn += 1
+            rel = png.relative_to(run_dir).as_posix()
+            parts.append(f'<figure><img src="{esc(rel)}" alt="{esc(chart["title"])}">'
+                         f'<figcaption>{esc(chart["title"])} (declared in suites/{esc(suite)}/'
+                         "report.yaml; bars are medians, whiskers min–max of repetitions)"
+                         "</figcaption></figure>")
     if records:
-        metric = main_metric(records)
+        metric = main_metric(records) if not drawn else None
         if metric:
             png = bar_chart(records, metric, Path(run_dir) / PLOTS_DIR / f"{slug(suite)}-"
                             f"{slug(metric)}.png", f"{suite}: {metric} per record")
