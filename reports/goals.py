@@ -157,6 +157,26 @@ def merge_duplicates(profile: list[dict], suite: list[dict], ours: str) -> list[
     return out_profile + suite
 
 
+def goals_from_misses(records: Sequence[Mapping], profile: str) -> list[dict]:
+    """When the profile's file cannot be read (a profile given by path, since moved), its
+    targets are known only where the harness wrote a miss into a record: judge those."""
+    goals: dict[tuple, dict] = {}
+    for r in records:
+        for t in r.get("target_misses") or []:
+            target = t.get("target")
+            expr = target if isinstance(target, str) else f"{t.get('op', '>=')} {target}"
+            try:
+                parse_condition(expr)
+            except GoalError:
+                continue
+            g = goals.setdefault((r.get("suite"), r.get("name")), {
+                "suite": str(r.get("suite")), "source": f"profile {profile} (from the "
+                "record's target_misses)", "id": f"target:{r.get('name')}", "text": "",
+                "record": str(r.get("name")), "switch": "ours", "conditions": {}})
+            g["conditions"][str(t.get("metric"))] = expr
+    return list(goals.values())
+
+
 def declared_goals(run_dir: Path, profile: str, suites_dir: Path = SUITES_DIR,
                    profiles_dir: Path = PROFILES_DIR, snapshot: bool = True) -> dict:
     """{"profile", "ours", "profile_found", "goals": [...]}: the run's snapshot (goals.json) if

@@ -806,9 +806,13 @@ def page(title: str, header_html: str, body_html: str) -> str:
 def _verdicts_section(run_dir: Path, records: Sequence[Mapping], profile: str) -> str:
     """Judge the run's goals (writes goals.json once and verdicts.json); a broken goal
     declaration is shown on the page instead of costing it."""
-    from reports.goals import GoalError, declared_goals, evaluate_goals, write_verdicts
+    from reports.goals import (GoalError, declared_goals, evaluate_goals, goals_from_misses,
+                               write_verdicts)
     try:
         declared = declared_goals(run_dir, profile)
+        if not declared.get("profile_found", True):
+            declared = {**declared, "goals": goals_from_misses(records, profile)
+                        + list(declared["goals"])}
         rows = evaluate_goals(records, declared)
         write_verdicts(run_dir, rows, declared)
     except GoalError as e:

@@ -193,3 +193,20 @@ def test_a_real_run_is_judged(tmp_path):
     met = {(r["suite"], r["goal"]) for r in data["verdicts"] if r["verdict"] == "met"}
     assert ("conformance", "of13_required") in met
     assert ("vmwire", "tenants_isolated") in met
+
+
+def test_a_profile_given_by_path_is_judged_from_the_records_misses(tmp_path):
+    """The profile file is not in dut/profiles (given by path): its targets are known where
+    the harness wrote a miss, and the page says so."""
+    run = tmp_path / "run"
+    w = _writer(run)
+    w.write("throughput", "ndr_64b_1flows", {"ndr_mpps": 3.1}, {},
+            {"dut_switch_kind": "ofbench", "profile": "mylab"},
+            target_misses=[{"metric": "ndr_mpps", "target": ">= 14.0", "value": 3.1,
+                            "message": "ndr_mpps = 3.1, target >= 14.0"}])
+    write_session(run, profile="mylab")
+    text = render_run_index(run).read_text()
+    assert "profile mylab not found" in text
+    data = json.loads((run / "verdicts.json").read_text())
+    row = next(r for r in data["verdicts"] if r["metric"] == "ndr_mpps")
+    assert (row["verdict"], row["target"], row["value"]) == ("missed", ">= 14.0", 3.1)
