@@ -530,8 +530,13 @@ def _suite_section(run_dir: Path, suite: str, records: Sequence[Mapping]) -> str
     drawn = 0
     for i, chart in enumerate(declared_charts):
         from reports.charts import draw_grouped_bars
-        png = draw_grouped_bars(records, chart, Path(run_dir) / PLOTS_DIR /
-                                f"{slug(suite)}-chart{i}-{slug(chart['title'], 40)}.png")
+        try:
+            png = draw_grouped_bars(records, chart, Path(run_dir) / PLOTS_DIR /
+                                    f"{slug(suite)}-chart{i}-{slug(chart['title'], 40)}.png")
+        except Exception as e:  # noqa: BLE001 - one bad chart must not cost the page
+            parts.append(f'<p class="false">chart {esc(chart["title"])}: '
+                         f"{esc(type(e).__name__)}: {esc(e)}</p>")
+            continue
         if png:
             drawn += 1
             rel = png.relative_to(run_dir).as_posix()
@@ -817,6 +822,9 @@ def _verdicts_section(run_dir: Path, records: Sequence[Mapping], profile: str) -
         write_verdicts(run_dir, rows, declared)
     except GoalError as e:
         return f'<section id="verdicts"><h2>Verdicts</h2><p class="false">{esc(e)}</p></section>'
+    except Exception as e:  # noqa: BLE001 - the rest of the page must still be written
+        return (f'<section id="verdicts"><h2>Verdicts</h2><p class="false">could not judge the '
+                f"goals: {esc(type(e).__name__)}: {esc(e)}</p></section>")
     return verdicts_html(rows, declared)
 
 
