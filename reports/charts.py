@@ -148,9 +148,10 @@ def draw_grouped_bars(records: Sequence[Mapping], chart: Mapping, out_png: Path)
             if any(n > 1 for n in ns):
                 ax.errorbar(pos, heights, yerr=[lo, hi], fmt="none", ecolor="#222",
                             elinewidth=1, capsize=3)
-            for b, h, n in zip(bars, heights, ns):
-                txt = f"{h:.3g}" + (f"\n×{n}" if n > 1 else "")
-                ax.annotate(txt, (b.get_x() + b.get_width() / 2, h), ha="center",
+            for b, h, top, n in zip(bars, heights, hi, ns):
+                txt = f"{h:.3g}" + (f" ×{n}" if n > 1 else "")
+                # above the whisker, so the label never sits on it
+                ax.annotate(txt, (b.get_x() + b.get_width() / 2, h + top), ha="center",
                             va="bottom", fontsize=7, xytext=(0, 2), textcoords="offset points")
         ax.set_xticks(range(len(xs)), xs, fontsize=8,
                       rotation=20 if max(len(x) for x in xs) > 14 else 0,

@@ -542,7 +542,7 @@ def _suite_section(run_dir: Path, suite: str, records: Sequence[Mapping]) -> str
             rel = png.relative_to(run_dir).as_posix()
             parts.append(f'<figure><img src="{esc(rel)}" alt="{esc(chart["title"])}">'
                          f'<figcaption>{esc(chart["title"])} (declared in suites/{esc(suite)}/'
-                         "report.yaml; bars are medians, whiskers min–max of repetitions)"
+                         "report.yaml; bar: the recorded figure, whisker: min–max of its repetitions)"
                          "</figcaption></figure>")
     if records:
         metric = main_metric(records) if not drawn else None
