@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from reports.metrics import metric_direction
-from reports.noise import Spread, group_repetitions, metric_spread, number
+from reports.noise import Spread, group_repetitions, is_spread_metric, metric_spread, number
 from reports.results import load_results
 from reports.trend import K_DEFAULT, MAD_TO_SIGMA, REL_FLOOR, judge, median_mad
 
@@ -106,10 +106,10 @@ def compare_records(records_a: Sequence[Mapping], records_b: Sequence[Mapping],
         suite, name, switch = _key(ref)
         metrics: dict[str, None] = {}
         for g in (grp_a or []) + (grp_b or []):
-            for m, v in (g.get("metrics") or {}).items():
-                if number(v) is not None and not isinstance(v, bool):
-                    metrics.setdefault(m, None)
-                elif isinstance(v, bool):
+            ms = g.get("metrics") or {}
+            for m, v in ms.items():
+                # x_stdev describes x's noise (used for x's band), it is not a result itself
+                if number(v) is not None and not is_spread_metric(m, ms):
                     metrics.setdefault(m, None)
         if not grp_a or not grp_b:   # a record only one run has: one row, not one per metric
             rows.append(CompareRow(suite, name, switch, f"{len(metrics)} metric(s)",
@@ -167,7 +167,7 @@ def _run_info(run_dir: Path, records: Sequence[Mapping]) -> dict:
 
 
 def goal_changes(run_a: Path, ra, run_b: Path, rb) -> list[dict]:
-    """Goals whose verdict differs between the runs (judged with each run's own goals)."""
+    """Goals measured in both runs whose verdict differs (judged with each run's own goals)."""
     from reports.goals import GoalError, declared_goals, evaluate_goals
     out = []
     try:
@@ -177,7 +177,11 @@ def goal_changes(run_a: Path, ra, run_b: Path, rb) -> list[dict]:
         return [{"error": str(e)}]
     a = {(r.suite, r.goal, r.switch): r.goal_verdict for r in va}
     b = {(r.suite, r.goal, r.switch): r.goal_verdict for r in vb}
+    absent = ("not measured", "not declared", None)
     for key in sorted(set(a) | set(b)):
+        # a goal only one run measured (a suite the other did not run) is no change
+        if a.get(key) in absent or b.get(key) in absent:
+            continue
         if a.get(key) != b.get(key):
             out.append({"suite": key[0], "goal": key[1], "switch": key[2],
                         "a": a.get(key, "not declared"), "b": b.get(key, "not declared")})
