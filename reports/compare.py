@@ -47,6 +47,16 @@ def spread_mad(sp: Spread | None) -> float:
     return median_mad(sp.values)[1] if sp.values else 0.0
 
 
+def centred(sp: Spread) -> list[float]:
+    """Run A's repetitions as the history, centred on the figure the record states (a record
+    carrying its repetitions in params states their mean or best, not their median): the
+    band keeps their spread, and the change is measured from the stated figure."""
+    if sp.kind != "values" or not sp.values:
+        return [sp.median]
+    shift = sp.median - median_mad(sp.values)[0]
+    return [v + shift for v in sp.values]
+
+
 @dataclasses.dataclass
 class CompareRow:
     suite: str
@@ -132,7 +142,7 @@ def compare_records(records_a: Sequence[Mapping], records_b: Sequence[Mapping],
             elif sa is None:
                 row.verdict = "only_b"
             else:
-                history = sa.values if sa.kind == "values" and sa.values else [sa.median]
+                history = centred(sa)
                 j = judge(sb.median, history, d if d else 1, k, rel_floor, min_history=1,
                           other_mad=max(spread_mad(sb), spread_mad(sa)))
                 row.band, row.change_pct = j.band, j.change_pct

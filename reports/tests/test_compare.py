@@ -96,3 +96,15 @@ def test_one_value_each_side_is_said_to_be_unknown_noise(tmp_path):
     cmp = compare_runs(a, b)
     assert cmp.one_value_moves() == 1
     assert "noise itself is unknown" in cmp.summary()
+
+
+def test_in_record_repetitions_are_centred_on_the_stated_figure(tmp_path):
+    """A record stating a mean with its repetitions in params: an unchanged mean is no move,
+    whatever the repetitions' median."""
+    reps = {"high_ratio_reps": [0.46, 2.15, 0.39]}
+    for d in ("a", "b"):
+        w = ResultWriter(tmp_path / d, BASE_PROVENANCE)
+        w.write("controller", "fifo", {"high_ratio": 1.0}, reps, {})
+    row = _rows(tmp_path / "a", tmp_path / "b")[("fifo", "ovs", "high_ratio")]
+    assert row.verdict == "same" and row.change_pct == 0.0
+    assert row.direction == -1   # lower completion time against FIFO is better
