@@ -154,8 +154,14 @@ def compare_records(records_a: Sequence[Mapping], records_b: Sequence[Mapping],
                 else:
                     row.verdict = "better" if j.verdict == "progression" else "worse"
             rows.append(row)
-    rows.sort(key=lambda r: (ORDER.get(r.verdict, 9), r.suite, r.name, r.switch, r.metric))
+    rows.sort(key=lambda r: (ORDER.get(r.verdict, 9), one_value(r), r.suite, r.name, r.switch,
+                             r.metric))
     return rows
+
+
+def one_value(r: CompareRow) -> bool:
+    """A move judged with one value on each side (no repetitions: the band is the floor)."""
+    return (r.a or {}).get("n", 0) <= 1 and (r.b or {}).get("n", 0) <= 1
 
 
 def _run_info(run_dir: Path, records: Sequence[Mapping]) -> dict:
@@ -231,8 +237,7 @@ class Comparison:
 
     def one_value_moves(self) -> int:
         """Moves judged with one value on each side: the band is the relative floor only."""
-        return sum(1 for r in self.moved() if (r.a or {}).get("n", 0) <= 1
-                   and (r.b or {}).get("n", 0) <= 1)
+        return sum(1 for r in self.moved() if one_value(r))
 
     def summary(self) -> str:
         c = self.counts()
@@ -241,12 +246,13 @@ class Comparison:
                  f"{c['worse']} worse, {c['better']} better, {c['changed']} changed (no "
                  f"direction), {c['same']} within noise, {c['only_a']} record(s) only in A, "
                  f"{c['only_b']} record(s) only in B",
-                 f"({self.one_value_moves()} of the {len(self.moved())} moves had one value "
-                 "per side: their band is the 2 % floor, the noise itself is unknown)"]
+                 f"({self.one_value_moves()} of the {len(self.moved())} moves, marked ?, had one "
+                 "value per side: their band is the 2 % floor, the noise itself is unknown)"]
         for r in self.moved():
             a, b = r.a or {}, r.b or {}
             pct = f"{r.change_pct:+.1f}%" if r.change_pct is not None else "n/a"
-            lines.append(f"  {LABEL[r.verdict]:<10} {r.suite}/{r.name} [{r.switch}] {r.metric}: "
+            mark = LABEL[r.verdict] + (" ?" if one_value(r) else "")
+            lines.append(f"  {mark:<12} {r.suite}/{r.name} [{r.switch}] {r.metric}: "
                          f"{_fmt(a.get('median'))} (n={a.get('n', 0)}) -> "
                          f"{_fmt(b.get('median'))} (n={b.get('n', 0)}), {pct}, band "
                          f"±{_fmt(r.band)}" + (f"; {r.context}" if r.context else ""))
@@ -329,17 +335,22 @@ def write_compare_page(cmp: Comparison, out: Path, show_all: bool = False) -> Pa
                               f"<td>{esc(g.get('b', ''))}</td></tr>" for g in cmp.goals)
                     + "</tbody></table>")
     body.insert(2, f'<p class="note">{cmp.one_value_moves()} of the {len(cmp.moved())} moves '
-                   "had one value per side (no repetitions): their band is the floor alone "
-                   "and the noise itself is unknown; repeat the measurement to judge them</p>")
+                   "had one value per side (no repetitions, marked ?, listed after the others): their "
+                   "band is the floor alone and the noise itself is unknown; repeat the "
+                   "measurement to judge them</p>")
     shown = cmp.rows if show_all else [r for r in cmp.rows if r.verdict != "same"]
     head = ("<tr><th>change</th><th>suite / record</th><th>switch</th><th>metric</th>"
             "<th>A</th><th>B</th><th>change %</th><th>band ±</th><th>context</th></tr>")
     trs = []
+    moved = {id(r) for r in cmp.moved()}
     for r in shown:
         cls = {"worse": "worse", "better": "better"}.get(r.verdict, "")
         ev_a = f'<a href="{esc(link(cmp.a, r.evidence_a))}">A</a>' if r.evidence_a else ""
         ev_b = f'<a href="{esc(link(cmp.b, r.evidence_b))}">B</a>' if r.evidence_b else ""
-        trs.append(f'<tr><td class="{cls}">{esc(LABEL[r.verdict])}</td>'
+        label, tip = LABEL[r.verdict], ""
+        if id(r) in moved and one_value(r):
+            label, tip = label + " ?", "one value per side: the noise is unknown"
+        trs.append(f'<tr><td class="{cls}" title="{tip}">{esc(label)}</td>'
                    f'<td class="name">{esc(r.suite)} / {esc(r.name)} '
                    f'<span class="spread">{ev_a} {ev_b}</span></td><td>{esc(r.switch)}</td>'
                    f"<td>{esc(r.metric)}</td>{val(r.a)}{val(r.b)}"

@@ -867,6 +867,9 @@ def render_run_index(run_dir: Path) -> Path:
                          ("results.jsonl", "results.jsonl"), (SESSION_FILE, "session.json")):
         if (run_dir / fname).exists():
             links.append(f'<a href="{fname}">{label}</a>')
+    for cmp_page in sorted(run_dir.glob("compare-*.html")):   # python -m reports compare
+        links.append(f'<a href="{esc(cmp_page.name)}">compared with '
+                     f'{esc(cmp_page.stem.removeprefix("compare-"))}</a>')
     body = [_summary_html(session, records)]
     verdict_section = _verdicts_section(run_dir, records, profile)
     if verdict_section:
