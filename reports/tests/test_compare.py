@@ -108,3 +108,16 @@ def test_in_record_repetitions_are_centred_on_the_stated_figure(tmp_path):
     row = _rows(tmp_path / "a", tmp_path / "b")[("fifo", "ovs", "high_ratio")]
     assert row.verdict == "same" and row.change_pct == 0.0
     assert row.direction == -1   # lower completion time against FIFO is better
+
+
+def test_two_real_controller_runs_with_repetitions():
+    """Two runs of test_default[random-20pat-aho_corasick-thr1_8-x3] on this box (3
+    repetitions per configuration each): the 1-thread config's ratio to FIFO moved beyond the
+    band of its repetitions; FIFO's own ratio (1 by definition) did not."""
+    cmp = compare_runs(FIXTURES / "run-20261124T000908Z-20d1",
+                       FIXTURES / "run-20261124T001521Z-49de")
+    rows = {(r.name, r.metric): r for r in cmp.rows}
+    moved = rows[("random_20pat_1thr_aho_corasick", "high_ratio")]
+    assert moved.verdict == "worse" and moved.a["n"] == 3 and moved.b["n"] == 3
+    assert rows[("random_20pat_fifo_aho_corasick", "high_ratio")].verdict == "same"
+    assert not any(r.metric.endswith("_stdev") for r in cmp.rows)
