@@ -9,6 +9,11 @@
                                                 write trend.html; exit 1 on a regression, 2 when
                                                 the history could not be read
   python -m reports influxd [DATA_DIR]          run the local influxd in the foreground
+  python -m reports compare RUN_A RUN_B [--k 3] [--out PAGE.html] [--all]
+                                                every metric that moved beyond its noise band
+                                                from A to B, better or worse (the trend's
+                                                rule); writes RUN_B/compare-<A>.html and .json;
+                                                exit 1 when something got worse
 
 --influx-url local starts the repo's influxd (tools/bin/influxd, data in tools/influxdb-data)
 for the duration of the command.
@@ -56,6 +61,12 @@ def main(argv: list[str] | None = None) -> int:
             p.add_argument("--last-n", type=int, default=20)
             p.add_argument("--k", type=float, default=3.0)
     _influx_args(sub.add_parser("replay"))
+    p = sub.add_parser("compare")
+    p.add_argument("run_a", help="the reference run folder")
+    p.add_argument("run_b", help="the run under review")
+    p.add_argument("--k", type=float, default=3.0)
+    p.add_argument("--out", default=None, help="page to write (default RUN_B/compare-<A>.html)")
+    p.add_argument("--all", action="store_true", help="also list metrics within noise")
     p = sub.add_parser("influxd")
     p.add_argument("data_dir", nargs="?", default=None)
     args = ap.parse_args(argv)
@@ -64,6 +75,18 @@ def main(argv: list[str] | None = None) -> int:
         from reports.html import render_run_index
         print(render_run_index(Path(args.run_dir).resolve()))
         return 0
+    if args.cmd == "compare":
+        from reports.compare import compare_runs, default_out, write_compare_page
+        try:
+            cmp = compare_runs(Path(args.run_a), Path(args.run_b), k=args.k)
+        except FileNotFoundError as e:
+            print(f"compare: {e}", file=sys.stderr)
+            return 2
+        out = write_compare_page(cmp, Path(args.out) if args.out
+                                 else default_out(args.run_a, args.run_b), args.all)
+        print(cmp.summary())
+        print(f"page: {out}")
+        return cmp.exit_code
     if args.cmd == "influxd":
         from reports.influxd import DEFAULT_DATA_DIR, LocalInfluxd
         srv = LocalInfluxd(data_dir=Path(args.data_dir) if args.data_dir else DEFAULT_DATA_DIR)

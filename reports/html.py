@@ -91,6 +91,30 @@ figcaption { color: var(--muted); font-size: 12px; margin-top: 2px; }
 .note { color: var(--muted); font-size: 12px; }
 .empty { color: var(--muted); font-style: italic; }
 details > summary { cursor: pointer; color: var(--accent); margin: 4px 0; }
+td.params { max-width: 300px; }
+td.params.short { max-width: none; white-space: nowrap; }
+table.records > thead th { white-space: normal; min-width: 56px; vertical-align: bottom; }
+td.prov { white-space: nowrap; }
+td.params details > summary { color: var(--muted); white-space: nowrap; overflow: hidden;
+                              text-overflow: ellipsis; max-width: 290px; margin: 0; }
+td.params details[open] > summary { white-space: normal; }
+td.targets { max-width: 360px; font-size: 12px; }
+.spread { color: var(--muted); font-size: 11px; margin-left: 4px; }
+table.verdicts { font-size: 13px; }
+table.verdicts td.goal { max-width: 560px; font-size: 12px; }
+table.verdicts td.note { max-width: 280px; }
+table.verdicts td.peers { white-space: nowrap; }
+table.verdicts .evidence { font-size: 12px; }
+table.verdicts td.goal b { font-size: 13px; }
+td.v { font-weight: 700; white-space: nowrap; }
+td.v.met { background: var(--goodbg); color: var(--good); }
+td.v.missed { background: var(--badbg); color: var(--bad); }
+td.v.inconclusive { background: #fff4e0; color: #8a5a00; }
+td.v.not-measured { color: var(--muted); font-weight: 400; }
+.chip.inconclusive { background: #fff4e0; color: #8a5a00; }
+tr:target td { outline: 2px solid var(--accent); }
+td.better { color: var(--good); font-weight: 600; }
+td.worse { color: var(--bad); font-weight: 600; }
 """
 
 
@@ -178,6 +202,50 @@ def params_text(params: Mapping) -> str:
     return " ".join(parts)
 
 
+PARAMS_FOLD_CHARS = 40   # longer params text is folded into a <details> (one line closed)
+
+
+def params_td(params: Mapping) -> str:
+    """The params cell: short text as is; long text folded, its start as the summary."""
+    text = params_text(params)
+    if len(text) <= PARAMS_FOLD_CHARS:
+        return f'<td class="params short">{esc(text)}</td>'
+    return (f'<td class="params"><details><summary title="{esc(text)}">{esc(text)}</summary>'
+            f"{esc(text)}</details></td>")
+
+
+def spread_text(sp) -> str:
+    """'0.27–0.34 ×5' (min–max and count), or '±0.03 sd ×5' for a mean with its sd."""
+    if sp is None or not sp.repeated:
+        return ""
+    n = f" ×{sp.n}" if sp.n else ""
+    if sp.kind == "stdev":
+        return f"±{short_number((sp.hi - sp.lo) / 2)} sd{n}"
+    if sp.lo == sp.hi:
+        return f"all equal{n}"
+    return f"{short_number(sp.lo)}–{short_number(sp.hi)}{n}"
+
+
+def short_number(v: float) -> str:
+    """Three significant digits, no trailing zeros (spreads beside a value): 0.27, 1.2e+06."""
+    if isinstance(v, float) and v.is_integer() and abs(v) < 1e6:
+        return str(int(v))
+    return f"{v:.3g}"
+
+
+def spread_cell(sp, extra_class: str = "") -> str:
+    """A number cell showing the median and, when repeated, min–max and the count."""
+    if sp is None:
+        return f'<td class="num none {extra_class}">—</td>'
+    label = "median" if sp.kind == "values" else "mean"
+    note = spread_text(sp)
+    med = sp.median
+    if isinstance(med, float) and med.is_integer() and abs(med) < 1e15:
+        med = int(med)
+    tail = f'<span class="spread" title="{label} of {sp.n}">{esc(note)}</span>' if note else ""
+    return f'<td class="num {extra_class}">{esc(fmt_number(med))}{tail}</td>'
+
+
 def target_text(t: Mapping) -> str:
     text = t.get("message")
     if text:
@@ -197,7 +265,7 @@ def targets_cell(record: Mapping) -> str:
     checked = record.get("targets") or []
     if misses:
         items = "<br>".join(esc("✗ " + target_text(t)) for t in misses)
-        return f'<td class="miss">{items}</td>'
+        return f'<td class="miss targets">{items}</td>'
     if checked:
         return f'<td class="met">✓ {len(checked)} met</td>'
     return '<td class="none">—</td>'
@@ -451,8 +519,33 @@ def _suite_section(run_dir: Path, suite: str, records: Sequence[Mapping]) -> str
                    "</span>")
     parts = [f'<section id="suite-{esc(slug(suite))}"><h2>{esc(suite)}'
              f' <span class="note">{len(records)} record(s)</span>{verdict}</h2>']
+    declared_charts, chart_error = [], ""
+    try:
+        from reports.charts import load_suite_charts
+        declared_charts = load_suite_charts(suite) if records else []
+    except ValueError as e:
+        chart_error = str(e)
+    if chart_error:
+        parts.append(f'<p class="false">{esc(chart_error)}</p>')
+    drawn = 0
+    for i, chart in enumerate(declared_charts):
+        from reports.charts import draw_grouped_bars
+        try:
+            png = draw_grouped_bars(records, chart, Path(run_dir) / PLOTS_DIR /
+                                    f"{slug(suite)}-chart{i}-{slug(chart['title'], 40)}.png")
+        except Exception as e:  # noqa: BLE001 - one bad chart must not cost the page
+            parts.append(f'<p class="false">chart {esc(chart["title"])}: '
+                         f"{esc(type(e).__name__)}: {esc(e)}</p>")
+            continue
+        if png:
+            drawn += 1
+            rel = png.relative_to(run_dir).as_posix()
+            parts.append(f'<figure><img src="{esc(rel)}" alt="{esc(chart["title"])}">'
+                         f'<figcaption>{esc(chart["title"])} (declared in suites/{esc(suite)}/'
+                         "report.yaml; bar: the recorded figure, whisker: min–max of its repetitions)"
+                         "</figcaption></figure>")
     if records:
-        metric = main_metric(records)
+        metric = main_metric(records) if not drawn else None
         if metric:
             png = bar_chart(records, metric, Path(run_dir) / PLOTS_DIR / f"{slug(suite)}-"
                             f"{slug(metric)}.png", f"{suite}: {metric} per record")
@@ -461,10 +554,17 @@ def _suite_section(run_dir: Path, suite: str, records: Sequence[Mapping]) -> str
                 parts.append(f'<figure><img src="{esc(rel)}" alt="{esc(suite)}: {esc(metric)} '
                              f'per record"><figcaption>{esc(metric)} per record</figcaption>'
                              "</figure>")
-        table = records_table(records)
-        if len(records) > OPEN_TABLE_ROWS:
-            table = f"<details><summary>{len(records)} records</summary>{table}</details>"
-        parts.append(table)
+        shapes = split_by_shape(records)
+        for shape in shapes:
+            table = records_table(shape)
+            if len(shapes) > 1:
+                names = list(dict.fromkeys(str(r.get("name")) for r in shape))
+                table = (f'<h3>{esc(", ".join(names[:4]))}'
+                         f'{esc(f" and {len(names) - 4} more") if len(names) > 4 else ""}</h3>'
+                         + table)
+            if len(shape) > OPEN_TABLE_ROWS:
+                table = f"<details><summary>{len(shape)} records</summary>{table}</details>"
+            parts.append(table)
     else:
         parts.append('<p class="empty">no records</p>')
     for extra in load_extras(run_dir, suite):
@@ -480,51 +580,194 @@ def _suite_section(run_dir: Path, suite: str, records: Sequence[Mapping]) -> str
     return "\n".join(parts)
 
 
-def _metric_td(rec: Mapping, metric: str) -> str:
-    td = cell(rec.get("metrics", {}).get(metric))
-    if metric in {t.get("metric") for t in rec.get("target_misses") or []}:
+WIDE_TABLE_COLUMNS = 12   # a union table wider than this is split by the records' metric sets
+
+
+def split_by_shape(records: Sequence[Mapping]) -> list[list[Mapping]]:
+    """Records in one table, or, when the suite's records measure different things (their
+    metric sets differ) and one table would need more than WIDE_TABLE_COLUMNS or mostly empty
+    columns, one table per record name (names measuring the same metrics share one), in
+    first-seen order."""
+    union = ordered_keys(r.get("metrics", {}) for r in records)
+    by_name: dict[str, list[Mapping]] = {}
+    for r in records:    # a record name's switches stay together, whatever they measured
+        by_name.setdefault(str(r.get("name")), []).append(r)
+    shapes: dict[tuple, list[Mapping]] = {}
+    for recs in by_name.values():   # names measuring the same things share a table
+        key = tuple(sorted(ordered_keys(r.get("metrics", {}) for r in recs)))
+        shapes.setdefault(key, []).extend(recs)
+    filled = sum(len(r.get("metrics", {})) for r in records) / max(1, len(records) * len(union))
+    if len(shapes) == 1 or (len(union) <= WIDE_TABLE_COLUMNS and filled >= 0.6):
+        return [list(records)]
+    return list(shapes.values())
+
+
+def header_th(name: str) -> str:
+    """A column header that may break after its underscores (long metric names)."""
+    return "<th>" + esc(name).replace("_", "_<wbr>") + "</th>"
+
+
+def _metric_td(group: Sequence[Mapping], metric: str) -> str:
+    """One metric of a record (or of repeated records): the value, or the median with
+    min–max and the count when it was measured more than once; red when a target missed."""
+    from reports.noise import metric_spread
+    missed = any(metric in {t.get("metric") for t in r.get("target_misses") or []}
+                 for r in group)
+    value = group[0].get("metrics", {}).get(metric)
+    sp = metric_spread(group, metric) if isinstance(value, (int, float)) \
+        and not isinstance(value, bool) else None
+    if sp is not None and sp.repeated:
+        td = spread_cell(sp)
+    else:
+        td = cell(value)
+    if missed:
         td = td.replace('<td class="', '<td class="miss ', 1)
     return td
+
+
+def _group_label(group: Sequence[Mapping], show_kind: bool) -> str:
+    label = record_label(group[0], show_kind)
+    return label + (f" ×{len(group)}" if len(group) > 1 else "")
 
 
 def records_table(records: Sequence[Mapping]) -> str:
     """One row per record and a column per metric; transposed (a column per record, a row
     per metric) when there are few records with many metrics, which reads better than a
-    table that scrolls sideways."""
-    metric_cols = ordered_keys(r.get("metrics", {}) for r in records)
+    table that scrolls sideways. Repeated records (same suite, name, switch, generator and
+    port kind) share one row whose cells show median, min–max and the count. A `x_stdev`
+    metric is shown inside x's cell (mean ± sd), not as a column of its own. Each row has
+    the id reports.goals.evidence_id gives, so verdicts link to it."""
+    from reports.goals import evidence_id
+    from reports.noise import group_repetitions, is_spread_metric
+    groups = list(group_repetitions(records).values())
+    all_metrics: dict = {}
+    for r in records:
+        all_metrics.update(r.get("metrics", {}))
+    metric_cols = [m for m in ordered_keys(r.get("metrics", {}) for r in records)
+                   if not is_spread_metric(m, all_metrics)]
     prov_cols = [k for k in ("dut_switch_kind", "generator", "port_kind")
                  if varying(records, k)]
     has_targets = any(r.get("targets") or r.get("target_misses") for r in records)
-    if len(records) <= TRANSPOSE_MAX_RECORDS and len(metric_cols) > TRANSPOSE_MIN_METRICS:
-        show_kind = varying(records, "dut_switch_kind")
-        head = "<th>metric</th>" + "".join(f"<th>{esc(record_label(r, show_kind))}</th>"
-                                           for r in records)
-        rows = [f"<tr><th>{esc(k)}</th>" + "".join(cell(r.get("provenance", {}).get(k))
-                                                   for r in records) + "</tr>"
+    show_kind = varying(records, "dut_switch_kind")
+    if len(groups) <= TRANSPOSE_MAX_RECORDS and len(metric_cols) > TRANSPOSE_MIN_METRICS:
+        head = "<th>metric</th>" + "".join(
+            f'<th id="{esc(evidence_id(g[0]))}">{esc(_group_label(g, show_kind))}</th>'
+            for g in groups)
+        rows = [f"<tr><th>{esc(k)}</th>" + "".join(cell(g[0].get("provenance", {}).get(k))
+                                                   for g in groups) + "</tr>"
                 for k in prov_cols]
-        rows += [f"<tr><th>{esc(m)}</th>" + "".join(_metric_td(r, m) for r in records)
+        rows += [f"<tr><th>{esc(m)}</th>" + "".join(_metric_td(g, m) for g in groups)
                  + "</tr>" for m in metric_cols]
-        rows.append("<tr><th>params</th>" + "".join(
-            f'<td class="params">{esc(params_text(r.get("params", {})))}</td>'
-            for r in records) + "</tr>")
+        rows.append("<tr><th>params</th>" + "".join(params_td(g[0].get("params", {}))
+                                                    for g in groups) + "</tr>")
         if has_targets:
-            rows.append("<tr><th>targets</th>" + "".join(targets_cell(r) for r in records)
+            rows.append("<tr><th>targets</th>" + "".join(targets_cell(g[0]) for g in groups)
                         + "</tr>")
         return ('<div class="scroll"><table class="records transposed"><thead><tr>' + head
                 + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>")
     head = ["name", *prov_cols, *metric_cols, "params"] + (["targets"] if has_targets else [])
     rows_html = []
-    for r in records:
-        tds = [f'<td class="name">{esc(r.get("name"))}</td>']
-        tds += [cell(r.get("provenance", {}).get(k)) for k in prov_cols]
-        tds += [_metric_td(r, m) for m in metric_cols]
-        tds.append(f'<td class="params">{esc(params_text(r.get("params", {})))}</td>')
+    for g in groups:
+        r = g[0]
+        tds = [f'<td class="name">{esc(r.get("name"))}'
+               + (f'<span class="spread">×{len(g)}</span>' if len(g) > 1 else "") + "</td>"]
+        tds += [cell(r.get("provenance", {}).get(k)).replace("<td>", '<td class="prov">', 1)
+                for k in prov_cols]
+        tds += [_metric_td(g, m) for m in metric_cols]
+        tds.append(params_td(r.get("params", {})))
         if has_targets:
             tds.append(targets_cell(r))
-        rows_html.append("<tr>" + "".join(tds) + "</tr>")
+        rows_html.append(f'<tr id="{esc(evidence_id(r))}">' + "".join(tds) + "</tr>")
     return ('<div class="scroll"><table class="records"><thead><tr>'
-            + "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr></thead><tbody>"
+            + "".join(header_th(h) for h in head) + "</tr></thead><tbody>"
             + "".join(rows_html) + "</tbody></table></div>")
+
+
+VERDICT_LABEL = {"met": "✓ met", "missed": "✗ missed", "inconclusive": "≈ inconclusive",
+                 "not measured": "– not measured"}
+
+
+def _verdict_rows_html(rows: Sequence) -> str:
+    """Rows of the verdict table: a goal's verdict and text span its conditions' rows."""
+    out = []
+    i = 0
+    while i < len(rows):
+        j = i
+        key = (rows[i].source, rows[i].suite, rows[i].goal, rows[i].record, rows[i].switch)
+        while j < len(rows) and (rows[j].source, rows[j].suite, rows[j].goal, rows[j].record,
+                                 rows[j].switch) == key:
+            j += 1
+        block = rows[i:j]
+        span = f' rowspan="{len(block)}"' if len(block) > 1 else ""
+        g = block[0]
+        gv = g.goal_verdict
+        title = g.text or g.goal
+        where = f"{g.suite} / {g.record}" + (f" [{g.switch}]" if g.switch else "")
+        link = f'<a href="#{esc(g.evidence)}">{esc(where)}</a>' if g.evidence else esc(where)
+        for n, r in enumerate(block):
+            from reports.noise import Spread
+            sp = Spread(r.spread["median"], r.spread["min"], r.spread["max"], r.spread["n"],
+                        r.spread["spread_kind"]) if r.spread else None
+            peers = "<br>".join(
+                f'<a href="#{esc(p["evidence"])}">{esc(p["switch"])}</a> '
+                f"{esc(fmt_number(p['value']))}"
+                + (f'<span class="spread">{esc(spread_text(Spread(p["median"], p["min"], p["max"], p["n"], p["spread_kind"])))}</span>'
+                   if p.get("n", 1) > 1 else "") for p in r.peers)
+            ratios = "<br>".join(f"{fmt_number(p['ratio'])}×" if p.get("ratio") is not None
+                                 else "—" for p in r.peers)
+            tds = ""
+            if n == 0:
+                tds += (f'<td class="v {slug(gv)}"{span}>{esc(VERDICT_LABEL[gv])}</td>'
+                        f'<td class="goal"{span}><b>{esc(g.suite)}: {esc(g.goal)}</b> '
+                        f'<span class="note">{esc(g.source)}</span><br>'
+                        + (f"{esc(title)}<br>" if g.text else "")
+                        + f'<span class="evidence">evidence: {link}</span></td>')
+            cond_cls = slug(r.verdict)
+            tds += (f'<td class="num">{esc(r.metric)} {esc(r.target)}</td>'
+                    + spread_cell(sp, "v " + cond_cls if r.verdict != "not measured" else "")
+                    + (f'<td class="peers">{peers}</td>' if peers else '<td class="none">—</td>')
+                    + (f'<td class="num">{ratios}</td>' if r.peers else
+                       '<td class="num none">—</td>')
+                    + f'<td class="note">{esc(r.note)}</td>')
+            out.append(f"<tr>{tds}</tr>")
+        i = j
+    return "".join(out)
+
+
+def verdicts_html(rows: Sequence, declared: Mapping) -> str:
+    """The verdict section: chips per verdict, the table of judged goals, and the goals not
+    measured in this run folded below it."""
+    from reports.goals import verdict_counts
+    counts = verdict_counts(rows)
+    chips = "".join(f'<span class="chip {cls}">{counts[v]} {label}</span>' for v, cls, label in
+                    (("met", "pass", "met"), ("missed", "fail", "missed"),
+                     ("inconclusive", "inconclusive", "inconclusive"),
+                     ("not measured", "", "not measured")) if counts.get(v))
+    order = {"missed": 0, "inconclusive": 1, "met": 2, "not measured": 3}
+    rows = sorted(rows, key=lambda r: order.get(r.goal_verdict, 9))   # stable: goals stay whole
+    judged = [r for r in rows if r.goal_verdict != "not measured"]
+    unmeasured = [r for r in rows if r.goal_verdict == "not measured"]
+    head = ("<thead><tr><th>verdict</th><th>goal and evidence</th><th>condition</th>"
+            "<th>ours</th><th>peers</th><th>ours / peer</th><th>note</th></tr></thead>")
+    profile_note = "" if declared.get("profile_found", True) else (
+        f'<p class="note">profile {esc(declared.get("profile"))} not found in dut/profiles/: '
+        "its targets are shown only where a record names a miss</p>")
+    out = [f'<section id="verdicts"><h2>Verdicts <span class="note">goals of the suites and '
+           f'targets of profile {esc(declared.get("profile"))}; ours = '
+           f'{esc(declared.get("ours"))}; <a href="verdicts.json">verdicts.json</a></span></h2>'
+           f'<div class="chips">{chips}</div>{profile_note}']
+    if judged:
+        out.append(f'<div class="scroll"><table class="verdicts">{head}<tbody>'
+                   f"{_verdict_rows_html(judged)}</tbody></table></div>")
+    else:
+        out.append('<p class="empty">no goal was measured in this run</p>')
+    if unmeasured:
+        n = counts.get("not measured", 0)
+        out.append(f"<details><summary>{n} goal(s) not measured in this run</summary>"
+                   f'<div class="scroll"><table class="verdicts">{head}<tbody>'
+                   f"{_verdict_rows_html(unmeasured)}</tbody></table></div></details>")
+    out.append("</section>")
+    return "".join(out)
 
 
 LOG_DIRS = ("tests", "logs")   # the harness stores process logs per test / per run here
@@ -563,6 +806,26 @@ def page(title: str, header_html: str, body_html: str) -> str:
             f'<meta name="viewport" content="width=device-width, initial-scale=1">'
             f"<title>{esc(title)}</title><style>{CSS}</style></head>\n<body>"
             f"<header>{header_html}</header>\n<main>{body_html}</main></body></html>\n")
+
+
+def _verdicts_section(run_dir: Path, records: Sequence[Mapping], profile: str) -> str:
+    """Judge the run's goals (writes goals.json once and verdicts.json); a broken goal
+    declaration is shown on the page instead of costing it."""
+    from reports.goals import (GoalError, declared_goals, evaluate_goals, goals_from_misses,
+                               write_verdicts)
+    try:
+        declared = declared_goals(run_dir, profile)
+        if not declared.get("profile_found", True):
+            declared = {**declared, "goals": goals_from_misses(records, profile)
+                        + list(declared["goals"])}
+        rows = evaluate_goals(records, declared)
+        write_verdicts(run_dir, rows, declared)
+    except GoalError as e:
+        return f'<section id="verdicts"><h2>Verdicts</h2><p class="false">{esc(e)}</p></section>'
+    except Exception as e:  # noqa: BLE001 - the rest of the page must still be written
+        return (f'<section id="verdicts"><h2>Verdicts</h2><p class="false">could not judge the '
+                f"goals: {esc(type(e).__name__)}: {esc(e)}</p></section>")
+    return verdicts_html(rows, declared)
 
 
 def render_run_index(run_dir: Path) -> Path:
@@ -604,7 +867,13 @@ def render_run_index(run_dir: Path) -> Path:
                          ("results.jsonl", "results.jsonl"), (SESSION_FILE, "session.json")):
         if (run_dir / fname).exists():
             links.append(f'<a href="{fname}">{label}</a>')
+    for cmp_page in sorted(run_dir.glob("compare-*.html")):   # python -m reports compare
+        links.append(f'<a href="{esc(cmp_page.name)}">compared with '
+                     f'{esc(cmp_page.stem.removeprefix("compare-"))}</a>')
     body = [_summary_html(session, records)]
+    verdict_section = _verdicts_section(run_dir, records, profile)
+    if verdict_section:
+        body.append(verdict_section)
     if load_errors:
         body.append('<p class="false">unreadable lines in results.jsonl, skipped:</p><ul>'
                     + "".join(f"<li>{esc(e)}</li>" for e in load_errors) + "</ul>")

@@ -98,8 +98,14 @@ def as_number(value) -> float | None:
 
 
 def judge(value, history: Sequence[float], direction: int, k: float = K_DEFAULT,
-          rel_floor: float = REL_FLOOR, min_history: int = MIN_HISTORY) -> Judgement:
-    """Verdict for one new value against its history (oldest first; only values matter)."""
+          rel_floor: float = REL_FLOOR, min_history: int = MIN_HISTORY,
+          other_mad: float = 0.0) -> Judgement:
+    """Verdict for one new value against its history (oldest first; only values matter).
+
+    This is the one rule for "moved beyond the noise": the nightly trend (history = earlier
+    nights) and `reports compare` (history = run A's repetitions, value = run B's median,
+    other_mad = the MAD of run B's own repetitions; the wider of the two noises counts) both
+    call it."""
     v = as_number(value)
     hist = [h for h in (as_number(x) for x in history) if h is not None]
     if v is None:
@@ -108,6 +114,7 @@ def judge(value, history: Sequence[float], direction: int, k: float = K_DEFAULT,
         return Judgement("new" if direction else "untracked", v, n_history=len(hist),
                          direction=direction)
     med, mad = median_mad(hist)
+    mad = max(mad, other_mad or 0.0)
     band = noise_band(med, mad, k, rel_floor)
     delta = v - med
     change = (delta / abs(med) * 100.0) if med != 0 else None

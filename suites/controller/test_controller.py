@@ -156,6 +156,11 @@ def run_group(rig, trace_dir, results, collector, g: Group) -> None:
                     "high_worker_nice": cfg.high_worker_nice,
                     "strict_priority": cfg.strict_priority, "packet_in_intake": cfg.intake,
                     "reps": g.reps, "send_pps": rig.send_pps, "packets": len(meta["classes"]),
+                    # each repetition against FIFO's mean (their mean is high_ratio/low_ratio):
+                    # the report draws the spread and calls a goal inside it inconclusive
+                    **{f"{c}_ratio_reps": [round(v / m[f"fifo_{c}_ms"], 4)
+                                           for v in o.values(f"{c}_ms")]
+                       for c in ("high", "low") if m.get(f"fifo_{c}_ms")},
                     "trace_sha256": meta["pcap_sha256"]},
             provenance={"dut_switch_kind": rig.switch_kind, "port_kind": "veth",
                         "generator": "suites.controller.hosts (AF_PACKET)",
