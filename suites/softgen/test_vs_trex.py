@@ -5,10 +5,12 @@ CPU for the generator's data path, in the same run, 64 B frames.
               testpmd rxonly memif sink forwarding on CPU 0; alternating trials, ~1 s windows.
   latency     (a) each generator's own memif loopback at 10 kpps (softgen: two processes,
               because a memif server and client cannot share one softgen process; TRex: its two
-              ports in one process) and (b) through the ofbench switch (CPU 0) at 10 kpps, the
-              generator on CPU 1: the same wire and cores for both.
+              ports in one process on CPU 1), plus softgen's one-process net_ring loopback on
+              CPU 1, and (b) through the ofbench switch (CPU 0) at 10 kpps, the generator on
+              CPU 1: the same wire and cores for both.
   NDR         the ofbench switch over memif (switch on CPU 0, generator on CPU 1), the throughput
-              suite's search settings, by each generator.
+              suite's search settings, by each generator, alternating; memif rings of 2^14 for
+              both (what TRex's sleeping low_end RX lcore needs, topology.py).
 
 Record suite=softgen name=vs_trex_64b: each figure for both generators, best and median, and
 the ratios (softgen / TRex for rates, softgen / TRex for latency: lower is better).
@@ -194,17 +196,29 @@ def test_vs_trex_64b(lab, results, progress, request):
             add(who, "loop_latency_p99_us", m["p99_us"])
             add(who, "loop_latency_min_us", m["min_us"])
             progress(f"vs_trex loopback latency round {r} {who}: {m}")
+        # softgen's memif loopback needs two processes (two CPUs); its one-CPU loopback is a
+        # net_ring in one process on GEN_CPU, TRex's shape: context for the memif figures
+        topo = topology.ring_loopback(lab, tag=f"vsr{r}")
+        try:
+            m = _latency(topo.gen, "r", "r")
+        finally:
+            topo.close()
+        add("softgen", "ring_loop_latency_p50_us", m["p50_us"])
+        add("softgen", "ring_loop_latency_p99_us", m["p99_us"])
+        progress(f"vs_trex ring loopback latency round {r} softgen (one process, CPU {GEN_CPU}): {m}")
 
     # ---- the same switch, by each: latency at 10 kpps and the NDR search ----
-    ndr_rounds = 2 if nightly else 1
+    ndr_rounds = 3 if nightly else 2
     for r in range(ndr_rounds):
         for who in (("softgen", "trex") if r % 2 == 0 else ("trex", "softgen")):
             tag = f"vs{who[0]}{r}"
+            # the same memif rings for both: the size TRex's low_end needs (topology.py)
             if who == "softgen":
-                topo = topology.switch_p2p(lab, "ofbench", 1, tag=tag, wire="memif")
+                topo = topology.switch_p2p(lab, "ofbench", 1, tag=tag, wire="memif",
+                                           ring_log2=topology.TREX_LOW_END_RING_LOG2)
             else:
                 topo = topology.switch_p2p_trex(lab, {"kind": "trex", "low_end": True, "cores": str(GEN_CPU)},
-                                                "ofbench", 1, tag=tag)
+                                                "ofbench", 1, tag=tag, ring_log2=topology.TREX_LOW_END_RING_LOG2)
             try:
                 m, lat = _ndr_through_switch(lab, topo, progress, who)
             finally:
@@ -228,6 +242,7 @@ def test_vs_trex_64b(lab, results, progress, request):
         if metrics.get(f"trex_{key}"):
             metrics[f"{key}_softgen_vs_trex"] = metrics[f"softgen_{key}"] / metrics[f"trex_{key}"]
     for key in ("loop_latency_p50_us", "loop_latency_p99_us", "switch_latency_p50_us", "switch_latency_p99_us"):
+        # medians: latency ratios below 1 mean softgen is faster
         if metrics.get(f"trex_{key}"):
             metrics[f"{key}_softgen_vs_trex"] = metrics[f"softgen_{key}_median"] / metrics[f"trex_{key}_median"]
     progress("vs_trex: " + ", ".join(f"{k} {v:.3f}" for k, v in sorted(metrics.items())))
@@ -237,7 +252,8 @@ def test_vs_trex_64b(lab, results, progress, request):
                    params={"frame_size": 64, "rounds": rounds, "ndr_rounds": ndr_rounds, "tx_trial_s": TX_TRIAL_S,
                            "latency_rate_pps": LAT_RATE_PPS, "latency_s": LAT_S, "generator_cpu": GEN_CPU,
                            "sink_and_switch_cpu": SINK_CPU, "trex_mode": "low_end (all lcores on the generator CPU)",
-                           "search": SEARCH, **trex_tx_stats,
+                           "search": SEARCH, "memif_ring_log2_switch": topology.TREX_LOW_END_RING_LOG2,
+                           **trex_tx_stats,
                            **{f"values_{who}_{key}": [round(x, 4) for x in xs]
                               for who in fig for key, xs in fig[who].items()},
                            "statistic": "best (min for latency) and median over windows/rounds"},
