@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from drivers.softgen.driver import VERSION as SOFTGEN_VERSION
+from drivers.softgen.driver import VIRTUAL_WIRE_MBPS
 from drivers.softgen.driver import binary as softgen_binary
 from drivers.trafficgen.base import make_measure
 from drivers.trafficgen.model import Stream
@@ -35,6 +36,7 @@ pytestmark = [pytest.mark.local_lab, pytest.mark.features("softgen"),
               pytest.mark.skipif(not softgen_binary().exists(), reason=f"softgen not built ({softgen_binary()})")]
 
 GEN_CPU, SINK_CPU = 1, 0
+TX_ASK_PPS = 40e6   # as suites/throughput's softgen TX trial asks
 TX_TRIAL_S = 3.0
 LAT_RATE_PPS, LAT_S = 10_000, 2.0
 
@@ -71,19 +73,20 @@ def _softgen_tx(lab, sock, tag, progress) -> list[float]:
 
 def _trex_tx(lab, sock, tag, runtime) -> tuple[list[float], dict]:
     """TRex port 0 = memif client of the sink, port 1 a TRex 'dummy' port; a continuous 64 B
-    stream asked at line rate; port 0's opackets sampled every ~1 s."""
+    stream asked at TX_ASK_PPS (what softgen's TX trial asks: more than one core can send, on
+    the same nominal 100 Gb/s virtual wire); port 0's opackets sampled every ~1 s."""
     from drivers.trex.driver import Trex
     from drivers.trex.server import memif_vdev, start_trex_server
     srv = start_trex_server(lab, f"vs-trex-tx{tag}", [memif_vdev(0, "client", sock), "dummy"], runtime=runtime)
     gen = None
     try:
-        gen = Trex(srv.host, {"t": (0, 10_000)}, sync_port=srv.rpc_port, async_port=srv.pub_port)
+        gen = Trex(srv.host, {"t": (0, VIRTUAL_WIRE_MBPS)}, sync_port=srv.rpc_port, async_port=srv.pub_port)
         deadline = time.monotonic() + 15
         while gen.rpc("port_info")["ports"][0].get("link") != "UP":
             if time.monotonic() > deadline:
                 return [], {}
             time.sleep(0.2)
-        gen.load([Stream("tx", "t", frame_size=64, rate_pps=14e6)])
+        gen.load([Stream("tx", "t", frame_size=64, rate_pps=TX_ASK_PPS)])
         gen.start()
         samples = []
         for _ in range(int(TX_TRIAL_S) + 2):
