@@ -103,8 +103,22 @@ LOG=$CACHE/$KEY.build.log
 FAILED=$CACHE/$KEY.failed
 BUILD_DIR=$CACHE/build-${SRC_HASH:0:16}
 
+same_commit_runtime() {
+  # a runtime built here from another copy of the same pinned commit (the vendored tarball vs
+  # a clone of the tag) with the same CPU signature and flags: the same build, reuse it
+  [[ $src_commit == unknown ]] && return 1
+  local stamp dir
+  for stamp in "$CACHE"/"$TREX_VERSION"-src*-"${KEY#*-src*-}"/ofbench-trex.json; do
+    [[ -f $stamp ]] || continue
+    dir=$(dirname "$stamp")
+    if grep -q "\"commit\": \"$src_commit\"" "$stamp"; then echo "$dir"; return 0; fi
+  done
+  return 1
+}
+
 if [[ $MODE == locate ]]; then
   [[ -f $STAMP ]] && { echo "$RUNTIME"; exit 0; }
+  same_commit_runtime && exit 0
   exit 1
 fi
 
@@ -125,6 +139,12 @@ if ! flock -n 9; then
   flock 9
 fi
 if [[ -f $STAMP && ${OFBENCH_TREX_REBUILD:-0} != 1 ]]; then
+  link_runtime
+  exit 0
+fi
+if [[ ${OFBENCH_TREX_REBUILD:-0} != 1 ]] && other=$(same_commit_runtime); then
+  say "the runtime of commit ${src_commit:0:7} built from another copy of it is here"
+  RUNTIME=$other
   link_runtime
   exit 0
 fi

@@ -115,7 +115,9 @@ def map_trex_stats(specs: list[dict], stats: dict, port_names: dict[int, str]) -
             sc.tx += tx
             sc.rx += rx
             sc.tx_bytes += int((fs.get("tx_bytes") or {}).get("total", 0))
-            offered = sub["total_pkts"] if sub["total_pkts"] is not None else tx
+            offered = sub["total_pkts"] if sub["total_pkts"] is not None else (sub.get("offered") or tx)
+            # a timed stream may send a few more than rate * duration (TRex's stop is a timer)
+            offered = max(offered, tx)
             sc.offered += offered
             sc.unsent += max(0, offered - tx)
             if sub["latency"]:
@@ -184,6 +186,7 @@ class Trex(TrafficGenerator):
         self._index = {n: int(i) for n, (i, _) in ports.items()}
         self._specs: list[dict] = []
         self._epoch = -1   # pg_id block of the current load (translate.pg_ids)
+        self._duration: float | None = None   # timed trial: start(duration) stops it
         env = dict(os.environ, PYTHONPATH=str(REPO))
         self.proc = subprocess.Popen([python or sys.executable, "-m", "drivers.trex.client_proc"], cwd=REPO, env=env,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -218,11 +221,16 @@ class Trex(TrafficGenerator):
 
     def _load(self, streams: list[ResolvedStream]) -> None:
         self._epoch += 1
-        self._specs = [stream_spec(r, self._index[r.port], self._epoch) for r in streams]
+        # one duration for every stream: continuous streams that TRex stops at the end of the
+        # schedule (translate.stream_spec, timed); else single bursts
+        durations = {r.duration_s if r.count is None else None for r in streams}
+        self._duration = durations.pop() if len(durations) == 1 and None not in durations else None
+        self._specs = [stream_spec(r, self._index[r.port], self._epoch, timed=self._duration is not None)
+                       for r in streams]
         self.rpc("load", streams=self._specs)
 
     def start(self) -> None:
-        self.rpc("start", duration=-1)
+        self.rpc("start", duration=self._duration if self._duration is not None else -1)
 
     def stop(self) -> None:
         self.rpc("stop")

@@ -299,19 +299,10 @@ def start_trex_server(lab, name: str, interfaces: list[str], *, cores: TrexCores
             raise TrexServerError(why)
     if cores is None:
         cores = TrexCores(low_end=True, low_end_core=1 if (os.cpu_count() or 1) > 1 else 0)
-    rpc, pub = free_port_pair()
-    prefix = lab.file_prefix(name)
-    cfg = trex_config(interfaces, prefix=prefix, rpc_port=rpc, pub_port=pub, cores=cores,
-                      limit_memory_mb=limit_memory_mb, macs=macs)
+    # the lab's unique DPDK file prefix (LocalLab.file_prefix); a lab without one: name + pid
+    prefix = lab.file_prefix(name) if hasattr(lab, "file_prefix") else f"ofb{os.getpid()}{name}"
     cfg_path = Path(lab.sock_path(f"{name}.trex.yaml"))
-    cfg_path.write_text(config_yaml(cfg))
     seen: dict = {}
-
-    def ready() -> bool:
-        v = server_version("127.0.0.1", rpc, timeout_s=1.0)
-        if v:
-            seen["version"] = v
-        return bool(v)
 
     def cleanup_runtime_dir():
         d = dpdk_runtime_dir(prefix)
@@ -319,13 +310,27 @@ def start_trex_server(lab, name: str, interfaces: list[str], *, cores: TrexCores
             shutil.rmtree(d, ignore_errors=True)
             srv.cleaned.append(str(d))
 
-    try:
-        proc = lab.supervisor.start(name, server_argv(cfg_path), cwd=runtime, env=server_env(runtime),
-                                    ready=ready, ready_timeout_s=ready_timeout_s)
-    except BaseException:
-        d = dpdk_runtime_dir(prefix)
-        shutil.rmtree(d, ignore_errors=True)
-        raise
+    for attempt in range(3):
+        rpc, pub = free_port_pair()
+        cfg = trex_config(interfaces, prefix=prefix, rpc_port=rpc, pub_port=pub, cores=cores,
+                          limit_memory_mb=limit_memory_mb, macs=macs)
+        cfg_path.write_text(config_yaml(cfg))
+
+        def ready(rpc=rpc) -> bool:
+            v = server_version("127.0.0.1", rpc, timeout_s=1.0)
+            if v:
+                seen["version"] = v
+            return bool(v)
+        try:
+            proc = lab.supervisor.start(name, server_argv(cfg_path), cwd=runtime, env=server_env(runtime),
+                                        ready=ready, ready_timeout_s=ready_timeout_s)
+            break
+        except BaseException as e:
+            shutil.rmtree(dpdk_runtime_dir(prefix), ignore_errors=True)
+            # another process took a port between free_port_pair() and TRex's bind: new ports
+            if attempt < 2 and "Address already in use" in str(e):
+                continue
+            raise
 
     def stop():
         lab.supervisor.stop(proc, timeout_s=10)

@@ -28,9 +28,15 @@ def pg_ids(stream_id: int, n: int, epoch: int = 0) -> list[int]:
     return [base + stream_id * MAX_SUBSTREAMS + k for k in range(n)]
 
 
-def stream_spec(r: ResolvedStream, port_index: int, epoch: int = 0) -> dict:
+def stream_spec(r: ResolvedStream, port_index: int, epoch: int = 0, timed: bool = False) -> dict:
     """Finite streams become single bursts of total_pkts (count, or rate * duration), so
-    unsent = total_pkts - tx is defined; streams without an end are continuous."""
+    unsent = total_pkts - tx is defined; streams without an end are continuous.
+
+    timed: a duration stream becomes a continuous stream that the trial's start(duration)
+    stops, with offered = rate * duration: what TRex could not build in time is then never
+    sent and counts as unsent (the generator's limit), as with softgen.  A burst instead is
+    sent to the end however late, so a TRex that falls behind would look like it kept the
+    rate (the driver uses timed when every stream of a trial has the same duration)."""
     weights = Multiset(r.templates)
     if len(weights) > MAX_SUBSTREAMS:
         raise StreamError(f"stream '{r.name}': the TRex driver replays at most {MAX_SUBSTREAMS} distinct "
@@ -46,7 +52,8 @@ def stream_spec(r: ResolvedStream, port_index: int, epoch: int = 0) -> dict:
                        "max": (base + (count - 1) * step) & ((1 << (8 * ln)) - 1), "step": step})
         subs.append({
             "pg_id": pg, "packet_hex": tpl.hex(), "pps": r.rate_pps * weight / n_tpl,
-            "total_pkts": None if total is None else max(1, round(total * weight / n_tpl)),
+            "total_pkts": None if total is None or timed else max(1, round(total * weight / n_tpl)),
+            "offered": None if total is None else max(1, round(total * weight / n_tpl)),
             "latency": r.latency and k == 0, "vm": vm, "fix_ipv4": r.l3_offset if vm else None,
         })
     return {"name": r.name, "id": r.id, "port": port_index, "substreams": subs}

@@ -5,6 +5,12 @@ running if the generator's own counters are wrong), generator benchmarks, then t
 matrix (peers first, the profile's switch last, so its record can carry ratios against the
 peers measured in the same run, which is what `local` targets are stated in), then the plot.
 
+The switch matrix runs on the profile's generator: softgen, or a real TRex v3.08 server started
+by the lab when generator.kind is trex and generator.server is local (dut/profiles/local-trex.yaml,
+ofbench switch over memif; the vhost-user peers cannot be driven by TRex); every trial's
+generator counters are cross-checked with the switch's port counters when its stats socket is
+known.  The generator loopbacks and benchmarks are softgen's own (they need the softgen feature).
+
 Default run: 64 B x {1, 1k} flows with short trials; --nightly: every RFC 2544 size and IMIX x
 {1, 1k, 100k} flows; `-m quick`: the loopback sanity and one short NDR search on it.
 """

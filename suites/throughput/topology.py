@@ -170,7 +170,7 @@ def _wait_paths(ports: list[SoftgenPort], timeout_s: float, kind: str) -> None:
         _wait_file(sock, timeout_s, f"{kind}: vhost-user socket {sock}")
 
 
-def switch_p2p(lab, kind: str, flows: int, tag: str = "sw", wire: str = "vhost") -> Topology:
+def switch_p2p(lab, kind: str, flows: int, tag: str = "sw", wire: str = "vhost", ring_log2: int | None = None) -> Topology:
     """softgen p0 -> switch port 1 ... switch port 2 -> softgen p1, flows installed."""
     from drivers.lab.switches import start_switch
     cleanup: list = []
@@ -202,7 +202,8 @@ def switch_p2p(lab, kind: str, flows: int, tag: str = "sw", wire: str = "vhost")
         elif kind == "ofbench" and wire == "memif":
             s0, s1 = (fresh_sock(lab, f"{tag}-memif{i}") for i in (0, 1))
             gen_ports = [SoftgenPort("p0", memif(0, "server", s0)), SoftgenPort("p1", memif(1, "server", s1))]
-            sw_dev = [memif(10, "client", s0), memif(11, "client", s1)]
+            rs = f",rsize={ring_log2}" if ring_log2 else ""  # the client sizes memif rings
+            sw_dev = [memif(10, "client", s0) + rs, memif(11, "client", s1) + rs]
             port_kind, max_rate = "memif", 10e6
             kernel_ports = []
             extra = [(1, {"devargs": sw_dev[0]}), (2, {"devargs": sw_dev[1]})]
@@ -274,9 +275,19 @@ def trex_port_names(generator: dict) -> tuple[str, str, float]:
     return ordered[0], ordered[1], speed
 
 
-def switch_p2p_trex(lab, generator: dict, kind: str, flows: int, tag: str = "sw") -> Topology:
+# memif rings of 2^14 slots for TRex in low_end mode: its RX lcore sleeps up to 1 ms when idle
+# and 100 us per busy tick (README of drivers/trex, finding 7), so DPDK's default 1024-slot ring
+# overflows at the switch's egress: NDR through the ofbench switch 0.067-0.093 Mpps with 1024
+# slots, 0.89-0.98 Mpps with 16384 (two runs each, alternating, same run, loaded box).
+TREX_LOW_END_RING_LOG2 = 14
+
+
+def switch_p2p_trex(lab, generator: dict, kind: str, flows: int, tag: str = "sw",
+                    ring_log2: int | None = -1) -> Topology:
     """TRex p0 -> switch port 1 ... switch port 2 -> TRex p1 over memif, flows installed.
-    TRex owns the memif sockets (servers), the switch connects as client, as with softgen."""
+    TRex owns the memif sockets (servers), the switch connects as client, as with softgen.
+    ring_log2: memif ring size (the client's rsize); -1 = TREX_LOW_END_RING_LOG2 in low_end,
+    DPDK's default otherwise; None = DPDK's default."""
     if kind != "ofbench":
         raise TopologyUnavailable(f"{kind}: TRex v3.08 reaches a switch only over memif or af_packet here; "
                                   "OVS-DPDK's memif ports do not come up and vhost-user needs virtio_user, "
@@ -285,6 +296,9 @@ def switch_p2p_trex(lab, generator: dict, kind: str, flows: int, tag: str = "sw"
     from drivers.trex.driver import Trex
     from drivers.trex.server import cores_from_profile, memif_vdev, start_trex_server
     tx, rx, speed = trex_port_names(generator)
+    cores = cores_from_profile(generator)
+    if ring_log2 == -1:
+        ring_log2 = TREX_LOW_END_RING_LOG2 if cores.low_end else None
     cleanup: list = []
 
     def stop():
@@ -295,15 +309,17 @@ def switch_p2p_trex(lab, generator: dict, kind: str, flows: int, tag: str = "sw"
     try:
         s0, s1 = (fresh_sock(lab, f"{tag}-tmemif{i}") for i in (0, 1))
         srv = start_trex_server(lab, f"{tag}-trex", [memif_vdev(0, "server", s0), memif_vdev(1, "server", s1)],
-                                cores=cores_from_profile(generator),
+                                cores=cores,
                                 limit_memory_mb=int(generator.get("limit_memory_mb", 512)))
         cleanup.append(srv.stop)
         cproc, cport, done = _controller(lab, f"{tag}-ctl", flows, None, (1, 2))
         cleanup.append(lambda: lab.supervisor.stop(cproc))
         name = f"{tag}-{kind}"
+        # memif rings are sized by the client (the switch): ring_log2=None keeps DPDK's 1024
+        rs = f",rsize={ring_log2}" if ring_log2 else ""
         proc = start_switch(lab, "ofbench", name=name, ports=[],
-                            extra_ports=[(1, {"devargs": memif(10, "client", s0)}),
-                                         (2, {"devargs": memif(11, "client", s1)})],
+                            extra_ports=[(1, {"devargs": memif(10, "client", s0) + rs}),
+                                         (2, {"devargs": memif(11, "client", s1) + rs})],
                             controller=("127.0.0.1", cport), dpid=0x7E, lcores=str(SWITCH_CORE),
                             idle_sleep_us=0, mem_mb=256).proc
         cleanup.append(lambda: lab.supervisor.stop(proc))

@@ -182,3 +182,17 @@ def test_bad_streams_are_refused(real):
     # and the driver is still usable afterwards
     c = gen.run([Stream("ok", "p0", rx_port="p1", frame_size=64, rate_pps=10_000, count=100)], drain_s=0.2)
     assert c.streams["ok"].rx + c.streams["ok"].unsent == 100
+
+
+def test_timed_trial_counts_what_was_not_built_as_unsent(real):
+    """Streams with one duration run as continuous streams TRex stops at the end of the
+    schedule: at a rate far above what low_end TRex can build or the ring takes, tx + unsent
+    is the schedule and nothing is lost on the loopback; at a low rate unsent is ~0."""
+    gen, _ = real
+    c = gen.run([Stream("slow", "p0", rx_port="p1", frame_size=64, rate_pps=5_000, duration_s=0.5)], drain_s=0.2)
+    s = c.streams["slow"]
+    # TRex's stop is a timer: it may send a packet or so past rate * duration (offered follows)
+    assert 2_500 <= s.offered <= 2_525 and s.tx + s.unsent == s.offered and s.unsent <= 25 and s.lost == 0
+    c = gen.run([Stream("fast", "p0", rx_port="p1", frame_size=64, rate_pps=14e6, duration_s=0.5)], drain_s=0.2)
+    s = c.streams["fast"]
+    assert s.offered == 7_000_000 and s.tx + s.unsent == s.offered and s.unsent > 0 and s.lost == 0
