@@ -881,6 +881,22 @@ def quick_cases() -> list[Case]:
     return [c for c in catalogue() if c.quick]
 
 
+def select(cases: list[Case], patterns: str) -> list[Case]:
+    """The cases whose name or category matches one of the comma-separated glob
+    ``patterns`` (env OFBENCH_NEGATIVE_CASES, to iterate on a few); all if empty. Raises
+    ValueError naming the patterns if they select nothing."""
+    import fnmatch
+    pats = [p.strip() for p in patterns.split(",") if p.strip()]
+    if not pats:
+        return cases
+    out = [c for c in cases if any(fnmatch.fnmatchcase(c.name, p)
+                                   or fnmatch.fnmatchcase(c.category, p) for p in pats)]
+    if not out:
+        raise ValueError(f"OFBENCH_NEGATIVE_CASES={patterns!r} matches no case name or "
+                         f"category (categories: {', '.join(categories(cases))})")
+    return out
+
+
 def categories(cases: list[Case]) -> list[str]:
     """Categories in first-seen order."""
     out: list[str] = []

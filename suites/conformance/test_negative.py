@@ -14,12 +14,19 @@ crash / hang.
 * ``test_negative_quick`` (quick; ``make test``): the few cases both switches answer right, as
   a smoke of the runner and of both switches' refusal paths.
 
+Env ``OFBENCH_NEGATIVE_CASES`` (comma-separated globs over case names and categories, e.g.
+``meter_*,packet out``) narrows the full test to those cases, to iterate on a fix; the record
+then carries the patterns in its params.
+
 Neither fails because a switch answers wrong or not at all (that is the switch's work, issue
 15): they fail on a crash or hang of a switch, or a harness error. Topology: one namespace
 holds the switch and its two ports (veth pairs to a second namespace), and the controller
 listens inside it; the switches run one after the other.
 """
 from __future__ import annotations
+
+import os
+import subprocess
 
 import pytest
 
@@ -59,7 +66,7 @@ def _run_switch(lab, kind: str, cases: list[nc.Case], progress) -> tuple[list, d
         peer.connect()
         outs = nr.run_cases(peer, cases, progress)
         info = {"reconnects": peer.reconnects, "alive_at_end": alive(),
-                "log_tail": "" if alive() else log()}
+                "log_tail": "" if alive() else log(), "version": _version(kind, handle)}
         peer.s.close()
         return outs, info
     finally:
@@ -71,6 +78,17 @@ def _run_switch(lab, kind: str, cases: list[nc.Case], progress) -> tuple[list, d
             lab.del_netns(ns)
 
 
+def _version(kind: str, handle) -> str:
+    if kind == "ofbench":
+        return ", ".join(f"{k}={v}" for k, v in sorted(handle.info.items()))
+    try:
+        out = subprocess.run(["ovs-vswitchd", "--version"], capture_output=True, text=True,
+                             timeout=10).stdout
+        return out.splitlines()[0] if out else "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
 def _kinds(profile) -> list[str]:
     why = switch_available("ofbench", profile)
     if why:
@@ -79,12 +97,14 @@ def _kinds(profile) -> list[str]:
 
 
 def _check_and_report(results, runs: dict, infos: dict, cases: list[nc.Case], name_suffix: str,
-                      title: str) -> None:
+                      title: str, patterns: str = "") -> None:
     for kind, outs in runs.items():
         results.record(f"negative_{kind}{name_suffix}", nr.counts(outs),
                        params={"switch_kind": kind, "cases": len(cases),
                                "spec": "OpenFlow 1.3.5", "reconnects": infos[kind]["reconnects"],
-                               "echo_timeout_s": nr.ECHO_TIMEOUT_S},
+                               "echo_timeout_s": nr.ECHO_TIMEOUT_S,
+                               "switch": infos[kind]["version"],
+                               **({"case_patterns": patterns} if patterns else {})},
                        provenance={"dut_switch_kind": kind,
                                    "port_kind": "af_xdp" if kind == "ofbench"
                                    else "netdev(af_packet)"})
@@ -104,7 +124,11 @@ def _check_and_report(results, runs: dict, infos: dict, cases: list[nc.Case], na
 @pytest.mark.bench
 @pytest.mark.timeout(1200)
 def test_negative_conformance(lab, profile, results, progress):
-    cases = nc.catalogue()
+    patterns = os.environ.get("OFBENCH_NEGATIVE_CASES", "")
+    try:
+        cases = nc.select(nc.catalogue(), patterns)
+    except ValueError as e:
+        raise pytest.UsageError(str(e)) from None
     runs, infos = {}, {}
     for kind in _kinds(profile):
         progress(f"negative conformance: {len(cases)} cases against {kind}")
@@ -113,7 +137,7 @@ def test_negative_conformance(lab, profile, results, progress):
         progress(f"negative conformance {kind}: {c['n_as_spec']} as spec, "
                  f"{c['n_other_error']} other error, {c['n_silent']} silent, "
                  f"{c['n_disconnect']} disconnect")
-    _check_and_report(results, runs, infos, cases, "", "OF1.3 negative conformance")
+    _check_and_report(results, runs, infos, cases, "", "OF1.3 negative conformance", patterns)
 
 
 @pytest.mark.quick

@@ -199,6 +199,16 @@ def test_quick_cases_are_a_small_subset():
     assert 5 <= len(q) <= 15 and all(c.quick for c in q)
 
 
+def test_select_by_name_or_category_and_refuse_an_empty_selection():
+    cases = nc.catalogue()
+    assert nc.select(cases, "") == cases
+    got = nc.select(cases, "meter_no_bands, packet out")
+    assert {c.name for c in got} >= {"meter_no_bands", "packet_out_no_frame"}
+    assert all(c.name == "meter_no_bands" or c.category == "packet out" for c in got)
+    with pytest.raises(ValueError, match="OFBENCH_NEGATIVE_CASES='nope'"):
+        nc.select(cases, "nope")
+
+
 def test_error_name_and_matches_answer():
     assert nc.error_name(4, 9) == "BAD_MATCH/BAD_PREREQ"
     assert nc.error_name(12, nc.ANY_CODE) == "METER_MOD_FAILED/*"
