@@ -617,12 +617,14 @@ def catalogue() -> list[Case]:
            "PACKET_OUT with buffer_id=NO_BUFFER and no data",
            lambda c, x: packet_out_raw(x, w.action_output(2), b""),
            (BR, E.OFPBRC_BAD_PACKET), acceptable=((BR, E.OFPBRC_BAD_LEN),),
+           strength="should",
            choice="with no buffer the data is the packet (7.3.7); an empty one is an "
                   "invalid packet: BAD_PACKET; BAD_LEN accepted"),
         _c("packet_out_runt_frame", "packet out", "7.3.7",
            "PACKET_OUT with a 10-byte frame (shorter than an Ethernet header)",
            lambda c, x: packet_out_raw(x, w.action_output(2), FRAME_IPV4_UDP[:10]),
            (BR, E.OFPBRC_BAD_PACKET), acceptable=((BR, E.OFPBRC_BAD_LEN),),
+           strength="should",
            choice="a frame without a whole Ethernet header cannot be parsed for the actions: "
                   "BAD_PACKET; BAD_LEN accepted"),
         _c("packet_out_actions_overrun", "packet out", "7.3.7",
@@ -744,6 +746,7 @@ def catalogue() -> list[Case]:
            lambda c, x: meter_mod(x, bands=band_dscp(prec_level=64)),
            (MM, E.OFPMMFC_BAD_BAND_VALUE), acceptable=((MM, E.OFPMMFC_BAD_BAND),),
            observe="meters",
+           strength="should",
            choice="the band type is fine, its value is not: BAD_BAND_VALUE; a switch that "
                   "does not support DSCP remark at all answers BAD_BAND, accepted"),
         _c("meter_band_bad_length", "meter mod", "7.3.4.4",

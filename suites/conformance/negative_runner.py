@@ -55,7 +55,8 @@ class Outcome:
 
     def row(self) -> dict:
         return {"case": self.case.name, "category": self.case.category,
-                "section": self.case.section, "class": self.cls,
+                "section": self.case.section, "spec": self.case.strength,
+                "what": self.case.why, "class": self.cls,
                 "expected": nc.answer_name(self.case.expected),
                 "also allowed": ", ".join(nc.answer_name(a) for a in self.case.acceptable),
                 "got": ", ".join(self.got) or "-",
@@ -406,7 +407,7 @@ def case_table(results: dict[str, list[Outcome]]) -> list[dict]:
     for name in seen:
         c = cases[name]
         row = {"case": name, "category": c.category, "section": c.section,
-               "expected": nc.answer_name(c.expected)}
+               "spec": c.strength, "expected": nc.answer_name(c.expected)}
         for k in kinds:
             o = by[k].get(name)
             row[k] = "not run" if o is None else o.cls + (
