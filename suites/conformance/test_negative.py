@@ -8,7 +8,8 @@ answer: as spec / other error / silent (with whether the state visibly changed) 
 crash / hang.
 
 * ``test_negative_conformance`` (bench; ``make suites``): every case. Records
-  ``negative_<kind>`` (counts per class and per category), an OK/ERROR table per category with
+  ``negative_<kind>`` (counts per class: ``ok`` = as spec, ``other_error``, ``silent_fail``,
+  ``disconnect_fail``, ``crash_fail``, ``hang_fail``, of ``total``; and per category), an OK/ERROR table per category with
   OVS beside ofbench, every case's answers side by side, and ofbench's to-do list (each case it
   does not answer as the spec says, with its section).
 * ``test_negative_quick`` (quick; ``make test``): the few cases both switches answer right, as
@@ -134,9 +135,9 @@ def test_negative_conformance(lab, profile, results, progress):
         progress(f"negative conformance: {len(cases)} cases against {kind}")
         runs[kind], infos[kind] = _run_switch(lab, kind, cases, progress)
         c = nr.counts(runs[kind])
-        progress(f"negative conformance {kind}: {c['n_as_spec']} as spec, "
-                 f"{c['n_other_error']} other error, {c['n_silent']} silent, "
-                 f"{c['n_disconnect']} disconnect")
+        progress(f"negative conformance {kind}: {c['ok']} as spec, "
+                 f"{c['other_error']} other error, {c['silent_fail']} silent, "
+                 f"{c['disconnect_fail']} disconnect")
     _check_and_report(results, runs, infos, cases, "", "OF1.3 negative conformance", patterns)
 
 

@@ -262,7 +262,118 @@ def test_tables_and_counts():
     assert rows[1]["ofbench"] == "ERROR" and rows[1]["ovs"] == "OK"
     assert rows[2]["ofbench as spec/other/silent/disc"] == "1/0/1/0 of 2"
     m = nr.counts(runs["ofbench"])
-    assert m["n_as_spec"] == 1 and m["n_silent"] == 1 and m["n_silent_state_changed"] == 1
-    assert m["role_silent"] == 1 and m["bad_match_as_spec"] == 1
+    assert m["ok"] == 1 and m["silent_fail"] == 1 and m["silent_state_changed_fail"] == 1
+    assert m["total"] == 2 and m["role_silent_fail"] == 1 and m["bad_match_ok"] == 1
     cases = nr.case_table(runs)
     assert cases[1]["ofbench"] == "silent (state changed)" and cases[1]["ovs"] == "as spec"
+
+
+def test_metric_names_read_the_right_way():
+    from reports.metrics import metric_direction
+    m = nr.counts([nr.Outcome(_mk(), nr.SILENT)])
+    assert metric_direction("ok") == 1 and metric_direction("bad_match_ok") == 1
+    for k in m:
+        if k != "total" and not k.endswith("ok"):
+            assert metric_direction(k) == -1, k
+
+
+# ---- run_cases against a test double of a switch ---------------------------------------------
+class FakeSwitchDouble:
+    """A test double of a switch's OpenFlow agent (not a switch): it connects to the runner's
+    listener, says HELLO, answers ECHO, PORT_DESC (two ports) and other multipart requests
+    (empty), and treats message type 40 by its first body byte: 0 = answer
+    BAD_REQUEST/BAD_TYPE, 1 = say nothing, 2 = close the connection (and connect again),
+    3 = stop answering anything (hang), 4 = die (crash)."""
+
+    def __init__(self, port: int):
+        import threading
+        self.port, self.alive = port, True
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        import socket
+        while self.alive:
+            conn = socket.create_connection(("127.0.0.1", self.port), timeout=10)
+            try:
+                again = self._serve(conn)
+            finally:
+                conn.close()
+            if not again:
+                return
+
+    def _serve(self, conn) -> bool:
+        conn.sendall(w.msg(w.HELLO, xid=1))
+        buf, hung = b"", False
+        while True:
+            chunk = conn.recv(65536)
+            if not chunk:
+                return False
+            buf += chunk
+            while len(buf) >= 8:
+                n, = struct.unpack_from("!H", buf, 2)
+                if len(buf) < n:
+                    break
+                m, buf = buf[:n], buf[n:]
+                t, x = m[1], struct.unpack_from("!I", m, 4)[0]
+                if hung:
+                    continue
+                if t == w.ECHO_REQUEST:
+                    conn.sendall(w.msg(w.ECHO_REPLY, m[8:], x))
+                elif t == w.MULTIPART_REQUEST:
+                    mp, = struct.unpack_from("!H", m, 8)
+                    body = b""
+                    if mp == ofp.OFPMP_PORT_DESC:
+                        body = b"".join(struct.pack("!I4x6s2x16s32x", p, bytes([2, 0, 0, 0, 0, p]),
+                                                    b"p") for p in (1, 2))
+                    conn.sendall(w.msg(w.MULTIPART_REPLY, struct.pack("!HH4x", mp, 0) + body, x))
+                elif t == 40:
+                    mode = m[8]
+                    if mode == 0:
+                        conn.sendall(w.msg(w.ERROR, struct.pack("!HH", 1, 1) + m[:64], x))
+                    elif mode == 2:
+                        return True
+                    elif mode == 3:
+                        hung = True
+                    elif mode == 4:
+                        self.alive = False
+                        return False
+
+
+def _double_case(name: str, mode: int, acceptable=()) -> nc.Case:
+    return nc.Case(name, "header/length", "7.1.1", "test double", lambda c, x: w.msg(
+        40, bytes([mode]), x), (ofp.OFPET_BAD_REQUEST, ofp.OFPBRC_BAD_TYPE), acceptable)
+
+
+@pytest.fixture
+def double(monkeypatch):
+    monkeypatch.setattr(nr, "ECHO_TIMEOUT_S", 0.5)
+    listener = nr.listen_in_netns(None)
+    fake = FakeSwitchDouble(listener.getsockname()[1])
+    peer = nr.Peer("double", listener, lambda: fake.alive)
+    peer.connect(timeout_s=10)
+    yield peer
+    fake.alive = False
+    peer.s.close()
+    listener.close()
+
+
+def test_run_cases_classifies_and_reconnects_after_a_disconnect(double):
+    cases = [_double_case("err", 0), _double_case("quiet", 1), _double_case("close", 2),
+             _double_case("err_after_reconnect", 0),
+             _double_case("close_allowed", 2, acceptable=(nc.DISCONNECT,))]
+    outs = nr.run_cases(double, cases)
+    assert [o.cls for o in outs] == [nr.AS_SPEC, nr.SILENT, nr.DISCONNECT, nr.AS_SPEC,
+                                     nr.AS_SPEC]
+    assert outs[0].got == ["BAD_REQUEST/BAD_TYPE"] and double.reconnects == 2
+    assert outs[2].got == ["connection closed"]
+
+
+def test_run_cases_stops_at_a_hang(double):
+    outs = nr.run_cases(double, [_double_case("hang", 3), _double_case("never", 0)])
+    assert [o.cls for o in outs] == [nr.HANG]
+
+
+def test_run_cases_stops_at_a_crash(double):
+    outs = nr.run_cases(double, [_double_case("die", 4), _double_case("never", 0)])
+    assert [o.cls for o in outs] == [nr.CRASH]
