@@ -907,3 +907,32 @@ def categories(cases: list[Case]) -> list[str]:
         if c.category not in out:
             out.append(c.category)
     return out
+
+
+def write_corpus(folder, ctx: Context | None = None) -> list:
+    """Every case's message (and setup messages) as ``<case>.bin`` / ``<case>.setup<i>.bin``
+    in ``folder``: seeds for a fuzzer of the agent (issue 15, part 2), which lives in dut/ and
+    so cannot import this module. Returns the paths written."""
+    from pathlib import Path
+    ctx = ctx or Context()
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for i, c in enumerate(catalogue()):
+        for j, mk in enumerate(c.setup):
+            p = out / f"{c.name}.setup{j}.bin"
+            p.write_bytes(mk(ctx, 0x53000000 + i))
+            written.append(p)
+        p = out / f"{c.name}.bin"
+        p.write_bytes(c.message(ctx, 0x4E000000 + i))
+        written.append(p)
+    return written
+
+
+if __name__ == "__main__":
+    import argparse
+    ap = argparse.ArgumentParser(description="Write the negative-conformance messages as "
+                                 "fuzzer seeds, one file per message.")
+    ap.add_argument("--write-corpus", metavar="DIR", required=True)
+    args = ap.parse_args()
+    print(f"{len(write_corpus(args.write_corpus))} files in {args.write_corpus}")

@@ -9,9 +9,9 @@ crash / hang.
 
 * ``test_negative_conformance`` (bench; ``make suites``): every case. Records
   ``negative_<kind>`` (counts per class: ``ok`` = as spec, ``other_error``, ``silent_fail``,
-  ``disconnect_fail``, ``crash_fail``, ``hang_fail``, of ``total``; and per category), an OK/ERROR table per category with
-  OVS beside ofbench, every case's answers side by side, and ofbench's to-do list (each case it
-  does not answer as the spec says, with its section).
+  ``disconnect_fail``, ``crash_fail``, ``hang_fail``, of ``total``; and per category), an
+  OK/ERROR table per category with OVS beside ofbench, every case's answers side by side, and
+  ofbench's to-do list (each case it does not answer as the spec says, with its section).
 * ``test_negative_quick`` (quick; ``make test``): the few cases both switches answer right, as
   a smoke of the runner and of both switches' refusal paths.
 

@@ -377,3 +377,10 @@ def test_run_cases_stops_at_a_hang(double):
 def test_run_cases_stops_at_a_crash(double):
     outs = nr.run_cases(double, [_double_case("die", 4), _double_case("never", 0)])
     assert [o.cls for o in outs] == [nr.CRASH]
+
+
+def test_write_corpus_one_file_per_message(tmp_path):
+    paths = nc.write_corpus(tmp_path)
+    n_setup = sum(len(c.setup) for c in nc.catalogue())
+    assert len(paths) == len(nc.catalogue()) + n_setup == len(list(tmp_path.iterdir()))
+    assert (tmp_path / "meter_no_bands.bin").read_bytes()[1] == w.METER_MOD
