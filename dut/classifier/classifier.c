@@ -3,6 +3,7 @@
 #include "classifier.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -67,7 +68,9 @@ struct snap {           /* what readers iterate: tables (TSS: by max_prio desc) 
     uint32_t nb;        /* OURS: bands; band b owns slots bs[b]..bs[b+1] (multiples of 8) */
     uint32_t bs[OFB_CLS_MAX_BANDS + 1];
     bool simd_ok;       /* every table hashes <= 2 words */
-    uint64_t *sm0, *sm1, *sw0, *sw1, *sfm, *sfb;  /* AVX-512 phase 1 inputs */
+    bool one_word;      /* every table hashes 1 word (m1 == 0): AVX2 skips the second */
+    uint64_t *sm0, *sm1, *sw0, *sw1, *sfm, *sfb;  /* SIMD phase 1 inputs */
+    uint64_t *sp0, *sp1;  /* AVX2: dword pair (2w, 2w+1) of sw0/sw1 for vpermd */
     struct pdesc d[];   /* n descriptors, same order */
 };
 
@@ -92,6 +95,7 @@ struct ofb_cls {
     /* read-mostly, shared with readers */
     uint32_t key_len, nwk, es;        /* es = entry stride in bytes */
     enum ofb_cls_algo algo;
+    uint8_t simd;                     /* enum simd_path, fixed at creation */
     uint32_t qmin, qmax, qlevels;
     uint64_t qscale;                  /* qfine = (p - qmin) * qscale >> 32 */
     uint32_t nbands;                  /* OURS priority bands (power of two) */
@@ -585,7 +589,7 @@ static int snap_rebuild(struct ofb_cls *c)
     /* multiple of 8: each SoA array must stay 64-byte aligned for the AVX-512 loads */
     size_t slots_max = ((size_t)c->nwt + 8 * (size_t)nb + 7) & ~(size_t)7;
     size_t bytes = sizeof(struct snap) + slots_max * (sizeof(struct pdesc) + sizeof(void *)) +
-                   6 * slots_max * sizeof(uint64_t) + 64;
+                   8 * slots_max * sizeof(uint64_t) + 64;
     struct snap *s = xalloc(c, bytes);
     if (!s)
         return -1;
@@ -597,6 +601,7 @@ static int snap_rebuild(struct ofb_cls *c)
     uint64_t *soa = (uint64_t *)(((uintptr_t)&s->t[slots_max] + 63) & ~(uintptr_t)63);
     s->sm0 = soa; s->sm1 = soa + slots_max; s->sw0 = soa + 2 * slots_max;
     s->sw1 = soa + 3 * slots_max; s->sfm = soa + 4 * slots_max; s->sfb = soa + 5 * slots_max;
+    s->sp0 = soa + 6 * slots_max; s->sp1 = soa + 7 * slots_max;
     struct tbl **live = malloc((c->nwt + 1) * sizeof(*live));
     if (!live) {
         xfree(c, s, bytes);
@@ -623,6 +628,7 @@ static int snap_rebuild(struct ofb_cls *c)
     s->npad = slot;
     free(live);
     s->simd_ok = true;
+    s->one_word = true;
     for (uint32_t i = 0; i < s->npad; i++) {
         const struct tbl *t = s->t[i];
         struct pdesc *d = &s->d[i];
@@ -638,6 +644,8 @@ static int snap_rebuild(struct ofb_cls *c)
             d->filter = t->filter;
             if (t->nw > 2)
                 s->simd_ok = false;
+            if (t->nw > 1)
+                s->one_word = false;
         }
         s->sm0[i] = d->m0;
         s->sm1[i] = d->m1;
@@ -645,6 +653,8 @@ static int snap_rebuild(struct ofb_cls *c)
         s->sw1[i] = d->w1;
         s->sfm[i] = d->fmask;
         s->sfb[i] = (uint64_t)(uintptr_t)d->filter;
+        s->sp0[i] = (uint64_t)(2u * d->w0) | (uint64_t)(2u * d->w0 + 1) << 32;
+        s->sp1[i] = (uint64_t)(2u * d->w1) | (uint64_t)(2u * d->w1 + 1) << 32;
     }
     struct snap *old = atomic_load_explicit(&c->snap, memory_order_relaxed);
     atomic_store_explicit(&c->snap, s, memory_order_release);
@@ -1392,9 +1402,153 @@ static uint32_t collect_avx512(const struct ofb_cls *c, const struct snap *s, ui
     }
     return nc;
 }
-static int have_avx512 = -1;
 
+/* 64-bit lanes: bits 32..63 of (x * k), k given as its low (klo) and high (khi)
+ * halves in the low dwords; AVX2 has no vpmullq: three vpmuludq */
+__attribute__((target("avx2")))
+static inline __m256i mulhi_lo64_avx2(__m256i x, __m256i klo, __m256i khi)
+{
+    __m256i p = _mm256_mul_epu32(x, klo);                      /* xlo * klo, 64-bit */
+    __m256i q = _mm256_add_epi64(_mm256_mul_epu32(x, khi),     /* xlo * khi */
+                                 _mm256_mul_epu32(_mm256_srli_epi64(x, 32), klo)); /* xhi * klo */
+    /* low dword of each lane: (p >> 32) + q, mod 2^32 */
+    return _mm256_and_si256(_mm256_add_epi64(_mm256_srli_epi64(p, 32), q), _mm256_set1_epi64x(0xffffffffll));
+}
+
+/* Phase 1 for 4 tables per step with AVX2: the same hash, slots and filter
+ * test as collect_avx512 (results are identical).  Key words come from a
+ * vpermd of the first 4 key words when the key has <= 4 words, else a gather
+ * from the key; the second word's multiply is skipped when every table
+ * hashes a single word (NTT: 4-byte keys). */
+__attribute__((target("avx2,bmi")))
+static uint32_t collect_avx2(const struct ofb_cls *c, const struct snap *s, uint32_t lo, uint32_t hi,
+                             const uint64_t *kw,
+                             struct cand *cd, uint64_t v, uint32_t *bp, uint32_t *bid, uint64_t *bh)
+{
+    uint32_t nc = 0;
+    const bool perm = c->nwk <= 4, one = s->one_word;
+    uint64_t kbuf[4] = { 0, 0, 0, 0 };
+    memcpy(kbuf, kw, (c->nwk < 4 ? c->nwk : 4) * 8);
+    const __m256i kv = _mm256_loadu_si256((const __m256i *)kbuf);
+    const __m256i k0lo = _mm256_set1_epi64x((long long)(HK0 & 0xffffffffu)),
+                  k0hi = _mm256_set1_epi64x((long long)(HK0 >> 32));
+    const __m256i k1lo = _mm256_set1_epi64x((long long)(HK1 & 0xffffffffu)),
+                  k1hi = _mm256_set1_epi64x((long long)(HK1 >> 32));
+    const __m256i c1ff = _mm256_set1_epi64x(0x1ff), one64 = _mm256_set1_epi64x(1);
+    const __m256i m1ff = _mm256_set1_epi16(0x1ff), mq = _mm256_set1_epi16((short)0xfe00);
+    const __m256i zero = _mm256_setzero_si256();
+#define AVX2_CHUNK 64
+    uint32_t mk[AVX2_CHUNK];
+    uint64_t ea[AVX2_CHUNK * 4];
+    uint64_t ha[AVX2_CHUNK * 4];
+    uint32_t b0 = lo;
+    for (uint32_t b = lo; b < hi; b += 4) {
+        __m256i x0, x1 = zero;
+        if (perm) {
+            x0 = _mm256_permutevar8x32_epi32(kv, _mm256_load_si256((const __m256i *)(s->sp0 + b)));
+            if (!one)
+                x1 = _mm256_permutevar8x32_epi32(kv, _mm256_load_si256((const __m256i *)(s->sp1 + b)));
+        } else {
+            x0 = _mm256_i64gather_epi64((const long long *)kw, _mm256_load_si256((const __m256i *)(s->sw0 + b)), 8);
+            if (!one)
+                x1 = _mm256_i64gather_epi64((const long long *)kw, _mm256_load_si256((const __m256i *)(s->sw1 + b)), 8);
+        }
+        x0 = _mm256_and_si256(x0, _mm256_load_si256((const __m256i *)(s->sm0 + b)));
+        x0 = _mm256_xor_si256(x0, _mm256_srli_epi64(x0, 32));
+        __m256i h64 = mulhi_lo64_avx2(x0, k0lo, k0hi);
+        if (!one) {
+            x1 = _mm256_and_si256(x1, _mm256_load_si256((const __m256i *)(s->sm1 + b)));
+            x1 = _mm256_xor_si256(x1, _mm256_srli_epi64(x1, 32));
+            h64 = _mm256_xor_si256(h64, mulhi_lo64_avx2(x1, k1lo, k1hi));
+        }
+        __m256i slot = _mm256_and_si256(h64, _mm256_load_si256((const __m256i *)(s->sfm + b)));
+        __m256i addr = _mm256_add_epi64(_mm256_load_si256((const __m256i *)(s->sfb + b)), _mm256_slli_epi64(slot, 3));
+        __m256i w = _mm256_i64gather_epi64((const long long *)0, addr, 1);
+        __m256i fp = _mm256_and_si256(_mm256_srli_epi64(h64, 23), c1ff);
+        fp = _mm256_max_epi32(fp, one64);   /* 0 -> 1; upper dwords stay 0 */
+        fp = _mm256_or_si256(fp, _mm256_slli_epi64(fp, 16));
+        fp = _mm256_or_si256(fp, _mm256_slli_epi64(fp, 32));
+        __m256i efp = _mm256_and_si256(w, m1ff);
+        __m256i no_q = _mm256_cmpeq_epi16(_mm256_and_si256(w, mq), zero);
+        __m256i ok = _mm256_or_si256(_mm256_cmpeq_epi16(efp, fp), _mm256_cmpeq_epi16(efp, zero));
+        /* two mask bits per 16-bit entry; keep the even ones */
+        uint32_t j = (b - b0) >> 2;
+        mk[j] = (uint32_t)_mm256_movemask_epi8(_mm256_andnot_si256(no_q, ok)) & 0x55555555u;
+        _mm256_storeu_si256((__m256i *)&ea[j * 4], w);
+        _mm256_storeu_si256((__m256i *)&ha[j * 4], h64);
+        if (j + 1 < AVX2_CHUNK && b + 4 < hi)
+            continue;
+        for (unsigned g = 0; g <= j; g++) {
+            uint32_t mask = mk[g];
+            while (mask) {
+                unsigned bit = (unsigned)__builtin_ctz(mask), lane = bit >> 1, i = lane >> 2;
+                mask &= ~(0xffu << (8 * i));   /* first matching entry of table i */
+                uint32_t q = (uint32_t)(ea[g * 4 + i] >> (16 * (lane & 3) + 9)) & 0x7f;
+                cd[nc++] = (struct cand){ q, (uint32_t)ha[g * 4 + i], s->t[b0 + g * 4 + i] };
+                if (unlikely(nc == CAND_MAX)) {
+                    drain(c, cd, nc, kw, v, bp, bid, bh);
+                    nc = 0;
+                }
+            }
+        }
+        b0 = b + 4;
+    }
+    return nc;
+}
 #endif
+
+/* ---------- SIMD path selection (per classifier, at creation) ---------- */
+
+enum simd_path { SIMD_SCALAR = 0, SIMD_AVX2 = 1, SIMD_AVX512 = 2 };
+static const char *const simd_names[] = { "scalar", "avx2", "avx512" };
+
+static bool simd_cpu_has(enum simd_path p)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    if (p == SIMD_AVX2)
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi");
+    if (p == SIMD_AVX512)
+        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+               __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw");
+#endif
+    return p == SIMD_SCALAR;
+}
+
+int ofb_cls_simd_supported(const char *name)
+{
+    for (int p = 0; p < 3; p++)
+        if (name && !strcmp(name, simd_names[p]))
+            return simd_cpu_has((enum simd_path)p);
+    return 0;
+}
+
+/* OFB_CLS_SIMD=scalar|avx2|avx512|auto (default auto: the best the CPU has);
+ * OFB_CLS_NO_SIMD=1 (older switch) = scalar.  -1 with a message when the
+ * variable names an unknown path or one this CPU lacks. */
+static int simd_choose(void)
+{
+    const char *e = getenv("OFB_CLS_SIMD");
+    const char *no = getenv("OFB_CLS_NO_SIMD");
+    if (e && *e && strcmp(e, "auto")) {
+        for (int p = 0; p < 3; p++)
+            if (!strcmp(e, simd_names[p])) {
+                if (simd_cpu_has((enum simd_path)p))
+                    return p;
+                fprintf(stderr, "ofb_cls: OFB_CLS_SIMD=%s: this CPU does not have it\n", e);
+                return -1;
+            }
+        fprintf(stderr, "ofb_cls: OFB_CLS_SIMD=%s: unknown (scalar, avx2, avx512 or auto)\n", e);
+        return -1;
+    }
+    if (no && *no && *no != '0')
+        return SIMD_SCALAR;
+    if (simd_cpu_has(SIMD_AVX512))
+        return SIMD_AVX512;
+    if (simd_cpu_has(SIMD_AVX2))
+        return SIMD_AVX2;
+    return SIMD_SCALAR;
+}
 
 
 /* phase 1 over band b's slots */
@@ -1402,8 +1556,10 @@ static inline uint32_t collect(const struct ofb_cls *c, const struct snap *s, ui
                                struct cand *cd, uint64_t v, uint32_t *bp, uint32_t *bid, uint64_t *bh)
 {
 #if defined(__x86_64__) && defined(__GNUC__)
-    if (have_avx512 > 0 && s->simd_ok)
+    if (c->simd == SIMD_AVX512 && s->simd_ok)
         return collect_avx512(c, s, s->bs[b], s->bs[b + 1], kw, cd, v, bp, bid, bh);
+    if (c->simd == SIMD_AVX2 && s->simd_ok)
+        return collect_avx2(c, s, s->bs[b], s->bs[b + 1], kw, cd, v, bp, bid, bh);
 #endif
     return collect_scalar(c, s, s->bs[b], s->bs[b + 1], kw, cd, v, bp, bid, bh);
 }
@@ -1605,14 +1761,13 @@ struct ofb_cls *ofb_cls_create(const struct ofb_cls_params *p)
         set_quant(c, 0, 65535);
     else
         set_quant(c, p->prio_min, p->prio_max);
-#if defined(__x86_64__) && defined(__GNUC__)
-    if (have_avx512 < 0) {
-        const char *no = getenv("OFB_CLS_NO_SIMD");
-        have_avx512 = (!no || !*no || *no == '0') && __builtin_cpu_supports("avx512f") &&
-                      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
-                      __builtin_cpu_supports("avx512bw");
+    int simd = simd_choose();
+    if (simd < 0) {
+        free(c);
+        errno = ENOTSUP;
+        return NULL;
     }
-#endif
+    c->simd = (uint8_t)simd;
     atomic_store(&c->bytes, sizeof(*c));
     atomic_store(&c->version, 1);
     c->wv = 2;
@@ -1660,6 +1815,11 @@ void ofb_cls_get_stats(const struct ofb_cls *c, struct ofb_cls_stats *st)
 uint64_t ofb_cls_memory_bytes(const struct ofb_cls *c)
 {
     return atomic_load_explicit(&c->bytes, memory_order_relaxed);
+}
+
+const char *ofb_cls_simd_name(const struct ofb_cls *c)
+{
+    return simd_names[c->simd];
 }
 
 uint32_t ofb_cls_key_len(const struct ofb_cls *c)

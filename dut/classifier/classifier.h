@@ -147,8 +147,14 @@
  *  - Bands are fixed after the first bulk build (or at creation): a rule set
  *    whose priority mix changes later keeps working, only less well.
  *    OFB_CLS_BANDS=N in the environment overrides the automatic choice.
- *  - AVX-512 (F, DQ, VL, BW) is used when the CPU has it; OFB_CLS_NO_SIMD=1 in
- *    the environment forces the scalar path (same results).
+ *  - Phase 1 has three paths with identical results, chosen per classifier at
+ *    ofb_cls_create: AVX-512 (F, DQ, VL, BW; 8 tables per step), AVX2 (4 tables
+ *    per step; vpmuludq for the 64-bit multiply, vpermd for the key words when
+ *    key_len <= 32), scalar.  Default: the best the CPU has
+ *    (__builtin_cpu_supports).  OFB_CLS_SIMD=scalar|avx2|avx512|auto in the
+ *    environment forces one (create fails with ENOTSUP and a message on stderr
+ *    if the CPU lacks it); OFB_CLS_NO_SIMD=1 = scalar (older switch).
+ *    ofb_cls_simd_name() says which path a classifier runs.
  *  - Priorities are uint32.  The quantisation range is taken from params
  *    (prio_min..prio_max, default 0..65535, OpenFlow's range) and re-fitted to
  *    the actual range on a bulk build into an empty classifier; priorities
@@ -252,6 +258,12 @@ size_t ofb_cls_lookup_batch(const struct ofb_cls *, const uint8_t *const keys[],
 void ofb_cls_get_stats(const struct ofb_cls *, struct ofb_cls_stats *);
 uint64_t ofb_cls_memory_bytes(const struct ofb_cls *);
 uint32_t ofb_cls_key_len(const struct ofb_cls *);
+
+/* SIMD path of OURS' phase 1, chosen per classifier at creation: "scalar",
+ * "avx2" or "avx512" (the best the CPU has, or what OFB_CLS_SIMD forces). */
+const char *ofb_cls_simd_name(const struct ofb_cls *);
+/* 1 if this CPU can run the named path ("scalar", "avx2", "avx512"), else 0. */
+int ofb_cls_simd_supported(const char *name);
 
 #ifdef __cplusplus
 }

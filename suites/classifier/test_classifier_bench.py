@@ -142,11 +142,13 @@ def test_classifier_bench(kind, n, lab, results, bench_files, request):
     metrics = metrics_of(by_algo)
     tables = {a: o.get("tables") for a, o in by_algo.items() if "tables" in o}
     bands = {a: o.get("bands") for a, o in by_algo.items() if "bands" in o}
+    simd = {a: o.get("simd") for a, o in by_algo.items() if "simd" in o}
     rec = results.record(
         name=f"{kind}_{n}", metrics=metrics,
         params={"kind": kind, "rules": n, "seed": SEED, "keys": N_KEYS, "key_len": rs.key_len,
                 "distinct_masks": rs.distinct_masks(), "batch": 32, "min_time_s": min_time,
-                "acl_status": acl_status, "tables": tables, "bands": bands},
+                "acl_status": acl_status, "tables": tables, "bands": bands,
+                "simd_path": simd},
         provenance={"generator": "traces/rulesets.py", "port_kind": "none (in-memory keys)",
                     "timing": "thread CPU time", "bench": str(BENCH.relative_to(BUILD))})
     _rows[f"{kind}_{n}"] = rec

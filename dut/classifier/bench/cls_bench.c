@@ -70,6 +70,11 @@ static void run_ours(enum ofb_cls_algo algo, const struct ofb_cls_rule *rules, u
 {
     struct ofb_cls_params p = { .key_len = kl, .expected_rules = n, .algo = algo };
     struct ofb_cls *c = ofb_cls_create(&p);
+    if (!c) {
+        printf("{\"algo\":\"%s\",\"error\":\"ofb_cls_create failed: %s\"}\n", ofb_cls_algo_name(algo),
+               strerror(errno));
+        return;
+    }
     uint32_t *ids = malloc(sizeof(uint32_t) * n);
     double t0 = now_s();
     if (ofb_cls_build_bulk(c, rules, n, ids)) {
@@ -133,10 +138,10 @@ static void run_ours(enum ofb_cls_algo algo, const struct ofb_cls_rule *rules, u
     }
     double ups = 2.0 * nu / (now_s() - t0);
 
-    printf("{\"algo\":\"%s\",\"rules\":%u,\"tables\":%lu,\"bands\":%lu,\"build_s\":%.6f,\"bytes_per_rule\":%.1f,"
+    printf("{\"algo\":\"%s\",\"simd\":\"%s\",\"rules\":%u,\"tables\":%lu,\"bands\":%lu,\"build_s\":%.6f,\"bytes_per_rule\":%.1f,"
            "\"mlps\":%.4f,\"batch_mlps\":%.4f,\"updates_per_s\":%.0f,\"hits\":%lu,\"keys\":%u,"
            "\"mismatches\":%lu,\"sink\":%lu}\n",
-           ofb_cls_algo_name(algo), n, (unsigned long)st.tables, (unsigned long)st.bands, build, (double)st.bytes / n, mlps, bmlps, ups,
+           ofb_cls_algo_name(algo), ofb_cls_simd_name(c), n, (unsigned long)st.tables, (unsigned long)st.bands, build, (double)st.bytes / n, mlps, bmlps, ups,
            (unsigned long)hits, nk, (unsigned long)mism, (unsigned long)(sink & 1));
     fflush(stdout);
     free(kp);

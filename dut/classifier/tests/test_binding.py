@@ -1,6 +1,7 @@
 """Python binding and library behaviour: differential against a pure-Python reference,
 ties, deletes, batches, bulk build, and the C test binary (differential + concurrency)."""
 
+import os
 import random
 import subprocess
 
@@ -26,17 +27,43 @@ def ref_lookup(rules, key):
     return (best[2], best[0]) if best else (0, 0)
 
 
-@pytest.mark.parametrize("algo,bands", [("ours", 0), ("ours", 4), ("ours", 32), ("tss", 0), ("linear", 0)])
-@pytest.mark.parametrize("key_len", [4, 13])
-def test_differential_against_python_reference(algo, bands, key_len):
-    """bands: OURS priority bands (0 = auto = 1 for a classifier filled by inserts)."""
+def _path(simd):
+    if not binding.simd_supported(simd):
+        pytest.skip(f"this CPU has no {simd}: that path is tested where it has")
+    return simd
+
+
+@pytest.mark.parametrize("simd", binding.SIMD_PATHS)
+def test_simd_path_forced_and_reported(simd):
+    with Classifier(4, "ours", simd=_path(simd)) as c:
+        assert c.simd == simd
+
+
+def test_simd_path_unknown_or_missing_is_a_clear_error(monkeypatch):
+    with pytest.raises(ValueError, match="unknown SIMD path"):
+        Classifier(4, simd="sse9")
+    monkeypatch.setenv("OFB_CLS_SIMD", "nope")
+    with pytest.raises(ValueError, match="ofb_cls_create refused"):
+        Classifier(4)
+
+
+@pytest.mark.parametrize("algo,bands,simd", [("ours", 0, "scalar"), ("ours", 0, "avx2"), ("ours", 0, "avx512"),
+                                             ("ours", 4, "scalar"), ("ours", 4, "avx2"), ("ours", 4, "avx512"),
+                                             ("ours", 32, None), ("tss", 0, None), ("linear", 0, None)])
+@pytest.mark.parametrize("key_len", [4, 13, 40])
+def test_differential_against_python_reference(algo, bands, simd, key_len):
+    """bands: OURS priority bands (0 = auto = 1 for a classifier filled by inserts);
+    simd: OURS' phase-1 path (None = the CPU's best); key_len 40 takes AVX2's gather path."""
+    if simd is not None:
+        _path(simd)
     rnd = random.Random(key_len * 7 + len(algo) + bands)
-    masks = [bytes(rnd.choice([0, 0xFF, rnd.randrange(256)]) for _ in range(key_len)) for _ in range(12)]
+    masks = [bytes(rnd.choice([0, 0xFF, rnd.randrange(256)]) if i < 8 or i >= key_len - 8 else 0
+                   for i in range(key_len)) for _ in range(12)]  # <= 2 words: the SIMD paths run
     alive = []
     # priorities 0..7 spread over bands 0..65535 would all land in one band: use 0..65535
     # with many repeats so that both ties and several bands occur
     prios = [rnd.randrange(65536) for _ in range(8)]
-    with Classifier(key_len, algo, bands=bands) as c:
+    with Classifier(key_len, algo, bands=bands, simd=simd) as c:
         for step in range(600):
             op = rnd.random()
             if op < 0.45:
@@ -108,10 +135,14 @@ def test_bad_params():
         c.lookup(b"\x00")
 
 
-def test_c_differential_and_concurrency_binary():
+@pytest.mark.parametrize("simd", binding.SIMD_PATHS)
+def test_c_differential_and_concurrency_binary(simd):
+    _path(simd)
     exe = binding.build_dir() / "dut" / "classifier" / "cls-test"
-    r = subprocess.run([str(exe), "--quick"], capture_output=True, text=True, timeout=120)
+    r = subprocess.run([str(exe), "--quick"], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "OFB_CLS_SIMD": simd})
     assert r.returncode == 0, r.stdout + r.stderr
+    assert f"simd path: {simd}" in r.stdout
     assert "differential: 0 failures" in r.stdout and r.stdout.strip().endswith("OK")
 
 
