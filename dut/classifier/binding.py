@@ -16,7 +16,7 @@ from pathlib import Path
 from cffi import FFI
 
 REPO = Path(__file__).resolve().parents[2]
-ALGOS = {"ours": 0, "tss": 1, "linear": 2}
+ALGOS = {"ours": 0, "tss": 1, "linear": 2, "htrie": 3, "sptrie": 4, "hybrid": 5}
 SIMD_PATHS = ("scalar", "avx2", "avx512")
 
 _CDEF = """
@@ -40,6 +40,7 @@ size_t ofb_cls_lookup_batch(const struct ofb_cls *, const uint8_t *const keys[],
 void ofb_cls_get_stats(const struct ofb_cls *, struct ofb_cls_stats *);
 const char *ofb_cls_simd_name(const struct ofb_cls *);
 int ofb_cls_simd_supported(const char *name);
+const char *ofb_cls_last_error(const struct ofb_cls *);
 """
 
 _ffi = FFI()
@@ -109,6 +110,11 @@ class Classifier:
             raise ValueError(f"ofb_cls_create refused key_len={key_len} algo={algo} "
                              f"mem_budget_bytes={mem_budget_bytes}: {os.strerror(errno)}")
 
+    def last_error(self) -> str | None:
+        """The library's message for the last failed insert/build (None if none)."""
+        e = self.lib.ofb_cls_last_error(self._c)
+        return None if e == _ffi.NULL else _ffi.string(e).decode()
+
     @property
     def simd(self) -> str:
         """The phase-1 SIMD path this classifier runs."""
@@ -129,7 +135,7 @@ class Classifier:
         r, _keep = self._rule(priority, value, mask, handle)
         rid = self.lib.ofb_cls_insert(self._c, r)
         if rid == 0:
-            raise MemoryError("ofb_cls_insert failed")
+            raise MemoryError(f"ofb_cls_insert failed: {self.last_error() or 'out of memory'}")
         return rid
 
     def delete_id(self, rule_id: int) -> bool:
@@ -150,7 +156,7 @@ class Classifier:
             arr[i].priority, arr[i].value, arr[i].mask, arr[i].handle = prio, v, m, handle
         ids = _ffi.new("uint32_t[]", max(n, 1))
         if self.lib.ofb_cls_build_bulk(self._c, arr, n, ids) != 0:
-            raise MemoryError("ofb_cls_build_bulk failed")
+            raise MemoryError(f"ofb_cls_build_bulk failed: {self.last_error() or 'out of memory'}")
         return list(ids[0:n])
 
     def batch(self):

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* ofbench wildcard classifier: see classifier.h for the design. */
 #include "classifier.h"
+#include "trie.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -88,7 +89,7 @@ struct rslot {
 } __attribute__((aligned(64)));
 
 struct rrec { uint32_t tidx; uint32_t h; };   /* writer-side, by rule id */
-struct retired { void *p; size_t bytes; uint64_t v; };
+struct retired { void *p; size_t bytes; uint64_t v; bool trie; };  /* trie: ofb_trie_free */
 struct pendrm { uint64_t r; uint32_t id; };
 
 struct ofb_cls {
@@ -96,6 +97,7 @@ struct ofb_cls {
     uint32_t key_len, nwk, es;        /* es = entry stride in bytes */
     enum ofb_cls_algo algo;
     uint8_t simd;                     /* enum simd_path, fixed at creation */
+    _Atomic(struct ofb_trie *) trie;  /* HTRIE/SPTRIE/HYBRID: what readers walk */
     uint32_t qmin, qmax, qlevels;
     uint64_t qscale;                  /* qfine = (p - qmin) * qscale >> 32 */
     uint32_t nbands;                  /* OURS priority bands (power of two) */
@@ -121,7 +123,23 @@ struct ofb_cls {
     size_t prm_head;
     _Atomic uint64_t bytes;
     uint32_t expected;
+    uint64_t budget;                  /* mem_budget_bytes (HYBRID merge budget, SPTRIE limit) */
+    bool trie_dirty;                  /* trie algos: the rule list changed since the last build */
+    bool trie_failed;                 /* the last rebuild failed (err says why) */
+    char err[320];                    /* last writer error, "" = none */
 };
+
+/* LINEAR and the tries keep their rules in the sorted array `lin` (tries build
+ * from it at publish) */
+static inline bool is_trie(const struct ofb_cls *c)
+{
+    return c->algo == OFB_CLS_ALGO_HTRIE || c->algo == OFB_CLS_ALGO_SPTRIE || c->algo == OFB_CLS_ALGO_HYBRID;
+}
+
+static inline bool uses_lin(const struct ofb_cls *c)
+{
+    return c->algo == OFB_CLS_ALGO_LINEAR || is_trie(c);
+}
 
 /* ---------- small helpers ---------- */
 
@@ -307,7 +325,7 @@ static void retire(struct ofb_cls *c, void *p, size_t bytes)
         c->ret = r;
         c->cap_ret = nc;
     }
-    c->ret[c->n_ret++] = (struct retired){ p, bytes, c->wv };
+    c->ret[c->n_ret++] = (struct retired){ p, bytes, c->wv, false };
 }
 
 static int snap_rebuild(struct ofb_cls *c);
@@ -327,8 +345,12 @@ static int snap_touch(struct ofb_cls *c)
     return snap_rebuild(c);
 }
 
+static void trie_refresh(struct ofb_cls *c);
+
 static void publish(struct ofb_cls *c)
 {
+    if (is_trie(c) && c->trie_dirty)
+        trie_refresh(c);
     /* the snapshot goes first: a reader that sees the new version then sees
      * the new snapshot (release/acquire on version).  Out of memory here
      * leaves snap_dirty set and retries at the next publish. */
@@ -379,7 +401,12 @@ void ofb_cls_reclaim(struct ofb_cls *c)
     size_t k = 0;
     for (size_t j = 0; j < c->n_ret; j++) {
         if (m == UINT64_MAX || c->ret[j].v <= m)
-            xfree(c, c->ret[j].p, c->ret[j].bytes);
+            if (c->ret[j].trie) {
+                atomic_fetch_sub_explicit(&c->bytes, c->ret[j].bytes, memory_order_relaxed);
+                ofb_trie_free(c->ret[j].p);
+            } else {
+                xfree(c, c->ret[j].p, c->ret[j].bytes);
+            }
         else
             c->ret[k++] = c->ret[j];
     }
@@ -928,7 +955,7 @@ static uint32_t insert_one(struct ofb_cls *c, const struct ofb_cls_rule *r)
     make_ent(c, r, id, (uint8_t *)ebuf, m);
     struct ent *e = (struct ent *)ebuf;
 
-    if (c->algo == OFB_CLS_ALGO_LINEAR) {
+    if (uses_lin(c)) {
         struct lin *o = atomic_load_explicit(&c->lin, memory_order_relaxed);
         uint32_t on = o ? o->n : 0, pos = 0;
         size_t bytes = sizeof(struct lin) + (size_t)(on + 1) * c->es;
@@ -950,6 +977,7 @@ static uint32_t insert_one(struct ofb_cls *c, const struct ofb_cls_rule *r)
         if (o)
             retire(c, o, o->bytes);
         c->rr[id] = (struct rrec){ 0, 0 };
+        c->trie_dirty = true;
     } else {
         uint32_t band = c->algo == OFB_CLS_ALGO_OURS ? band_of(c, e->prio) : 0;
         int ti = choose_table(c, e->w, m, band);
@@ -964,11 +992,75 @@ static uint32_t insert_one(struct ofb_cls *c, const struct ofb_cls_rule *r)
     return id;
 }
 
+/* trie algos: make rules lo..hi (ids) invisible forever (their insert failed:
+ * the trie could not be rebuilt with them; the published trie never had them) */
+static void trie_undo_ids(struct ofb_cls *c, uint32_t lo, uint32_t hi)
+{
+    struct lin *l = atomic_load_explicit(&c->lin, memory_order_relaxed);
+    for (uint32_t i = 0; l && i < l->n; i++) {
+        struct ent *e = ent_at(c, l->data, i);
+        if (e->id >= lo && e->id <= hi && atomic_load_explicit(&e->del_v, memory_order_relaxed) == V_INF) {
+            atomic_store_explicit(&e->del_v, e->add_v, memory_order_relaxed);
+            c->rr[e->id].tidx = UINT32_MAX;
+            c->n_rules--;
+        }
+    }
+    c->trie_dirty = false;  /* the trie in place is the visible set again */
+}
+
+/* trie algos: rebuild the trie from the rules visible at the version about to
+ * be published (c->wv) and swap it in; on failure keep the old one, set
+ * trie_failed and err */
+static void trie_refresh(struct ofb_cls *c)
+{
+    const struct lin *l = atomic_load_explicit(&c->lin, memory_order_relaxed);
+    uint32_t n = l ? l->n : 0, k = 0;
+    struct ofb_trie_rule *tr = malloc(((size_t)n + 1) * sizeof(*tr));
+    c->trie_failed = true;
+    if (!tr) {
+        snprintf(c->err, sizeof(c->err), "%s: out of memory collecting %u rules", ofb_cls_algo_name(c->algo), n);
+        return;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        const struct ent *e = ent_at(c, l->data, i);
+        if (ent_visible(e, c->wv))
+            tr[k++] = (struct ofb_trie_rule){ e->prio, e->id, e->handle, e->w, e->w + c->nwk };
+    }
+    enum ofb_trie_mode mode = c->algo == OFB_CLS_ALGO_HTRIE ? OFB_TRIE_H
+                            : c->algo == OFB_CLS_ALGO_SPTRIE ? OFB_TRIE_SP : OFB_TRIE_HYBRID;
+    struct ofb_trie *t = ofb_trie_build(mode, c->key_len, tr, k, c->budget, c->err, sizeof(c->err));
+    free(tr);
+    if (!t)
+        return;
+    struct ofb_trie *old = atomic_load_explicit(&c->trie, memory_order_relaxed);
+    atomic_store_explicit(&c->trie, t, memory_order_release);
+    atomic_fetch_add_explicit(&c->bytes, ofb_trie_bytes(t), memory_order_relaxed);
+    if (old) {
+        retire(c, old, ofb_trie_bytes(old));
+        c->ret[c->n_ret - 1].trie = true;
+    }
+    c->trie_dirty = false;
+    c->trie_failed = false;
+    c->err[0] = 0;
+}
+
+const char *ofb_cls_last_error(const struct ofb_cls *c)
+{
+    return c->err[0] ? c->err : NULL;
+}
+
 uint32_t ofb_cls_insert(struct ofb_cls *c, const struct ofb_cls_rule *r)
 {
     uint32_t id = insert_one(c, r);
-    if (id)
+    if (!id && !c->err[0])
+        snprintf(c->err, sizeof(c->err), "%s: insert: out of memory", ofb_cls_algo_name(c->algo));
+    if (id) {
         after_update(c);
+        if (is_trie(c) && !c->in_batch && c->trie_failed) {
+            trie_undo_ids(c, id, id);
+            return 0;
+        }
+    }
     return id;
 }
 
@@ -977,7 +1069,7 @@ uint32_t ofb_cls_insert(struct ofb_cls *c, const struct ofb_cls_rule *r)
 /* find the visible entry with this id; returns it (inside the current block) */
 static struct ent *find_ent(struct ofb_cls *c, uint32_t id, struct blk **blk_out, uint32_t *pos_out)
 {
-    if (c->algo == OFB_CLS_ALGO_LINEAR) {
+    if (uses_lin(c)) {
         struct lin *l = atomic_load_explicit(&c->lin, memory_order_relaxed);
         for (uint32_t i = 0; l && i < l->n; i++) {
             struct ent *e = ent_at(c, l->data, i);
@@ -1022,6 +1114,7 @@ static int delete_one(struct ofb_cls *c, uint32_t id)
     }
     c->prm[c->n_prm++] = (struct pendrm){ c->wv, id };
     c->n_rules--;
+    c->trie_dirty = true;
     return 0;
 }
 
@@ -1035,7 +1128,7 @@ static void physical_remove(struct ofb_cls *c, uint32_t id)
     c->rr[id].tidx = UINT32_MAX;
     if (!e)
         return;
-    if (c->algo == OFB_CLS_ALGO_LINEAR) {
+    if (uses_lin(c)) {
         struct lin *o = atomic_load_explicit(&c->lin, memory_order_relaxed);
         size_t bytes = sizeof(struct lin) + (size_t)(o->n - 1) * c->es;
         struct lin *n = xalloc(c, bytes);
@@ -1087,7 +1180,7 @@ uint32_t ofb_cls_delete(struct ofb_cls *c, const struct ofb_cls_rule *r)
         v[i] &= m[i];
     uint32_t best = 0;
     uint64_t now = c->wv;
-    if (c->algo == OFB_CLS_ALGO_LINEAR) {
+    if (uses_lin(c)) {
         struct lin *l = atomic_load_explicit(&c->lin, memory_order_relaxed);
         for (uint32_t i = 0; l && i < l->n && !best; i++) {
             struct ent *e = ent_at(c, l->data, i);
@@ -1159,6 +1252,7 @@ static int bulk_linear(struct ofb_cls *c, const struct ofb_cls_rule *rules, size
     }
     qsort(l->data, l->n, c->es, cmp_ent);
     c->n_rules += n;
+    c->trie_dirty = true;
     atomic_store_explicit(&c->lin, l, memory_order_release);
     if (o)
         retire(c, o, o->bytes);
@@ -1212,6 +1306,7 @@ static uint32_t auto_bands(struct ofb_cls *c, const struct ofb_cls_rule *rules, 
 int ofb_cls_build_bulk(struct ofb_cls *c, const struct ofb_cls_rule *rules, size_t n, uint32_t *ids)
 {
     bool was = c->in_batch;
+    c->err[0] = 0;
     if (c->n_rules == 0 && c->n_ids == 0 && n) {
         uint32_t lo = UINT32_MAX, hi = 0;
         for (size_t i = 0; i < n; i++) {
@@ -1228,9 +1323,9 @@ int ofb_cls_build_bulk(struct ofb_cls *c, const struct ofb_cls_rule *rules, size
         return -1;
     c->in_batch = true;
     int rc = 0;
-    if (c->algo == OFB_CLS_ALGO_LINEAR)
+    if (uses_lin(c))
         rc = bulk_linear(c, rules, n, ids);
-    for (size_t i = 0; c->algo != OFB_CLS_ALGO_LINEAR && i < n; i++) {
+    for (size_t i = 0; !uses_lin(c) && i < n; i++) {
         uint32_t id = insert_one(c, &rules[i]);
         if (ids)
             ids[i] = id;
@@ -1242,8 +1337,16 @@ int ofb_cls_build_bulk(struct ofb_cls *c, const struct ofb_cls_rule *rules, size
     c->in_batch = was;
     if (!was) {
         publish(c);
+        if (is_trie(c) && c->trie_failed && rc == 0 && n) {
+            trie_undo_ids(c, ids ? ids[0] : c->n_ids - (uint32_t)n + 1, c->n_ids);
+            if (ids)
+                memset(ids, 0, n * sizeof(*ids));
+            rc = -1;
+        }
         ofb_cls_reclaim(c);
     }
+    if (rc && !c->err[0])
+        snprintf(c->err, sizeof(c->err), "%s: bulk build of %zu rules: out of memory", ofb_cls_algo_name(c->algo), n);
     return rc;
 }
 
@@ -1622,7 +1725,15 @@ static inline uint64_t lookup_kw(const struct ofb_cls *c, const uint64_t *kw, ui
     switch (c->algo) {
     case OFB_CLS_ALGO_OURS: return lookup_ours(c, kw, v, s, id);
     case OFB_CLS_ALGO_TSS: return lookup_tss(c, kw, v, s, id);
-    default: return lookup_linear(c, kw, v, id);
+    case OFB_CLS_ALGO_LINEAR: return lookup_linear(c, kw, v, id);
+    default: {
+        const struct ofb_trie *t = atomic_load_explicit(&c->trie, memory_order_acquire);
+        if (!t) {
+            *id = 0;
+            return 0;
+        }
+        return ofb_trie_lookup(t, kw, id);
+    }
     }
 }
 
@@ -1734,13 +1845,16 @@ const char *ofb_cls_algo_name(enum ofb_cls_algo a)
     case OFB_CLS_ALGO_OURS: return "ours";
     case OFB_CLS_ALGO_TSS: return "tss";
     case OFB_CLS_ALGO_LINEAR: return "linear";
+    case OFB_CLS_ALGO_HTRIE: return "htrie";
+    case OFB_CLS_ALGO_SPTRIE: return "sptrie";
+    case OFB_CLS_ALGO_HYBRID: return "hybrid";
     }
     return "?";
 }
 
 struct ofb_cls *ofb_cls_create(const struct ofb_cls_params *p)
 {
-    if (!p || p->key_len < 1 || p->key_len > OFB_CLS_MAX_KEY_LEN || (unsigned)p->algo > 2) {
+    if (!p || p->key_len < 1 || p->key_len > OFB_CLS_MAX_KEY_LEN || (unsigned)p->algo > OFB_CLS_ALGO_HYBRID) {
         errno = EINVAL;
         return NULL;
     }
@@ -1753,6 +1867,7 @@ struct ofb_cls *ofb_cls_create(const struct ofb_cls_params *p)
     c->es = sizeof(struct ent) + 16 * c->nwk;
     c->algo = p->algo;
     c->expected = p->expected_rules;
+    c->budget = p->mem_budget_bytes;
     c->bands_auto = p->bands == 0;
     c->nbands = 1;
     while (c->nbands * 2 <= p->bands && c->nbands * 2 <= OFB_CLS_MAX_BANDS)
@@ -1779,7 +1894,10 @@ void ofb_cls_destroy(struct ofb_cls *c)
     if (!c)
         return;
     for (size_t j = 0; j < c->n_ret; j++)
-        free(c->ret[j].p);
+        if (c->ret[j].trie)
+            ofb_trie_free(c->ret[j].p);
+        else
+            free(c->ret[j].p);
     for (uint32_t i = 0; i < c->nwt; i++) {
         struct tbl *t = c->wt[i];
         size_t nb = (size_t)1 << t->nb_log;
@@ -1791,6 +1909,7 @@ void ofb_cls_destroy(struct ofb_cls *c)
     }
     free(atomic_load(&c->snap));
     free(atomic_load(&c->lin));
+    ofb_trie_free(atomic_load(&c->trie));
     free(c->wt);
     for (uint32_t b = 0; b < OFB_CLS_MAX_BANDS; b++)
         free(c->btl[b]);
@@ -1804,7 +1923,7 @@ void ofb_cls_destroy(struct ofb_cls *c)
 void ofb_cls_get_stats(const struct ofb_cls *c, struct ofb_cls_stats *st)
 {
     st->rules = c->n_rules;
-    st->tables = c->algo == OFB_CLS_ALGO_LINEAR ? 1 : c->nwt;
+    st->tables = uses_lin(c) ? 1 : c->nwt;
     st->bytes = atomic_load_explicit(&c->bytes, memory_order_relaxed);
     st->version = atomic_load(&c->version);
     st->pending_frees = c->n_ret;

@@ -36,6 +36,16 @@
  *                      outranks the next table's maximum.
  *  OFB_CLS_ALGO_LINEAR one array sorted by (priority desc, id asc), first match
  *                      wins.  Reference for the differential tests.
+ *  OFB_CLS_ALGO_HTRIE, _SPTRIE, _HYBRID  document 003's tries (trie.h): the
+ *                      rules are kept as LINEAR keeps them and an immutable
+ *                      trie (DA-style array, van Emde Boas block order) is
+ *                      rebuilt from them at every publish and swapped in (RCU):
+ *                      lookups never block, but an update or batch costs a
+ *                      rebuild.  A rebuild that fails (SP-Trie over its limit,
+ *                      no memory) leaves the previous trie published: insert
+ *                      returns 0 / build_bulk -1 and the new rules are dropped,
+ *                      ofb_cls_last_error() says why; a failed batch commit
+ *                      keeps the old trie and sets the error.
  *
  * Why not the document's trie.  We first modelled the H-Trie/SP-Trie hybrid
  * and bit-selection decision trees (HiCuts/HyperSplit style) for the hard case
@@ -180,12 +190,17 @@ enum ofb_cls_algo {
     OFB_CLS_ALGO_OURS = 0,
     OFB_CLS_ALGO_TSS = 1,
     OFB_CLS_ALGO_LINEAR = 2,
+    OFB_CLS_ALGO_HTRIE = 3,    /* document 003's Hierarchical Trie (see trie.h) */
+    OFB_CLS_ALGO_SPTRIE = 4,   /* its Set-Pruning Trie; mem_budget_bytes = size limit (0 = 2 GiB) */
+    OFB_CLS_ALGO_HYBRID = 5,   /* its hybrid: H-Trie merged breadth-first within mem_budget_bytes */
 };
 
 struct ofb_cls_params {
     uint32_t key_len;          /* bytes, 1..OFB_CLS_MAX_KEY_LEN */
     uint32_t expected_rules;   /* sizing hint, 0 = small */
-    uint64_t mem_budget_bytes; /* advisory, 0 = none */
+    uint64_t mem_budget_bytes; /* OURS/TSS/LINEAR: advisory, 0 = none.  HYBRID: the merge
+                                  budget (0 = no merging = H-Trie); SPTRIE: the size
+                                  limit, a build above it fails (0 = 2 GiB) */
     enum ofb_cls_algo algo;
     uint32_t prio_min, prio_max; /* quantisation range; both 0 = 0..65535 */
     uint32_t bands;            /* OURS priority bands: 0 = auto (chosen by the first
@@ -262,6 +277,10 @@ uint32_t ofb_cls_key_len(const struct ofb_cls *);
 /* SIMD path of OURS' phase 1, chosen per classifier at creation: "scalar",
  * "avx2" or "avx512" (the best the CPU has, or what OFB_CLS_SIMD forces). */
 const char *ofb_cls_simd_name(const struct ofb_cls *);
+/* The last writer error as a message naming the algorithm and the cause (a
+ * trie over its memory limit, out of memory), or NULL.  Set when insert
+ * returns 0 or build_bulk -1; cleared by a successful build_bulk. */
+const char *ofb_cls_last_error(const struct ofb_cls *);
 /* 1 if this CPU can run the named path ("scalar", "avx2", "avx512"), else 0. */
 int ofb_cls_simd_supported(const char *name);
 

@@ -91,7 +91,7 @@ def test_differential_against_python_reference(algo, bands, simd, key_len):
         assert c.stats()["rules"] == len(alive)
 
 
-@pytest.mark.parametrize("algo", ["ours", "tss", "linear"])
+@pytest.mark.parametrize("algo", ["ours", "tss", "linear", "htrie", "sptrie", "hybrid"])
 def test_ties_earlier_insert_wins_and_delete_by_value(algo):
     with Classifier(4, algo) as c:
         a = c.insert(5, b"\x0a\x00\x00\x00", b"\xff\x00\x00\x00", 111)
@@ -146,9 +146,66 @@ def test_c_differential_and_concurrency_binary(simd):
     assert "differential: 0 failures" in r.stdout and r.stdout.strip().endswith("OK")
 
 
+def test_c_differential_tries_binary():
+    """htrie/sptrie/hybrid against linear (and ours/tss) in C; the SP-Trie refuses cleanly
+    what exceeds its limit (never runs the box out of memory)."""
+    exe = binding.build_dir() / "dut" / "classifier" / "cls-test"
+    r = subprocess.run([str(exe), "--quick", "--tries"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "differential: 0 failures" in r.stdout and r.stdout.strip().endswith("OK")
+
+
 @pytest.mark.parametrize("algo,asked,used", [("ours", 8, 8), ("ours", 5, 4), ("ours", 100, 32),
                                               ("ours", 0, 1), ("tss", 8, 1)])
 def test_bands_parameter_rounds_down_to_power_of_two(algo, asked, used):
     with Classifier(4, algo, bands=asked) as c:
         c.insert(1, b"\x01\x00\x00\x00", b"\xff\x00\x00\x00", 1)
         assert c.stats()["bands"] == used
+
+
+@pytest.mark.parametrize("algo,budget", [("htrie", 0), ("sptrie", 0), ("hybrid", 0), ("hybrid", 1 << 14),
+                                         ("hybrid", 1 << 30)])
+def test_tries_differential_against_python_reference(algo, budget):
+    """document 003's tries behind the API: inserts, deletes, batches, ties, vs the reference"""
+    rnd = random.Random(budget + len(algo))
+    masks = [bytes(rnd.choice([0, 0xFF, rnd.randrange(256)]) for _ in range(4)) for _ in range(10)]
+    alive = []
+    with Classifier(4, algo, mem_budget_bytes=budget) as c:
+        with c.batch():
+            for h in range(1, 101):
+                m = rnd.choice(masks)
+                v = bytes(rnd.randrange(256) & b for b in m)
+                prio = rnd.randrange(20)
+                alive.append((c.insert(prio, v, m, h), prio, v, m, h))
+        for step in range(60):
+            if rnd.random() < 0.3 and alive:
+                r = alive.pop(rnd.randrange(len(alive)))
+                assert c.delete_id(r[0])
+            elif rnd.random() < 0.5:
+                m = rnd.choice(masks)
+                v = bytes(rnd.randrange(256) & b for b in m)
+                prio = rnd.randrange(20)
+                alive.append((c.insert(prio, v, m, 1000 + step), prio, v, m, 1000 + step))
+            keys = [bytes(rnd.randrange(256) for _ in range(4)) for _ in range(10)]
+            keys += [bytes((kb & ~mb) | (vb & mb) for kb, vb, mb in zip(keys[i], r[2], r[3]))
+                     for i, r in enumerate(rnd.sample(alive, min(10, len(alive))))]
+            want = [ref_lookup(alive, k) for k in keys]
+            assert [c.lookup(k) for k in keys] == want
+            assert c.lookup_batch(keys) == want
+
+
+def test_sptrie_over_its_limit_fails_with_a_message_and_keeps_the_table():
+    rnd = random.Random(5)
+    rules = []
+    for h in range(1, 3001):  # rand()|rand()-like masks: the set-pruning trie explodes
+        m = bytes(rnd.randrange(256) | rnd.randrange(256) for _ in range(4))
+        rules.append((rnd.randrange(65536), bytes(rnd.randrange(256) & b for b in m), m, h))
+    with Classifier(4, "sptrie", mem_budget_bytes=1 << 20) as c:
+        first = c.insert(1, b"\x01\x00\x00\x00", b"\xff\x00\x00\x00", 7)
+        with pytest.raises(MemoryError, match="sptrie: the set-pruning trie of .* memory limit"):
+            c.build_bulk(rules)
+        assert c.lookup(b"\x01\x02\x03\x04") == (7, first)  # what was there still works
+        assert c.stats()["rules"] == 1
+    with Classifier(4, "hybrid", mem_budget_bytes=1 << 20) as c:  # the hybrid stays within budget
+        c.build_bulk(rules)
+        assert c.stats()["rules"] == 3000
