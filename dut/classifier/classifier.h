@@ -102,17 +102,21 @@
  *     filter's 7-bit q the low part, so q (compared only within a band) keeps
  *     its full resolution whatever the band count.
  *
- * Measured (CPU time, shared 2-core Zen 4 VM; README.md has the table): NTT
- * 1M/100 masks 1.0-1.5 Mlps single, 1.7-2.1 batched (8 bands; 0.3-0.5 before
- * bands), 13-15x / 20-23x TSS; 100k sets unchanged (1 band).  NOT the 10 Mlps
- * goal.  What bounds it: one filter probe per table of band 0 (~100 per key:
- * random masks share too few bits to merge tables) costs ~5 cycles even with
- * everything in L1 (NTT 1k: ~210 ns per lookup), i.e. <= ~5 Mlps for phase 1
- * alone; at 1M a lookup takes ~700 ns of which ~1.3 rule-block visits (cache
- * misses) and L2/L3 filter reads are the rest.  Tried and dropped (no gain,
- * measured): software prefetch of the next keys' filter words in batches,
- * scalar loads instead of vpgatherqq, 16/32 bands (more block visits and band
- * fall-through than the smaller filter saves).
+ * Measured (CPU time, shared 2-core VMs; README.md has the tables and
+ * commands).  AVX-512 Zen 4, p = 1/2 masks (ntt_half) 1M: 1.0-1.5 Mlps single,
+ * 1.7-2.1 batched (8 bands).  AVX2 Zen 3, document 003's own condition
+ * (rand()|rand() masks, ~23 care bits, ntt): 100k 1.64 batched (scalar 0.57),
+ * 1M 0.74 (scalar 0.33), 6x TSS; ClassBench-like 100k 2.2-3.6 vs rte_acl's
+ * 27-36.  NOT the 10 Mlps goal, nor rte_acl's rate.  Bands do not help the
+ * document's condition (a key matches ~0.5 rules at 1M: auto picks 1 band).
+ * What bounds it: one filter probe per table of band 0 (~100 per key: random
+ * masks share too few bits to merge tables) costs ~5 cycles (AVX-512) / ~7
+ * (AVX2) even with everything in L1 (NTT 1k: 210-270 ns per lookup), i.e.
+ * <= ~5 Mlps for phase 1 alone; at 1M the probes read ~6 MB of filter words
+ * (L3/DRAM, TLB misses on 4 KiB pages: transparent huge pages gave +60 %).
+ * Tried and dropped (no gain, measured): software prefetch of the next keys'
+ * filter words in batches, scalar loads instead of vpgatherqq, 16/32 bands
+ * (more block visits and band fall-through than the smaller filter saves).
  *
  * Invariants
  * ----------
