@@ -4,6 +4,8 @@
 #include "trie.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <sys/mman.h>
 #include <stdio.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -143,10 +145,108 @@ static inline bool uses_lin(const struct ofb_cls *c)
 
 /* ---------- small helpers ---------- */
 
+/* Huge-page arena.  Filter words and bucket arrays are read at random by
+ * every lookup (~100 per key); on 4 KiB pages a 1M-rule set misses the TLB on
+ * nearly every probe (measured: transparent huge pages for the whole heap took
+ * NTT 1M from 0.45 to 0.73 Mlps batched).  Allocations >= HP_MIN bytes come
+ * from 2 MiB-aligned chunks advised MADV_HUGEPAGE, carved into power-of-two
+ * blocks with one free list per size (process-wide, a mutex: writers only);
+ * above HP_MAX_LOG a block is its own aligned region, freed to the C library.
+ * Small blocks stay with malloc.  OFB_CLS_HUGEPAGES=0 (read once per process)
+ * turns the arena off.  Freed arena blocks are reused, not returned. */
+#define HP_MIN 4096u
+#define HP_MAX_LOG 20
+#define HP_CHUNK ((size_t)2 << 20)
+static pthread_mutex_t hp_lock = PTHREAD_MUTEX_INITIALIZER;
+static void *hp_free[HP_MAX_LOG + 1];
+static int hp_on = -1;
+
+static inline unsigned hp_log(size_t n)
+{
+    unsigned k = 12;
+    while (((size_t)1 << k) < n)
+        k++;
+    return k;
+}
+
+static bool hp_enabled(void)
+{
+    if (__builtin_expect(hp_on < 0, 0)) {
+        pthread_mutex_lock(&hp_lock);
+        if (hp_on < 0) {
+            const char *e = getenv("OFB_CLS_HUGEPAGES");
+            hp_on = !(e && *e == '0');
+        }
+        pthread_mutex_unlock(&hp_lock);
+    }
+    return hp_on;
+}
+
+static void *hp_region(size_t bytes)
+{
+    void *p = NULL;
+    if (posix_memalign(&p, HP_CHUNK, bytes))
+        return NULL;
+#ifdef MADV_HUGEPAGE
+    madvise(p, bytes, MADV_HUGEPAGE);  /* advice only: without THP it is 4 KiB pages */
+#endif
+    return p;
+}
+
+static void *hp_alloc(size_t n)
+{
+    unsigned k = hp_log(n);
+    if (k > HP_MAX_LOG)
+        return hp_region((n + HP_CHUNK - 1) & ~(HP_CHUNK - 1));
+    pthread_mutex_lock(&hp_lock);
+    void *p = hp_free[k];
+    if (p) {
+        hp_free[k] = *(void **)p;
+    } else {
+        char *ch = hp_region(HP_CHUNK);
+        if (ch) {
+            size_t bs = (size_t)1 << k;
+            for (size_t off = HP_CHUNK - bs; off > 0; off -= bs) {  /* all but the first to the list */
+                *(void **)(ch + off) = hp_free[k];
+                hp_free[k] = ch + off;
+            }
+            p = ch;
+        }
+    }
+    pthread_mutex_unlock(&hp_lock);
+    return p;
+}
+
+static void hp_release(void *p, size_t n)
+{
+    unsigned k = hp_log(n);
+    if (k > HP_MAX_LOG) {
+        free(p);
+        return;
+    }
+    pthread_mutex_lock(&hp_lock);
+    *(void **)p = hp_free[k];
+    hp_free[k] = p;
+    pthread_mutex_unlock(&hp_lock);
+}
+
+/* free a block of n bytes that came from xalloc (also where c's count is gone) */
+static void sized_free(void *p, size_t n)
+{
+    if (!p)
+        return;
+    if (n >= HP_MIN && hp_enabled())
+        hp_release(p, n);
+    else
+        free(p);
+}
+
 static void *xalloc(struct ofb_cls *c, size_t n)
 {
     void *p = NULL;
-    if (n < 4096)
+    if (n >= HP_MIN && hp_enabled())
+        p = hp_alloc(n);
+    else if (n < 4096)
         p = malloc(n ? n : 16);  /* blocks: no alignment waste */
     else if (posix_memalign(&p, 64, n))
         p = NULL;
@@ -161,7 +261,7 @@ static void xfree(struct ofb_cls *c, void *p, size_t n)
     if (!p)
         return;
     atomic_fetch_sub_explicit(&c->bytes, n, memory_order_relaxed);
-    free(p);
+    sized_free(p, n);
 }
 
 /* The table hash: the high half of the xor of (masked word i) * K_i over the
@@ -534,7 +634,7 @@ static int tmap_add(struct ofb_cls *c, uint32_t idx)
 static struct tbl *tbl_alloc(struct ofb_cls *c, const uint64_t *cm, uint32_t nb_log)
 {
     size_t nb = (size_t)1 << nb_log;
-    size_t bytes = sizeof(struct tbl) + nb * 8 + 8 + nb * sizeof(void *);
+    size_t bytes = sizeof(struct tbl) + nb * 8 + nb * sizeof(void *);
     struct tbl *t = xalloc(c, sizeof(struct tbl));
     if (!t)
         return NULL;
@@ -547,15 +647,15 @@ static struct tbl *tbl_alloc(struct ofb_cls *c, const uint64_t *cm, uint32_t nb_
     }
     t->nb_log = nb_log;
     t->bytes = bytes;
-    t->filter = xalloc(c, nb * 8 + 8);
+    t->filter = xalloc(c, nb * 8);
     t->bk = xalloc(c, nb * sizeof(void *));
     if (!t->filter || !t->bk) {
-        xfree(c, t->filter, nb * 8 + 8);
+        xfree(c, t->filter, nb * 8);
         xfree(c, t->bk, nb * sizeof(void *));
         xfree(c, t, sizeof(struct tbl));
         return NULL;
     }
-    memset(t->filter, 0, nb * 8 + 8);
+    memset(t->filter, 0, nb * 8);
     memset((void *)t->bk, 0, nb * sizeof(void *));
     return t;
 }
@@ -564,7 +664,7 @@ static struct tbl *tbl_alloc(struct ofb_cls *c, const uint64_t *cm, uint32_t nb_
 static void tbl_retire(struct ofb_cls *c, struct tbl *t)
 {
     size_t nb = (size_t)1 << t->nb_log;
-    retire(c, t->filter, nb * 8 + 8);
+    retire(c, t->filter, nb * 8);
     retire(c, (void *)t->bk, nb * sizeof(void *));
     retire(c, t, sizeof(struct tbl));
 }
@@ -1897,18 +1997,28 @@ void ofb_cls_destroy(struct ofb_cls *c)
         if (c->ret[j].trie)
             ofb_trie_free(c->ret[j].p);
         else
-            free(c->ret[j].p);
+            sized_free(c->ret[j].p, c->ret[j].bytes);
     for (uint32_t i = 0; i < c->nwt; i++) {
         struct tbl *t = c->wt[i];
         size_t nb = (size_t)1 << t->nb_log;
         for (size_t b = 0; b < nb; b++)
-            free(atomic_load_explicit(&t->bk[b], memory_order_relaxed));
-        free(t->filter);
-        free((void *)t->bk);
-        free(t);
+        {
+            struct blk *k = atomic_load_explicit(&t->bk[b], memory_order_relaxed);
+            if (k)
+                sized_free(k, k->bytes);
+        }
+        sized_free(t->filter, nb * 8);
+        sized_free((void *)t->bk, nb * sizeof(void *));
+        sized_free(t, sizeof(struct tbl));
     }
-    free(atomic_load(&c->snap));
-    free(atomic_load(&c->lin));
+    {
+        struct snap *sn = atomic_load(&c->snap);
+        struct lin *l = atomic_load(&c->lin);
+        if (sn)
+            sized_free(sn, sn->bytes);
+        if (l)
+            sized_free(l, l->bytes);
+    }
     ofb_trie_free(atomic_load(&c->trie));
     free(c->wt);
     for (uint32_t b = 0; b < OFB_CLS_MAX_BANDS; b++)

@@ -174,7 +174,12 @@
  *    the actual range on a bulk build into an empty classifier; priorities
  *    outside it still work (they clamp to the lowest or highest level, which
  *    stays monotone).
- *  - The library needs no DPDK EAL: plain malloc and C11 atomics.
+ *  - The library needs no DPDK EAL: plain malloc and C11 atomics.  Blocks of
+ *    >= 4 KiB (filter words, bucket arrays, snapshots) come from a process-wide
+ *    arena of 2 MiB chunks advised MADV_HUGEPAGE (fewer TLB misses on the ~100
+ *    random probes per key: +16 % at NTT 1M, measured); freed blocks are kept
+ *    for reuse, not returned to the system.  OFB_CLS_HUGEPAGES=0 (read once per
+ *    process) turns the arena off.
  */
 
 #include <stddef.h>
