@@ -200,7 +200,7 @@ enum ofb_cls_algo {
     OFB_CLS_ALGO_TSS = 1,
     OFB_CLS_ALGO_LINEAR = 2,
     OFB_CLS_ALGO_HTRIE = 3,    /* document 003's Hierarchical Trie (see trie.h) */
-    OFB_CLS_ALGO_SPTRIE = 4,   /* its Set-Pruning Trie; mem_budget_bytes = size limit (0 = 2 GiB) */
+    OFB_CLS_ALGO_SPTRIE = 4,   /* its Set-Pruning Trie; mem_budget_bytes = size limit (0 = 256 MiB) */
     OFB_CLS_ALGO_HYBRID = 5,   /* its hybrid: H-Trie merged breadth-first within mem_budget_bytes */
 };
 
@@ -209,7 +209,7 @@ struct ofb_cls_params {
     uint32_t expected_rules;   /* sizing hint, 0 = small */
     uint64_t mem_budget_bytes; /* OURS/TSS/LINEAR: advisory, 0 = none.  HYBRID: the merge
                                   budget (0 = no merging = H-Trie); SPTRIE: the size
-                                  limit, a build above it fails (0 = 2 GiB) */
+                                  limit, a build above it fails (0 = 256 MiB) */
     enum ofb_cls_algo algo;
     uint32_t prio_min, prio_max; /* quantisation range; both 0 = 0..65535 */
     uint32_t bands;            /* OURS priority bands: 0 = auto (chosen by the first
