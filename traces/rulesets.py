@@ -2,12 +2,26 @@
 
 Kinds (``make(kind, n, seed)``):
 
-* ``ntt``      document 003's test: a 32-bit key, ``n_masks`` (100) random arbitrary masks
-               (each bit set with p=0.5, masks with fewer than 8 bits redrawn so every
-               mask can hold its share of rules), values uniform under the mask, no two
-               rules with the same (mask, value); priorities uniform in 0..65535 (OpenFlow's
-               range; equal priorities do occur and are resolved by rule id).
-               Keys: uniform random 32-bit keys, as in the document.
+* ``ntt``      document 003's measurement condition exactly as its slide 19 prints it:
+               32-bit key, ``n_masks`` masks (100), ``Mask: rand()|rand()``, ``key: rand()``,
+               with glibc's ``rand()`` (31-bit, ``srand(seed)``; reproduced bit for bit by
+               :func:`glibc_rand`).  Each of the low 31 mask bits is set with p = 3/4 (a mask
+               cares about ~23 bits), bit 31 never.  The slide does not say how values and
+               priorities were drawn; here, continuing the same ``rand()`` stream: masks
+               first (a repeated mask is drawn again), then per rule ``mask =
+               masks[rand() % n_masks]``, ``value = rand() & mask``, ``priority = rand() &
+               0xffff`` (random, OpenFlow's 16-bit range).  A rule whose (mask, value) was
+               already drawn is skipped (the stream goes on), so the n rules are distinct;
+               rules with equal priorities are kept and resolved as the classifier does
+               (lower rule index = earlier insert wins).  Keys: ``key = rand()`` after
+               ``srand(key_seed)`` (uniform 31-bit, the
+               document's trace; a key matches n x E[2^-popcount(mask)] = n x 0.625^31 ~
+               n / 2.1M rules on average, so ~4 % of keys hit at 100k rules and ~37 % at 1M),
+               or the hit-heavy trace (``hit_fraction`` of the keys are
+               a random rule's value with rand() bits in its wildcards).
+* ``ntt_half`` the earlier variant: masks with each of the 32 bits set with p = 1/2 (masks
+               with fewer than 8 bits redrawn), values uniform under the mask, numpy's
+               generator, priorities uniform in 0..65535, uniform 32-bit keys.
 * ``of``       OpenFlow-style multi-field rules over a 29-byte key (eth_dst, eth_src, vlan,
                eth_type, ip_proto, ipv4_src, ipv4_dst, tp_src, tp_dst): L2 MAC rules (exact,
                OUI-masked, the document's XX:XX:XX:11:11:XX style), VLAN, IPv4 prefix
@@ -35,7 +49,9 @@ from pathlib import Path
 
 import numpy as np
 
-KINDS = ("ntt", "of", "cb_acl", "cb_fw", "cb_ipc")
+KINDS = ("ntt", "ntt_half", "of", "cb_acl", "cb_fw", "cb_ipc")
+#: mask counts of the document-condition sweep (slide 19 uses 100)
+NTT_MASK_COUNTS = (10, 100, 1000)
 
 
 @dataclass(frozen=True)
@@ -66,11 +82,20 @@ class RuleSet:
         return len(np.unique(self.masks, axis=0))
 
     def keys(self, n: int, seed: int, hit_fraction: float | None = None) -> np.ndarray:
-        """n keys (n, key_len) uint8; hit_fraction None = the kind's default."""
-        rng = np.random.default_rng([seed, 0x6B657973])
+        """n keys (n, key_len) uint8; hit_fraction None = the kind's default (0 for the
+        NTT kinds: the document's uniform keys; 0.9 for the structured kinds).
+
+        ``ntt``: the non-hit keys are glibc ``rand()`` after ``srand(seed)`` (31-bit, as
+        slide 19); hit keys take a random rule's value and rand() bits where it wildcards."""
         if hit_fraction is None:
-            hit_fraction = 0.0 if self.kind == "ntt" else 0.9
-        keys = rng.integers(0, 256, size=(n, self.key_len), dtype=np.uint8)
+            hit_fraction = 0.0 if self.kind.startswith("ntt") else 0.9
+        if not 0.0 <= hit_fraction <= 1.0:
+            raise ValueError(f"hit_fraction {hit_fraction} is not in [0, 1]")
+        rng = np.random.default_rng([seed, 0x6B657973])
+        if self.kind == "ntt":
+            keys = _u_to_bytes(np.asarray(glibc_rand(seed, n), dtype=np.uint64), 4)
+        else:
+            keys = rng.integers(0, 256, size=(n, self.key_len), dtype=np.uint8)
         hit = rng.random(n) < hit_fraction
         if hit.any() and len(self):
             idx = rng.integers(0, len(self), size=int(hit.sum()))
@@ -157,7 +182,84 @@ def range_to_prefixes(lo: int, hi: int, bits: int = 16) -> list[tuple[int, int]]
 
 # ---------------------------------------------------------------- ntt
 
+def glibc_rand(seed: int, n: int) -> list[int]:
+    """The first n values of glibc's ``rand()`` after ``srand(seed)`` (TYPE_3 additive
+    feedback generator, r[i] = r[i-3] + r[i-31] mod 2^32, output r >> 1: 31 bits).
+    Checked against the C library's own rand() in traces/tests/test_rulesets.py."""
+    seed &= 0xFFFFFFFF
+    if seed == 0:
+        seed = 1
+    r = [seed - (1 << 32) if seed >= 1 << 31 else seed]
+    for i in range(1, 31):  # Park-Miller minimal standard, Schrage's method, as glibc
+        x = r[i - 1]
+        hi = abs(x) // 127773 * (1 if x >= 0 else -1)  # C division truncates toward zero
+        lo = x - hi * 127773
+        w = 16807 * lo - 2836 * hi
+        r.append(w + 2147483647 if w < 0 else w)
+    r = [x & 0xFFFFFFFF for x in r] + [0] * 3
+    for i in range(31, 34):
+        r[i] = r[i - 31]
+    for i in range(34, 344):  # discarded warm-up
+        r.append((r[i - 31] + r[i - 3]) & 0xFFFFFFFF)
+    out = [0] * n
+    r = r[-31:]  # r[k] = r[i-31], r[k+28] = r[i-3] for output k
+    append = r.append
+    for k in range(n):
+        v = (r[k] + r[k + 28]) & 0xFFFFFFFF
+        append(v)
+        out[k] = v >> 1
+    return out
+
+
 def ntt(n: int, seed: int, n_masks: int = 100) -> RuleSet:
+    """Document 003's slide-19 condition (see the module docstring)."""
+    if n < 0 or n_masks < 1:
+        raise ValueError(f"ntt: n={n}, n_masks={n_masks}: need n >= 0 and n_masks >= 1")
+    if n_masks > 100_000:
+        raise ValueError(f"ntt: n_masks={n_masks} is more than this generator supports (100000)")
+    state = {"pos": 0, "buf": np.asarray(glibc_rand(seed, 2 * n_masks + 3 * n + 64), dtype=np.uint64)}
+
+    def draw(k: int) -> np.ndarray:
+        """the next k rand() values (the stream is extended when it runs short)"""
+        need = state["pos"] + k
+        if need > len(state["buf"]):
+            state["buf"] = np.asarray(glibc_rand(seed, max(need, 2 * len(state["buf"]))), dtype=np.uint64)
+        out = state["buf"][state["pos"]:need]
+        state["pos"] = need
+        return out
+
+    masks: list[int] = []
+    seen: set[int] = set()
+    while len(masks) < n_masks:
+        a, b = draw(2)
+        m = int(a | b)
+        if m not in seen:
+            seen.add(m)
+            masks.append(m)
+    masks_a = np.array(masks, dtype=np.uint64)
+    vals = np.zeros(0, np.uint64)
+    msk = np.zeros(0, np.uint64)
+    pri = np.zeros(0, np.uint32)
+    want = n
+    while len(vals) < n:
+        # candidates j use stream values 3j..3j+2: (mask index, value, priority)
+        k = int(want * 1.02) + 16
+        x = draw(3 * k).reshape(k, 3)
+        m = masks_a[(x[:, 0] % np.uint64(n_masks)).astype(np.int64)]
+        v = x[:, 1] & m
+        p = (x[:, 2] & np.uint64(0xFFFF)).astype(np.uint32)
+        vals, msk, pri = np.concatenate([vals, v]), np.concatenate([msk, m]), np.concatenate([pri, p])
+        # keep the first draw of each (mask, value), in stream order
+        _, first = np.unique((msk << np.uint64(32)) | vals, return_index=True)
+        keep = np.sort(first)[:n]
+        vals, msk, pri = vals[keep], msk[keep], pri[keep]
+        want = n - len(vals)
+    return RuleSet("ntt", seed, [Field("key", 0, 4)], pri, _u_to_bytes(vals, 4), _u_to_bytes(msk, 4),
+                   {"n_masks": n_masks, "masks": "rand()|rand()", "keys": "rand()"})
+
+
+def ntt_half(n: int, seed: int, n_masks: int = 100) -> RuleSet:
+    """The p = 1/2 variant (each mask bit set with probability 1/2), numpy's generator."""
     rng = np.random.default_rng([seed, 3])
     masks = []
     while len(masks) < n_masks:
@@ -178,7 +280,7 @@ def ntt(n: int, seed: int, n_masks: int = 100) -> RuleSet:
         pri = np.concatenate([pri, p])
         vals, msk, pri = _dedupe(vals, msk, pri, n)
         want = n - len(vals)
-    return RuleSet("ntt", seed, [Field("key", 0, 4)], pri, vals, msk, {"n_masks": n_masks})
+    return RuleSet("ntt_half", seed, [Field("key", 0, 4)], pri, vals, msk, {"n_masks": n_masks})
 
 
 # ---------------------------------------------------------------- openflow
@@ -339,9 +441,12 @@ def classbench(n: int, seed: int, shape: str = "acl") -> RuleSet:
     return RuleSet(f"cb_{shape}", seed, list(CB_FIELDS), p, v, m, {"shape": shape})
 
 
-def make(kind: str, n: int, seed: int = 1) -> RuleSet:
+def make(kind: str, n: int, seed: int = 1, n_masks: int = 100) -> RuleSet:
+    """n_masks applies to the NTT kinds only."""
     if kind == "ntt":
-        return ntt(n, seed)
+        return ntt(n, seed, n_masks)
+    if kind == "ntt_half":
+        return ntt_half(n, seed, n_masks)
     if kind == "of":
         return openflow(n, seed)
     if kind.startswith("cb_"):

@@ -16,7 +16,8 @@ from pathlib import Path
 from cffi import FFI
 
 REPO = Path(__file__).resolve().parents[2]
-ALGOS = {"ours": 0, "tss": 1, "linear": 2}
+ALGOS = {"ours": 0, "tss": 1, "linear": 2, "htrie": 3, "sptrie": 4, "hybrid": 5}
+SIMD_PATHS = ("scalar", "avx2", "avx512")
 
 _CDEF = """
 struct ofb_cls_params { uint32_t key_len; uint32_t expected_rules; uint64_t mem_budget_bytes;
@@ -37,6 +38,9 @@ uint64_t ofb_cls_lookup_id(const struct ofb_cls *, const uint8_t *, uint32_t *);
 size_t ofb_cls_lookup_batch(const struct ofb_cls *, const uint8_t *const keys[], size_t,
                             uint64_t handles_out[], uint32_t rule_ids_out[]);
 void ofb_cls_get_stats(const struct ofb_cls *, struct ofb_cls_stats *);
+const char *ofb_cls_simd_name(const struct ofb_cls *);
+int ofb_cls_simd_supported(const char *name);
+const char *ofb_cls_last_error(const struct ofb_cls *);
 """
 
 _ffi = FFI()
@@ -63,20 +67,58 @@ def load():
     return _lib
 
 
+def simd_supported(path: str) -> bool:
+    """True if this CPU can run the named SIMD path ("scalar", "avx2", "avx512")."""
+    return bool(load().ofb_cls_simd_supported(path.encode()))
+
+
 class Classifier:
     def __init__(self, key_len: int, algo: str = "ours", expected_rules: int = 0,
-                 prio_min: int = 0, prio_max: int = 0, bands: int = 0):
+                 prio_min: int = 0, prio_max: int = 0, bands: int = 0, simd: str | None = None,
+                 mem_budget_bytes: int = 0):
+        """simd: force OURS' phase-1 path ("scalar", "avx2", "avx512"; None = what
+        OFB_CLS_SIMD says, by default the best the CPU has); ValueError if the CPU lacks it."""
         if algo not in ALGOS:
             raise ValueError(f"unknown algorithm {algo!r}; use one of {sorted(ALGOS)}")
         self.lib = load()
+        self._c = None
         self.key_len = key_len
         self.algo = algo
+        if simd is not None:
+            if simd not in SIMD_PATHS:
+                raise ValueError(f"unknown SIMD path {simd!r}; use one of {SIMD_PATHS}")
+            if not simd_supported(simd):
+                raise ValueError(f"SIMD path {simd!r}: this CPU does not have it")
         p = _ffi.new("struct ofb_cls_params *", {"key_len": key_len, "expected_rules": expected_rules,
                                                   "algo": ALGOS[algo], "prio_min": prio_min,
-                                                  "prio_max": prio_max, "bands": bands})
-        self._c = self.lib.ofb_cls_create(p)
+                                                  "prio_max": prio_max, "bands": bands,
+                                                  "mem_budget_bytes": mem_budget_bytes})
+        saved = os.environ.get("OFB_CLS_SIMD")
+        try:
+            if simd is not None:
+                os.environ["OFB_CLS_SIMD"] = simd  # read by ofb_cls_create, per classifier
+            self._c = self.lib.ofb_cls_create(p)
+        finally:
+            if simd is not None:
+                if saved is None:
+                    os.environ.pop("OFB_CLS_SIMD", None)
+                else:
+                    os.environ["OFB_CLS_SIMD"] = saved
         if self._c == _ffi.NULL:
-            raise ValueError(f"ofb_cls_create refused key_len={key_len}")
+            errno = _ffi.errno
+            self._c = None
+            raise ValueError(f"ofb_cls_create refused key_len={key_len} algo={algo} "
+                             f"mem_budget_bytes={mem_budget_bytes}: {os.strerror(errno)}")
+
+    def last_error(self) -> str | None:
+        """The library's message for the last failed insert/build (None if none)."""
+        e = self.lib.ofb_cls_last_error(self._c)
+        return None if e == _ffi.NULL else _ffi.string(e).decode()
+
+    @property
+    def simd(self) -> str:
+        """The phase-1 SIMD path this classifier runs."""
+        return _ffi.string(self.lib.ofb_cls_simd_name(self._c)).decode()
 
     def _check(self, b: bytes, what: str) -> bytes:
         if len(b) != self.key_len:
@@ -93,7 +135,7 @@ class Classifier:
         r, _keep = self._rule(priority, value, mask, handle)
         rid = self.lib.ofb_cls_insert(self._c, r)
         if rid == 0:
-            raise MemoryError("ofb_cls_insert failed")
+            raise MemoryError(f"ofb_cls_insert failed: {self.last_error() or 'out of memory'}")
         return rid
 
     def delete_id(self, rule_id: int) -> bool:
@@ -114,7 +156,7 @@ class Classifier:
             arr[i].priority, arr[i].value, arr[i].mask, arr[i].handle = prio, v, m, handle
         ids = _ffi.new("uint32_t[]", max(n, 1))
         if self.lib.ofb_cls_build_bulk(self._c, arr, n, ids) != 0:
-            raise MemoryError("ofb_cls_build_bulk failed")
+            raise MemoryError(f"ofb_cls_build_bulk failed: {self.last_error() or 'out of memory'}")
         return list(ids[0:n])
 
     def batch(self):

@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* ofbench wildcard classifier: see classifier.h for the design. */
 #include "classifier.h"
+#include "trie.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <sys/mman.h>
+#include <stdio.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -67,7 +71,9 @@ struct snap {           /* what readers iterate: tables (TSS: by max_prio desc) 
     uint32_t nb;        /* OURS: bands; band b owns slots bs[b]..bs[b+1] (multiples of 8) */
     uint32_t bs[OFB_CLS_MAX_BANDS + 1];
     bool simd_ok;       /* every table hashes <= 2 words */
-    uint64_t *sm0, *sm1, *sw0, *sw1, *sfm, *sfb;  /* AVX-512 phase 1 inputs */
+    bool one_word;      /* every table hashes 1 word (m1 == 0): AVX2 skips the second */
+    uint64_t *sm0, *sm1, *sw0, *sw1, *sfm, *sfb;  /* SIMD phase 1 inputs */
+    uint64_t *sp0, *sp1;  /* AVX2: dword pair (2w, 2w+1) of sw0/sw1 for vpermd */
     struct pdesc d[];   /* n descriptors, same order */
 };
 
@@ -85,13 +91,15 @@ struct rslot {
 } __attribute__((aligned(64)));
 
 struct rrec { uint32_t tidx; uint32_t h; };   /* writer-side, by rule id */
-struct retired { void *p; size_t bytes; uint64_t v; };
+struct retired { void *p; size_t bytes; uint64_t v; bool trie; };  /* trie: ofb_trie_free */
 struct pendrm { uint64_t r; uint32_t id; };
 
 struct ofb_cls {
     /* read-mostly, shared with readers */
     uint32_t key_len, nwk, es;        /* es = entry stride in bytes */
     enum ofb_cls_algo algo;
+    uint8_t simd;                     /* enum simd_path, fixed at creation */
+    _Atomic(struct ofb_trie *) trie;  /* HTRIE/SPTRIE/HYBRID: what readers walk */
     uint32_t qmin, qmax, qlevels;
     uint64_t qscale;                  /* qfine = (p - qmin) * qscale >> 32 */
     uint32_t nbands;                  /* OURS priority bands (power of two) */
@@ -117,14 +125,128 @@ struct ofb_cls {
     size_t prm_head;
     _Atomic uint64_t bytes;
     uint32_t expected;
+    uint64_t budget;                  /* mem_budget_bytes (HYBRID merge budget, SPTRIE limit) */
+    bool trie_dirty;                  /* trie algos: the rule list changed since the last build */
+    bool trie_failed;                 /* the last rebuild failed (err says why) */
+    char err[320];                    /* last writer error, "" = none */
 };
 
+/* LINEAR and the tries keep their rules in the sorted array `lin` (tries build
+ * from it at publish) */
+static inline bool is_trie(const struct ofb_cls *c)
+{
+    return c->algo == OFB_CLS_ALGO_HTRIE || c->algo == OFB_CLS_ALGO_SPTRIE || c->algo == OFB_CLS_ALGO_HYBRID;
+}
+
+static inline bool uses_lin(const struct ofb_cls *c)
+{
+    return c->algo == OFB_CLS_ALGO_LINEAR || is_trie(c);
+}
+
 /* ---------- small helpers ---------- */
+
+/* Huge-page arena.  Filter words and bucket arrays are read at random by
+ * every lookup (~100 per key); on 4 KiB pages a 1M-rule set misses the TLB on
+ * nearly every probe (measured: transparent huge pages for the whole heap took
+ * NTT 1M from 0.45 to 0.73 Mlps batched).  Allocations >= HP_MIN bytes come
+ * from 2 MiB-aligned chunks advised MADV_HUGEPAGE, carved into power-of-two
+ * blocks with one free list per size (process-wide, a mutex: writers only);
+ * above HP_MAX_LOG a block is its own aligned region, freed to the C library.
+ * Small blocks stay with malloc.  OFB_CLS_HUGEPAGES=0 (read once per process)
+ * turns the arena off.  Freed arena blocks are reused, not returned. */
+#define HP_MIN 4096u
+#define HP_MAX_LOG 20
+#define HP_CHUNK ((size_t)2 << 20)
+static pthread_mutex_t hp_lock = PTHREAD_MUTEX_INITIALIZER;
+static void *hp_free[HP_MAX_LOG + 1];
+static int hp_on = -1;
+
+static inline unsigned hp_log(size_t n)
+{
+    unsigned k = 12;
+    while (((size_t)1 << k) < n)
+        k++;
+    return k;
+}
+
+static bool hp_enabled(void)
+{
+    if (__builtin_expect(hp_on < 0, 0)) {
+        pthread_mutex_lock(&hp_lock);
+        if (hp_on < 0) {
+            const char *e = getenv("OFB_CLS_HUGEPAGES");
+            hp_on = !(e && *e == '0');
+        }
+        pthread_mutex_unlock(&hp_lock);
+    }
+    return hp_on;
+}
+
+static void *hp_region(size_t bytes)
+{
+    void *p = NULL;
+    if (posix_memalign(&p, HP_CHUNK, bytes))
+        return NULL;
+#ifdef MADV_HUGEPAGE
+    madvise(p, bytes, MADV_HUGEPAGE);  /* advice only: without THP it is 4 KiB pages */
+#endif
+    return p;
+}
+
+static void *hp_alloc(size_t n)
+{
+    unsigned k = hp_log(n);
+    if (k > HP_MAX_LOG)
+        return hp_region((n + HP_CHUNK - 1) & ~(HP_CHUNK - 1));
+    pthread_mutex_lock(&hp_lock);
+    void *p = hp_free[k];
+    if (p) {
+        hp_free[k] = *(void **)p;
+    } else {
+        char *ch = hp_region(HP_CHUNK);
+        if (ch) {
+            size_t bs = (size_t)1 << k;
+            for (size_t off = HP_CHUNK - bs; off > 0; off -= bs) {  /* all but the first to the list */
+                *(void **)(ch + off) = hp_free[k];
+                hp_free[k] = ch + off;
+            }
+            p = ch;
+        }
+    }
+    pthread_mutex_unlock(&hp_lock);
+    return p;
+}
+
+static void hp_release(void *p, size_t n)
+{
+    unsigned k = hp_log(n);
+    if (k > HP_MAX_LOG) {
+        free(p);
+        return;
+    }
+    pthread_mutex_lock(&hp_lock);
+    *(void **)p = hp_free[k];
+    hp_free[k] = p;
+    pthread_mutex_unlock(&hp_lock);
+}
+
+/* free a block of n bytes that came from xalloc (also where c's count is gone) */
+static void sized_free(void *p, size_t n)
+{
+    if (!p)
+        return;
+    if (n >= HP_MIN && hp_enabled())
+        hp_release(p, n);
+    else
+        free(p);
+}
 
 static void *xalloc(struct ofb_cls *c, size_t n)
 {
     void *p = NULL;
-    if (n < 4096)
+    if (n >= HP_MIN && hp_enabled())
+        p = hp_alloc(n);
+    else if (n < 4096)
         p = malloc(n ? n : 16);  /* blocks: no alignment waste */
     else if (posix_memalign(&p, 64, n))
         p = NULL;
@@ -139,7 +261,7 @@ static void xfree(struct ofb_cls *c, void *p, size_t n)
     if (!p)
         return;
     atomic_fetch_sub_explicit(&c->bytes, n, memory_order_relaxed);
-    free(p);
+    sized_free(p, n);
 }
 
 /* The table hash: the high half of the xor of (masked word i) * K_i over the
@@ -303,7 +425,7 @@ static void retire(struct ofb_cls *c, void *p, size_t bytes)
         c->ret = r;
         c->cap_ret = nc;
     }
-    c->ret[c->n_ret++] = (struct retired){ p, bytes, c->wv };
+    c->ret[c->n_ret++] = (struct retired){ p, bytes, c->wv, false };
 }
 
 static int snap_rebuild(struct ofb_cls *c);
@@ -323,8 +445,12 @@ static int snap_touch(struct ofb_cls *c)
     return snap_rebuild(c);
 }
 
+static void trie_refresh(struct ofb_cls *c);
+
 static void publish(struct ofb_cls *c)
 {
+    if (is_trie(c) && c->trie_dirty)
+        trie_refresh(c);
     /* the snapshot goes first: a reader that sees the new version then sees
      * the new snapshot (release/acquire on version).  Out of memory here
      * leaves snap_dirty set and retries at the next publish. */
@@ -375,7 +501,12 @@ void ofb_cls_reclaim(struct ofb_cls *c)
     size_t k = 0;
     for (size_t j = 0; j < c->n_ret; j++) {
         if (m == UINT64_MAX || c->ret[j].v <= m)
-            xfree(c, c->ret[j].p, c->ret[j].bytes);
+            if (c->ret[j].trie) {
+                atomic_fetch_sub_explicit(&c->bytes, c->ret[j].bytes, memory_order_relaxed);
+                ofb_trie_free(c->ret[j].p);
+            } else {
+                xfree(c, c->ret[j].p, c->ret[j].bytes);
+            }
         else
             c->ret[k++] = c->ret[j];
     }
@@ -503,7 +634,7 @@ static int tmap_add(struct ofb_cls *c, uint32_t idx)
 static struct tbl *tbl_alloc(struct ofb_cls *c, const uint64_t *cm, uint32_t nb_log)
 {
     size_t nb = (size_t)1 << nb_log;
-    size_t bytes = sizeof(struct tbl) + nb * 8 + 8 + nb * sizeof(void *);
+    size_t bytes = sizeof(struct tbl) + nb * 8 + nb * sizeof(void *);
     struct tbl *t = xalloc(c, sizeof(struct tbl));
     if (!t)
         return NULL;
@@ -516,15 +647,15 @@ static struct tbl *tbl_alloc(struct ofb_cls *c, const uint64_t *cm, uint32_t nb_
     }
     t->nb_log = nb_log;
     t->bytes = bytes;
-    t->filter = xalloc(c, nb * 8 + 8);
+    t->filter = xalloc(c, nb * 8);
     t->bk = xalloc(c, nb * sizeof(void *));
     if (!t->filter || !t->bk) {
-        xfree(c, t->filter, nb * 8 + 8);
+        xfree(c, t->filter, nb * 8);
         xfree(c, t->bk, nb * sizeof(void *));
         xfree(c, t, sizeof(struct tbl));
         return NULL;
     }
-    memset(t->filter, 0, nb * 8 + 8);
+    memset(t->filter, 0, nb * 8);
     memset((void *)t->bk, 0, nb * sizeof(void *));
     return t;
 }
@@ -533,7 +664,7 @@ static struct tbl *tbl_alloc(struct ofb_cls *c, const uint64_t *cm, uint32_t nb_
 static void tbl_retire(struct ofb_cls *c, struct tbl *t)
 {
     size_t nb = (size_t)1 << t->nb_log;
-    retire(c, t->filter, nb * 8 + 8);
+    retire(c, t->filter, nb * 8);
     retire(c, (void *)t->bk, nb * sizeof(void *));
     retire(c, t, sizeof(struct tbl));
 }
@@ -585,7 +716,7 @@ static int snap_rebuild(struct ofb_cls *c)
     /* multiple of 8: each SoA array must stay 64-byte aligned for the AVX-512 loads */
     size_t slots_max = ((size_t)c->nwt + 8 * (size_t)nb + 7) & ~(size_t)7;
     size_t bytes = sizeof(struct snap) + slots_max * (sizeof(struct pdesc) + sizeof(void *)) +
-                   6 * slots_max * sizeof(uint64_t) + 64;
+                   8 * slots_max * sizeof(uint64_t) + 64;
     struct snap *s = xalloc(c, bytes);
     if (!s)
         return -1;
@@ -597,6 +728,7 @@ static int snap_rebuild(struct ofb_cls *c)
     uint64_t *soa = (uint64_t *)(((uintptr_t)&s->t[slots_max] + 63) & ~(uintptr_t)63);
     s->sm0 = soa; s->sm1 = soa + slots_max; s->sw0 = soa + 2 * slots_max;
     s->sw1 = soa + 3 * slots_max; s->sfm = soa + 4 * slots_max; s->sfb = soa + 5 * slots_max;
+    s->sp0 = soa + 6 * slots_max; s->sp1 = soa + 7 * slots_max;
     struct tbl **live = malloc((c->nwt + 1) * sizeof(*live));
     if (!live) {
         xfree(c, s, bytes);
@@ -623,6 +755,7 @@ static int snap_rebuild(struct ofb_cls *c)
     s->npad = slot;
     free(live);
     s->simd_ok = true;
+    s->one_word = true;
     for (uint32_t i = 0; i < s->npad; i++) {
         const struct tbl *t = s->t[i];
         struct pdesc *d = &s->d[i];
@@ -638,6 +771,8 @@ static int snap_rebuild(struct ofb_cls *c)
             d->filter = t->filter;
             if (t->nw > 2)
                 s->simd_ok = false;
+            if (t->nw > 1)
+                s->one_word = false;
         }
         s->sm0[i] = d->m0;
         s->sm1[i] = d->m1;
@@ -645,6 +780,8 @@ static int snap_rebuild(struct ofb_cls *c)
         s->sw1[i] = d->w1;
         s->sfm[i] = d->fmask;
         s->sfb[i] = (uint64_t)(uintptr_t)d->filter;
+        s->sp0[i] = (uint64_t)(2u * d->w0) | (uint64_t)(2u * d->w0 + 1) << 32;
+        s->sp1[i] = (uint64_t)(2u * d->w1) | (uint64_t)(2u * d->w1 + 1) << 32;
     }
     struct snap *old = atomic_load_explicit(&c->snap, memory_order_relaxed);
     atomic_store_explicit(&c->snap, s, memory_order_release);
@@ -918,7 +1055,7 @@ static uint32_t insert_one(struct ofb_cls *c, const struct ofb_cls_rule *r)
     make_ent(c, r, id, (uint8_t *)ebuf, m);
     struct ent *e = (struct ent *)ebuf;
 
-    if (c->algo == OFB_CLS_ALGO_LINEAR) {
+    if (uses_lin(c)) {
         struct lin *o = atomic_load_explicit(&c->lin, memory_order_relaxed);
         uint32_t on = o ? o->n : 0, pos = 0;
         size_t bytes = sizeof(struct lin) + (size_t)(on + 1) * c->es;
@@ -940,6 +1077,7 @@ static uint32_t insert_one(struct ofb_cls *c, const struct ofb_cls_rule *r)
         if (o)
             retire(c, o, o->bytes);
         c->rr[id] = (struct rrec){ 0, 0 };
+        c->trie_dirty = true;
     } else {
         uint32_t band = c->algo == OFB_CLS_ALGO_OURS ? band_of(c, e->prio) : 0;
         int ti = choose_table(c, e->w, m, band);
@@ -954,11 +1092,75 @@ static uint32_t insert_one(struct ofb_cls *c, const struct ofb_cls_rule *r)
     return id;
 }
 
+/* trie algos: make rules lo..hi (ids) invisible forever (their insert failed:
+ * the trie could not be rebuilt with them; the published trie never had them) */
+static void trie_undo_ids(struct ofb_cls *c, uint32_t lo, uint32_t hi)
+{
+    struct lin *l = atomic_load_explicit(&c->lin, memory_order_relaxed);
+    for (uint32_t i = 0; l && i < l->n; i++) {
+        struct ent *e = ent_at(c, l->data, i);
+        if (e->id >= lo && e->id <= hi && atomic_load_explicit(&e->del_v, memory_order_relaxed) == V_INF) {
+            atomic_store_explicit(&e->del_v, e->add_v, memory_order_relaxed);
+            c->rr[e->id].tidx = UINT32_MAX;
+            c->n_rules--;
+        }
+    }
+    c->trie_dirty = false;  /* the trie in place is the visible set again */
+}
+
+/* trie algos: rebuild the trie from the rules visible at the version about to
+ * be published (c->wv) and swap it in; on failure keep the old one, set
+ * trie_failed and err */
+static void trie_refresh(struct ofb_cls *c)
+{
+    const struct lin *l = atomic_load_explicit(&c->lin, memory_order_relaxed);
+    uint32_t n = l ? l->n : 0, k = 0;
+    struct ofb_trie_rule *tr = malloc(((size_t)n + 1) * sizeof(*tr));
+    c->trie_failed = true;
+    if (!tr) {
+        snprintf(c->err, sizeof(c->err), "%s: out of memory collecting %u rules", ofb_cls_algo_name(c->algo), n);
+        return;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        const struct ent *e = ent_at(c, l->data, i);
+        if (ent_visible(e, c->wv))
+            tr[k++] = (struct ofb_trie_rule){ e->prio, e->id, e->handle, e->w, e->w + c->nwk };
+    }
+    enum ofb_trie_mode mode = c->algo == OFB_CLS_ALGO_HTRIE ? OFB_TRIE_H
+                            : c->algo == OFB_CLS_ALGO_SPTRIE ? OFB_TRIE_SP : OFB_TRIE_HYBRID;
+    struct ofb_trie *t = ofb_trie_build(mode, c->key_len, tr, k, c->budget, c->err, sizeof(c->err));
+    free(tr);
+    if (!t)
+        return;
+    struct ofb_trie *old = atomic_load_explicit(&c->trie, memory_order_relaxed);
+    atomic_store_explicit(&c->trie, t, memory_order_release);
+    atomic_fetch_add_explicit(&c->bytes, ofb_trie_bytes(t), memory_order_relaxed);
+    if (old) {
+        retire(c, old, ofb_trie_bytes(old));
+        c->ret[c->n_ret - 1].trie = true;
+    }
+    c->trie_dirty = false;
+    c->trie_failed = false;
+    c->err[0] = 0;
+}
+
+const char *ofb_cls_last_error(const struct ofb_cls *c)
+{
+    return c->err[0] ? c->err : NULL;
+}
+
 uint32_t ofb_cls_insert(struct ofb_cls *c, const struct ofb_cls_rule *r)
 {
     uint32_t id = insert_one(c, r);
-    if (id)
+    if (!id && !c->err[0])
+        snprintf(c->err, sizeof(c->err), "%s: insert: out of memory", ofb_cls_algo_name(c->algo));
+    if (id) {
         after_update(c);
+        if (is_trie(c) && !c->in_batch && c->trie_failed) {
+            trie_undo_ids(c, id, id);
+            return 0;
+        }
+    }
     return id;
 }
 
@@ -967,7 +1169,7 @@ uint32_t ofb_cls_insert(struct ofb_cls *c, const struct ofb_cls_rule *r)
 /* find the visible entry with this id; returns it (inside the current block) */
 static struct ent *find_ent(struct ofb_cls *c, uint32_t id, struct blk **blk_out, uint32_t *pos_out)
 {
-    if (c->algo == OFB_CLS_ALGO_LINEAR) {
+    if (uses_lin(c)) {
         struct lin *l = atomic_load_explicit(&c->lin, memory_order_relaxed);
         for (uint32_t i = 0; l && i < l->n; i++) {
             struct ent *e = ent_at(c, l->data, i);
@@ -1012,6 +1214,7 @@ static int delete_one(struct ofb_cls *c, uint32_t id)
     }
     c->prm[c->n_prm++] = (struct pendrm){ c->wv, id };
     c->n_rules--;
+    c->trie_dirty = true;
     return 0;
 }
 
@@ -1025,7 +1228,7 @@ static void physical_remove(struct ofb_cls *c, uint32_t id)
     c->rr[id].tidx = UINT32_MAX;
     if (!e)
         return;
-    if (c->algo == OFB_CLS_ALGO_LINEAR) {
+    if (uses_lin(c)) {
         struct lin *o = atomic_load_explicit(&c->lin, memory_order_relaxed);
         size_t bytes = sizeof(struct lin) + (size_t)(o->n - 1) * c->es;
         struct lin *n = xalloc(c, bytes);
@@ -1077,7 +1280,7 @@ uint32_t ofb_cls_delete(struct ofb_cls *c, const struct ofb_cls_rule *r)
         v[i] &= m[i];
     uint32_t best = 0;
     uint64_t now = c->wv;
-    if (c->algo == OFB_CLS_ALGO_LINEAR) {
+    if (uses_lin(c)) {
         struct lin *l = atomic_load_explicit(&c->lin, memory_order_relaxed);
         for (uint32_t i = 0; l && i < l->n && !best; i++) {
             struct ent *e = ent_at(c, l->data, i);
@@ -1149,6 +1352,7 @@ static int bulk_linear(struct ofb_cls *c, const struct ofb_cls_rule *rules, size
     }
     qsort(l->data, l->n, c->es, cmp_ent);
     c->n_rules += n;
+    c->trie_dirty = true;
     atomic_store_explicit(&c->lin, l, memory_order_release);
     if (o)
         retire(c, o, o->bytes);
@@ -1202,6 +1406,7 @@ static uint32_t auto_bands(struct ofb_cls *c, const struct ofb_cls_rule *rules, 
 int ofb_cls_build_bulk(struct ofb_cls *c, const struct ofb_cls_rule *rules, size_t n, uint32_t *ids)
 {
     bool was = c->in_batch;
+    c->err[0] = 0;
     if (c->n_rules == 0 && c->n_ids == 0 && n) {
         uint32_t lo = UINT32_MAX, hi = 0;
         for (size_t i = 0; i < n; i++) {
@@ -1218,9 +1423,9 @@ int ofb_cls_build_bulk(struct ofb_cls *c, const struct ofb_cls_rule *rules, size
         return -1;
     c->in_batch = true;
     int rc = 0;
-    if (c->algo == OFB_CLS_ALGO_LINEAR)
+    if (uses_lin(c))
         rc = bulk_linear(c, rules, n, ids);
-    for (size_t i = 0; c->algo != OFB_CLS_ALGO_LINEAR && i < n; i++) {
+    for (size_t i = 0; !uses_lin(c) && i < n; i++) {
         uint32_t id = insert_one(c, &rules[i]);
         if (ids)
             ids[i] = id;
@@ -1232,8 +1437,16 @@ int ofb_cls_build_bulk(struct ofb_cls *c, const struct ofb_cls_rule *rules, size
     c->in_batch = was;
     if (!was) {
         publish(c);
+        if (is_trie(c) && c->trie_failed && rc == 0 && n) {
+            trie_undo_ids(c, ids ? ids[0] : c->n_ids - (uint32_t)n + 1, c->n_ids);
+            if (ids)
+                memset(ids, 0, n * sizeof(*ids));
+            rc = -1;
+        }
         ofb_cls_reclaim(c);
     }
+    if (rc && !c->err[0])
+        snprintf(c->err, sizeof(c->err), "%s: bulk build of %zu rules: out of memory", ofb_cls_algo_name(c->algo), n);
     return rc;
 }
 
@@ -1392,9 +1605,153 @@ static uint32_t collect_avx512(const struct ofb_cls *c, const struct snap *s, ui
     }
     return nc;
 }
-static int have_avx512 = -1;
 
+/* 64-bit lanes: bits 32..63 of (x * k), k given as its low (klo) and high (khi)
+ * halves in the low dwords; AVX2 has no vpmullq: three vpmuludq */
+__attribute__((target("avx2")))
+static inline __m256i mulhi_lo64_avx2(__m256i x, __m256i klo, __m256i khi)
+{
+    __m256i p = _mm256_mul_epu32(x, klo);                      /* xlo * klo, 64-bit */
+    __m256i q = _mm256_add_epi64(_mm256_mul_epu32(x, khi),     /* xlo * khi */
+                                 _mm256_mul_epu32(_mm256_srli_epi64(x, 32), klo)); /* xhi * klo */
+    /* low dword of each lane: (p >> 32) + q, mod 2^32 */
+    return _mm256_and_si256(_mm256_add_epi64(_mm256_srli_epi64(p, 32), q), _mm256_set1_epi64x(0xffffffffll));
+}
+
+/* Phase 1 for 4 tables per step with AVX2: the same hash, slots and filter
+ * test as collect_avx512 (results are identical).  Key words come from a
+ * vpermd of the first 4 key words when the key has <= 4 words, else a gather
+ * from the key; the second word's multiply is skipped when every table
+ * hashes a single word (NTT: 4-byte keys). */
+__attribute__((target("avx2,bmi")))
+static uint32_t collect_avx2(const struct ofb_cls *c, const struct snap *s, uint32_t lo, uint32_t hi,
+                             const uint64_t *kw,
+                             struct cand *cd, uint64_t v, uint32_t *bp, uint32_t *bid, uint64_t *bh)
+{
+    uint32_t nc = 0;
+    const bool perm = c->nwk <= 4, one = s->one_word;
+    uint64_t kbuf[4] = { 0, 0, 0, 0 };
+    memcpy(kbuf, kw, (c->nwk < 4 ? c->nwk : 4) * 8);
+    const __m256i kv = _mm256_loadu_si256((const __m256i *)kbuf);
+    const __m256i k0lo = _mm256_set1_epi64x((long long)(HK0 & 0xffffffffu)),
+                  k0hi = _mm256_set1_epi64x((long long)(HK0 >> 32));
+    const __m256i k1lo = _mm256_set1_epi64x((long long)(HK1 & 0xffffffffu)),
+                  k1hi = _mm256_set1_epi64x((long long)(HK1 >> 32));
+    const __m256i c1ff = _mm256_set1_epi64x(0x1ff), one64 = _mm256_set1_epi64x(1);
+    const __m256i m1ff = _mm256_set1_epi16(0x1ff), mq = _mm256_set1_epi16((short)0xfe00);
+    const __m256i zero = _mm256_setzero_si256();
+#define AVX2_CHUNK 64
+    uint32_t mk[AVX2_CHUNK];
+    uint64_t ea[AVX2_CHUNK * 4];
+    uint64_t ha[AVX2_CHUNK * 4];
+    uint32_t b0 = lo;
+    for (uint32_t b = lo; b < hi; b += 4) {
+        __m256i x0, x1 = zero;
+        if (perm) {
+            x0 = _mm256_permutevar8x32_epi32(kv, _mm256_load_si256((const __m256i *)(s->sp0 + b)));
+            if (!one)
+                x1 = _mm256_permutevar8x32_epi32(kv, _mm256_load_si256((const __m256i *)(s->sp1 + b)));
+        } else {
+            x0 = _mm256_i64gather_epi64((const long long *)kw, _mm256_load_si256((const __m256i *)(s->sw0 + b)), 8);
+            if (!one)
+                x1 = _mm256_i64gather_epi64((const long long *)kw, _mm256_load_si256((const __m256i *)(s->sw1 + b)), 8);
+        }
+        x0 = _mm256_and_si256(x0, _mm256_load_si256((const __m256i *)(s->sm0 + b)));
+        x0 = _mm256_xor_si256(x0, _mm256_srli_epi64(x0, 32));
+        __m256i h64 = mulhi_lo64_avx2(x0, k0lo, k0hi);
+        if (!one) {
+            x1 = _mm256_and_si256(x1, _mm256_load_si256((const __m256i *)(s->sm1 + b)));
+            x1 = _mm256_xor_si256(x1, _mm256_srli_epi64(x1, 32));
+            h64 = _mm256_xor_si256(h64, mulhi_lo64_avx2(x1, k1lo, k1hi));
+        }
+        __m256i slot = _mm256_and_si256(h64, _mm256_load_si256((const __m256i *)(s->sfm + b)));
+        __m256i addr = _mm256_add_epi64(_mm256_load_si256((const __m256i *)(s->sfb + b)), _mm256_slli_epi64(slot, 3));
+        __m256i w = _mm256_i64gather_epi64((const long long *)0, addr, 1);
+        __m256i fp = _mm256_and_si256(_mm256_srli_epi64(h64, 23), c1ff);
+        fp = _mm256_max_epi32(fp, one64);   /* 0 -> 1; upper dwords stay 0 */
+        fp = _mm256_or_si256(fp, _mm256_slli_epi64(fp, 16));
+        fp = _mm256_or_si256(fp, _mm256_slli_epi64(fp, 32));
+        __m256i efp = _mm256_and_si256(w, m1ff);
+        __m256i no_q = _mm256_cmpeq_epi16(_mm256_and_si256(w, mq), zero);
+        __m256i ok = _mm256_or_si256(_mm256_cmpeq_epi16(efp, fp), _mm256_cmpeq_epi16(efp, zero));
+        /* two mask bits per 16-bit entry; keep the even ones */
+        uint32_t j = (b - b0) >> 2;
+        mk[j] = (uint32_t)_mm256_movemask_epi8(_mm256_andnot_si256(no_q, ok)) & 0x55555555u;
+        _mm256_storeu_si256((__m256i *)&ea[j * 4], w);
+        _mm256_storeu_si256((__m256i *)&ha[j * 4], h64);
+        if (j + 1 < AVX2_CHUNK && b + 4 < hi)
+            continue;
+        for (unsigned g = 0; g <= j; g++) {
+            uint32_t mask = mk[g];
+            while (mask) {
+                unsigned bit = (unsigned)__builtin_ctz(mask), lane = bit >> 1, i = lane >> 2;
+                mask &= ~(0xffu << (8 * i));   /* first matching entry of table i */
+                uint32_t q = (uint32_t)(ea[g * 4 + i] >> (16 * (lane & 3) + 9)) & 0x7f;
+                cd[nc++] = (struct cand){ q, (uint32_t)ha[g * 4 + i], s->t[b0 + g * 4 + i] };
+                if (unlikely(nc == CAND_MAX)) {
+                    drain(c, cd, nc, kw, v, bp, bid, bh);
+                    nc = 0;
+                }
+            }
+        }
+        b0 = b + 4;
+    }
+    return nc;
+}
 #endif
+
+/* ---------- SIMD path selection (per classifier, at creation) ---------- */
+
+enum simd_path { SIMD_SCALAR = 0, SIMD_AVX2 = 1, SIMD_AVX512 = 2 };
+static const char *const simd_names[] = { "scalar", "avx2", "avx512" };
+
+static bool simd_cpu_has(enum simd_path p)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    if (p == SIMD_AVX2)
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi");
+    if (p == SIMD_AVX512)
+        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+               __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw");
+#endif
+    return p == SIMD_SCALAR;
+}
+
+int ofb_cls_simd_supported(const char *name)
+{
+    for (int p = 0; p < 3; p++)
+        if (name && !strcmp(name, simd_names[p]))
+            return simd_cpu_has((enum simd_path)p);
+    return 0;
+}
+
+/* OFB_CLS_SIMD=scalar|avx2|avx512|auto (default auto: the best the CPU has);
+ * OFB_CLS_NO_SIMD=1 (older switch) = scalar.  -1 with a message when the
+ * variable names an unknown path or one this CPU lacks. */
+static int simd_choose(void)
+{
+    const char *e = getenv("OFB_CLS_SIMD");
+    const char *no = getenv("OFB_CLS_NO_SIMD");
+    if (e && *e && strcmp(e, "auto")) {
+        for (int p = 0; p < 3; p++)
+            if (!strcmp(e, simd_names[p])) {
+                if (simd_cpu_has((enum simd_path)p))
+                    return p;
+                fprintf(stderr, "ofb_cls: OFB_CLS_SIMD=%s: this CPU does not have it\n", e);
+                return -1;
+            }
+        fprintf(stderr, "ofb_cls: OFB_CLS_SIMD=%s: unknown (scalar, avx2, avx512 or auto)\n", e);
+        return -1;
+    }
+    if (no && *no && *no != '0')
+        return SIMD_SCALAR;
+    if (simd_cpu_has(SIMD_AVX512))
+        return SIMD_AVX512;
+    if (simd_cpu_has(SIMD_AVX2))
+        return SIMD_AVX2;
+    return SIMD_SCALAR;
+}
 
 
 /* phase 1 over band b's slots */
@@ -1402,8 +1759,10 @@ static inline uint32_t collect(const struct ofb_cls *c, const struct snap *s, ui
                                struct cand *cd, uint64_t v, uint32_t *bp, uint32_t *bid, uint64_t *bh)
 {
 #if defined(__x86_64__) && defined(__GNUC__)
-    if (have_avx512 > 0 && s->simd_ok)
+    if (c->simd == SIMD_AVX512 && s->simd_ok)
         return collect_avx512(c, s, s->bs[b], s->bs[b + 1], kw, cd, v, bp, bid, bh);
+    if (c->simd == SIMD_AVX2 && s->simd_ok)
+        return collect_avx2(c, s, s->bs[b], s->bs[b + 1], kw, cd, v, bp, bid, bh);
 #endif
     return collect_scalar(c, s, s->bs[b], s->bs[b + 1], kw, cd, v, bp, bid, bh);
 }
@@ -1466,7 +1825,15 @@ static inline uint64_t lookup_kw(const struct ofb_cls *c, const uint64_t *kw, ui
     switch (c->algo) {
     case OFB_CLS_ALGO_OURS: return lookup_ours(c, kw, v, s, id);
     case OFB_CLS_ALGO_TSS: return lookup_tss(c, kw, v, s, id);
-    default: return lookup_linear(c, kw, v, id);
+    case OFB_CLS_ALGO_LINEAR: return lookup_linear(c, kw, v, id);
+    default: {
+        const struct ofb_trie *t = atomic_load_explicit(&c->trie, memory_order_acquire);
+        if (!t) {
+            *id = 0;
+            return 0;
+        }
+        return ofb_trie_lookup(t, kw, id);
+    }
     }
 }
 
@@ -1578,13 +1945,16 @@ const char *ofb_cls_algo_name(enum ofb_cls_algo a)
     case OFB_CLS_ALGO_OURS: return "ours";
     case OFB_CLS_ALGO_TSS: return "tss";
     case OFB_CLS_ALGO_LINEAR: return "linear";
+    case OFB_CLS_ALGO_HTRIE: return "htrie";
+    case OFB_CLS_ALGO_SPTRIE: return "sptrie";
+    case OFB_CLS_ALGO_HYBRID: return "hybrid";
     }
     return "?";
 }
 
 struct ofb_cls *ofb_cls_create(const struct ofb_cls_params *p)
 {
-    if (!p || p->key_len < 1 || p->key_len > OFB_CLS_MAX_KEY_LEN || (unsigned)p->algo > 2) {
+    if (!p || p->key_len < 1 || p->key_len > OFB_CLS_MAX_KEY_LEN || (unsigned)p->algo > OFB_CLS_ALGO_HYBRID) {
         errno = EINVAL;
         return NULL;
     }
@@ -1597,6 +1967,7 @@ struct ofb_cls *ofb_cls_create(const struct ofb_cls_params *p)
     c->es = sizeof(struct ent) + 16 * c->nwk;
     c->algo = p->algo;
     c->expected = p->expected_rules;
+    c->budget = p->mem_budget_bytes;
     c->bands_auto = p->bands == 0;
     c->nbands = 1;
     while (c->nbands * 2 <= p->bands && c->nbands * 2 <= OFB_CLS_MAX_BANDS)
@@ -1605,14 +1976,13 @@ struct ofb_cls *ofb_cls_create(const struct ofb_cls_params *p)
         set_quant(c, 0, 65535);
     else
         set_quant(c, p->prio_min, p->prio_max);
-#if defined(__x86_64__) && defined(__GNUC__)
-    if (have_avx512 < 0) {
-        const char *no = getenv("OFB_CLS_NO_SIMD");
-        have_avx512 = (!no || !*no || *no == '0') && __builtin_cpu_supports("avx512f") &&
-                      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
-                      __builtin_cpu_supports("avx512bw");
+    int simd = simd_choose();
+    if (simd < 0) {
+        free(c);
+        errno = ENOTSUP;
+        return NULL;
     }
-#endif
+    c->simd = (uint8_t)simd;
     atomic_store(&c->bytes, sizeof(*c));
     atomic_store(&c->version, 1);
     c->wv = 2;
@@ -1624,18 +1994,32 @@ void ofb_cls_destroy(struct ofb_cls *c)
     if (!c)
         return;
     for (size_t j = 0; j < c->n_ret; j++)
-        free(c->ret[j].p);
+        if (c->ret[j].trie)
+            ofb_trie_free(c->ret[j].p);
+        else
+            sized_free(c->ret[j].p, c->ret[j].bytes);
     for (uint32_t i = 0; i < c->nwt; i++) {
         struct tbl *t = c->wt[i];
         size_t nb = (size_t)1 << t->nb_log;
         for (size_t b = 0; b < nb; b++)
-            free(atomic_load_explicit(&t->bk[b], memory_order_relaxed));
-        free(t->filter);
-        free((void *)t->bk);
-        free(t);
+        {
+            struct blk *k = atomic_load_explicit(&t->bk[b], memory_order_relaxed);
+            if (k)
+                sized_free(k, k->bytes);
+        }
+        sized_free(t->filter, nb * 8);
+        sized_free((void *)t->bk, nb * sizeof(void *));
+        sized_free(t, sizeof(struct tbl));
     }
-    free(atomic_load(&c->snap));
-    free(atomic_load(&c->lin));
+    {
+        struct snap *sn = atomic_load(&c->snap);
+        struct lin *l = atomic_load(&c->lin);
+        if (sn)
+            sized_free(sn, sn->bytes);
+        if (l)
+            sized_free(l, l->bytes);
+    }
+    ofb_trie_free(atomic_load(&c->trie));
     free(c->wt);
     for (uint32_t b = 0; b < OFB_CLS_MAX_BANDS; b++)
         free(c->btl[b]);
@@ -1649,7 +2033,7 @@ void ofb_cls_destroy(struct ofb_cls *c)
 void ofb_cls_get_stats(const struct ofb_cls *c, struct ofb_cls_stats *st)
 {
     st->rules = c->n_rules;
-    st->tables = c->algo == OFB_CLS_ALGO_LINEAR ? 1 : c->nwt;
+    st->tables = uses_lin(c) ? 1 : c->nwt;
     st->bytes = atomic_load_explicit(&c->bytes, memory_order_relaxed);
     st->version = atomic_load(&c->version);
     st->pending_frees = c->n_ret;
@@ -1660,6 +2044,11 @@ void ofb_cls_get_stats(const struct ofb_cls *c, struct ofb_cls_stats *st)
 uint64_t ofb_cls_memory_bytes(const struct ofb_cls *c)
 {
     return atomic_load_explicit(&c->bytes, memory_order_relaxed);
+}
+
+const char *ofb_cls_simd_name(const struct ofb_cls *c)
+{
+    return simd_names[c->simd];
 }
 
 uint32_t ofb_cls_key_len(const struct ofb_cls *c)

@@ -36,6 +36,16 @@
  *                      outranks the next table's maximum.
  *  OFB_CLS_ALGO_LINEAR one array sorted by (priority desc, id asc), first match
  *                      wins.  Reference for the differential tests.
+ *  OFB_CLS_ALGO_HTRIE, _SPTRIE, _HYBRID  document 003's tries (trie.h): the
+ *                      rules are kept as LINEAR keeps them and an immutable
+ *                      trie (DA-style array, van Emde Boas block order) is
+ *                      rebuilt from them at every publish and swapped in (RCU):
+ *                      lookups never block, but an update or batch costs a
+ *                      rebuild.  A rebuild that fails (SP-Trie over its limit,
+ *                      no memory) leaves the previous trie published: insert
+ *                      returns 0 / build_bulk -1 and the new rules are dropped,
+ *                      ofb_cls_last_error() says why; a failed batch commit
+ *                      keeps the old trie and sets the error.
  *
  * Why not the document's trie.  We first modelled the H-Trie/SP-Trie hybrid
  * and bit-selection decision trees (HiCuts/HyperSplit style) for the hard case
@@ -92,17 +102,21 @@
  *     filter's 7-bit q the low part, so q (compared only within a band) keeps
  *     its full resolution whatever the band count.
  *
- * Measured (CPU time, shared 2-core Zen 4 VM; README.md has the table): NTT
- * 1M/100 masks 1.0-1.5 Mlps single, 1.7-2.1 batched (8 bands; 0.3-0.5 before
- * bands), 13-15x / 20-23x TSS; 100k sets unchanged (1 band).  NOT the 10 Mlps
- * goal.  What bounds it: one filter probe per table of band 0 (~100 per key:
- * random masks share too few bits to merge tables) costs ~5 cycles even with
- * everything in L1 (NTT 1k: ~210 ns per lookup), i.e. <= ~5 Mlps for phase 1
- * alone; at 1M a lookup takes ~700 ns of which ~1.3 rule-block visits (cache
- * misses) and L2/L3 filter reads are the rest.  Tried and dropped (no gain,
- * measured): software prefetch of the next keys' filter words in batches,
- * scalar loads instead of vpgatherqq, 16/32 bands (more block visits and band
- * fall-through than the smaller filter saves).
+ * Measured (CPU time, shared 2-core VMs; README.md has the tables and
+ * commands).  AVX-512 Zen 4, p = 1/2 masks (ntt_half) 1M: 1.0-1.5 Mlps single,
+ * 1.7-2.1 batched (8 bands).  AVX2 Zen 3, document 003's own condition
+ * (rand()|rand() masks, ~23 care bits, ntt): 100k 1.64 batched (scalar 0.57),
+ * 1M 0.74 (scalar 0.33), 6x TSS; ClassBench-like 100k 2.2-3.6 vs rte_acl's
+ * 27-36.  NOT the 10 Mlps goal, nor rte_acl's rate.  Bands do not help the
+ * document's condition (a key matches ~0.5 rules at 1M: auto picks 1 band).
+ * What bounds it: one filter probe per table of band 0 (~100 per key: random
+ * masks share too few bits to merge tables) costs ~5 cycles (AVX-512) / ~7
+ * (AVX2) even with everything in L1 (NTT 1k: 210-270 ns per lookup), i.e.
+ * <= ~5 Mlps for phase 1 alone; at 1M the probes read ~6 MB of filter words
+ * (L3/DRAM, TLB misses on 4 KiB pages: transparent huge pages gave +60 %).
+ * Tried and dropped (no gain, measured): software prefetch of the next keys'
+ * filter words in batches, scalar loads instead of vpgatherqq, 16/32 bands
+ * (more block visits and band fall-through than the smaller filter saves).
  *
  * Invariants
  * ----------
@@ -147,14 +161,25 @@
  *  - Bands are fixed after the first bulk build (or at creation): a rule set
  *    whose priority mix changes later keeps working, only less well.
  *    OFB_CLS_BANDS=N in the environment overrides the automatic choice.
- *  - AVX-512 (F, DQ, VL, BW) is used when the CPU has it; OFB_CLS_NO_SIMD=1 in
- *    the environment forces the scalar path (same results).
+ *  - Phase 1 has three paths with identical results, chosen per classifier at
+ *    ofb_cls_create: AVX-512 (F, DQ, VL, BW; 8 tables per step), AVX2 (4 tables
+ *    per step; vpmuludq for the 64-bit multiply, vpermd for the key words when
+ *    key_len <= 32), scalar.  Default: the best the CPU has
+ *    (__builtin_cpu_supports).  OFB_CLS_SIMD=scalar|avx2|avx512|auto in the
+ *    environment forces one (create fails with ENOTSUP and a message on stderr
+ *    if the CPU lacks it); OFB_CLS_NO_SIMD=1 = scalar (older switch).
+ *    ofb_cls_simd_name() says which path a classifier runs.
  *  - Priorities are uint32.  The quantisation range is taken from params
  *    (prio_min..prio_max, default 0..65535, OpenFlow's range) and re-fitted to
  *    the actual range on a bulk build into an empty classifier; priorities
  *    outside it still work (they clamp to the lowest or highest level, which
  *    stays monotone).
- *  - The library needs no DPDK EAL: plain malloc and C11 atomics.
+ *  - The library needs no DPDK EAL: plain malloc and C11 atomics.  Blocks of
+ *    >= 4 KiB (filter words, bucket arrays, snapshots) come from a process-wide
+ *    arena of 2 MiB chunks advised MADV_HUGEPAGE (fewer TLB misses on the ~100
+ *    random probes per key: +16 % at NTT 1M, measured); freed blocks are kept
+ *    for reuse, not returned to the system.  OFB_CLS_HUGEPAGES=0 (read once per
+ *    process) turns the arena off.
  */
 
 #include <stddef.h>
@@ -174,12 +199,17 @@ enum ofb_cls_algo {
     OFB_CLS_ALGO_OURS = 0,
     OFB_CLS_ALGO_TSS = 1,
     OFB_CLS_ALGO_LINEAR = 2,
+    OFB_CLS_ALGO_HTRIE = 3,    /* document 003's Hierarchical Trie (see trie.h) */
+    OFB_CLS_ALGO_SPTRIE = 4,   /* its Set-Pruning Trie; mem_budget_bytes = size limit (0 = 256 MiB) */
+    OFB_CLS_ALGO_HYBRID = 5,   /* its hybrid: H-Trie merged breadth-first within mem_budget_bytes */
 };
 
 struct ofb_cls_params {
     uint32_t key_len;          /* bytes, 1..OFB_CLS_MAX_KEY_LEN */
     uint32_t expected_rules;   /* sizing hint, 0 = small */
-    uint64_t mem_budget_bytes; /* advisory, 0 = none */
+    uint64_t mem_budget_bytes; /* OURS/TSS/LINEAR: advisory, 0 = none.  HYBRID: the merge
+                                  budget (0 = no merging = H-Trie); SPTRIE: the size
+                                  limit, a build above it fails (0 = 256 MiB) */
     enum ofb_cls_algo algo;
     uint32_t prio_min, prio_max; /* quantisation range; both 0 = 0..65535 */
     uint32_t bands;            /* OURS priority bands: 0 = auto (chosen by the first
@@ -252,6 +282,16 @@ size_t ofb_cls_lookup_batch(const struct ofb_cls *, const uint8_t *const keys[],
 void ofb_cls_get_stats(const struct ofb_cls *, struct ofb_cls_stats *);
 uint64_t ofb_cls_memory_bytes(const struct ofb_cls *);
 uint32_t ofb_cls_key_len(const struct ofb_cls *);
+
+/* SIMD path of OURS' phase 1, chosen per classifier at creation: "scalar",
+ * "avx2" or "avx512" (the best the CPU has, or what OFB_CLS_SIMD forces). */
+const char *ofb_cls_simd_name(const struct ofb_cls *);
+/* The last writer error as a message naming the algorithm and the cause (a
+ * trie over its memory limit, out of memory), or NULL.  Set when insert
+ * returns 0 or build_bulk -1; cleared by a successful build_bulk. */
+const char *ofb_cls_last_error(const struct ofb_cls *);
+/* 1 if this CPU can run the named path ("scalar", "avx2", "avx512"), else 0. */
+int ofb_cls_simd_supported(const char *name);
 
 #ifdef __cplusplus
 }

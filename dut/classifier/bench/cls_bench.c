@@ -5,8 +5,10 @@
  *    "batch_mlps":..,"updates_per_s":..,"hits":..,"mismatches":..}
  * or {"algo":"acl","error":"did not build: ..."}.
  *
- * Usage: cls-bench [EAL args --] --rules F --keys F [--algos ours,tss,linear,acl]
- *                  [--min-time S] [--updates N] [--acl-max-mb MB]
+ * Usage: cls-bench [EAL args --] --rules F --keys F
+ *                  [--algos ours,tss,linear,htrie,sptrie,hybrid,acl]
+ *                  [--min-time S] [--updates N] [--budget-mb MB] [--acl-max-mb MB]
+ * --budget-mb: mem_budget_bytes (hybrid: merge budget; sptrie: size limit). 
  * Rule file (binary, little endian): "OFBR" u32 key_len u32 n, then n records
  *   u32 priority, value[key_len], mask[key_len].
  * Key file: "OFBK" u32 key_len u32 n, then n keys of key_len bytes.
@@ -63,17 +65,28 @@ static struct ofb_cls_rule *make_rules(const uint8_t *d, uint32_t kl, uint32_t n
 }
 
 static double min_time = 0.3;
+static uint64_t mem_budget;   /* --budget-mb: hybrid merge budget, sptrie limit */
 static uint32_t n_updates = 200000;
 
 static void run_ours(enum ofb_cls_algo algo, const struct ofb_cls_rule *rules, uint32_t n, uint32_t kl,
                      const uint8_t *keys, uint32_t nk, uint64_t *ref_handles)
 {
-    struct ofb_cls_params p = { .key_len = kl, .expected_rules = n, .algo = algo };
+    struct ofb_cls_params p = { .key_len = kl, .expected_rules = n, .algo = algo, .mem_budget_bytes = mem_budget };
     struct ofb_cls *c = ofb_cls_create(&p);
+    if (!c) {
+        printf("{\"algo\":\"%s\",\"error\":\"ofb_cls_create failed: %s\"}\n", ofb_cls_algo_name(algo),
+               strerror(errno));
+        return;
+    }
     uint32_t *ids = malloc(sizeof(uint32_t) * n);
     double t0 = now_s();
     if (ofb_cls_build_bulk(c, rules, n, ids)) {
-        printf("{\"algo\":\"%s\",\"error\":\"did not build: out of memory\"}\n", ofb_cls_algo_name(algo));
+        const char *e = ofb_cls_last_error(c);
+        printf("{\"algo\":\"%s\",\"rules\":%u,\"error\":\"did not build: %s\"}\n", ofb_cls_algo_name(algo), n,
+               e ? e : "out of memory");
+        fflush(stdout);
+        ofb_cls_destroy(c);
+        free(ids);
         return;
     }
     double build = now_s() - t0;
@@ -123,6 +136,10 @@ static void run_ours(enum ofb_cls_algo algo, const struct ofb_cls_rule *rules, u
     uint32_t nu = n_updates;
     if (algo == OFB_CLS_ALGO_LINEAR && nu > 2000)
         nu = 2000;
+    if (algo >= OFB_CLS_ALGO_HTRIE) {   /* every update rebuilds the trie */
+        uint32_t cap = n >= 100000 ? 2 : n >= 10000 ? 20 : 200;
+        nu = nu > cap ? cap : nu;
+    }
     if (nu > n)
         nu = n;
     t0 = now_s();
@@ -133,10 +150,10 @@ static void run_ours(enum ofb_cls_algo algo, const struct ofb_cls_rule *rules, u
     }
     double ups = 2.0 * nu / (now_s() - t0);
 
-    printf("{\"algo\":\"%s\",\"rules\":%u,\"tables\":%lu,\"bands\":%lu,\"build_s\":%.6f,\"bytes_per_rule\":%.1f,"
+    printf("{\"algo\":\"%s\",\"simd\":\"%s\",\"rules\":%u,\"tables\":%lu,\"bands\":%lu,\"build_s\":%.6f,\"bytes_per_rule\":%.1f,"
            "\"mlps\":%.4f,\"batch_mlps\":%.4f,\"updates_per_s\":%.0f,\"hits\":%lu,\"keys\":%u,"
            "\"mismatches\":%lu,\"sink\":%lu}\n",
-           ofb_cls_algo_name(algo), n, (unsigned long)st.tables, (unsigned long)st.bands, build, (double)st.bytes / n, mlps, bmlps, ups,
+           ofb_cls_algo_name(algo), ofb_cls_simd_name(c), n, (unsigned long)st.tables, (unsigned long)st.bands, build, (double)st.bytes / n, mlps, bmlps, ups,
            (unsigned long)hits, nk, (unsigned long)mism, (unsigned long)(sink & 1));
     fflush(stdout);
     free(kp);
@@ -315,6 +332,8 @@ int main(int argc, char **argv)
             min_time = atof(v), i++;
         else if (!strcmp(a, "--updates") && v)
             n_updates = (uint32_t)atol(v), i++;
+        else if (!strcmp(a, "--budget-mb") && v)
+            mem_budget = (uint64_t)(atof(v) * 1048576.0), i++;
         else if (!strcmp(a, "--acl-max-mb") && v)
             acl_max_mb = (uint32_t)atol(v), i++;
         else {
@@ -344,6 +363,12 @@ int main(int argc, char **argv)
             run_ours(OFB_CLS_ALGO_TSS, rules, n, kl, keys, nk, ref);
         else if (!strcmp(a, "linear"))
             run_ours(OFB_CLS_ALGO_LINEAR, rules, n, kl, keys, nk, ref);
+        else if (!strcmp(a, "htrie"))
+            run_ours(OFB_CLS_ALGO_HTRIE, rules, n, kl, keys, nk, ref);
+        else if (!strcmp(a, "sptrie"))
+            run_ours(OFB_CLS_ALGO_SPTRIE, rules, n, kl, keys, nk, ref);
+        else if (!strcmp(a, "hybrid"))
+            run_ours(OFB_CLS_ALGO_HYBRID, rules, n, kl, keys, nk, ref);
         else if (!strcmp(a, "acl")) {
             static int eal_done;
             if (!eal_done) {

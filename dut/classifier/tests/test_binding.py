@@ -1,6 +1,7 @@
 """Python binding and library behaviour: differential against a pure-Python reference,
 ties, deletes, batches, bulk build, and the C test binary (differential + concurrency)."""
 
+import os
 import random
 import subprocess
 
@@ -26,17 +27,43 @@ def ref_lookup(rules, key):
     return (best[2], best[0]) if best else (0, 0)
 
 
-@pytest.mark.parametrize("algo,bands", [("ours", 0), ("ours", 4), ("ours", 32), ("tss", 0), ("linear", 0)])
-@pytest.mark.parametrize("key_len", [4, 13])
-def test_differential_against_python_reference(algo, bands, key_len):
-    """bands: OURS priority bands (0 = auto = 1 for a classifier filled by inserts)."""
+def _path(simd):
+    if not binding.simd_supported(simd):
+        pytest.skip(f"this CPU has no {simd}: that path is tested where it has")
+    return simd
+
+
+@pytest.mark.parametrize("simd", binding.SIMD_PATHS)
+def test_simd_path_forced_and_reported(simd):
+    with Classifier(4, "ours", simd=_path(simd)) as c:
+        assert c.simd == simd
+
+
+def test_simd_path_unknown_or_missing_is_a_clear_error(monkeypatch):
+    with pytest.raises(ValueError, match="unknown SIMD path"):
+        Classifier(4, simd="sse9")
+    monkeypatch.setenv("OFB_CLS_SIMD", "nope")
+    with pytest.raises(ValueError, match="ofb_cls_create refused"):
+        Classifier(4)
+
+
+@pytest.mark.parametrize("algo,bands,simd", [("ours", 0, "scalar"), ("ours", 0, "avx2"), ("ours", 0, "avx512"),
+                                             ("ours", 4, "scalar"), ("ours", 4, "avx2"), ("ours", 4, "avx512"),
+                                             ("ours", 32, None), ("tss", 0, None), ("linear", 0, None)])
+@pytest.mark.parametrize("key_len", [4, 13, 40])
+def test_differential_against_python_reference(algo, bands, simd, key_len):
+    """bands: OURS priority bands (0 = auto = 1 for a classifier filled by inserts);
+    simd: OURS' phase-1 path (None = the CPU's best); key_len 40 takes AVX2's gather path."""
+    if simd is not None:
+        _path(simd)
     rnd = random.Random(key_len * 7 + len(algo) + bands)
-    masks = [bytes(rnd.choice([0, 0xFF, rnd.randrange(256)]) for _ in range(key_len)) for _ in range(12)]
+    masks = [bytes(rnd.choice([0, 0xFF, rnd.randrange(256)]) if i < 8 or i >= key_len - 8 else 0
+                   for i in range(key_len)) for _ in range(12)]  # <= 2 words: the SIMD paths run
     alive = []
     # priorities 0..7 spread over bands 0..65535 would all land in one band: use 0..65535
     # with many repeats so that both ties and several bands occur
     prios = [rnd.randrange(65536) for _ in range(8)]
-    with Classifier(key_len, algo, bands=bands) as c:
+    with Classifier(key_len, algo, bands=bands, simd=simd) as c:
         for step in range(600):
             op = rnd.random()
             if op < 0.45:
@@ -64,7 +91,7 @@ def test_differential_against_python_reference(algo, bands, key_len):
         assert c.stats()["rules"] == len(alive)
 
 
-@pytest.mark.parametrize("algo", ["ours", "tss", "linear"])
+@pytest.mark.parametrize("algo", ["ours", "tss", "linear", "htrie", "sptrie", "hybrid"])
 def test_ties_earlier_insert_wins_and_delete_by_value(algo):
     with Classifier(4, algo) as c:
         a = c.insert(5, b"\x0a\x00\x00\x00", b"\xff\x00\x00\x00", 111)
@@ -108,9 +135,22 @@ def test_bad_params():
         c.lookup(b"\x00")
 
 
-def test_c_differential_and_concurrency_binary():
+@pytest.mark.parametrize("simd", binding.SIMD_PATHS)
+def test_c_differential_and_concurrency_binary(simd):
+    _path(simd)
     exe = binding.build_dir() / "dut" / "classifier" / "cls-test"
-    r = subprocess.run([str(exe), "--quick"], capture_output=True, text=True, timeout=120)
+    r = subprocess.run([str(exe), "--quick"], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "OFB_CLS_SIMD": simd})
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"simd path: {simd}" in r.stdout
+    assert "differential: 0 failures" in r.stdout and r.stdout.strip().endswith("OK")
+
+
+def test_c_differential_tries_binary():
+    """htrie/sptrie/hybrid against linear (and ours/tss) in C; the SP-Trie refuses cleanly
+    what exceeds its limit (never runs the box out of memory)."""
+    exe = binding.build_dir() / "dut" / "classifier" / "cls-test"
+    r = subprocess.run([str(exe), "--quick", "--tries"], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "differential: 0 failures" in r.stdout and r.stdout.strip().endswith("OK")
 
@@ -121,3 +161,51 @@ def test_bands_parameter_rounds_down_to_power_of_two(algo, asked, used):
     with Classifier(4, algo, bands=asked) as c:
         c.insert(1, b"\x01\x00\x00\x00", b"\xff\x00\x00\x00", 1)
         assert c.stats()["bands"] == used
+
+
+@pytest.mark.parametrize("algo,budget", [("htrie", 0), ("sptrie", 0), ("hybrid", 0), ("hybrid", 1 << 14),
+                                         ("hybrid", 1 << 30)])
+def test_tries_differential_against_python_reference(algo, budget):
+    """document 003's tries behind the API: inserts, deletes, batches, ties, vs the reference"""
+    rnd = random.Random(budget + len(algo))
+    masks = [bytes(rnd.choice([0, 0xFF, rnd.randrange(256)]) for _ in range(4)) for _ in range(10)]
+    alive = []
+    with Classifier(4, algo, mem_budget_bytes=budget) as c:
+        with c.batch():
+            for h in range(1, 101):
+                m = rnd.choice(masks)
+                v = bytes(rnd.randrange(256) & b for b in m)
+                prio = rnd.randrange(20)
+                alive.append((c.insert(prio, v, m, h), prio, v, m, h))
+        for step in range(60):
+            if rnd.random() < 0.3 and alive:
+                r = alive.pop(rnd.randrange(len(alive)))
+                assert c.delete_id(r[0])
+            elif rnd.random() < 0.5:
+                m = rnd.choice(masks)
+                v = bytes(rnd.randrange(256) & b for b in m)
+                prio = rnd.randrange(20)
+                alive.append((c.insert(prio, v, m, 1000 + step), prio, v, m, 1000 + step))
+            keys = [bytes(rnd.randrange(256) for _ in range(4)) for _ in range(10)]
+            keys += [bytes((kb & ~mb) | (vb & mb) for kb, vb, mb in zip(keys[i], r[2], r[3]))
+                     for i, r in enumerate(rnd.sample(alive, min(10, len(alive))))]
+            want = [ref_lookup(alive, k) for k in keys]
+            assert [c.lookup(k) for k in keys] == want
+            assert c.lookup_batch(keys) == want
+
+
+def test_sptrie_over_its_limit_fails_with_a_message_and_keeps_the_table():
+    rnd = random.Random(5)
+    rules = []
+    for h in range(1, 3001):  # rand()|rand()-like masks: the set-pruning trie explodes
+        m = bytes(rnd.randrange(256) | rnd.randrange(256) for _ in range(4))
+        rules.append((rnd.randrange(65536), bytes(rnd.randrange(256) & b for b in m), m, h))
+    with Classifier(4, "sptrie", mem_budget_bytes=1 << 20) as c:
+        first = c.insert(1, b"\x01\x00\x00\x00", b"\xff\x00\x00\x00", 7)
+        with pytest.raises(MemoryError, match="sptrie: the set-pruning trie of .* memory limit"):
+            c.build_bulk(rules)
+        assert c.lookup(b"\x01\x02\x03\x04") == (7, first)  # what was there still works
+        assert c.stats()["rules"] == 1
+    with Classifier(4, "hybrid", mem_budget_bytes=1 << 20) as c:  # the hybrid stays within budget
+        c.build_bulk(rules)
+        assert c.stats()["rules"] == 3000

@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#ifndef OFB_CLS_TRIE_H
+#define OFB_CLS_TRIE_H 1
+
+/*
+ * Document 003's tries (internal to the classifier library; classifier.h's
+ * OFB_CLS_ALGO_HTRIE / SPTRIE / HYBRID put them behind the public API).
+ * ======================================================================
+ *
+ * Goal: reproduce the document's algorithms as it describes them, to compare
+ * them with each other and with TSS/OURS on its own workload; not to be the
+ * fast default.
+ *
+ * One builder, three modes, over a key of key_len bytes read as bits, most
+ * significant bit of byte 0 first:
+ *  - HTRIE: Hierarchical Trie, 0, 1, * branching; a lookup follows the key's
+ *    0/1 child AND the * child (backtracking), visiting every node a key
+ *    can match.
+ *  - SPTRIE: Set-Pruning Trie: the rules of the * subtree are copied into the
+ *    0 and 1 subtrees at every node, so a lookup follows one path (no
+ *    backtracking); memory grows as O(2^L).
+ *  - HYBRID: H-Trie whose nodes are merged (the * subtree's rules pushed into
+ *    the 0/1 subtrees, as the SP-Trie does) node by node in breadth-first order
+ *    from the root, while the estimated size stays within a memory budget
+ *    (budget 0 = H-Trie, unlimited = SP-Trie).  The document's "root first,
+ *    breadth-first" choice.
+ *
+ * Node (16 bytes): the bit it branches on, which of the children 0, 1, * exist,
+ * the best rule that ends at it (all its remaining bits are *: every key that
+ * reaches the node matches it), and the best rule anywhere in its subtree
+ * (for pruning: a subtree whose best rule cannot beat the best match found so
+ * far is skipped).  Bits no rule of a node's set cares about are skipped (path
+ * compression of don't-care levels); a node left with one rule is a leaf that
+ * checks that rule's full value/mask.  Rules are numbered by rank (priority
+ * descending, then rule id ascending), so "better" is "smaller rank".  Rules
+ * that rank below the best rule ending at a node are dropped from its subtree
+ * (they can never win there).
+ *
+ * Layout: Double-Array style (a node's children are one contiguous block at
+ * node.base, child c at base + popcount(have & ((1 << c) - 1)), no pointers),
+ * blocks ordered by a van Emde Boas recursive layout of the block tree (top
+ * half of the levels, then each bottom subtree, recursively), so a root-to-
+ * leaf walk touches few cache lines.
+ *
+ * Immutable once built: the classifier rebuilds a trie from its rule list at
+ * each publish (one rebuild per insert/delete, or per batch) and swaps it in
+ * with RCU; lookups never block.  Updates therefore cost a rebuild (O(N log N)
+ * ... O(N 2^L) for the SP-Trie): the document's "insert as H-Trie first, merge
+ * later" incremental scheme is not implemented.
+ *
+ * Hybrid budget: a merge happens while (rule arrays + nodes built so far +
+ * 32 B per pending rule copy) stays within the budget; it is an estimate at
+ * decision time, and the finished trie ran 1.5-2.2x over it on the document's
+ * workload (copies keep splitting below merged nodes; measured, README.md).
+ *
+ * Limits: key_len <= 128 bytes (bit index fits 16 bits); 2^32-2 rules;
+ * the build fails (NULL, message in err) when the estimated size exceeds the
+ * budget (SP-Trie: mem_budget or 256 MiB by default) or memory runs out.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum ofb_trie_mode { OFB_TRIE_H = 0, OFB_TRIE_SP = 1, OFB_TRIE_HYBRID = 2 };
+
+struct ofb_trie;
+
+/* rules[i]: priority, id, handle, value words (masked) and mask words (nwk
+ * words each), in any order.  budget_bytes: HYBRID's merge budget; for SP the
+ * hard limit (0 = 256 MiB); for H unused.  On failure returns NULL and writes a
+ * message to err (errlen bytes). */
+struct ofb_trie_rule {
+    uint32_t prio, id;
+    uint64_t handle;
+    const uint64_t *value, *mask;
+};
+struct ofb_trie *ofb_trie_build(enum ofb_trie_mode mode, uint32_t key_len, const struct ofb_trie_rule *rules,
+                                size_t n, uint64_t budget_bytes, char *err, size_t errlen);
+void ofb_trie_free(struct ofb_trie *);
+size_t ofb_trie_bytes(const struct ofb_trie *);
+uint64_t ofb_trie_nodes(const struct ofb_trie *);
+uint64_t ofb_trie_merged(const struct ofb_trie *);  /* nodes whose * subtree was merged */
+/* best rule for the key given as words (key bytes memcpy'd into nwk = key_len/8
+ * rounded up uint64 words, zero padded): handle, id in *id_out (0 = none) */
+uint64_t ofb_trie_lookup(const struct ofb_trie *, const uint64_t *kw, uint32_t *id_out);
+
+#endif
