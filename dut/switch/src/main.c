@@ -2,7 +2,7 @@
  *
  * Usage: ofswitch <EAL args> -- --dpid 0x1 --controller tcp:127.0.0.1:6653
  *          --port 1=<dpdk port name or id> [--port 2=...] [--workers N]
- *          [--lookup simple] [--stats-sock PATH] [--idle-sleep-us N]
+ *          [--lookup trie|simple] [--stats-sock PATH] [--idle-sleep-us N]
  */
 #include <errno.h>
 #include <getopt.h>
@@ -44,7 +44,7 @@ static void on_signal(int sig)
 static __rte_noreturn void usage(const char *why)
 {
 	fprintf(stderr, "ofswitch: %s\nusage: ofswitch <EAL args> -- --dpid HEX --controller "
-		"tcp:HOST:PORT --port OFPORT=DEVNAME|ID [...] [--workers N] [--lookup simple] "
+		"tcp:HOST:PORT --port OFPORT=DEVNAME|ID [...] [--workers N] [--lookup trie|simple] "
 		"[--stats-sock PATH] [--idle-sleep-us N]\n", why);
 	exit(2);
 }
@@ -58,7 +58,13 @@ static void parse_args(int argc, char **argv)
 	int c;
 	ofs_dp.dpid = 1;
 	ofs_dp.n_workers = 1;
+	/* One default with the profile schema and the launcher (dut/profiles/schema.py
+	 * DEFAULT_LOOKUP): the classifier's, where the switch is built with it. */
+#ifdef OFS_HAVE_CLASSIFIER
+	ofs_dp.lookup_ops = &ofs_lookup_trie;
+#else
 	ofs_dp.lookup_ops = &ofs_lookup_simple;
+#endif
 	strcpy(agent_cfg.host, "127.0.0.1");
 	agent_cfg.port = 6653;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
