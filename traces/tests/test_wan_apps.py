@@ -85,9 +85,16 @@ def test_report_summary_reductions_and_model_error():
 def test_sender_receiver_over_loopback(tmp_path):
     """Both programs end to end on 127.0.0.1: every message arrives and is timed."""
     import subprocess, sys, time
+    import socket
+    socks = [socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for _ in range(2)]
+    for s in socks:  # free UDP ports: fixed ones collided with a concurrent run of this test
+        s.bind(("127.0.0.1", 0))
+    pa, pb = (s.getsockname()[1] for s in socks)
+    for s in socks:
+        s.close()
     scn = tmp_path / "s.yaml"
-    scn.write_text("apps:\n  - {name: a, length_bytes: 20000, interval_ms: 20, deadline_ms: 50, udp_port: 47901}\n"
-                   "  - {name: b, length_bytes: 500, interval_ms: 10, deadline_ms: 50, udp_port: 47902}\n")
+    scn.write_text(f"apps:\n  - {{name: a, length_bytes: 20000, interval_ms: 20, deadline_ms: 50, udp_port: {pa}}}\n"
+                   f"  - {{name: b, length_bytes: 500, interval_ms: 10, deadline_ms: 50, udp_port: {pb}}}\n")
     recv_csv, sent_csv, ready = tmp_path / "r.csv", tmp_path / "s.csv", tmp_path / "ready"
     py = [sys.executable, "-m", "traces.wan_apps"]
     rp = subprocess.Popen(py + ["recv", "--scenario", str(scn), "--out", str(recv_csv), "--ready-file", str(ready)])
