@@ -151,3 +151,29 @@ def test_negative_quick(lab, profile, results, progress):
         runs[kind], infos[kind] = _run_switch(lab, kind, cases, progress)
     _check_and_report(results, runs, infos, cases, "quick_",
                       "OF1.3 negative conformance (quick subset)")
+
+
+# The refusals ofbench does not make yet (issue 15): set-field prerequisites need the actions
+# before the set-field taken into account (a push_vlan / push_mpls makes its fields valid), and
+# a group chain's loop needs a walk of the groups. A fix removes its name here.
+OFBENCH_NOT_YET = {"set_field_prereq_not_in_match", "set_field_prereq_wrong_proto",
+                   "packet_out_set_field_prereq", "group_loop"}
+
+
+@pytest.mark.quick
+@pytest.mark.features("netns")
+def test_ofbench_answers_every_other_case_as_the_spec_says(lab, profile, progress):
+    """A regression guard on the switch under test alone (about 1-4 s): every case of the
+    catalogue answered as OpenFlow 1.3.5 says, but for the named ones not done yet."""
+    why = switch_available("ofbench", profile)
+    if why:
+        pytest.skip(why)
+    cases = nc.catalogue()
+    outs, info = _run_switch(lab, "ofbench", cases, progress)
+    assert info["alive_at_end"], info["log_tail"]
+    wrong = [f"{o.case.name}: {o.cls} ({o.note})" for o in outs
+             if o.cls != nr.AS_SPEC and o.case.name not in OFBENCH_NOT_YET]
+    assert not wrong, "not answered as the spec says:\n" + "\n".join(wrong)
+    fixed = sorted(o.case.name for o in outs
+                   if o.cls == nr.AS_SPEC and o.case.name in OFBENCH_NOT_YET)
+    assert not fixed, f"now answered as the spec says, remove from OFBENCH_NOT_YET: {fixed}"

@@ -922,6 +922,9 @@ static void handle_meter_mod(struct obuf *out, const uint8_t *msg, size_t len)
 			bd->prec_level = b[12];
 			if (bd->type != OFPMBT_DROP && bd->type != OFPMBT_DSCP_REMARK)
 				e = OFS_ERR(OFPET_METER_MOD_FAILED, OFPMMFC_BAD_BAND);
+			else if (bd->type == OFPMBT_DSCP_REMARK && bd->prec_level > 63)
+				/* a 6-bit DSCP has no precedence level above 63 */
+				e = OFS_ERR(OFPET_METER_MOD_FAILED, OFPMMFC_BAD_BAND_VALUE);
 			else if (bd->rate == 0)
 				e = OFS_ERR(OFPET_METER_MOD_FAILED, OFPMMFC_BAD_RATE);
 			/* bucket depth: the burst when given, else 500 ms worth of the rate, so a
@@ -936,6 +939,8 @@ static void handle_meter_mod(struct obuf *out, const uint8_t *msg, size_t len)
 			bd->tokens = bd->depth;
 			o += rd16(b + 2);
 		}
+		if (!e && m->n_bands == 0) /* 5.7: a meter is its bands; none is no meter */
+			e = OFS_ERR(OFPET_METER_MOD_FAILED, OFPMMFC_BAD_BAND);
 	}
 	if (e) {
 		ofs_send_error(out, msg, len, e);
@@ -1437,6 +1442,8 @@ void ofs_send_packet_in(struct obuf *out, const struct ofs_pin *pin)
 	msg_end(out, at);
 }
 
+#define OFS_ETH_HDR_LEN 14u
+
 static void handle_packet_out(struct obuf *out, const uint8_t *msg, size_t len)
 {
 	/* ofp_packet_out: header 8, buffer_id 4, in_port 4, actions_len 2, pad 6 = 24 */
@@ -1465,8 +1472,11 @@ static void handle_packet_out(struct obuf *out, const uint8_t *msg, size_t len)
 		return;
 	}
 	size_t dlen = len - 24 - alen;
-	if (dlen == 0 || dlen > OFS_MAX_PKT)
+	if (dlen < OFS_ETH_HDR_LEN || dlen > OFS_MAX_PKT) {
+		/* 7.3.7: no buffer and no frame, or less than an Ethernet header, is no packet */
+		ofs_send_error(out, msg, len, OFS_ERR(OFPET_BAD_REQUEST, OFPBRC_BAD_PACKET));
 		return;
+	}
 	if (!ofs_dp.pout_ring)
 		return;
 	struct ofs_pout *po = malloc(sizeof(*po) + alen + dlen);
@@ -1591,20 +1601,31 @@ int ofs_handle_msg(struct obuf *out, const uint8_t *msg, size_t len)
 			return 0;
 		}
 		if (memcmp(msg + 16, ofs_dp.ports[pi].mac, 6) != 0) {
-			ofs_send_error(out, msg, len, OFS_ERR(OFPET_PORT_MOD_FAILED, 1 /* BAD_HW_ADDR */));
+			ofs_send_error(out, msg, len, OFS_ERR(OFPET_PORT_MOD_FAILED, OFPPMFC_BAD_HW_ADDR));
 			return 0;
 		}
-		uint32_t cfg = rd32(msg + 24), mask = rd32(msg + 28);
+		uint32_t cfg = rd32(msg + 24), mask = rd32(msg + 28), adv = rd32(msg + 32);
+		if ((cfg | mask) & ~OFPPC_ALL) {
+			ofs_send_error(out, msg, len, OFS_ERR(OFPET_PORT_MOD_FAILED, OFPPMFC_BAD_CONFIG));
+			return 0;
+		}
+		if (adv & ~OFPPF_ALL) {
+			ofs_send_error(out, msg, len, OFS_ERR(OFPET_PORT_MOD_FAILED, OFPPMFC_BAD_ADVERTISE));
+			return 0;
+		}
 		uint32_t old = ofs_dp.ports[pi].config;
-		ofs_dp.ports[pi].config = (old & ~mask) | (cfg & mask & 0x65);
+		ofs_dp.ports[pi].config = (old & ~mask) | (cfg & mask);
 		if (ofs_dp.ports[pi].config != old)
 			ofs_send_port_status(out, (unsigned)pi, OFPPR_MODIFY);
 		return 0;
 	}
 	case OFPT_TABLE_MOD:
+		if (role == OFPCR_ROLE_SLAVE) goto slave;
 		if (len != 16) goto bad_len;
 		if (msg[8] >= OFS_N_TABLES && msg[8] != OFPTT_ALL)
 			ofs_send_error(out, msg, len, OFS_ERR(OFPET_TABLE_MOD_FAILED, OFPTMFC_BAD_TABLE));
+		else if (rd32(msg + 12) & ~OFPTC_DEPRECATED_MASK)
+			ofs_send_error(out, msg, len, OFS_ERR(OFPET_TABLE_MOD_FAILED, OFPTMFC_BAD_CONFIG));
 		return 0;
 	case OFPT_MULTIPART_REQUEST:
 		ofs_commit();

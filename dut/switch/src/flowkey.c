@@ -255,6 +255,7 @@ void ofs_key_extract(const uint8_t *pkt, uint32_t len, struct ofs_key *k,
 static bool value_ok(int field, const uint8_t *v)
 {
 	switch (field) {
+	case OXM_IN_PORT: return rd32(v) != 0 && rd32(v) != OFPP_ANY; /* 7.2.3.7: no such port */
 	case OXM_VLAN_VID: return rd16(v) <= 0x1fff;
 	case OXM_VLAN_PCP: case OXM_MPLS_TC: return v[0] <= 7;
 	case OXM_IP_DSCP: return v[0] <= 63;
@@ -302,6 +303,10 @@ uint32_t ofs_match_parse(const uint8_t *buf, size_t avail, struct ofs_match *m,
 			return OFS_ERR(OFPET_BAD_MATCH, OFPBMC_BAD_VALUE);
 		uint8_t *kv = (uint8_t *)&m->value + fi->key_ofs;
 		uint8_t *km = (uint8_t *)&m->mask + fi->key_ofs;
+		/* 7.2.3.5: a value bit set where the mask is 0 is refused, not silently cleared */
+		for (int i = 0; hasmask && i < fi->len; i++)
+			if (v[i] & ~v[fi->len + i])
+				return OFS_ERR(OFPET_BAD_MATCH, OFPBMC_BAD_WILDCARDS);
 		for (int i = 0; i < fi->len; i++) {
 			km[i] = hasmask ? v[fi->len + i] : 0xff;
 			kv[i] = v[i] & km[i];
