@@ -57,6 +57,23 @@ def sshd_config(address: str, port: int, host_key: Path, authorized: Path, pid_f
         "MaxSessions 64", "MaxStartups 64:30:128", ""])
 
 
+def clean_shell_argv(argv: list[str], state_dir: Path, home: Path | None = None) -> list[str]:
+    """``argv`` in a private mount namespace where the user's shell start-up files read as
+    empty, so an emulated host's sessions start clean, as on a fresh lab host (pure).
+
+    sshd runs every command through the user's login shell, and Debian's bash reads
+    ~/.bashrc for commands from sshd: this box's root runs ``pyenv init`` there (350 ms a
+    command), and a shell killed during its ``pyenv rehash`` leaves a lock that makes every
+    later shell wait 60 s. The mount is private (unshare's default), the box's own files and
+    shells are untouched."""
+    home = home or Path(os.path.expanduser("~"))
+    empty = state_dir / "empty-rc"
+    binds = " && ".join(f"{{ [ ! -e {home / rc} ] || mount --bind {empty} {home / rc}; }}"
+                        for rc in (".bashrc", ".profile", ".bash_profile"))
+    return ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+            f": > {empty} && {binds} && exec \"$@\"", "sh", *[str(a) for a in argv]]
+
+
 def segment_of(hosts: dict, where: str) -> ipaddress.IPv4Network:
     """The /24 all hosts share, whose .1 is this machine's side (pure; errors name keys)."""
     nets = set()
@@ -159,7 +176,8 @@ class EmulatedLab:
             pub = Path(f"{host_key}.pub").read_text().split()
             addr = h["address"]
             known_lines.append(f"{addr if port == 22 else f'[{addr}]:{port}'} {pub[0]} {pub[1]}")
-            self.sup.start(f"sshd-{role}", [SSHD, "-D", "-e", "-f", cfg], netns=ns,
+            self.sup.start(f"sshd-{role}", clean_shell_argv([SSHD, "-D", "-e", "-f", cfg],
+                                                            self.state_dir), netns=ns,
                            ready=lambda a=addr, p=port: _accepts(a, p), ready_timeout_s=15)
         known = self.profile.data["lab"].get("known_hosts")
         if not known:

@@ -130,12 +130,36 @@ def links_topology(lab, profile, *, name: str = "links", flows: int = 1,
             if time.monotonic() > deadline:
                 raise LabError(f"the controller did not install the flows in {timeout_s:.0f} s")
             time.sleep(0.2)
+        warm_up(topo, timeout_s)
         # 64 B frames take 84 B on the wire; without a stated speed, memif has no line rate.
         topo.max_rate_pps = min(s for s in speeds) * 1e6 / (84 * 8) if all(speeds) else 20e6
     except BaseException:
         topo.close()
         raise
     return topo
+
+
+def warm_up(topo: LinksTopology, timeout_s: float = 30.0, frames: int = 32) -> int:
+    """Exchange a few frames both ways until every one comes back: a generator sees its link
+    up before the switch's agent does (it polls link state on its 100 ms tick and drops what
+    it would send to a port it still thinks down), so traffic measured right after "link up"
+    lost its first ~70 ms. Returns the number of tries; raises LabError on a path that never
+    forwards."""
+    from drivers.trafficgen.model import Stream
+    deadline = time.monotonic() + timeout_s
+    tries = 0
+    while True:
+        tries += 1
+        c = topo.gen.run([Stream("warm-ab", topo.tx_port, rx_port=topo.rx_port, frame_size=64,
+                                 rate_pps=1000, count=frames),
+                          Stream("warm-ba", topo.rx_port, rx_port=topo.tx_port, frame_size=64,
+                                 rate_pps=1000, count=frames)], drain_s=0.2)
+        if all(c.streams[n].rx == c.streams[n].tx == frames for n in ("warm-ab", "warm-ba")):
+            return tries
+        if time.monotonic() > deadline:
+            raise LabError(f"the links do not forward both ways after {timeout_s:.0f} s "
+                           f"({tries} warm-up exchanges of {frames} frames)")
+        time.sleep(0.1)
 
 
 def _start_softgen(topo: LinksTopology, host, name: str, plan: list[dict], profile,
