@@ -222,6 +222,18 @@ class EmulatedLab:
         remove_dpdk_runtime(self.short)
         shutil.rmtree(self.state_dir, ignore_errors=True)
         if self._lock is not None:
+            # this run's keys and link sockets go with it (the lock file, empty, stays)
+            for h in self.hosts.values():
+                if h.get("key_file"):
+                    for p in (Path(h["key_file"]).expanduser(),
+                              Path(f"{Path(h['key_file']).expanduser()}.pub")):
+                        p.unlink(missing_ok=True)
+            known = self.profile.data["lab"].get("known_hosts")
+            if known:
+                Path(known).unlink(missing_ok=True)
+            for d in self._socket_dirs():
+                for sock in d.glob("*.sock"):
+                    sock.unlink(missing_ok=True)
             self._lock.close()
             self._lock = None
 
