@@ -5,6 +5,8 @@
 #   scripts/build_trex.sh             build if needed, link tools/trex; exit 0 even if the build
 #                                     fails (the reason is printed and recorded; TRex tests skip)
 #   scripts/build_trex.sh --locate    print the cached runtime dir for this source+CPU, or exit 1
+#   scripts/build_trex.sh --source    print the source it would build from: "<kind> <path>"
+#                                     (kind tarball, dir or git), e.g. for a lab host to copy
 #
 # Source, first found: $OFBENCH_TREX_SRC (a directory or a .tar.xz/.tar.gz), else
 # ../shared/vendor/trex-core-v3.08.tar.xz beside the repo, else a shallow clone of the official
@@ -36,6 +38,7 @@ APT_NEEDED=(build-essential zlib1g-dev python3 binutils xz-utils git ca-certific
 
 MODE=build
 [[ ${1:-} == --locate ]] && MODE=locate
+[[ ${1:-} == --source ]] && MODE=source
 
 # ---- source and key -----------------------------------------------------------------------------
 vendored_tarball() {
@@ -65,6 +68,11 @@ elif vendored=$(vendored_tarball) ; then
   src_kind=tarball src_path=$vendored src_commit=$TREX_COMMIT
 else
   src_kind=git src_path=$TREX_REPO src_commit=$TREX_COMMIT
+fi
+
+if [[ $MODE == source ]]; then
+  echo "$src_kind $src_path"
+  exit 0
 fi
 
 source_hash() {

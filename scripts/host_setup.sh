@@ -4,6 +4,8 @@
 # a second run checks and changes nothing (about a second).
 #   scripts/host_setup.sh            apt packages to build and run the C parts + hugepages
 #   scripts/host_setup.sh hugepages  only the hugepages
+#   scripts/host_setup.sh apt PKG...  install those of PKG... that are missing, print them
+#                                     (scripts/setup.sh's own package list goes through it)
 # Packages: DPDK 22.11 (dev), meson, ninja, a C toolchain, libpcap/libnuma/libbsd, rsync.
 # Hugepages: OFBENCH_HUGEPAGES x 2 MB (default 2048) and a hugetlbfs mount at
 # /dev/hugepages-ofbench; where that fails a warning, and DPDK processes run --no-huge.
@@ -11,19 +13,28 @@ set -euo pipefail
 say() { printf '[host-setup] %s\n' "$*"; }
 MODE=${1:-all}
 
-if [[ $MODE == all ]]; then
-  PKGS=(dpdk libdpdk-dev meson ninja-build pkg-config build-essential libpcap-dev libnuma-dev
-        libbsd-dev python3 rsync iproute2 procps)
-  missing=()
-  for p in "${PKGS[@]}"; do
+# Installs those of the given packages that are missing; prints the ones it installed.
+apt_install_missing() {
+  local missing=() p
+  for p in "$@"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
   done
-  if ((${#missing[@]})); then
-    say "apt: installing ${missing[*]}"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-  fi
+  ((${#missing[@]})) || return 0
+  say "apt: installing ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  printf '%s\n' "${missing[@]}"
+}
+
+if [[ $MODE == apt ]]; then
+  shift
+  apt_install_missing "$@"
+  exit 0
+fi
+if [[ $MODE == all ]]; then
+  apt_install_missing dpdk libdpdk-dev meson ninja-build pkg-config build-essential libpcap-dev \
+    libnuma-dev libbsd-dev python3 rsync iproute2 procps >/dev/null
 fi
 
 HUGE_DIR=/dev/hugepages-ofbench

@@ -22,20 +22,13 @@ APT_PACKAGES=(
 )
 
 # ---- 1. apt ----------------------------------------------------------------------------------
-missing=()
-for p in "${APT_PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  say "apt: installing ${missing[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+installed=$(bash scripts/host_setup.sh apt "${APT_PACKAGES[@]}" 2> >(sed 's/^\[host-setup\]/[setup]/' >&2))
+if [[ -n $installed ]]; then
   # We start OVS by hand with our own dirs per run; the distro service must not hold the db.
   systemctl disable --now openvswitch-switch >/dev/null 2>&1 || true
   # openssh-server is here for the emulated lab, whose hosts run sshd of their own in their
   # namespaces; a freshly installed distro sshd must not listen on this box's addresses.
-  if [[ " ${missing[*]} " == *" openssh-server "* ]]; then
+  if grep -qx openssh-server <<<"$installed"; then
     systemctl disable --now ssh >/dev/null 2>&1 || true
   fi
 else

@@ -19,7 +19,8 @@ import time
 from dataclasses import dataclass, field
 
 from drivers.lab.base import LabError
-from drivers.lab.switches import SwitchHandle, controller_host, start_controller, start_switch, switch_host
+from drivers.lab.switches import (SwitchHandle, controller_host, section_host, start_controller,
+                                  start_switch, switch_host)
 
 
 def link_plan(profile) -> list[dict]:
@@ -50,12 +51,6 @@ def generator_lcores(spec: str | None, fallback: tuple[int, int] = (0, 1)) -> tu
     if len(cores) == 1:
         return cores[0], cores[0]
     return fallback
-
-
-def generator_host(lab):
-    if getattr(lab, "kind", "local") == "local":
-        return lab
-    return lab.host(lab.role_of("generator"))
 
 
 def why_not(profile) -> str | None:
@@ -96,7 +91,8 @@ def links_topology(lab, profile, *, name: str = "links", flows: int = 1,
     if why:
         raise LabError(why)
     plan = link_plan(profile)[:2]
-    sw_host, ctl_host, gen_host = switch_host(lab), controller_host(lab), generator_host(lab)
+    sw_host, ctl_host = switch_host(lab), controller_host(lab)
+    gen_host = section_host(lab, "generator")
     sw_ports = profile.switch["ports"]
     done = ctl_host.sock_path(f"{name}-p2p.flows")
     cfg = ctl_host.sock_path(f"{name}-p2p.yaml")

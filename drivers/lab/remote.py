@@ -57,23 +57,14 @@ def check_reachable(role: str, host: dict, where: str, timeout_s: float = 5.0) -
 
 
 def local_trex_source() -> Path | None:
-    """The TRex source this machine builds from (scripts/build_trex.sh's order): env
-    OFBENCH_TREX_SRC (a file), else ../shared/vendor/trex-core-v3.08.tar.xz beside the clone
-    or beside a worktree's main clone; None when only the official repository is left."""
+    """The TRex archive this machine builds from (scripts/build_trex.sh --source: env
+    OFBENCH_TREX_SRC, else the vendored tarball); None when it would clone the official
+    repository or build from a directory, which a lab host then fetches on its own."""
     from harness.paths import REPO
-    if os.environ.get("OFBENCH_TREX_SRC"):
-        p = Path(os.environ["OFBENCH_TREX_SRC"])
-        return p if p.is_file() else None
-    roots = [REPO]
-    common = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--path-format=absolute",
-                             "--git-common-dir"], capture_output=True, text=True).stdout.strip()
-    if common:
-        roots.append(Path(common).parent)
-    for r in roots:
-        p = r.parent / "shared" / "vendor" / "trex-core-v3.08.tar.xz"
-        if p.is_file():
-            return p.resolve()
-    return None
+    cp = subprocess.run(["bash", str(REPO / "scripts" / "build_trex.sh"), "--source"],
+                        capture_output=True, text=True)
+    kind, _, path = cp.stdout.strip().partition(" ")
+    return Path(path) if cp.returncode == 0 and kind == "tarball" else None
 
 
 def controller_id() -> str:

@@ -128,11 +128,17 @@ def start_switch(lab, kind: str, *, name: str, ports: list[tuple[int, str]],
     raise ValueError(f"unknown switch kind {kind!r}")
 
 
-def switch_host(lab):
-    """The host that runs the profile's switch (a local lab: this box)."""
+def section_host(lab, section: str):
+    """The host that runs the profile's ``section`` (switch, generator: its ``host`` role);
+    every role of a local lab is this box."""
     if getattr(lab, "kind", "local") == "local":
         return lab
-    return lab.host(lab.role_of("switch"))
+    return lab.host(lab.role_of(section))
+
+
+def switch_host(lab):
+    """The host that runs the profile's switch (a local lab: this box)."""
+    return section_host(lab, "switch")
 
 
 def controller_host(lab):
