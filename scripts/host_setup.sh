@@ -6,7 +6,8 @@
 #   scripts/host_setup.sh hugepages  only the hugepages
 #   scripts/host_setup.sh apt PKG...  install those of PKG... that are missing, print them
 #                                     (scripts/setup.sh's own package list goes through it)
-# Packages: DPDK 22.11 (dev), meson, ninja, a C toolchain, libpcap/libnuma/libbsd, rsync.
+# Packages: DPDK 22.11 (dev), meson, ninja, a C toolchain, libpcap/libnuma/libbsd, rsync,
+# ethtool and Open vSwitch (the conformance tester).
 # Hugepages: OFBENCH_HUGEPAGES x 2 MB (default 2048) and a hugetlbfs mount at
 # /dev/hugepages-ofbench; where that fails a warning, and DPDK processes run --no-huge.
 set -euo pipefail
@@ -34,7 +35,7 @@ if [[ $MODE == apt ]]; then
 fi
 if [[ $MODE == all ]]; then
   apt_install_missing dpdk libdpdk-dev meson ninja-build pkg-config build-essential libpcap-dev \
-    libnuma-dev libbsd-dev python3 rsync iproute2 procps >/dev/null
+    libnuma-dev libbsd-dev python3 rsync iproute2 procps ethtool openvswitch-switch >/dev/null
 fi
 
 HUGE_DIR=/dev/hugepages-ofbench

@@ -108,6 +108,16 @@ def test_a_pci_address_not_on_the_host_is_named(emu):
         _open(_profile(tmp, switch={"ports": {"p1": {"pci": "0000:99:1f.7"}}}), tmp=tmp)
 
 
+def test_a_conformance_cable_not_on_the_host_is_named(emu):
+    tmp, _ = emu
+    conf = {"tester_host": "switch", "links": [{"tester": "lo", "switch": "lo"},
+                                               {"tester": "lo2", "switch": "nocable2"},
+                                               {"tester": "lo3", "switch": "nocable3"}]}
+    with pytest.raises(LabError, match=r"conformance.links\[1\].tester: 'lo2' is not a "
+                                       r"network interface on switch \(198.18.7.2\)"):
+        _open(_profile(tmp, conformance=conf), tmp=tmp)
+
+
 def test_authentication_failure_names_the_key_file(emu):
     tmp, _ = emu
     other = tmp / "other_key"

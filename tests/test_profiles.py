@@ -16,6 +16,11 @@ GOOD = {
 }
 
 
+REMOTE = {"kind": "remote", "hosts": {"controller": {"address": "198.18.0.3"}}}
+CONF = {"tester_host": "controller", "links": [{"tester": f"t{i}", "switch": f"s{i}"}
+                                               for i in (1, 2, 3)]}
+
+
 def write(tmp_path, data, name="bad.yaml"):
     p = tmp_path / name
     p.write_text(data if isinstance(data, str) else yaml.safe_dump(data))
@@ -65,6 +70,18 @@ def test_good_profile_gets_defaults(tmp_path):
     (lambda d: d.update(peers=["ovs"]), "peers", "already the profile's switch"),
     (lambda d: d["controller"].update(port=70000) if "controller" in d
      else d.update(controller={"port": 70000}), "controller.port", "out of range"),
+    (lambda d: d.update(conformance=CONF), "conformance.tester_host",
+     "'controller' is not a host in lab.hosts"),
+    (lambda d: d.update(lab=REMOTE, conformance={**CONF, "links": CONF["links"][:2]}),
+     "conformance.links", "three cables"),
+    (lambda d: d.update(lab=REMOTE, conformance={**CONF, "links": [
+        {"tester": "t1", "switch": "s1"}, {"tester": "t1", "switch": "s2"},
+        {"tester": "t3", "switch": "s3"}]}), "conformance.links", "cabled twice"),
+    (lambda d: d.update(lab=REMOTE, conformance={**CONF, "links": [
+        {"tester": "t1", "switch": "a very long name"}, *CONF["links"][1:]]}),
+     "conformance.links[0].switch", "not a kernel interface name"),
+    (lambda d: d.update(lab=REMOTE, conformance={"links": CONF["links"]}),
+     "conformance.tester_host", "required key is missing"),
 ])
 def test_bad_profile_names_file_and_key(tmp_path, bad, key, words):
     path = write(tmp_path, mutate(bad))

@@ -10,7 +10,9 @@ What the profile says is built, nothing more:
     this machine (the controlling side) joins it through one veth with the segment's ``.1``
     address, so the only route it gains is to the lab's own /24 inside our namespaces;
   * the user key (``lab.hosts.<role>.key_file``) and ``lab.known_hosts`` are generated per run
-    at the paths the profile names; the folders of the links' unix sockets are created.
+    at the paths the profile names; the folders of the links' unix sockets are created;
+  * ``conformance.links`` are veth pairs from the tester host's namespace to the switch
+    host's (the three cables os-ken's switch test tool needs).
 
 The hosts share this box's file system and CPUs: links between them are memif / vhost-user
 sockets under the paths the profile gives (a real lab has cables there instead).
@@ -179,6 +181,7 @@ class EmulatedLab:
             self.sup.start(f"sshd-{role}", clean_shell_argv([SSHD, "-D", "-e", "-f", cfg],
                                                             self.state_dir), netns=ns,
                            ready=lambda a=addr, p=port: _accepts(a, p), ready_timeout_s=15)
+        self._cable_conformance()
         known = self.profile.data["lab"].get("known_hosts")
         if not known:
             raise LabError(f"{self.where}: lab.known_hosts: an emulated lab names the file its "
@@ -189,6 +192,20 @@ class EmulatedLab:
             d.mkdir(parents=True, exist_ok=True)
             for stale in d.glob("*.sock"):
                 stale.unlink(missing_ok=True)
+
+    def _cable_conformance(self) -> None:
+        """The conformance cables (profile ``conformance.links``): a veth pair per link from
+        the tester host's namespace to the switch host's, as a real lab has three cables."""
+        conf = self.profile.data.get("conformance")
+        if not conf:
+            return
+        tester = self.namespace(conf["tester_host"])
+        switch = self.namespace(self.profile.data["switch"].get("host") or "switch")
+        for link in conf["links"]:
+            _run(["ip", "link", "add", link["tester"], "netns", tester, "type", "veth",
+                  "peer", "name", link["switch"], "netns", switch])
+            for ns, ifname in ((tester, link["tester"]), (switch, link["switch"])):
+                _run(["ip", "-n", ns, "link", "set", ifname, "up"])
 
     def _add_ns(self, tag: str) -> str:
         ns = f"ofb-{self.short}-{tag}"

@@ -127,8 +127,13 @@ def links_topology(lab, profile, *, name: str = "links", flows: int = 1,
                 raise LabError(f"the controller did not install the flows in {timeout_s:.0f} s")
             time.sleep(0.2)
         warm_up(topo, timeout_s)
-        # 64 B frames take 84 B on the wire; without a stated speed, memif has no line rate.
+        # 64 B frames take 84 B on the wire; without a stated speed, memif has no line rate;
+        # never above what the generator's own port carries (TRex reports its port speed)
+        from drivers.trafficgen.frames import line_rate_pps
         topo.max_rate_pps = min(s for s in speeds) * 1e6 / (84 * 8) if all(speeds) else 20e6
+        gen_port = topo.gen.ports().get(topo.tx_port)
+        if gen_port is not None and gen_port.speed_mbps:
+            topo.max_rate_pps = min(topo.max_rate_pps, line_rate_pps(gen_port.speed_mbps, 64))
     except BaseException:
         topo.close()
         raise

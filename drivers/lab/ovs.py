@@ -6,6 +6,8 @@ bridge management sockets collide with any other OVS on the box). Both daemons r
 foreground under the lab's supervisor, so they are stopped with the run and recorded for the
 stale-run cleanup. ``ovs-vswitchd`` runs inside ``netns`` when given, so the netdev datapath
 sees that namespace's veths (put the controller in the same namespace: its loopback differs).
+``host`` (a lab host: drivers/lab/base.Host) runs it on a lab host over the Lab protocol (the
+conformance tester on a remote lab); the default is this box (the local lab).
 
 Kinds: ``ovs`` = userspace netdev datapath (Debian's ovs-vswitchd); ``ovs-dpdk`` = Debian's
 ovs-vswitchd-dpdk with dpdk-init (it always adds --in-memory, so it gets hugepages, not
@@ -13,11 +15,9 @@ ovs-vswitchd-dpdk with dpdk-init (it always adds --in-memory, so it gets hugepag
 """
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 
-from drivers.lab.local import LabError, run
+from drivers.lab.base import LabError
 
 OVS_VSWITCHD = "/usr/lib/openvswitch-switch/ovs-vswitchd"
 OVS_VSWITCHD_DPDK = "/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk"
@@ -27,10 +27,11 @@ OVS_SCHEMA = "/usr/share/openvswitch/vswitch.ovsschema"
 class OvsInstance:
     def __init__(self, lab, name: str = "ovs", *, dpdk: bool = False, netns: str | None = None,
                  dpdk_mem_mb: int = 256, dpdk_lcore: int | None = None,
-                 pmd_cpu_mask: str | None = None):
+                 pmd_cpu_mask: str | None = None, host=None):
         self.lab, self.name, self.dpdk, self.netns = lab, name, dpdk, netns
+        self.host = host if host is not None else lab
         self.dpdk_mem_mb, self.dpdk_lcore, self.pmd_cpu_mask = dpdk_mem_mb, dpdk_lcore, pmd_cpu_mask
-        self.dir = Path(lab.state_dir) / f"ovs-{name}"
+        self.dir = Path(self.host.state_dir) / f"ovs-{name}"
         self.db_sock = self.dir / "db.sock"
         self.env = {"OVS_RUNDIR": str(self.dir), "OVS_LOGDIR": str(self.dir),
                     "OVS_DBDIR": str(self.dir), "OVS_SYSCONFDIR": str(self.dir)}
@@ -43,24 +44,26 @@ class OvsInstance:
 
     # ---- lifecycle ----------------------------------------------------------------------------
     def start(self) -> "OvsInstance":
-        self.dir.mkdir(parents=True, exist_ok=True)
+        host = self.host
+        host.run(["mkdir", "-p", self.dir])
         db = self.dir / "conf.db"
         # A new instance starts from an empty database even when an earlier one of this run had
         # the same name (its bridges would clash: "a bridge named ... already exists"); a
         # restart of this same instance keeps its configuration.
         if not self._db_created:
-            db.unlink(missing_ok=True)
-            run(["ovsdb-tool", "create", db, OVS_SCHEMA])
+            host.run(["rm", "-f", db])
+            host.run(["ovsdb-tool", "create", db, OVS_SCHEMA])
             self._db_created = True
-        sup = self.lab.supervisor
-        self.procs.append(sup.start(
+        self.procs.append(host.start(
             f"{self.name}-ovsdb",
             ["ovsdb-server", db, f"--remote=punix:{self.db_sock}",
              f"--unixctl={self.dir / 'ovsdb-server.ctl'}", "--no-chdir", "-vconsole:warn",
              f"--log-file={self.dir / 'ovsdb-server.log'}"],
-            env=self.env, ready=self.db_sock.exists, ready_timeout_s=15))
+            env=self.env, ready=lambda: host.exists(self.db_sock), ready_timeout_s=15))
         self.vsctl("--no-wait", "init")
         if self.dpdk:
+            if host is not self.lab:
+                raise LabError(f"ovs-dpdk on a lab host ({host.role}) is not supported yet")
             if not getattr(self.lab, "use_hugepages", True):
                 raise LabError("ovs-dpdk needs hugepages (ovs-vswitchd-dpdk always adds "
                                "--in-memory, which cannot run with --no-huge); none usable")
@@ -77,7 +80,7 @@ class OvsInstance:
                          if self.pmd_cpu_mask else []))
         binary = OVS_VSWITCHD_DPDK if self.dpdk else OVS_VSWITCHD
         ctl = self.dir / "ovs-vswitchd.ctl"
-        self.procs.append(self.lab.supervisor.start(
+        self.procs.append(host.start(
             f"{self.name}-vswitchd",
             [binary, f"unix:{self.db_sock}", f"--unixctl={ctl}", "--no-chdir",
              "-vconsole:warn", f"--log-file={self.dir / 'ovs-vswitchd.log'}"],
@@ -86,15 +89,12 @@ class OvsInstance:
         return self
 
     def _appctl_ok(self, ctl: Path) -> bool:
-        if not ctl.exists():
-            return False
-        cp = subprocess.run(["ovs-appctl", "-t", str(ctl), "version"], capture_output=True,
-                            env={**os.environ, **self.env}, timeout=5)
-        return cp.returncode == 0
+        return self.host.run(self._env_argv(["ovs-appctl", "-t", ctl, "version"]), check=False,
+                             timeout=10).returncode == 0
 
     def stop(self) -> None:
         for p in reversed(self.procs):
-            self.lab.supervisor.stop(p)
+            self.host.stop(p)
         self.procs.clear()
 
     def __enter__(self):
@@ -104,13 +104,12 @@ class OvsInstance:
         self.stop()
 
     # ---- commands -----------------------------------------------------------------------------
+    def _env_argv(self, argv: list) -> list[str]:
+        """argv with this instance's OVS_* directories in its environment (on any host)."""
+        return ["env", *(f"{k}={v}" for k, v in self.env.items()), *map(str, argv)]
+
     def _run(self, argv: list, timeout: float = 30.0) -> str:
-        cp = subprocess.run([str(a) for a in argv], capture_output=True, text=True,
-                            env={**os.environ, **self.env}, timeout=timeout)
-        if cp.returncode != 0:
-            raise LabError(f"`{' '.join(map(str, argv))}` failed ({cp.returncode}): "
-                           f"{(cp.stderr or cp.stdout).strip()}")
-        return cp.stdout
+        return self.host.run(self._env_argv(argv), timeout=timeout).stdout
 
     def vsctl(self, *args, timeout: float = 30.0) -> str:
         return self._run(["ovs-vsctl", f"--db=unix:{self.db_sock}", "--timeout=20", *args],

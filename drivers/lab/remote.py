@@ -540,6 +540,16 @@ class RemoteLab:
                 if port.get("pci") and not h.exists(f"/sys/bus/pci/devices/{port['pci']}"):
                     raise LabError(f"{self.where}: {section}.ports.{pname}.pci: "
                                    f"{port['pci']} is not a PCI device on {role} ({h.address})")
+        conf = data.get("conformance")
+        if conf:
+            ends = (("tester", conf["tester_host"]), ("switch", self.role_of("switch")))
+            for i, link in enumerate(conf["links"]):
+                for end, role in ends:
+                    h = self.host(role)
+                    if not h.exists(f"/sys/class/net/{link[end]}"):
+                        raise LabError(f"{self.where}: conformance.links[{i}].{end}: "
+                                       f"{link[end]!r} is not a network interface on {role} "
+                                       f"({h.address})")
 
     def deploy(self) -> None:
         from harness.paths import REPO

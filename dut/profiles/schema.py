@@ -32,6 +32,11 @@ Schema version 1 (``schema_version: 1``)::
                # CPUs, "1" with low_end: true, "<master>,<rx>,<dp>..." without); an address =
                # a running server
     links: [{generator: <generator port>, switch: <switch port>}]
+    conformance: {tester_host: <role>,     # a remote lab: the host of the tester OVS and the
+                                           # os-ken test tool (the switch's controller there)
+                  links: [{tester: <interface>, switch: <interface>}] x 3}
+               # three cables, kernel interfaces on the tester host and the switch host, in the
+               # tool's port order 1, 2, 3 (the switch opens its ends with af_xdp)
     targets: {<suite>: {<test name>: {<metric>: "<op> <number>"}}}
     influx: {url: str, token: str, org: str, bucket: str}
     vmwire: {...}   wan: {...}
@@ -142,6 +147,11 @@ def _check_port(p: int) -> str | None:
     return None if 0 <= p <= 65535 else f"port {p} out of range 0..65535"
 
 
+def _check_ifname(name: str) -> str | None:
+    return None if re.fullmatch(r"[A-Za-z0-9_.-]{1,15}", name) else (
+        f"{name!r} is not a kernel interface name (1-15 of A-Z a-z 0-9 _ . -)")
+
+
 HOST = Spec(dict, fields={
     "address": Spec(str, required=True),
     "user": Spec(str, default="root"),
@@ -197,6 +207,14 @@ PROFILE = Spec(dict, fields={
         "switch": Spec(str, required=True),
         "speed_gbps": Spec(float),
     })),
+    "conformance": Spec(dict, fields={
+        "tester_host": Spec(str, required=True),
+        "links": Spec(list, required=True, items=Spec(dict, fields={
+            "tester": Spec(str, required=True, check=_check_ifname),
+            "switch": Spec(str, required=True, check=_check_ifname),
+        }), check=lambda ls: None if len(ls) == 3 else
+            f"os-ken's switch test tool uses three cables (ports 1, 2, 3), got {len(ls)}"),
+    }),
     "targets": Spec(dict, default=dict, values=Spec(dict, values=Spec(dict, values=Spec(
         str, check=_check_target)))),
     "influx": Spec(dict, fields={
@@ -330,6 +348,15 @@ def _cross_checks(data: dict, fail) -> None:
         if link["switch"] not in sw_ports:
             fail(f"links[{i}].switch", f"no switch port {link['switch']!r} "
                  f"(known: {', '.join(sw_ports)})")
+    conf = data.get("conformance")
+    if conf:
+        if conf["tester_host"] not in hosts:
+            fail("conformance.tester_host", f"{conf['tester_host']!r} is not a host in lab.hosts"
+                 f" (known: {', '.join(hosts) or 'none: conformance cables are for a remote lab'})")
+        for end in ("tester", "switch"):
+            names = [link[end] for link in conf["links"]]
+            if len(set(names)) != len(names):
+                fail("conformance.links", f"a {end} interface is cabled twice: {names}")
     if data["switch"]["kind"] in data["peers"]:
         fail("peers", f"{data['switch']['kind']!r} is already the profile's switch")
 

@@ -1,6 +1,14 @@
-"""Run os-ken's switch test tool against one target switch (ofbench or ovs) in the local lab.
+"""Run os-ken's switch test tool against one target switch (ofbench or ovs), on a local lab or
+on a remote one over SSH.
 
-Topology (one network namespace, three veth links, as the tool wants):
+On a remote lab (the emulated SSH lab included) the profile's ``conformance`` section says
+where: the tester OVS and the tool run on ``conformance.tester_host``, the profile's switch on
+its host, joined by the three cables ``conformance.links`` lists (kernel interfaces on both
+hosts; the switch opens its ends with af_xdp, the tester OVS with its netdev datapath); the
+switch reaches the tool at the tester host's lab address. One tool instance (one set of
+cables); IPv6 is disabled on the cabled interfaces only, offloads as below.
+
+Local topology (one network namespace, three veth links, as the tool wants):
 
     tester OVS port 1 (t1) ---- s1  target port 1
     tester OVS port 2 (t2) ---- s2  target port 2
@@ -32,6 +40,7 @@ Choices that make results stable (each was a flipping case before):
 """
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 from dataclasses import dataclass, field
@@ -58,11 +67,11 @@ def required_file() -> Path:
 
 
 def tester_argv(port: int, test_dir: Path, interval_s: int = 0,
-                listen_host: str = "127.0.0.1") -> list[str]:
+                listen_host: str = "127.0.0.1", python: str | None = None) -> list[str]:
     # nice -10: the tool is also the traffic source of the 51 throughput cases (packet-outs at
     # a fixed rate from eventlet timer ticks); on a busy 2-core box it fell ~20 % short of its
     # own rate, which failed group/meter cases whatever the switch did.
-    return ["nice", "-n", "-10", sys.executable, "-m", "suites.conformance.tester_main",
+    return ["nice", "-n", "-10", python or sys.executable, "-m", "suites.conformance.tester_main",
             "--app", "os_ken.tests.switch.tester", "--hub", "eventlet",
             "--ofp-listen-host", listen_host, "--ofp-port", str(port), "--",
             "--test-switch-target", f"{TARGET_DPID:016x}",
@@ -101,9 +110,10 @@ class _Shard:
     ns_target: str = ""
     started: list = field(default_factory=list)
     proc: object = None
+    host: object = None       # the host that runs the tool (a local lab: the lab itself)
     rc: int | None = None
     done_s: float | None = None
-    counters: tuple = ()
+    write_counters: object = None   # write_counters(path): where the packets went
 
 
 NORMAL_EXIT = (0, 143, -15)   # the tool ends itself with SIGTERM
@@ -120,21 +130,24 @@ def run_tool(lab, kind: str, files: list[str], *, tag: str = "conf", timeout_s: 
     once, each against its own tester and target in its own namespace: the tool's 51
     throughput cases send for 30 s each, so one instance cannot finish the full set in less
     than ~27 min whatever the switch. ``progress(msg)`` gets a line every ~30 s."""
-    groups = shards or [list(files)]
+    remote = is_remote(lab)
+    groups = [list(files)] if remote else (shards or [list(files)])
     run = [_Shard(tag if len(groups) == 1 else f"{tag}{i}", g) for i, g in enumerate(groups)]
     try:
         for sh in run:
-            _start_shard(lab, sh, kind, interval_s, workers, lookup)
+            if remote:
+                _start_remote(lab, sh, kind, interval_s, workers, lookup)
+            else:
+                _start_shard(lab, sh, kind, interval_s, workers, lookup)
         t0 = time.monotonic()
         _wait_all(run, t0, timeout_s, progress, total_cases)
         duration = max((sh.done_s for sh in run if sh.done_s is not None),
                        default=time.monotonic() - t0)
         texts = []
         for sh in run:
-            lab.supervisor.stop(sh.proc)
+            sh.host.stop(sh.proc)
             texts.append(sh.proc.log_path.read_text(errors="replace"))
-            _write_counters(lab, sh.proc.log_path.with_name(f"{sh.tag}-counters.txt"),
-                            *sh.counters)
+            sh.write_counters(sh.proc.log_path.with_name(f"{sh.tag}-counters.txt"))
         bad = [sh.rc for sh in run if sh.rc not in NORMAL_EXIT]
         rc = bad[0] if bad else run[0].rc
         return RunOutput("\n".join(texts), duration, rc, len(run))
@@ -142,7 +155,7 @@ def run_tool(lab, kind: str, files: list[str], *, tag: str = "conf", timeout_s: 
         for sh in reversed(run):
             for item in reversed(sh.started):
                 try:
-                    item.stop() if hasattr(item, "stop") else lab.supervisor.stop(item)
+                    item.stop() if hasattr(item, "stop") else sh.host.stop(item)
                 except Exception:  # keep cleaning up
                     pass
             for n in {sh.ns, sh.ns_target} - {""}:
@@ -167,7 +180,7 @@ def _wait_all(run: list[_Shard], t0: float, timeout_s: float, progress, total_ca
         now = time.monotonic()
         for sh in run:
             if sh.done_s is None and not sh.proc.alive():
-                sh.rc, sh.done_s = sh.proc.popen.poll(), now - t0
+                sh.rc, sh.done_s = _exit_code(sh.proc), now - t0
         if all(sh.done_s is not None for sh in run):
             return
         if now - t0 > timeout_s:
@@ -188,8 +201,92 @@ def _wait_all(run: list[_Shard], t0: float, timeout_s: float, progress, total_ca
 CTL_TOOL_IP, CTL_TARGET_IP = "10.254.0.1", "10.254.0.2"  # inside our two namespaces only
 
 
+def is_remote(lab) -> bool:
+    return getattr(lab, "kind", "local") != "local"
+
+
+def unavailable(lab, profile, kind: str) -> str | None:
+    """Why the tool cannot run against ``kind`` on this lab (a skip reason), or None."""
+    if not is_remote(lab):
+        missing = [f for f in ("netns", "ovs") if f not in profile.features]
+        return f"profile {profile.name!r} lacks feature(s): {', '.join(missing)}" if missing \
+            else None
+    if not profile.data.get("conformance"):
+        return (f"profile {profile.name!r} has no conformance section (a remote lab needs the "
+                f"tester host and its three cables to the switch: conformance.tester_host, "
+                f"conformance.links)")
+    if kind != profile.switch["kind"] or kind != "ofbench":
+        return (f"on a remote lab the conformance cables go to the profile's switch (ofbench); "
+                f"{kind} is measured on a local lab")
+    return None
+
+
+def _exit_code(proc) -> int | None:
+    popen = getattr(proc, "popen", None)
+    return popen.poll() if popen is not None else proc.host.exit_code(proc)
+
+
+def _start_remote(lab, sh: _Shard, kind: str, interval_s: int, workers: int,
+                  lookup: str) -> None:
+    """One tool instance over the profile's conformance cables (see the module comment)."""
+    from drivers.lab.switches import start_switch, switch_host
+    if kind != "ofbench":
+        raise ValueError(f"conformance on a remote lab: target {kind!r} is not the profile's "
+                         f"switch")
+    conf = lab.profile.data["conformance"]
+    tester_host, sw_host = lab.host(conf["tester_host"]), switch_host(lab)
+    sh.host = tester_host
+    tif = {i: link["tester"] for i, link in enumerate(conf["links"], 1)}
+    sif = {i: link["switch"] for i, link in enumerate(conf["links"], 1)}
+    for h, ifs in ((tester_host, tif), (sw_host, sif)):
+        for ifn in ifs.values():
+            h.run(["ip", "link", "set", ifn, "up"])
+            h.run(["sysctl", "-qw", f"net.ipv6.conf.{ifn}.disable_ipv6=1"], check=False)
+            h.run(["ethtool", "-K", ifn, "rxvlan", "off", "txvlan", "off",
+                   "rx-vlan-stag-hw-parse", "off", "tx-vlan-stag-hw-insert", "off"], check=False)
+    env = {"PYTHONPATH": str(tester_host.workdir), "PYTHONUNBUFFERED": "1"}
+    envv = [f"{k}={v}" for k, v in env.items()]
+    port = int(tester_host.run(["env", *envv, tester_host.python, "-m", "suites.conformance.runner",
+                                "free-port"]).stdout.split()[-1])
+    test_dir = Path(tester_host.state_dir) / f"{sh.tag}-of13"
+    tester_host.run(["env", *envv, tester_host.python, "-m", "suites.conformance.runner",
+                     "link-test-dir", str(test_dir)], input="\n".join(sh.files) + "\n")
+    tester = OvsInstance(lab, f"{sh.tag}-tester", host=tester_host)
+    sh.started.append(tester)
+    tester.start()
+    tester.vsctl("--no-wait", "set", "Open_vSwitch", ".", "other_config:flow-limit=0")
+    tester.add_bridge("brtester", dpid=TESTER_DPID, controller=f"tcp:127.0.0.1:{port}")
+    for i in (1, 2, 3):
+        tester.add_port("brtester", tif[i], ofport=i)
+    sw = start_switch(lab, "ofbench", name=f"{sh.tag}-ofswitch", host=sw_host,
+                      ports=[(i, sif[i]) for i in (1, 2, 3)],
+                      controller=(tester_host.address, port), dpid=TARGET_DPID,
+                      workers=workers, lookup=lookup, idle_sleep_us=200)
+    sh.started.append(sw)
+    sh.proc = tester_host.start(f"{sh.tag}-tool", tester_argv(port, test_dir, interval_s,
+                                                                 "0.0.0.0", tester_host.python),
+                                cwd=tester_host.workdir, env=env)
+    sh.started.append(sh.proc)
+
+    def write_counters(path: Path) -> None:
+        parts = []
+        try:
+            for h, ifs in ((tester_host, tif), (sw_host, sif)):
+                for ifn in ifs.values():
+                    parts.append(f"{h.role}: " + h.run(["ip", "-s", "-s", "link", "show", ifn],
+                                                       check=False).stdout)
+            parts.append(tester.ofctl("dump-ports", "brtester"))
+            parts.append(f"ofbench stats: {sw.stats()}")
+        except Exception as exc:  # noqa: BLE001 - a diagnostic never fails the run
+            parts.append(f"counters incomplete: {exc!r}")
+        with contextlib.suppress(OSError):
+            path.write_text("\n".join(str(x) for x in parts))
+    sh.write_counters = write_counters
+
+
 def _start_shard(lab, sh: _Shard, kind: str, interval_s: int, workers: int, lookup: str) -> None:
     tag = sh.tag
+    sh.host = lab
     sh.ns = ns = lab.add_netns(tag)
     # An OVS target needs its own namespace: OVS's netdev datapath creates a tap device named
     # "ovs-netdev", so two OVS cannot share one. It reaches the tool over a control veth.
@@ -244,8 +341,9 @@ def _start_shard(lab, sh: _Shard, kind: str, interval_s: int, workers: int, look
                                    netns=ns, cwd=REPO,
                                    env={"PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"})
     started.append(sh.proc)
-    sh.counters = (ns, ns_target, tif, sif, tester,
-                   Path(lab.state_dir) / f"{tag}-ofswitch.stats" if kind == "ofbench" else None)
+    stats = Path(lab.state_dir) / f"{tag}-ofswitch.stats" if kind == "ofbench" else None
+    sh.write_counters = lambda path: _write_counters(lab, path, ns, ns_target, tif, sif, tester,
+                                                     stats)
 
 
 def _write_counters(lab, path: Path, ns, ns_target, tif, sif, tester, stats_sock) -> None:
@@ -271,3 +369,24 @@ def _write_counters(lab, path: Path, ns, ns_target, tif, sif, tester, stats_sock
         path.write_text("\n".join(str(x) for x in parts))
     except OSError:
         pass
+
+
+def _main(argv: list[str]) -> int:
+    """Helpers the lab runs on a tester host: ``free-port`` (a free TCP port) and
+    ``link-test-dir DEST`` (the of13 files named on stdin, linked under DEST)."""
+    if argv[:1] == ["free-port"]:
+        import socket
+        with socket.socket() as s:
+            s.bind(("", 0))
+            print(s.getsockname()[1])
+        return 0
+    if argv[:1] == ["link-test-dir"] and len(argv) == 2:
+        link_test_dir(Path(argv[1]), [line for line in sys.stdin.read().split() if line])
+        return 0
+    print("usage: python -m suites.conformance.runner free-port | link-test-dir DEST < files",
+          file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))

@@ -29,7 +29,7 @@ import os
 import pytest
 
 from suites.conformance import ryu_results as rr
-from suites.conformance.runner import of13_dir, required_file, run_tool
+from suites.conformance.runner import is_remote, of13_dir, required_file, run_tool, unavailable
 
 KINDS_WITH_FIGURE = ("ofbench", "ovs")
 DEFAULT_SHARDS = 3
@@ -78,7 +78,8 @@ def _run_and_record(lab, results, kind: str, only: set[str] | None, name: str, t
     workers = profile.switch.get("workers", 1) if kind == "ofbench" else 1
     # The peer OVS runs as the certification runs tuned it: one second between cases.
     interval_s = 1 if kind == "ovs" else 0
-    shards = rr.plan_shards(cases, shard_count(), interval_s)
+    # a remote lab has one set of conformance cables: one tool instance
+    shards = rr.plan_shards(cases, 1 if is_remote(lab) else shard_count(), interval_s)
     out = run_tool(lab, kind, files, tag=tag, workers=workers,
                    lookup=lookup if kind == "ofbench" else "simple",
                    interval_s=interval_s, shards=shards, progress=progress,
@@ -95,9 +96,12 @@ def _run_and_record(lab, results, kind: str, only: set[str] | None, name: str, t
                            "shards": [len(g) for g in shards],
                            **({"file_patterns": patterns} if patterns else {}),
                            "port_kind": "af_xdp" if kind == "ofbench" else "netdev(af_packet)",
+                           **({"tester_host": profile.data["conformance"]["tester_host"]}
+                              if is_remote(lab) else {}),
                            **({"lookup": lookup, "workers": workers} if kind == "ofbench" else
                               {"ovs_other_config": "max-idle=500 max-revalidator=100"})},
-                   provenance={"dut_switch_kind": kind, "port_kind": "veth"})
+                   provenance={"dut_switch_kind": kind,
+                               "port_kind": "af_xdp" if is_remote(lab) else "veth"})
     results.add_table(rr.category_rows(res), f"OF1.3 conformance ({kind}): by category")
     results.add_table(rr.file_rows(res), f"OF1.3 conformance ({kind}): by test file")
     offered = rr.sender_rows(res)
@@ -114,11 +118,14 @@ def _run_and_record(lab, results, kind: str, only: set[str] | None, name: str, t
 
 
 @pytest.mark.quick
-@pytest.mark.features("netns", "ovs")
+@pytest.mark.features("ovs")
 def test_of13_required(lab, profile, results):
     kind = profile.switch["kind"]
     if kind not in KINDS_WITH_FIGURE:
         pytest.skip(f"conformance runs against {KINDS_WITH_FIGURE}, profile switch is {kind}")
+    why = unavailable(lab, profile, kind)
+    if why:
+        pytest.skip(why)
     required = rr.read_required(required_file())
     m, res = _run_and_record(lab, results, kind, required, f"of13_{kind}_required", "cr",
                              profile)
@@ -133,11 +140,14 @@ def test_of13_required(lab, profile, results):
 
 # The full set, in `make suites`: ~10 min for ofbench and ~15 min for OVS (one second between
 # cases) with 3 tool instances at once; ~30 / ~45 min with one.
-@pytest.mark.features("netns", "ovs")
+@pytest.mark.features("ovs")
 @pytest.mark.timeout(3 * 3600)
 def test_of13_full(lab, profile, results, switch_kind, progress):
     if switch_kind not in KINDS_WITH_FIGURE:
         pytest.skip(f"conformance figure only for {KINDS_WITH_FIGURE}")
+    why = unavailable(lab, profile, switch_kind)
+    if why:
+        pytest.skip(why)
     _run_and_record(lab, results, switch_kind, None, f"of13_{switch_kind}", "cf", profile,
                     progress)
 
@@ -146,11 +156,14 @@ def test_of13_full(lab, profile, results, switch_kind, progress):
 # depends on the tool's sender reaching its rate; ~27 min per switch.
 @pytest.mark.nightly
 @pytest.mark.bench
-@pytest.mark.features("netns", "ovs")
+@pytest.mark.features("ovs")
 @pytest.mark.timeout(2 * 3600)
 def test_of13_timed(lab, profile, results, switch_kind):
     if switch_kind not in KINDS_WITH_FIGURE:
         pytest.skip(f"conformance figure only for {KINDS_WITH_FIGURE}")
+    why = unavailable(lab, profile, switch_kind)
+    if why:
+        pytest.skip(why)
     if not (os.environ.get("OFBENCH_CONFORMANCE_TIMED") == "1"
             or os.environ.get("OFBENCH_CONFORMANCE_FILES")):
         pytest.skip("test_of13_full covers these cases; set OFBENCH_CONFORMANCE_TIMED=1 (or "

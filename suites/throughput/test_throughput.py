@@ -7,9 +7,11 @@ peers measured in the same run, which is what `local` targets are stated in), th
 
 The switch matrix runs on the profile's generator: softgen, or a real TRex v3.08 server started
 by the lab when generator.kind is trex and generator.server is local (dut/profiles/local-trex.yaml,
-ofbench switch over memif; the vhost-user peers cannot be driven by TRex); every trial's
-generator counters are cross-checked with the switch's port counters when its stats socket is
-known.  The generator loopbacks and benchmarks are softgen's own (they need the softgen feature).
+ofbench switch over memif; the vhost-user peers cannot be driven by TRex). On a remote lab
+(e.g. --dut=lab-emu, over SSH) it runs the profile's switch over the profile's links: generator
+on the generator host, switch on the switch host, flows from the controller host
+(drivers/lab/links.py); peers are measured on a local lab. Every trial's generator counters
+are cross-checked with the switch's port counters.  The generator loopbacks and benchmarks are softgen's own (they need the softgen feature).
 
 Default run: 64 B x {1, 1k} flows with short trials; --nightly: every RFC 2544 size and IMIX x
 {1, 1k, 100k} flows; `-m quick`: the loopback sanity and one short NDR search on it.
@@ -32,12 +34,11 @@ from drivers.trafficgen.ndr import SearchConfig, search_ndr_pdr
 
 from . import topology
 
-# The generator benchmarks and loopbacks are softgen's own; the switch matrix runs on the
-# profile's generator (softgen, or TRex with generator.kind trex), see _gen_unavailable.
-# Every topology here is built on this box (local_lab); on a remote lab the profile's links
-# are measured by test_links_ndr.py over SSH.
-pytestmark = pytest.mark.local_lab
-SOFTGEN = [pytest.mark.features("softgen"),
+# The generator benchmarks and loopbacks are softgen's own and built on this box (local_lab);
+# the switch matrix runs on the profile's generator (softgen, or TRex with generator.kind
+# trex), see _gen_unavailable: on a local lab over wires built here, on a remote lab (the
+# emulated SSH lab included) over the profile's links between the generator and switch hosts.
+SOFTGEN = [pytest.mark.local_lab, pytest.mark.features("softgen"),
            pytest.mark.skipif(not softgen_binary().exists(), reason=f"softgen not built ({softgen_binary()})")]
 
 
@@ -59,13 +60,15 @@ def _prov(gen, port_kind, switch_kind=None, **extra):
 
 
 def _streams(tx, rx, size, flows, latency=True):
+    """The trial's streams at ``rate_pps`` offered in all: with a latency stream, the load
+    stream gives it room (at line rate the two together must still fit on the wire)."""
     def build(rate_pps, duration_s):
-        streams = [Stream("main", tx, rx_port=rx, frame_size=size, rate_pps=rate_pps, duration_s=duration_s,
-                          flows=flows)]
+        lat_pps = min(10_000, max(1.0, rate_pps / 100)) if latency else 0.0
+        streams = [Stream("main", tx, rx_port=rx, frame_size=size, rate_pps=rate_pps - lat_pps,
+                          duration_s=duration_s, flows=flows)]
         if latency:  # a light latency stream beside the load, as TRex users do
             streams.append(Stream("lat", tx, rx_port=rx, frame_size=64 if size == "imix" else size,
-                                  rate_pps=min(10_000, max(1.0, rate_pps / 100)), duration_s=duration_s,
-                                  latency=True))
+                                  rate_pps=lat_pps, duration_s=duration_s, latency=True))
         return streams
     return build
 
@@ -380,7 +383,8 @@ _TAGS = iter(range(1 << 30))  # unique per topology in a run: OVS state dirs are
 
 def _search_log(lab):
     """Progress lines to the terminal and to search.log beside the test's process logs."""
-    path = Path(lab.supervisor.log_dir) / "search.log"
+    logs = lab.supervisor.log_dir if hasattr(lab, "supervisor") else lab.log_dir  # remote: log_dir
+    path = Path(logs) / "search.log"
     path.parent.mkdir(parents=True, exist_ok=True)
 
     def log(line, progress):
@@ -394,9 +398,16 @@ def _record_name(size, flows):
     return f"ndr_{size}{'' if size == 'imix' else 'b'}_{flows}flows"
 
 
-def _gen_unavailable(profile) -> str | None:
+def _remote(lab) -> bool:
+    return getattr(lab, "kind", "local") != "local"
+
+
+def _gen_unavailable(profile, lab=None) -> str | None:
     """Why the profile's generator cannot run here (a skip reason), or None."""
     gen = profile.generator
+    if lab is not None and _remote(lab):
+        from drivers.lab.links import why_not
+        return why_not(profile)
     if gen["kind"] == "trex":
         if "trex" not in profile.features:
             return f"profile {profile.name!r} lacks feature(s): trex"
@@ -412,9 +423,15 @@ def _gen_unavailable(profile) -> str | None:
 
 
 def _switch_topology(lab, profile, kind, flows, tag):
+    if _remote(lab):
+        if kind != profile.switch["kind"]:
+            pytest.skip(f"on a remote lab the links go to the profile's switch; {kind} is "
+                        f"measured on a local lab")
+        return topology.links_p2p(lab, profile, flows, tag)
     if profile.generator["kind"] == "trex":
         if profile.generator.get("server") != "local":
-            pytest.skip("TRex on a remote generator host: the lab-mode topology is not written yet")
+            pytest.skip(f"profile {profile.name!r}: a TRex server at {profile.generator['server']}"
+                        f" is driven over a remote lab's links (lab.kind: remote)")
         try:
             return topology.switch_p2p_trex(lab, profile.generator, kind, flows, tag=tag)
         except topology.TopologyUnavailable as e:
@@ -425,14 +442,20 @@ def _switch_topology(lab, profile, kind, flows, tag):
 def _cross_checked(topo, measure, checks: list):
     """measure() plus the switch's own port counters around every trial (see
     topology.switch_cross_check); raises CounterError on an impossible pair."""
-    if topo.switch_stats is None:
+    if topo.read_switch_stats is not None:
+        read = topo.read_switch_stats
+    elif topo.switch_stats is not None:
+        from dut.switch.launcher import read_stats
+
+        def read():
+            return read_stats(topo.switch_stats)
+    else:
         return measure
-    from dut.switch.launcher import read_stats
 
     def checked(duration_s, rate_pps):
-        before = read_stats(topo.switch_stats)
+        before = read()
         c = measure(duration_s, rate_pps)
-        after = read_stats(topo.switch_stats)
+        after = read()
         if before and after:
             checks.append(topology.switch_cross_check(before, after, c.ports[topo.tx_port].tx,
                                                       c.ports[topo.rx_port].rx, topo.switch_ports))
@@ -442,7 +465,7 @@ def _cross_checked(topo, measure, checks: list):
 
 @pytest.mark.bench
 def test_rfc2544_ndr_pdr(lab, profile, kind, case, results, progress, request):
-    why = _gen_unavailable(profile) or _switch_unavailable(kind, profile)
+    why = _gen_unavailable(profile, lab) or _switch_unavailable(kind, profile)
     if why:
         pytest.skip(why)
     size, flows = case
@@ -484,7 +507,9 @@ def test_rfc2544_ndr_pdr(lab, profile, kind, case, results, progress, request):
                        params={"frame_size": size, "flows": flows, "switch_kind": kind,
                                "trial_s": cfg.trial_duration_s, "precision": cfg.precision,
                                "ndr_verified": r.ndr.verified, "generator_limited": r.ndr.generator_limited},
-                       provenance=_prov(topo.gen, topo.port_kind, kind),
+                       provenance=_prov(topo.gen, topo.port_kind, kind, **(topo.hosts or {}),
+                                        **({"generator_version": topo.generator_version}
+                                           if topo.generator_version else {})),
                        check_targets_now=kind == profile.switch["kind"])
     finally:
         topo.close()

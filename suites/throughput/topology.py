@@ -116,10 +116,35 @@ class Topology:
     stop: object
     switch_stats: Path | None = None      # the switch's stats socket (port counters), when known
     switch_ports: tuple[int, int] = (1, 2)  # OpenFlow ports facing tx_port, rx_port
+    read_switch_stats: object = None      # () -> the switch's stats on any host, when known
+    hosts: dict | None = None             # the lab's hosts of this topology (provenance)
+    generator_version: str | None = None
 
     def close(self):
         self.gen.close()
         self.stop()
+
+
+class LinksP2P(Topology):
+    """The profile's own cabling on any lab (drivers/lab/links.py) as a switch matrix topology:
+    the generator host's first two links to the switch host, flows from the controller host."""
+
+    def close(self):
+        self.stop()
+
+
+def links_p2p(lab, profile, flows: int, tag: str) -> Topology:
+    from drivers.lab.links import links_topology
+    lt = links_topology(lab, profile, name=f"ndr{tag}", flows=flows)
+    ports = profile.switch.get("ports") or {}
+    first = ports[lt.plan[0]["switch"]]
+    port_kind = "nic" if first.get("pci") else first["devargs"].split(",")[0].rstrip("0123456789") \
+        .removeprefix("net_")
+    return LinksP2P(lt.gen, lt.tx_port, lt.rx_port, port_kind, profile.switch["kind"],
+                    lt.max_rate_pps, lt.close,
+                    switch_ports=(lt.plan[0]["ofport"], lt.plan[1]["ofport"]),
+                    read_switch_stats=lt.switch.stats, hosts=dict(lt.hosts),
+                    generator_version=lt.generator_version)
 
 
 def ring_loopback(lab, tag: str = "rl") -> Topology:
