@@ -96,6 +96,33 @@ def test_a_dead_runs_leftovers_on_the_host_are_removed_at_open(emu):
         lab2.close()
 
 
+def test_a_connection_made_on_the_host_arrives_here(emu):
+    """listen_here: a process on the host connects to its own loopback and this side talks to
+    it (SSH remote forwarding: how a controller on this box reaches a switch on the host)."""
+    tmp, _ = emu
+    lab = _open(_profile(tmp), tmp=tmp)
+    try:
+        h = lab.host("switch")
+        ls = h.listen_here()
+        proc = h.start("client", cwd="/", argv=["python3", "-c",
+                                  "import socket,sys; s=socket.create_connection(('127.0.0.1',"
+                                  f"{ls.port})); s.sendall(b'hello'); print(s.recv(5).decode())"])
+        conn = ls.accept(10)
+        got = b""
+        while len(got) < 5:
+            got += conn.recv(5 - len(got))
+        assert got == b"hello"
+        conn.sendall(b"world")
+        assert proc.wait(10) == 0
+        assert "world" in proc.log_path.read_text()
+        conn.close()
+        ls.close()
+        with pytest.raises(TimeoutError, match="nothing on switch connected"):
+            h.listen_here().accept(0.2)
+    finally:
+        lab.close()
+
+
 def test_cores_the_host_lacks_are_named(emu):
     tmp, _ = emu
     with pytest.raises(LabError, match=r"emu-test.yaml: switch.cores: '0-4095' names core"):

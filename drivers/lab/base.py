@@ -29,6 +29,10 @@ class Host(Protocol):
 
     def eal_args(self, name: str, **kw) -> list[str]: ...
 
+    def listen_here(self):
+        """A port on the host's 127.0.0.1 whose TCP connections this side accepts
+        (``.port``, ``.accept(timeout_s)``, ``.close()``)."""
+
 
 class Lab(Protocol):
     kind: str

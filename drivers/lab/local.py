@@ -53,6 +53,31 @@ def hugepages_usable() -> bool:
     return free > 0 and os.path.ismount(HUGE_DIR)
 
 
+class LocalListener:
+    """A TCP listener on this box's loopback: ``address``, ``port``, ``accept(timeout_s)``."""
+    address = "127.0.0.1"
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind((self.address, 0))
+        self.sock.listen(8)
+        self.port = self.sock.getsockname()[1]
+
+    def accept(self, timeout_s: float = 60.0) -> socket.socket:
+        self.sock.settimeout(timeout_s)
+        try:
+            conn, _ = self.sock.accept()
+        except socket.timeout:
+            raise TimeoutError(f"nothing connected to 127.0.0.1:{self.port} in "
+                               f"{timeout_s:.0f} s") from None
+        conn.settimeout(None)
+        return conn
+
+    def close(self) -> None:
+        self.sock.close()
+
+
 class LocalLab:
     kind = "local"
 
@@ -236,6 +261,11 @@ class LocalLab:
             self.supervisor.log_dir = old
 
     # ---- misc -------------------------------------------------------------------------------
+    @staticmethod
+    def listen_here() -> "LocalListener":
+        """A TCP listener on 127.0.0.1 (RemoteHost.listen_here's local twin)."""
+        return LocalListener()
+
     @staticmethod
     def free_tcp_port(host: str = "127.0.0.1") -> int:
         with socket.socket() as s:

@@ -127,6 +127,35 @@ class RemoteProcess:
             return "(no log)"
 
 
+class ForwardedListener:
+    """See RemoteHost.listen_here. ``address``/``port`` are what the host's process connects
+    to; ``accept(timeout_s)`` returns the next connection (a paramiko channel)."""
+    address = "127.0.0.1"
+
+    def __init__(self, transport, role: str):
+        import queue
+        self.transport, self.role = transport, role
+        self._queue: "queue.Queue" = queue.Queue()
+        # our own handler: connections to this port only (several listeners share a transport)
+        self.port = transport.request_port_forward(
+            "127.0.0.1", 0, handler=lambda chan, origin, server: self._queue.put(chan))
+        if not self.port:
+            raise LabError(f"{role}: the host's sshd refused remote port forwarding "
+                           f"(AllowTcpForwarding)")
+
+    def accept(self, timeout_s: float = 60.0):
+        import queue
+        try:
+            return self._queue.get(timeout=timeout_s)
+        except queue.Empty:
+            raise TimeoutError(f"nothing on {self.role} connected to 127.0.0.1:{self.port} in "
+                               f"{timeout_s:.0f} s") from None
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.transport.cancel_port_forward("127.0.0.1", self.port)
+
+
 class RemoteHost:
     """One lab host over SSH. Not thread-safe: used from the session's thread."""
 
@@ -254,6 +283,13 @@ class RemoteHost:
         return chan
 
     # ---- files ------------------------------------------------------------------------------
+    def listen_here(self) -> "ForwardedListener":
+        """A TCP port on the host's loopback whose connections arrive here (SSH remote port
+        forwarding, like ``ssh -R``): a process on the host connects to 127.0.0.1:<port> and
+        this side accepts a socket-like channel (recv, sendall, shutdown, close). For control
+        connections whose latency is not measured (e.g. a benchmark installing flows)."""
+        return ForwardedListener(self.client.get_transport(), self.role)
+
     def put(self, local: Path, remote: Path) -> None:
         self.sftp.put(str(local), str(remote))
 
