@@ -172,13 +172,16 @@ class Peer:
     def connect(self, timeout_s: float = RECONNECT_TIMEOUT_S) -> None:
         if self.s is not None:
             self.s.close()
-        self.listener.settimeout(timeout_s)
         try:
-            conn, _ = self.listener.accept()
-        except socket.timeout:
+            if isinstance(self.listener, socket.socket):
+                self.listener.settimeout(timeout_s)
+                conn, _ = self.listener.accept()
+                conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            else:  # a lab host's listener (drivers/lab: listen_here)
+                conn = self.listener.accept(timeout_s)
+        except (socket.timeout, TimeoutError):
             raise ConnectionError(f"{self.kind} did not connect within {timeout_s:.0f} s "
                                   f"(alive={self.alive_fn()})") from None
-        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.s = w.Session(conn)
         self.s.send(w.msg(w.HELLO, struct.pack("!HHI", 1, 8, 1 << 4), xid=1))
         if self.s.wait_for(w.HELLO, timeout_s=10) is None:

@@ -21,9 +21,11 @@ Env ``OFBENCH_NEGATIVE_CASES`` (comma-separated globs over case names and catego
 then carries the patterns in its params.
 
 Neither fails because a switch answers wrong or not at all (that is the switch's work, issue
-15): they fail on a crash or hang of a switch, or a harness error. Topology: one namespace
-holds the switch and its two ports (veth pairs to a second namespace), and the controller
-listens inside it; the switches run one after the other.
+15): they fail on a crash or hang of a switch, or a harness error. Topology on a local lab: one
+namespace holds the switch and its two ports (veth pairs to a second namespace), and the
+controller listens inside it; the switches run one after the other. On a remote lab (e.g.
+--dut=lab-emu): the profile's switch on its host, its ports the first two conformance cables,
+this probe its controller through the host's loopback (SSH remote forwarding).
 """
 from __future__ import annotations
 
@@ -39,24 +41,56 @@ from suites.conformance import negative_runner as nr
 KINDS = ("ofbench", "ovs")
 TAGS = {"ofbench": "nb", "ovs": "no"}
 
-pytestmark = [pytest.mark.local_lab, pytest.mark.features("netns")]
+
+
+def _remote(lab) -> bool:
+    return getattr(lab, "kind", "local") != "local"
+
+
+def _unavailable(lab, profile) -> str | None:
+    """Local lab: namespaces for the switch's two ports. Remote lab: the switch on its host
+    with the first two conformance cables as its ports (conformance.links), its controller
+    (this probe) reached through the host's loopback (SSH remote forwarding)."""
+    if not _remote(lab):
+        return None if profile.has("netns") else f"profile {profile.name!r} lacks feature(s): netns"
+    if not profile.data.get("conformance"):
+        return (f"profile {profile.name!r} has no conformance section: on a remote lab the "
+                f"switch's ports are the conformance cables (conformance.links)")
+    return None
 
 
 def _run_switch(lab, kind: str, cases: list[nc.Case], progress) -> tuple[list, dict]:
+    if _remote(lab):
+        from drivers.lab.switches import switch_host
+        host = switch_host(lab)
+        links = lab.profile.data["conformance"]["links"]
+        return _drive(kind, cases, progress, lambda: host.listen_here(), lambda port: start_switch(
+            lab, kind, name=f"neg-{kind}", host=host, controller=("127.0.0.1", port),
+            ports=[(i, links[i - 1]["switch"]) for i in (1, 2)]))
     tag = TAGS[kind]
     sw, hosts = lab.add_netns(f"{tag}sw"), lab.add_netns(f"{tag}h")
-    listener = None
-    handle = None
     try:
         ports = []
         for i in (1, 2):
             ifn = lab.ifname(f"{tag}{i}")
             lab.add_veth(hosts, f"h{i}", sw, ifn)
             ports.append((i, ifn))
-        listener = nr.listen_in_netns(sw)
-        port = listener.getsockname()[1]
-        handle = start_switch(lab, kind, name=f"neg-{kind}", netns=sw, ports=ports,
-                              controller=("127.0.0.1", port))
+        return _drive(kind, cases, progress, lambda: nr.listen_in_netns(sw),
+                      lambda port: start_switch(lab, kind, name=f"neg-{kind}", netns=sw,
+                                                ports=ports, controller=("127.0.0.1", port)))
+    finally:
+        for ns in (sw, hosts):
+            lab.del_netns(ns)
+
+
+def _drive(kind: str, cases: list[nc.Case], progress, listen, start) -> tuple[list, dict]:
+    """Listener, then the switch connecting to it, then every case; both closed after."""
+    listener = None
+    handle = None
+    try:
+        listener = listen()
+        port = listener.port if hasattr(listener, "port") else listener.getsockname()[1]
+        handle = start(port)
         if kind == "ofbench":
             alive = handle.proc.alive
             log = lambda: handle.proc.log_tail(30)  # noqa: E731
@@ -76,8 +110,6 @@ def _run_switch(lab, kind: str, cases: list[nc.Case], progress) -> tuple[list, d
             handle.stop()
         if listener is not None:
             listener.close()
-        for ns in (sw, hosts):
-            lab.del_netns(ns)
 
 
 def _version(kind: str, handle) -> str:
@@ -91,10 +123,12 @@ def _version(kind: str, handle) -> str:
         return "unknown"
 
 
-def _kinds(profile) -> list[str]:
-    why = switch_available("ofbench", profile)
+def _kinds(lab, profile) -> list[str]:
+    why = switch_available("ofbench", profile) or _unavailable(lab, profile)
     if why:
         pytest.skip(why)
+    if _remote(lab):  # the cables go to the profile's switch; OVS is measured on a local lab
+        return ["ofbench"]
     return [k for k in KINDS if switch_available(k, profile) is None]
 
 
@@ -132,7 +166,7 @@ def test_negative_conformance(lab, profile, results, progress):
     except ValueError as e:
         raise pytest.UsageError(str(e)) from None
     runs, infos = {}, {}
-    for kind in _kinds(profile):
+    for kind in _kinds(lab, profile):
         progress(f"negative conformance: {len(cases)} cases against {kind}")
         runs[kind], infos[kind] = _run_switch(lab, kind, cases, progress)
         c = nr.counts(runs[kind])
@@ -147,7 +181,7 @@ def test_negative_conformance(lab, profile, results, progress):
 def test_negative_quick(lab, profile, results, progress):
     cases = nc.quick_cases()
     runs, infos = {}, {}
-    for kind in _kinds(profile):
+    for kind in _kinds(lab, profile):
         runs[kind], infos[kind] = _run_switch(lab, kind, cases, progress)
     _check_and_report(results, runs, infos, cases, "quick_",
                       "OF1.3 negative conformance (quick subset)")
@@ -161,11 +195,10 @@ OFBENCH_NOT_YET = {"set_field_prereq_not_in_match", "set_field_prereq_wrong_prot
 
 
 @pytest.mark.quick
-@pytest.mark.features("netns")
 def test_ofbench_answers_every_other_case_as_the_spec_says(lab, profile, progress):
     """A regression guard on the switch under test alone (about 1-4 s): every case of the
     catalogue answered as OpenFlow 1.3.5 says, but for the named ones not done yet."""
-    why = switch_available("ofbench", profile)
+    why = switch_available("ofbench", profile) or _unavailable(lab, profile)
     if why:
         pytest.skip(why)
     cases = nc.catalogue()
