@@ -366,15 +366,108 @@ def run_one(lab, kind: str, plan: Plan, tag: str, progress=print) -> dict:
             stop()
 
 
+def run_one_remote(lab, kind: str, plan: Plan, tag: str, progress=print,
+                   timeout_s: float = 3600) -> dict:
+    """The same measurement on a remote lab: the client runs on the controller host (where a
+    lab's controller sits; ``client`` below), the switch on the switch host connects to it at
+    the profile's ``controller.host``; the result comes back as JSON."""
+    import json
+    from drivers.lab.switches import controller_host, start_switch, switch_host
+    ctl, sw = controller_host(lab), switch_host(lab)
+    addr = lab.profile.controller["host"]
+    port_file, out = ctl.state_dir / f"{tag}-{kind}.port", ctl.state_dir / f"{tag}-{kind}.json"
+    env = {"PYTHONPATH": str(ctl.workdir)}
+    client = ctl.start(f"{tag}-{kind}-client",
+                       [ctl.python, "-m", "suites.switch.flowmod_rate", "client", "--kind", kind,
+                        "--flows", str(plan.n_flows), "--bulk-reps", str(plan.bulk_reps),
+                        "--singles", str(plan.singles),
+                        "--nonstrict-singles", str(plan.nonstrict_singles),
+                        "--stats-reps", str(plan.stats_reps), "--port-file", str(port_file),
+                        "--out", str(out)],
+                       cwd=ctl.workdir, env=env, ready=lambda: ctl.exists(port_file),
+                       ready_timeout_s=120)
+    stop = None
+    try:
+        port = int(ctl.run(["cat", str(port_file)]).stdout.strip())
+        if kind == "ofbench":
+            handle = start_switch(lab, "ofbench", name=f"{tag}-ofswitch", ports=[], host=sw,
+                                  extra_ports=[(1, {"devargs": "net_null0,no-rx=1"}),
+                                               (2, {"devargs": "net_null1,no-rx=1"})],
+                                  controller=(addr, port), dpid=0xF1, lookup="trie",
+                                  mem_mb=1024 if plan.n_flows < 500_000 else 2048)
+            stop = handle.stop
+        elif kind == "ovs":
+            from drivers.lab.ovs import OvsInstance
+            ovs = OvsInstance(lab, f"{tag}-ovs", host=sw)
+            stop = ovs.stop
+            ovs.start()
+            ovs.add_bridge("br0", dpid=0xF2, controller=f"tcp:{addr}:{port}")
+        elif kind == "null":
+            proc = sw.start(f"{tag}-nullswitch", [sw.python, "-m", "suites.switch.flowmod_sink",
+                                                  addr, str(port)],
+                            cwd=sw.workdir, env={"PYTHONPATH": str(sw.workdir)})
+            stop = lambda: sw.stop(proc)  # noqa: E731
+        else:
+            raise ValueError(f"flowmod bench: unsupported switch kind {kind!r}")
+        rc = client.wait(timeout_s)
+        if rc != 0:
+            raise RuntimeError(f"flowmod client on {ctl.role} exited {rc}: "
+                               f"{client.log_tail(15)}")
+        res = json.loads(ctl.run(["cat", str(out)]).stdout)
+        progress(f"{kind} N={plan.n_flows} (client on {ctl.role}, switch on {sw.role}): done")
+        return res
+    finally:
+        ctl.stop(client)
+        if stop:
+            stop()
+
+
 def run_flowmod_bench(lab, n_flows: int, kinds=("ofbench", "ovs"), progress=print,
                       **plan_kw) -> dict:
     plan = Plan(n_flows, **plan_kw).build()
     tag = f"fm{n_flows}-{int(time.time() * 1000) % 100000}"
-    res = {"sender": run_one(lab, "null", plan, tag, progress)}
+    one = run_one if getattr(lab, "kind", "local") == "local" else run_one_remote
+    res = {"sender": one(lab, "null", plan, tag, progress)}
     progress(f"sender ceiling N={n_flows}: {res['sender']}")
     for kind in kinds:
-        res[kind] = run_one(lab, kind, plan, tag, progress)
+        res[kind] = one(lab, kind, plan, tag, progress)
     return res
+
+
+def client(argv: list[str]) -> int:
+    """``python -m suites.switch.flowmod_rate client --kind K --flows N ... --port-file F
+    --out J``: listen on every address, write the port to F, take one switch's connection,
+    measure it (``null``: the sender ceiling), write the result as JSON to J."""
+    import argparse
+    import json
+    p = argparse.ArgumentParser(prog="python -m suites.switch.flowmod_rate client")
+    p.add_argument("--kind", required=True)
+    p.add_argument("--flows", type=int, required=True)
+    p.add_argument("--bulk-reps", type=int, default=3)
+    p.add_argument("--singles", type=int, default=300)
+    p.add_argument("--nonstrict-singles", type=int, default=100)
+    p.add_argument("--stats-reps", type=int, default=3)
+    p.add_argument("--port-file", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--accept-timeout", type=float, default=120)
+    a = p.parse_args(argv)
+    plan = Plan(a.flows, a.bulk_reps, a.singles, a.nonstrict_singles, a.stats_reps).build()
+    ls = socket.socket()
+    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    ls.bind(("0.0.0.0", 0))
+    ls.listen(4)
+    tmp = Path(a.port_file + ".tmp")
+    tmp.write_text(str(ls.getsockname()[1]))
+    tmp.rename(a.port_file)
+    c = _accept(ls, a.accept_timeout)
+    try:
+        res = sender_ceiling(c, plan) if a.kind == "null" else measure_switch(
+            c, plan, lambda m: print(m, flush=True), label=f"{a.kind} N={a.flows}")
+    finally:
+        c.close()
+        ls.close()
+    Path(a.out).write_text(json.dumps(res))
+    return 0
 
 
 def metrics_of(res: dict, n_flows: int) -> dict:
@@ -459,4 +552,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(client(sys.argv[2:]) if sys.argv[1:2] == ["client"] else main())

@@ -11,7 +11,8 @@ import pytest
 from drivers.lab.switches import switch_available
 from suites.switch import flowmod_rate as fr
 
-pytestmark = pytest.mark.local_lab
+# On a remote lab the client runs on the controller host and the switches on the switch host
+# (run_one_remote); on a local lab all on this box.
 
 NAMES = {10_000: "flow_mod_rate_10k", 100_000: "flow_mod_rate_100k",
          1_000_000: "flow_mod_rate_1m"}
@@ -39,7 +40,9 @@ def test_flow_mod_rate(lab, profile, results, progress, n_flows):
                    params={"flows": n_flows, "batch": fr.BATCH, "shapes": list(fr.SHAPES),
                            "ofbench_lookup": "trie", "ovs_datapath": "netdev",
                            "ofbench_ports": "net_null no-rx", **plan,
-                           "client": "python, synchronous, pre-serialised messages"},
+                           "client": "python, synchronous, pre-serialised messages",
+                           "client_at": "this box" if getattr(lab, "kind", "local") == "local"
+                           else "controller host, switches on the switch host"},
                    provenance={"dut_switch_kind": "ofbench", "peer": "ovs"})
     for kind in kinds:
         assert res[kind]["errors"] == 0, f"{kind} refused FLOW_MODs: {res[kind]}"
