@@ -11,8 +11,8 @@ full key path, in the compiler form editors and CI logs understand::
 Who uses it (one schema each, one test per kind of bad config in tests/test_config_schemas.py):
 the lab profile (dut/profiles/schema.py), the controller apps' config (dut/controller/config.py),
 vmwire tenants and the slice app (dut/vmwire/tenants.py, slice_app.py), WAN scenarios
-(dut/wan/config.py), the WAN steering app (dut/wan/steering_app.py) and ToS trace specs
-(traces/tos_trace.py). This package imports nothing of ofbench, so every layer may import it
+(dut/wan/config.py), the WAN steering app (dut/wan/steering_app.py), ToS trace specs
+(traces/tos_trace.py) and the suites' report declarations (reports/goals.py). This package imports nothing of ofbench, so every layer may import it
 (tests/test_import_graph.py keeps it so).
 
 A Spec checks, in this order: type (``kind``, a type or a tuple of types; ``bool`` is never an

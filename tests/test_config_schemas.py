@@ -1,6 +1,7 @@
 """Every strict config of ofbench refuses each kind of bad file the same way (FAUCET's model).
 
-The six configs share one schema language (configschema/); for each of them, one case per kind
+The strict configs share one schema language (configschema/); for each of them (the six
+systems' configs and the suites' report.yaml), one case per kind
 of bad config - unknown key, wrong type, missing required key, out of range, bad choice, bad
 nesting, and a cross-check no single key can make - is written to a file and read by that
 system's own loader. Each must fail with the system's error class (a SchemaError, so a
@@ -19,6 +20,7 @@ from dut.vmwire.slice_app import load_app_config
 from dut.vmwire.tenants import VmwireConfigError, load_config_file
 from dut.wan.config import ConfigError as WanConfigError, load_scenario
 from dut.wan.steering_app import SteeringConfigError, load_config as load_steering
+from reports.goals import GoalError, read_suite_report
 from traces.tos_trace import TraceSpecError, load_spec
 
 # schema -> (its loader, its error class, a good file)
@@ -43,6 +45,9 @@ SCHEMAS = {
         "in_port": 1, "paths": {"p1": 2}, "apps": {"a1": 47001},
         "assignment_file": "/run/x/assign.json"}),
     "tos_trace": (load_spec, TraceSpecError, {"name": "t", "seed": 1, "order": "random"}),
+    "suite_report": (read_suite_report, GoalError, {
+        "goals": [{"id": "g1", "record": "r1", "conditions": {"mpps": ">= 1"}}],
+        "charts": [{"metrics": ["mpps"], "x": "record", "series": "switch"}]}),
 }
 
 
@@ -162,6 +167,22 @@ CASES = [
      "expected int in 53..9000, got dict"),
     ("tos_trace", "cross-check", lambda d: d.update(ip_bytes=100, occurrences=9), "occurrences",
      "9 patterns of 10 B do not fit in a 48 B payload"),
+    ("suite_report", "unknown key", put(["goals", 0, "conditon"], {}), "goals[0].conditon",
+     "unknown key (did you mean 'conditions'?"),
+    ("suite_report", "wrong type", put(["charts", 0, "log"], "yes"), "charts[0].log",
+     "expected bool (true or false), got str 'yes'"),
+    ("suite_report", "missing required", drop(["goals", 0, "record"]), "goals[0].record",
+     "required key is missing"),
+    ("suite_report", "out of range", put(["charts", 0, "metrics"], []), "charts[0].metrics",
+     "must not be empty"),
+    ("suite_report", "bad choice", put(["charts", 0, "x"], "time"), "charts[0].x",
+     "expected one of record, metric, got 'time'"),
+    ("suite_report", "bad nesting", put(["goals", 0, "conditions"], ">= 1"),
+     "goals[0].conditions", "expected mapping, got str '>= 1'"),
+    ("suite_report", "cross-check", put(["goals", 0, "conditions", "mpps"], "at least 1"),
+     "goals[0].conditions.mpps", "bad condition 'at least 1'"),
+    ("suite_report", "cross-check", put(["charts", 0, "labels"], ["a", "b"]), "charts[0].labels",
+     "one per metric (1), got 2"),
 ]
 # steering has no key with a fixed set of values, so no "bad choice" case
 KINDS = ("unknown key", "wrong type", "missing required", "out of range", "bad choice",

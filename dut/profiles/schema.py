@@ -3,8 +3,8 @@
 A profile is parsed strictly before anything starts, by the schema language every strict
 config of ofbench shares (configschema/): unknown keys are rejected, types and ranges are
 checked, required keys are named. Every error is a :class:`ProfileError` whose message names the
-file, the line and the full key path (``lab1.yaml:9: switch.workers: expected int, got str
-'two'``), so a typo in a 40-line lab file costs seconds, not a wasted night run.
+file, the line and the full key path (``lab1.yaml:21: switch.workers: expected int >= 1, got
+str 'two'``), so a typo in a 40-line lab file costs seconds, not a wasted night run.
 
 The ``vmwire`` section is owned by that system: its spec is dut/vmwire/tenants.py's ``VMWIRE``,
 checked here in place, so its errors carry this file, line and key path too.
