@@ -201,7 +201,7 @@ def _check(spec: Spec, value: Any, path: tuple, fail: Callable) -> Any:
         out = {}
         for k in value:
             if k not in spec.fields:
-                fail(path + (k,), f"unknown key ({_closest(k, spec.fields)}allowed: "
+                fail(path + (str(k),), f"unknown key ({_closest(k, spec.fields)}allowed: "
                      f"{', '.join(spec.fields)})")
         for k, sub in spec.fields.items():
             if k in value:
@@ -214,9 +214,10 @@ def _check(spec: Spec, value: Any, path: tuple, fail: Callable) -> Any:
     elif isinstance(value, dict) and (spec.values is not None or spec.keys is not None):
         out = {}
         for k, v in value.items():
+            at = path + (str(k),)       # a mapping key is never a list index in the path
             if spec.keys is not None:
-                _check(spec.keys, k, path + (k,), fail)
-            out[k] = _check(spec.values, v, path + (k,), fail) if spec.values else v
+                _check(spec.keys, k, at, fail)
+            out[k] = _check(spec.values, v, at, fail) if spec.values else v
         value = out
     elif isinstance(value, list) and spec.items is not None:
         value = [_check(spec.items, v, path + (i,), fail) for i, v in enumerate(value)]

@@ -86,6 +86,14 @@ def test_nested_errors_carry_the_full_path():
     assert (e.key, e.reason) == ("links[2].name", "'a' is already used by links[0]")
 
 
+def test_a_number_as_a_mapping_key_is_named_as_a_key():
+    data, node = read_yaml("name: x\nports:\n  7: {speed: 0}\n", "f.yaml", MyError)
+    assert str(refused(SPEC, data, node=node)) == \
+        "f.yaml:3: ports.7: expected a port name p<N>, got int 7"
+    data, node = read_yaml("name: x\n3: y\n", "f.yaml", MyError)
+    assert refused(SPEC, data, node=node).key == "3" and refused(SPEC, data, node=node).line == 2
+
+
 def test_a_check_names_the_key_below_it():
     def cross(d):
         if d["b"] < d["a"]:

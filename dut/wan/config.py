@@ -157,7 +157,7 @@ PATH = Spec(dict, fields={
     "delay_ms": Spec(float, required=True, ge=0, check=_finite, convert=float),
     "loss_pct": Spec(float, ge=0, lt=100, convert=float),
 })
-FRAMING = Spec(dict, check=_framing_fits, fields={
+FRAMING = Spec((dict, type(None)), check=_framing_fits, fields={
     "udp_payload_bytes": Spec(int, ge=1, le=65507),
     "app_header_bytes": Spec(int, ge=0),
     "frame_header_bytes": Spec(int, ge=0),
@@ -167,7 +167,7 @@ FRAMING = Spec(dict, check=_framing_fits, fields={
 SCENARIO = Spec(dict, what="a mapping with keys apps, paths, framing", fields={
     "apps": Spec((list, type(None)), items=APP, unique=("name", "udp_port")),
     "paths": Spec((list, type(None)), items=PATH, unique=("name",)),
-    "framing": Spec((dict, type(None)), fields=FRAMING.fields, check=FRAMING.check),
+    "framing": FRAMING,
 })
 
 

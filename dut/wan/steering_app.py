@@ -58,7 +58,7 @@ CONFIG = Spec(dict, what="a mapping of keys", fields={
                  values=Spec(int, ge=1, le=65535, what="a UDP port 1..65535")),
     "assignment_file": Spec(str, required=True, min_len=1),
     "priority": Spec(int, ge=0, le=65535),
-    "poll_s": Spec(float, gt=0, le=60, convert=float),
+    "poll_s": Spec(float, gt=0, convert=float),
 })
 
 
