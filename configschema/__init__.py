@@ -1,4 +1,5 @@
-"""One strict schema language for every YAML config of ofbench (FAUCET's rule: refuse, never guess).
+"""One strict schema language for every YAML config of ofbench (FAUCET's way: refuse, never
+guess).
 
 Each strict config states what it accepts as a :class:`Spec` tree and validates through
 :func:`validate`; a bad file stops its reader with one message naming the file, the line and the
@@ -12,8 +13,8 @@ Who uses it (one schema each, one test per kind of bad config in tests/test_conf
 the lab profile (dut/profiles/schema.py), the controller apps' config (dut/controller/config.py),
 vmwire tenants and the slice app (dut/vmwire/tenants.py, slice_app.py), WAN scenarios
 (dut/wan/config.py), the WAN steering app (dut/wan/steering_app.py), ToS trace specs
-(traces/tos_trace.py) and the suites' report declarations (reports/goals.py). This package imports nothing of ofbench, so every layer may import it
-(tests/test_import_graph.py keeps it so).
+(traces/tos_trace.py) and the suites' report declarations (reports/goals.py). This package
+imports nothing of ofbench, so every layer may import it (tests/test_import_graph.py keeps it so).
 
 A Spec checks, in this order: type (``kind``, a type or a tuple of types; ``bool`` is never an
 ``int``, an ``int`` is a ``float``), ``choices``, ``pattern`` (a full match), length
@@ -27,7 +28,8 @@ checked value to what the reader wants (``float``, ``bytes``...). ``what`` says 
 good value is, used in the type/pattern error (``expected an OpenFlow port number 1..N``).
 
 Errors are :class:`SchemaError` (a ValueError); each system subclasses it (``ProfileError``,
-``ConfigError``, ``VmwireConfigError``, ``SteeringConfigError``, ``TraceSpecError``), so its
+``ConfigError``, ``VmwireConfigError``, ``SteeringConfigError``, ``TraceSpecError``,
+``GoalError``), so its
 callers' ``except`` clauses keep working, and passes its class as ``error=``.
 """
 from __future__ import annotations
@@ -70,7 +72,8 @@ class Invalid(Exception):
 
 
 def key_path(path: Iterable) -> str:
-    """('switch', 'ports', 'p1') -> 'switch.ports.p1'; ('links', 0, 'switch') -> 'links[0].switch'."""
+    """('switch', 'ports', 'p1') -> 'switch.ports.p1';
+    ('links', 0, 'switch') -> 'links[0].switch'."""
     out = ""
     for p in path:
         out += f"[{p}]" if isinstance(p, int) and not isinstance(p, bool) else (

@@ -146,7 +146,8 @@ CASES = [
     ("wan_scenario", "cross-check", put(["framing"], {"udp_payload_bytes": 32}),
      "framing.udp_payload_bytes", "must exceed app_header_bytes (32), got 32"),
 
-    ("steering", "unknown key", put(["inport"], 1), "inport", "unknown key (did you mean 'in_port'?"),
+    ("steering", "unknown key", put(["inport"], 1), "inport",
+     "unknown key (did you mean 'in_port'?"),
     ("steering", "wrong type", put(["priority"], "high"), "priority",
      "expected int in 0..65535, got str 'high'"),
     ("steering", "missing required", drop(["assignment_file"]), "assignment_file",
@@ -157,7 +158,8 @@ CASES = [
     ("steering", "out of range", put(["paths"], {}), "paths", "must not be empty"),
 
     ("tos_trace", "unknown key", put(["bogus"], 3), "bogus", "unknown key (allowed: name, seed"),
-    ("tos_trace", "wrong type", put(["seed"], "one"), "seed", "expected int in 0..0x8000000000000000"),
+    ("tos_trace", "wrong type", put(["seed"], "one"), "seed",
+     "expected int in 0..0x8000000000000000"),
     ("tos_trace", "missing required", drop(["order"]), "order", "required key is missing"),
     ("tos_trace", "out of range", put(["high_precedence"], 8), "high_precedence",
      "must be in 0..7, got 8"),

@@ -2,7 +2,8 @@
 
 Every key is checked at app start (configschema/'s language, spec :data:`CONFIG`); a bad value
 stops the app with an error naming the file, the line and the key
-(``c.yaml:2: high_workers: must be in 1..64, got 0``). Example (all keys; only ``patterns`` is required)::
+(``c.yaml:2: high_workers: must be in 1..64, got 0``). Example (all keys; only ``patterns`` is
+required)::
 
     matcher: naive            # naive | naive_c | aho_corasick   (dut/controller/matching.py)
     patterns: [ABCDEFGHIJ, ...]   # byte strings (ASCII), each 1..256 bytes
