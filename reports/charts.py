@@ -24,52 +24,27 @@ import fnmatch
 from pathlib import Path
 from typing import Mapping, Sequence
 
-import yaml
-
-from reports.goals import SUITE_DECL, SUITES_DIR, GoalError
+from reports.goals import SUITE_DECL, SUITES_DIR, read_suite_report
 from reports.noise import group_repetitions, metric_spread
 
 PALETTE = ["#1f5fbf", "#e08a1e", "#2e9d5b", "#c0392b", "#8e44ad", "#7f8c8d", "#16a3b5"]
-CHART_KEYS = {"title", "records", "x", "series", "metric", "metrics", "labels", "ylabel", "log"}
 
 
 def load_suite_charts(suite: str, suites_dir: Path = SUITES_DIR) -> list[dict]:
-    """The suite's chart declarations ([] when it declares none); GoalError names the file
-    and key of a malformed one."""
+    """The suite's chart declarations ([] when it declares none); GoalError names the file,
+    line and key of a malformed one (the spec is reports.goals.CHART)."""
     path = Path(suites_dir) / suite / SUITE_DECL
     if not path.is_file():
         return []
-    try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as e:
-        raise GoalError(f"{path}: not YAML ({e})") from None
-    charts = (data or {}).get("charts") or []
-    if not isinstance(charts, list):
-        raise GoalError(f"{path}: charts: expected a list")
     out = []
-    for i, c in enumerate(charts):
-        where = f"{path}: charts[{i}]"
-        if not isinstance(c, dict):
-            raise GoalError(f"{where}: expected a mapping")
-        unknown = set(c) - CHART_KEYS
-        if unknown:
-            raise GoalError(f"{where}: unknown key(s) {sorted(unknown)}")
-        x, series = c.get("x", "record"), c.get("series", "switch")
-        if x not in ("record", "metric") or series not in ("switch", "metric") \
-                or (x, series) == ("metric", "metric"):
-            raise GoalError(f"{where}: x: record|metric and series: switch|metric (not both "
-                            "metric)")
-        metrics = c.get("metrics") or ([c["metric"]] if c.get("metric") else [])
-        if not metrics or not all(isinstance(m, str) for m in metrics):
-            raise GoalError(f"{where}: metric or metrics: required")
+    for c in read_suite_report(path).get("charts") or []:
+        metrics = c.get("metrics") or [c["metric"]]
         labels = c.get("labels") or list(metrics)
-        if len(labels) != len(metrics):
-            raise GoalError(f"{where}.labels: one per metric")
-        out.append({"title": str(c.get("title", ", ".join(metrics))),
-                    "records": str(c.get("records", "*")), "x": x, "series": series,
-                    "metrics": list(metrics), "labels": [str(x) for x in labels],
-                    "ylabel": str(c.get("ylabel", metrics[0] if len(metrics) == 1 else "")),
-                    "log": bool(c.get("log", False))})
+        out.append({"title": c.get("title", ", ".join(metrics)), "records": c["records"],
+                    "x": c["x"], "series": c["series"], "metrics": list(metrics),
+                    "labels": [str(x) for x in labels],
+                    "ylabel": c.get("ylabel", metrics[0] if len(metrics) == 1 else ""),
+                    "log": c["log"]})
     return out
 
 

@@ -40,6 +40,7 @@ from typing import Any, Mapping, Sequence
 
 import yaml
 
+from configschema import Invalid, SchemaError, Spec, load_yaml, validate
 from reports.noise import Spread, group_repetitions, metric_spread
 
 REPO = Path(__file__).resolve().parent.parent
@@ -57,8 +58,8 @@ CONDITION_RE = re.compile(r"^\s*(>=|<=|==|>|<)\s*(-?[0-9]+(?:\.[0-9]*)?(?:[eE][-
 VERDICT_ORDER = ("missed", "not measured", "inconclusive", "met")
 
 
-class GoalError(ValueError):
-    """A goal declaration is malformed; the message names the file and key."""
+class GoalError(SchemaError):
+    """A goal or chart declaration is malformed; the message names the file, line and key."""
 
 
 def parse_condition(expr: str, where: str = "") -> tuple[str, float, str | None]:
@@ -72,44 +73,69 @@ def parse_condition(expr: str, where: str = "") -> tuple[str, float, str | None]
 
 # ---- declarations -------------------------------------------------------------------------------
 
+def _condition_problem(expr: str) -> str | None:
+    if CONDITION_RE.match(expr):
+        return None
+    return (f"bad condition {expr!r}: write '<op> <number>' or '<op> <number> x <peer switch "
+            "kind>'")
+
+
+def _chart_checks(c: dict) -> None:
+    if (c["x"], c["series"]) == ("metric", "metric"):
+        raise Invalid("x: metric needs series: switch (not both metric)", at=("series",))
+    if "metric" in c and "metrics" in c:
+        raise Invalid("give metric or metrics, not both", at=("metrics",))
+    if "metric" not in c and "metrics" not in c:
+        raise Invalid("required key is missing (or give metric)", at=("metrics",))
+    n = len(c.get("metrics") or [c.get("metric")])
+    if "labels" in c and len(c["labels"]) != n:
+        raise Invalid(f"one per metric ({n}), got {len(c['labels'])}", at=("labels",))
+
+
+GOAL = Spec(dict, fields={
+    "id": Spec((str, int), required=True),
+    "text": Spec(str, default=""),
+    "record": Spec(str, required=True, min_len=1),
+    "switch": Spec(str, default="ours"),
+    "conditions": Spec(dict, required=True, min_len=1, keys=Spec(str, what="a metric name"),
+                       values=Spec(str, check=_condition_problem,
+                                   what="a condition '<op> <number>[ x <peer>]'")),
+})
+CHART = Spec(dict, check=_chart_checks, fields={
+    "title": Spec(str),
+    "records": Spec(str, default="*"),
+    "x": Spec(str, default="record", choices=("record", "metric")),
+    "series": Spec(str, default="switch", choices=("switch", "metric")),
+    "metric": Spec(str, min_len=1),
+    "metrics": Spec(list, min_len=1, items=Spec(str, min_len=1)),
+    "labels": Spec(list, items=Spec((str, int, float))),
+    "ylabel": Spec(str),
+    "log": Spec(bool, default=False),
+})
+# suites/<suite>/report.yaml (configschema/'s language): what a suite declares for its report.
+SUITE_REPORT = Spec((dict, type(None)), what="a mapping with keys goals, charts", fields={
+    "goals": Spec((list, type(None)), items=GOAL, unique=("id",)),
+    "charts": Spec((list, type(None)), items=CHART),
+})
+
+
+def read_suite_report(path: Path) -> dict:
+    """The checked declarations of one report.yaml ({} for an empty file); GoalError names the
+    file, line and key of a malformed one."""
+    data, node = load_yaml(path, GoalError)
+    return validate(SUITE_REPORT, data, source=str(path), error=GoalError, node=node) or {}
+
+
 def load_suite_goals(suites_dir: Path = SUITES_DIR) -> list[dict]:
     """Every suite's declared goals, each with 'suite' and 'source' added; GoalError names the
-    file and key of a malformed one."""
+    file, line and key of a malformed one."""
     goals = []
     for path in sorted(Path(suites_dir).glob(f"*/{SUITE_DECL}")):
         suite = path.parent.name
-        try:
-            data = yaml.safe_load(path.read_text()) or {}
-        except yaml.YAMLError as e:
-            raise GoalError(f"{path}: not YAML ({e})") from None
-        if not isinstance(data, dict):
-            raise GoalError(f"{path}: expected a mapping at the top")
-        entries = data.get("goals") or []
-        if not isinstance(entries, list):
-            raise GoalError(f"{path}: goals: expected a list")
-        seen = set()
-        for i, g in enumerate(entries):
-            where = f"{path}: goals[{i}]"
-            if not isinstance(g, dict):
-                raise GoalError(f"{where}: expected a mapping")
-            unknown = set(g) - {"id", "text", "record", "switch", "conditions"}
-            if unknown:
-                raise GoalError(f"{where}: unknown key(s) {sorted(unknown)}")
-            for key in ("id", "record", "conditions"):
-                if key not in g:
-                    raise GoalError(f"{where}.{key}: required key is missing")
-            if g["id"] in seen:
-                raise GoalError(f"{where}.id: {g['id']!r} declared twice")
-            seen.add(g["id"])
-            conds = g["conditions"]
-            if not isinstance(conds, dict) or not conds:
-                raise GoalError(f"{where}.conditions: expected a mapping metric: condition")
-            for metric, expr in conds.items():
-                parse_condition(expr, f"{where}.conditions.{metric}")
+        for g in read_suite_report(path).get("goals") or []:
             goals.append({"suite": suite, "source": f"suites/{suite}/{SUITE_DECL}",
-                          "id": str(g["id"]), "text": str(g.get("text", "")),
-                          "record": str(g["record"]), "switch": str(g.get("switch", "ours")),
-                          "conditions": {str(k): str(v) for k, v in conds.items()}})
+                          "id": str(g["id"]), "text": g["text"], "record": g["record"],
+                          "switch": g["switch"], "conditions": dict(g["conditions"])})
     return goals
 
 

@@ -22,7 +22,8 @@ def test_profile_with_unknown_key_stops_the_run_naming_the_key(tmp_path):
     cp = pytest_run("suites/", f"--dut={bad}", f"--reports-dir={tmp_path / 'reports'}",
                     "--collect-only", "-q")
     assert cp.returncode != 0
-    assert "typo.yaml: switch.wokers: unknown key" in cp.stderr + cp.stdout
+    assert "typo.yaml:4: switch.wokers: unknown key (did you mean 'workers'?" in \
+        cp.stderr + cp.stdout
     assert not (tmp_path / "reports").exists(), "nothing may start before the profile is valid"
 
 

@@ -7,9 +7,11 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-TOP = ("dut", "drivers", "traces", "suites", "reports", "harness")
+TOP = ("configschema", "dut", "drivers", "traces", "suites", "reports", "harness")
 # layer -> top-level folders it must not import
 FORBIDDEN = {
+    # the config schema language under every strict config: every layer may import it
+    "configschema": {"dut", "drivers", "traces", "suites", "reports", "harness"},
     "dut": {"suites", "harness", "reports"},
     "drivers": {"suites", "reports"},
     "traces": {"suites", "drivers", "harness", "reports"},

@@ -13,7 +13,8 @@ boundary and each packet's expected match count is exact (sidecar ``expected_mat
 The IP id of a packet is its index in the trace, which is how the controller's log and the
 receiver identify it.
 
-Example YAML (every key; unknown keys are an error naming the key and line)::
+Example YAML (every key; spec :data:`TRACE` in configschema/'s language: an unknown key, a
+wrong type or a value out of range is an error naming the file, line and key)::
 
     name: random
     seed: 6
@@ -49,12 +50,12 @@ import re
 import string
 import struct
 import sys
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import MISSING, asdict, dataclass, fields
 from pathlib import Path
 
 import yaml
 
-from dut.profiles.yamlfile import load_with_key_lines
+from configschema import Invalid, SchemaError, Spec, load_yaml, validate
 
 GENERATOR = "traces.tos_trace/1"
 ORDERS = ("high_low", "low_high", "random")
@@ -68,8 +69,8 @@ FILLER_TABLE = bytes(FILLER_ALPHABET[i % len(FILLER_ALPHABET)] for i in range(25
 MAC_RE = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$")
 
 
-class TraceSpecError(ValueError):
-    pass
+class TraceSpecError(SchemaError):
+    """A trace spec that must not be used; names the file, line and key."""
 
 
 @dataclass(frozen=True)
@@ -103,83 +104,69 @@ class TraceSpec:
         return self.packets_high + self.packets_low
 
 
-REQUIRED = ("name", "seed", "order")
+def _ipv4(v: str) -> str | None:
+    try:
+        ipaddress.IPv4Address(v)
+    except ValueError:
+        return f"expected an IPv4 address, got {v!r}"
+    return None
 
 
-def parse_spec(data, source: str = "<dict>", lines: dict[str, int] | None = None,
-               overrides: dict | None = None) -> TraceSpec:
-    lines = lines or {}
-    if not isinstance(data, dict):
-        raise TraceSpecError(f"{source}: top level must be a mapping")
-    data = {**data, **(overrides or {})}
-    known = [f.name for f in fields(TraceSpec)]
+def _fits(d: dict) -> None:
+    """What no single key can say (every key is present: defaults are filled in)."""
+    if d["packets_high"] + d["packets_low"] > 65536:
+        raise Invalid("packets_high + packets_low must be <= 65536 (the IP id numbers the "
+                      "packets)", at=("packets_low",))
+    if d["pattern_count"] > 26 ** d["pattern_len"] // 2:
+        raise Invalid(f"too many distinct patterns of length {d['pattern_len']}, got "
+                      f"{d['pattern_count']}", at=("pattern_count",))
+    payload = d["ip_bytes"] - IP_HLEN - TCP_HLEN
+    if d["match_fraction"] > 0 and d["occurrences"] * (d["pattern_len"] + 1) > payload:
+        raise Invalid(f"{d['occurrences']} patterns of {d['pattern_len']} B do not fit in a "
+                      f"{payload} B payload", at=("occurrences",))
 
-    def where(key):
-        ln = lines.get(key)
-        return f"{source}: key '{key}'" + (f" (line {ln})" if ln else "")
 
-    for k in data:
-        if k not in known:
-            raise TraceSpecError(f"{where(k)}: unknown key (known: {', '.join(known)})")
-    for k in REQUIRED:
-        if k not in data:
-            raise TraceSpecError(f"{source}: key '{k}' is required")
+MAC = dict(pattern=MAC_RE, what="a MAC address like 02:00:00:00:06:01")
+# The spec of a trace YAML (configschema/); defaults are TraceSpec's, filled in below.
+TRACE = Spec(dict, what="a mapping of keys", check=_fits, fields={
+    "name": Spec(str, required=True, pattern=r"[A-Za-z0-9_.-]+",
+                 what="a word of letters, digits, _ . -"),
+    "seed": Spec(int, required=True, ge=0, le=2**63),
+    "order": Spec(str, required=True, choices=ORDERS),
+    "packets_high": Spec(int, ge=0, le=65535),
+    "packets_low": Spec(int, ge=0, le=65535),
+    "high_precedence": Spec(int, ge=0, le=7),
+    "low_precedence": Spec(int, ge=0, le=7),
+    "ip_bytes": Spec(int, ge=IP_HLEN + TCP_HLEN + 1, le=9000),
+    "pattern_count": Spec(int, ge=1, le=4096),
+    "pattern_len": Spec(int, ge=1, le=256),
+    "pattern_seed": Spec(int, ge=0, le=2**63),
+    "match_fraction": Spec(float, ge=0, le=1),
+    "occurrences": Spec(int, ge=0, le=64),
+    "src_mac": Spec(str, **MAC),
+    "dst_mac": Spec(str, **MAC),
+    "src_ip": Spec(str, check=_ipv4),
+    "dst_ip": Spec(str, check=_ipv4),
+    "sport": Spec(int, ge=1, le=65535),
+    "dport": Spec(int, ge=1, le=65535),
+})
+for _f in fields(TraceSpec):
+    if _f.default is not MISSING:
+        TRACE.fields[_f.name].default = _f.default
 
-    def bad(k, msg):
-        return TraceSpecError(f"{where(k)}: {msg}, got {data[k]!r}")
 
-    def integer(k, lo, hi):
-        if k in data:
-            v = data[k]
-            if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
-                raise bad(k, f"must be an integer in {lo}..{hi}")
-
-    if not isinstance(data["name"], str) or not re.fullmatch(r"[A-Za-z0-9_.-]+", data["name"]):
-        raise bad("name", "must be a word of letters, digits, _ . -")
-    if data["order"] not in ORDERS:
-        raise bad("order", f"must be one of {', '.join(ORDERS)}")
-    integer("seed", 0, 2**63)
-    integer("pattern_seed", 0, 2**63)
-    integer("packets_high", 0, 65535)
-    integer("packets_low", 0, 65535)
-    integer("high_precedence", 0, 7)
-    integer("low_precedence", 0, 7)
-    integer("ip_bytes", IP_HLEN + TCP_HLEN + 1, 9000)
-    integer("pattern_count", 1, 4096)
-    integer("pattern_len", 1, 256)
-    integer("occurrences", 0, 64)
-    integer("sport", 1, 65535)
-    integer("dport", 1, 65535)
-    if data.get("packets_high", 500) + data.get("packets_low", 500) > 65536:
-        raise TraceSpecError(f"{source}: packets_high + packets_low must be <= 65536 "
-                             "(the IP id numbers the packets)")
-    if "match_fraction" in data:
-        v = data["match_fraction"]
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1:
-            raise bad("match_fraction", "must be a number in 0..1")
-    for k in ("src_mac", "dst_mac"):
-        if k in data and (not isinstance(data[k], str) or not MAC_RE.match(data[k])):
-            raise bad(k, "must be a MAC address like 02:00:00:00:06:01")
-    for k in ("src_ip", "dst_ip"):
-        if k in data:
-            try:
-                ipaddress.IPv4Address(str(data[k]))
-            except ValueError:
-                raise bad(k, "must be an IPv4 address") from None
-    spec = TraceSpec(**data)
-    if spec.pattern_count > 26 ** spec.pattern_len // 2:
-        raise bad("pattern_count", f"too many distinct patterns of length {spec.pattern_len}")
-    need = spec.occurrences * (spec.pattern_len + 1)
-    if spec.match_fraction > 0 and need > spec.payload_bytes:
-        raise TraceSpecError(f"{where('occurrences')}: {spec.occurrences} patterns of "
-                             f"{spec.pattern_len} B do not fit in a {spec.payload_bytes} B payload")
-    return spec
+def parse_spec(data, source: str = "<dict>", node=None, overrides: dict | None = None
+               ) -> TraceSpec:
+    """Validate a mapping into a TraceSpec; ``node`` (the YAML document) adds lines to errors;
+    ``overrides`` (the CLI's --set) replace keys before validation."""
+    if isinstance(data, dict):
+        data = {**data, **(overrides or {})}
+    return TraceSpec(**validate(TRACE, data, source=source, error=TraceSpecError, node=node))
 
 
 def load_spec(path: str | Path, overrides: dict | None = None) -> TraceSpec:
-    path = str(path)
-    data, lines = load_with_key_lines(path, TraceSpecError)
-    return parse_spec(data, path, lines, overrides)
+    data, node = load_yaml(path, TraceSpecError)
+    return parse_spec(data, str(path), node, overrides)
 
 
 def patterns_for(count: int, length: int, seed: int) -> list[str]:

@@ -1,12 +1,13 @@
 """Lab profiles: what a lab is (dut/profiles/<name>.yaml, or a path).
 
-A profile is parsed strictly before anything starts: unknown keys are rejected, types are
+A profile is parsed strictly before anything starts, by the schema language every strict
+config of ofbench shares (configschema/): unknown keys are rejected, types and ranges are
 checked, required keys are named. Every error is a :class:`ProfileError` whose message names the
-file and the dotted key (``lab1.yaml: switch.workers: expected int, got str 'two'``), so a
-typo in a 40-line lab file costs seconds, not a wasted night run.
+file, the line and the full key path (``lab1.yaml:21: switch.workers: expected int >= 1, got
+str 'two'``), so a typo in a 40-line lab file costs seconds, not a wasted night run.
 
-Sections owned by one system (``vmwire``, ``wan``) are validated by that system's module, named
-in ``SECTION_VALIDATORS``; the schema here only checks they are mappings and delegates.
+The ``vmwire`` section is owned by that system: its spec is dut/vmwire/tenants.py's ``VMWIRE``,
+checked here in place, so its errors carry this file, line and key path too.
 
 Schema version 1 (``schema_version: 1``)::
 
@@ -39,17 +40,17 @@ Schema version 1 (``schema_version: 1``)::
                # tool's port order 1, 2, 3 (the switch opens its ends with af_xdp)
     targets: {<suite>: {<test name>: {<metric>: "<op> <number>"}}}
     influx: {url: str, token: str, org: str, bucket: str}
-    vmwire: {...}   wan: {...}
+    vmwire: {ports, tenants, switch_vhost_mode}   # dut/vmwire/tenants.py
 """
 from __future__ import annotations
 
-import importlib
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
+from configschema import Invalid, SchemaError, Spec, load_yaml, validate
+from dut.vmwire.tenants import VMWIRE
 
 PROFILE_DIR = Path(__file__).resolve().parent
 SCHEMA_VERSION = 1
@@ -75,67 +76,8 @@ FEATURES = {
 }
 TARGET_RE = re.compile(r"^\s*(>=|<=|>|<|==)\s*(-?\d+(\.\d+)?([eE][-+]?\d+)?)\s*$")
 
-# Sections owned by a system, validated by "module:function(section, where) -> section".
-SECTION_VALIDATORS = {
-    "vmwire": "dut.vmwire.tenants:validate_profile_section",
-    "wan": "dut.wan.config:validate_profile_section",
-}
-
-
-class ProfileError(ValueError):
-    """A profile that must not be used. The message names the file and the key."""
-
-
-# ---- a tiny strict schema language: dict specs with types, required keys, enums ------------
-class Spec:
-    def __init__(self, kind, *, required=False, default=None, choices=None, fields=None,
-                 items=None, values=None, check=None):
-        self.kind, self.required, self.default = kind, required, default
-        self.choices, self.fields, self.items, self.values = choices, fields, items, values
-        self.check = check
-
-
-_TYPE_NAMES = {str: "str", int: "int", float: "number", bool: "bool", dict: "mapping",
-               list: "list"}
-
-
-def _type_ok(kind, value) -> bool:
-    if kind is float:
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    if kind is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    return isinstance(value, kind)
-
-
-def _validate(spec: Spec, value: Any, key: str, fail) -> Any:
-    if not _type_ok(spec.kind, value):
-        fail(key, f"expected {_TYPE_NAMES[spec.kind]}, got {type(value).__name__} {value!r}")
-    if spec.choices is not None and value not in spec.choices:
-        fail(key, f"{value!r} is not one of {', '.join(map(str, spec.choices))}")
-    if spec.kind is dict and spec.fields is not None:
-        out = {}
-        for k in value:
-            if k not in spec.fields:
-                fail(f"{key}.{k}" if key else str(k),
-                     f"unknown key (allowed: {', '.join(sorted(spec.fields))})")
-        for k, sub in spec.fields.items():
-            sub_key = f"{key}.{k}" if key else k
-            if k in value:
-                out[k] = _validate(sub, value[k], sub_key, fail)
-            elif sub.required:
-                fail(sub_key, "required key is missing")
-            elif sub.default is not None:
-                out[k] = sub.default() if callable(sub.default) else sub.default
-        value = out
-    elif spec.kind is dict and spec.values is not None:
-        value = {k: _validate(spec.values, v, f"{key}.{k}", fail) for k, v in value.items()}
-    elif spec.kind is list and spec.items is not None:
-        value = [_validate(spec.items, v, f"{key}[{i}]", fail) for i, v in enumerate(value)]
-    if spec.check is not None:
-        problem = spec.check(value)
-        if problem:
-            fail(key, problem)
-    return value
+class ProfileError(SchemaError):
+    """A profile that must not be used. The message names the file, the line and the key."""
 
 
 def _check_target(expr: str) -> str | None:
@@ -143,19 +85,15 @@ def _check_target(expr: str) -> str | None:
         f"bad target {expr!r}: write '<op> <number>' with op one of >= <= > < ==")
 
 
-def _check_port(p: int) -> str | None:
-    return None if 0 <= p <= 65535 else f"port {p} out of range 0..65535"
+TCP_PORT = dict(ge=0, le=65535)
 
 
-def _check_ifname(name: str) -> str | None:
-    return None if re.fullmatch(r"[A-Za-z0-9_.-]{1,15}", name) else (
-        f"{name!r} is not a kernel interface name (1-15 of A-Z a-z 0-9 _ . -)")
-
-
+IFNAME = Spec(str, required=True, pattern=r"[A-Za-z0-9_.-]{1,15}",
+              what="a kernel interface name (1-15 of A-Z a-z 0-9 _ . -)")
 HOST = Spec(dict, fields={
     "address": Spec(str, required=True),
     "user": Spec(str, default="root"),
-    "ssh_port": Spec(int, default=22, check=_check_port),
+    "ssh_port": Spec(int, default=22, **TCP_PORT),
     "key_file": Spec(str),
     "workdir": Spec(str, default="/opt/ofbench"),
 })
@@ -179,7 +117,7 @@ PROFILE = Spec(dict, fields={
     "features": Spec(list, default=list, items=Spec(str, choices=tuple(sorted(FEATURES)))),
     "switch": Spec(dict, required=True, fields={
         "kind": Spec(str, required=True, choices=SWITCH_KINDS),
-        "workers": Spec(int, default=1, check=lambda n: None if n >= 1 else "must be >= 1"),
+        "workers": Spec(int, default=1, ge=1),
         "cores": Spec(str),
         "lookup": Spec(str, default=DEFAULT_LOOKUP, choices=SWITCH_LOOKUPS),
         "host": Spec(str),
@@ -189,17 +127,17 @@ PROFILE = Spec(dict, fields={
     "peers": Spec(list, default=list, items=Spec(str, choices=SWITCH_KINDS)),
     "controller": Spec(dict, default=lambda: {"host": "127.0.0.1", "port": 0}, fields={
         "host": Spec(str, default="127.0.0.1"),
-        "port": Spec(int, default=0, check=_check_port),
+        "port": Spec(int, default=0, **TCP_PORT),
     }),
     "generator": Spec(dict, default=lambda: {"kind": "softgen"}, fields={
         "kind": Spec(str, required=True, choices=GENERATOR_KINDS),
         "host": Spec(str),
         "server": Spec(str),
-        "sync_port": Spec(int, check=_check_port),
-        "async_port": Spec(int, check=_check_port),
+        "sync_port": Spec(int, **TCP_PORT),
+        "async_port": Spec(int, **TCP_PORT),
         "cores": Spec(str),
         "low_end": Spec(bool),
-        "limit_memory_mb": Spec(int, check=lambda n: None if n >= 64 else "must be >= 64"),
+        "limit_memory_mb": Spec(int, ge=64),
         "ports": Spec(dict, values=PORT),
     }),
     "links": Spec(list, default=list, items=Spec(dict, fields={
@@ -209,11 +147,9 @@ PROFILE = Spec(dict, fields={
     })),
     "conformance": Spec(dict, fields={
         "tester_host": Spec(str, required=True),
-        "links": Spec(list, required=True, items=Spec(dict, fields={
-            "tester": Spec(str, required=True, check=_check_ifname),
-            "switch": Spec(str, required=True, check=_check_ifname),
-        }), check=lambda ls: None if len(ls) == 3 else
-            f"os-ken's switch test tool uses three cables (ports 1, 2, 3), got {len(ls)}"),
+        # os-ken's switch test tool uses three cables (its ports 1, 2, 3)
+        "links": Spec(list, required=True, min_len=3, max_len=3, unique=("tester", "switch"),
+                      items=Spec(dict, fields={"tester": IFNAME, "switch": IFNAME})),
     }),
     "targets": Spec(dict, default=dict, values=Spec(dict, values=Spec(dict, values=Spec(
         str, check=_check_target)))),
@@ -223,8 +159,7 @@ PROFILE = Spec(dict, fields={
         "org": Spec(str, default="-"),
         "bucket": Spec(str, default="ofbench/autogen"),
     }),
-    "vmwire": Spec(dict),
-    "wan": Spec(dict),
+    "vmwire": VMWIRE,
 })
 
 
@@ -292,88 +227,65 @@ def load_profile(name_or_path: str) -> Profile:
     where = path.name if path.parent == PROFILE_DIR else str(path)
     if not path.is_file():
         hint = f" (known profiles: {', '.join(available_profiles())})" if "/" not in name_or_path else ""
-        raise ProfileError(f"{where}: no such profile file{hint}")
-    try:
-        raw = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as e:
-        raise ProfileError(f"{where}: not valid YAML: {e}") from None
-    return parse_profile(raw, where=where, path=path)
+        raise ProfileError.at(where, (), f"no such profile file{hint}")
+    raw, node = load_yaml(path, ProfileError, source=where)
+    return parse_profile(raw, where=where, path=path, node=node)
 
 
-def parse_profile(raw: Any, *, where: str, path: Path | None = None) -> Profile:
-    def fail(key, msg):
-        raise ProfileError(f"{where}: {key}: {msg}" if key else f"{where}: {msg}")
-
+def parse_profile(raw: Any, *, where: str, path: Path | None = None, node=None) -> Profile:
+    """Validate a parsed profile; ``node`` (the YAML document's node) adds lines to errors."""
     if not isinstance(raw, dict):
-        fail("", f"a profile is a mapping of keys, got {type(raw).__name__}")
-    data = _validate(PROFILE, raw, "", fail)
-    _cross_checks(data, fail)
-    for section, target in SECTION_VALIDATORS.items():
-        if section in data:
-            data[section] = _delegate(target, data[section], f"{where}: {section}", fail, section)
+        raise ProfileError.at(where, (), f"a profile is a mapping of keys, got "
+                              f"{type(raw).__name__}")
+    data = validate(PROFILE, raw, source=where, error=ProfileError, node=node)
     name = data.get("name") or (path.stem if path else "profile")
     data["name"] = name
     return Profile(name=name, path=path or Path(where), data=data)
 
 
-def _cross_checks(data: dict, fail) -> None:
+def _cross_checks(data: dict) -> None:
+    """What no single key can say: raises Invalid at the key that is wrong."""
     lab = data["lab"]
     if lab["kind"] == "remote" and not lab.get("hosts"):
-        fail("lab.hosts", "a remote lab needs its hosts (e.g. switch, controller, trex)")
+        raise Invalid("a remote lab needs its hosts (e.g. switch, controller, trex)",
+                      at=("lab", "hosts"))
     if lab.get("emulated") and lab["kind"] != "remote":
-        fail("lab.emulated", "only a remote lab (lab.kind: remote) is emulated")
+        raise Invalid("only a remote lab (lab.kind: remote) is emulated", at=("lab", "emulated"))
     hosts = lab.get("hosts") or {}
     for section in ("switch", "generator"):
         role = data[section].get("host")
         if role and hosts and role not in hosts:
-            fail(f"{section}.host", f"{role!r} is not a host in lab.hosts "
-                 f"(known: {', '.join(hosts)})")
+            raise Invalid(f"{role!r} is not a host in lab.hosts (known: {', '.join(hosts)})",
+                          at=(section, "host"))
     gen = data["generator"]
     if gen["kind"] == "trex" and "server" not in gen:
-        fail("generator.server", "required key is missing for generator.kind trex")
+        raise Invalid("required key is missing for generator.kind trex",
+                      at=("generator", "server"))
     sw_ports = data["switch"].get("ports") or {}
     gen_ports = gen.get("ports") or {}
     for section, ports in (("switch", sw_ports), ("generator", gen_ports)):
         for name, port in ports.items():
             if port.get("devargs") and port.get("pci"):
-                fail(f"{section}.ports.{name}", "give devargs (a DPDK vdev) or pci (a NIC), "
-                     "not both")
+                raise Invalid("give devargs (a DPDK vdev) or pci (a NIC), not both",
+                              at=(section, "ports", name))
     for i, link in enumerate(data["links"]):
         if not gen_ports or not sw_ports:
-            fail(f"links[{i}]", "links join generator.ports to switch.ports: both sections "
-                 "need their ports")
+            raise Invalid("links join generator.ports to switch.ports: both sections need "
+                          "their ports", at=("links", i))
         if link["generator"] not in gen_ports:
-            fail(f"links[{i}].generator", f"no generator port {link['generator']!r} "
-                 f"(known: {', '.join(gen_ports)})")
+            raise Invalid(f"no generator port {link['generator']!r} "
+                          f"(known: {', '.join(gen_ports)})", at=("links", i, "generator"))
         if link["switch"] not in sw_ports:
-            fail(f"links[{i}].switch", f"no switch port {link['switch']!r} "
-                 f"(known: {', '.join(sw_ports)})")
+            raise Invalid(f"no switch port {link['switch']!r} (known: {', '.join(sw_ports)})",
+                          at=("links", i, "switch"))
     conf = data.get("conformance")
-    if conf:
-        if conf["tester_host"] not in hosts:
-            fail("conformance.tester_host", f"{conf['tester_host']!r} is not a host in lab.hosts"
-                 f" (known: {', '.join(hosts) or 'none: conformance cables are for a remote lab'})")
-        for end in ("tester", "switch"):
-            names = [link[end] for link in conf["links"]]
-            if len(set(names)) != len(names):
-                fail("conformance.links", f"a {end} interface is cabled twice: {names}")
+    if conf and conf["tester_host"] not in hosts:
+        raise Invalid(f"{conf['tester_host']!r} is not a host in lab.hosts (known: "
+                      f"{', '.join(hosts) or 'none: conformance cables are for a remote lab'})",
+                      at=("conformance", "tester_host"))
     if data["switch"]["kind"] in data["peers"]:
-        fail("peers", f"{data['switch']['kind']!r} is already the profile's switch")
+        raise Invalid(f"{data['switch']['kind']!r} is already the profile's switch",
+                      at=("peers",))
 
 
-def _delegate(target: str, section: dict, where: str, fail, key: str) -> dict:
-    mod_name, func_name = target.split(":")
-    try:
-        mod = importlib.import_module(mod_name)
-    except ModuleNotFoundError:
-        return section  # that system is not built yet: its section stays as written
-    func = getattr(mod, func_name, None)
-    if func is None:
-        return section
-    try:
-        return func(section, where)
-    except ValueError as e:
-        msg = str(e)
-        if msg.startswith(where):
-            raise ProfileError(msg) from None
-        fail(key, msg)
+PROFILE.check = _cross_checks

@@ -29,7 +29,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dut.vmwire.tenants import VmwireConfig, VmwireConfigError, load_config_file
+from configschema import Invalid, Spec
+from dut.vmwire.tenants import (OFPP_MAX, VMWIRE, VmwireConfig, VmwireConfigError,
+                                tenant_checks, load_config_file)
 
 PRIORITY_SLICE = 100
 PRIORITY_MISS = 0
@@ -61,28 +63,35 @@ def slice_flows(cfg: VmwireConfig, capture_ofport: int | None = None,
     return flows
 
 
-def parse_capture(raw, cfg: VmwireConfig, where: str) -> tuple[int | None, tuple[str, ...]]:
-    if raw is None:
-        return None, ()
-    if not isinstance(raw, dict) or set(raw) - {"ofport", "ports"}:
-        raise VmwireConfigError(f"{where}: capture: expected {{ofport: N, ports: [names]}}")
-    ofport = raw.get("ofport")
-    if isinstance(ofport, bool) or not isinstance(ofport, int) or ofport in cfg.ports.values():
-        raise VmwireConfigError(f"{where}: capture.ofport: expected a port number that is no "
-                                f"tenant port, got {ofport!r}")
-    ports = raw.get("ports") or []
-    for p in ports:
-        if p not in cfg.ports:
-            raise VmwireConfigError(f"{where}: capture.ports: unknown port {p!r} (known ports: "
-                                    f"{', '.join(sorted(cfg.ports))})")
-    return ofport, tuple(ports)
+def _capture_checks(data: dict) -> None:
+    """The tenant checks, then: the capture port is no tenant port, its ports are known."""
+    tenant_checks(data)
+    cap = data.get("capture")
+    if cap is None:
+        return
+    if cap["ofport"] in data["ports"].values():
+        raise Invalid(f"expected a port number that is no tenant port, got {cap['ofport']!r}",
+                      at=("capture", "ofport"))
+    for i, p in enumerate(cap["ports"]):
+        if p not in data["ports"]:
+            raise Invalid(f"unknown port {p!r} (known ports: {', '.join(sorted(data['ports']))})",
+                          at=("capture", "ports", i))
+
+
+# The slice app's config file: the vmwire mapping plus ``capture``.
+SLICE_APP_CONFIG = VMWIRE.with_fields(capture=Spec(dict, fields={
+    "ofport": Spec(int, required=True, ge=1, lt=OFPP_MAX,
+                   what=f"an OpenFlow port number 1..{OFPP_MAX - 1}"),
+    "ports": Spec(list, default=list, items=Spec(str, what="a port name")),
+}))
+SLICE_APP_CONFIG.check = _capture_checks
 
 
 def load_app_config(path) -> tuple[VmwireConfig, int | None, tuple[str, ...]]:
     """Tenant config plus the optional ``capture`` key."""
-    cfg, extra = load_config_file(path, extra_keys=("capture",))
-    cap_port, cap_names = parse_capture(extra.get("capture"), cfg, str(path))
-    return cfg, cap_port, cap_names
+    cfg, data = load_config_file(path, spec=SLICE_APP_CONFIG)
+    cap = data.get("capture")
+    return cfg, (cap["ofport"] if cap else None), tuple(cap["ports"]) if cap else ()
 
 
 # ---- os-ken glue ----------------------------------------------------------------------------

@@ -5,7 +5,8 @@ keep every VLAN id for themselves. Here a tenant is a set of named switch ports;
 controller (dut/vmwire/slice_app.py) lets a frame entering a port leave only through ports of
 the same tenant, whatever its MACs or VLAN tags say.
 
-The profile section (validated here, called by dut/profiles/schema.py)::
+The profile section (spec :data:`VMWIRE` here, in configschema's language; the profile schema
+dut/profiles/schema.py checks it in place, so errors name the profile, line and key path)::
 
     vmwire:
       ports:                 # logical switch ports that carry a guest: name -> OpenFlow port
@@ -19,8 +20,8 @@ The profile section (validated here, called by dut/profiles/schema.py)::
                                   # the guest owns the socket and the switch reconnects when
                                   # it restarts) or server
 
-The same mapping, without the ``vmwire:`` level, is the YAML config of the slice app
-(:func:`load_config_file`, errors there also carry the line).
+The same mapping, with or without the ``vmwire:`` level, is the YAML config of the slice app
+(:func:`load_config_file`; errors there also carry the line).
 
 Invariants after validation: port numbers are unique ints in 1..0xfffffeff (OpenFlow 1.3
 physical/logical range); every tenant has >= 1 port; every tenant port is a known port; no port
@@ -34,14 +35,17 @@ from pathlib import Path
 
 import yaml
 
+from configschema import Invalid, SchemaError, Spec, load_yaml, validate
+
 OFPP_MAX = 0xFFFFFF00  # OpenFlow 1.3: port numbers >= this are reserved
 NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")
+NAME_WHAT = "a name of 1-32 characters [A-Za-z0-9_-] starting with a letter"
 VHOST_MODES = ("client", "server")
 KEYS = ("ports", "tenants", "switch_vhost_mode")
 
 
-class VmwireConfigError(ValueError):
-    """A vmwire section or slice config that must not be used; names file, key (and line)."""
+class VmwireConfigError(SchemaError):
+    """A vmwire section or slice config that must not be used; names file, line and key."""
 
 
 @dataclass(frozen=True)
@@ -66,110 +70,67 @@ class VmwireConfig:
                 "switch_vhost_mode": self.switch_vhost_mode}
 
 
-def parse_config(section, where: str, line_of=None, extra_keys: tuple = ()) -> VmwireConfig:
-    """Validate a vmwire mapping; ``where`` prefixes every error (file name and section).
-
-    ``line_of(path_tuple) -> int | None`` adds ``(line N)`` to errors when the caller knows it.
-    """
-    def fail(path: tuple, msg: str):
-        key = ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in path)
-        key = key.replace(".[", "[")
-        line = line_of(path) if line_of else None
-        at = f" (line {line})" if line else ""
-        raise VmwireConfigError(f"{where}: {key}{at}: {msg}" if key else f"{where}{at}: {msg}")
-
-    if not isinstance(section, dict):
-        fail((), f"expected a mapping with keys {', '.join(KEYS)}, got {type(section).__name__}")
-    for k in section:
-        if k not in KEYS and k not in extra_keys:
-            fail((k,), f"unknown key (known: {', '.join(KEYS + tuple(extra_keys))})")
-    ports_raw = section.get("ports")
-    if not isinstance(ports_raw, dict) or not ports_raw:
-        fail(("ports",), "required: a non-empty mapping of port name -> OpenFlow port number")
-    ports: dict[str, int] = {}
+def tenant_checks(section: dict) -> None:
+    """Port numbers unique; every tenant port known and in one tenant only."""
     seen_num: dict[int, str] = {}
-    for name, num in ports_raw.items():
-        if not isinstance(name, str) or not NAME_RE.match(name):
-            fail(("ports", name), "port names are 1-32 characters [A-Za-z0-9_-], starting "
-                 "with a letter")
-        if isinstance(num, bool) or not isinstance(num, int) or not 1 <= num < OFPP_MAX:
-            fail(("ports", name), f"expected an OpenFlow port number 1..{OFPP_MAX - 1}, got "
-                 f"{num!r}")
+    for name, num in section["ports"].items():
         if num in seen_num:
-            fail(("ports", name), f"port number {num} is already used by port "
-                 f"{seen_num[num]!r}")
+            raise Invalid(f"port number {num} is already used by port {seen_num[num]!r}",
+                          at=("ports", name))
         seen_num[num] = name
-        ports[name] = num
-    tenants_raw = section.get("tenants")
-    if not isinstance(tenants_raw, dict) or not tenants_raw:
-        fail(("tenants",), "required: a non-empty mapping of tenant name -> list of ports")
-    tenants: dict[str, tuple[str, ...]] = {}
     tenant_of: dict[str, str] = {}
-    for tname, members in tenants_raw.items():
-        if not isinstance(tname, str) or not NAME_RE.match(tname):
-            fail(("tenants", tname), "tenant names are 1-32 characters [A-Za-z0-9_-], "
-                 "starting with a letter")
-        if not isinstance(members, list) or not members:
-            fail(("tenants", tname), "expected a non-empty list of port names")
+    for tname, members in section["tenants"].items():
         for i, p in enumerate(members):
-            if p not in ports:
-                fail(("tenants", tname, i), f"unknown port {p!r} (known ports: "
-                     f"{', '.join(sorted(ports))})")
+            if p not in section["ports"]:
+                raise Invalid(f"unknown port {p!r} (known ports: "
+                              f"{', '.join(sorted(section['ports']))})", at=("tenants", tname, i))
             if p in tenant_of:
                 owner = tenant_of[p]
-                fail(("tenants", tname, i), f"port {p!r} is already in tenant {owner!r}" if
-                     owner != tname else f"port {p!r} is listed twice")
+                raise Invalid(f"port {p!r} is already in tenant {owner!r}" if owner != tname
+                              else f"port {p!r} is listed twice", at=("tenants", tname, i))
             tenant_of[p] = tname
-        tenants[tname] = tuple(members)
-    mode = section.get("switch_vhost_mode", "client")
-    if mode not in VHOST_MODES:
-        fail(("switch_vhost_mode",), f"expected one of {', '.join(VHOST_MODES)}, got {mode!r}")
-    return VmwireConfig(ports, tenants, mode, tenant_of)
 
 
-def validate_profile_section(section, where: str) -> dict:
-    """Hook for dut/profiles/schema.py: validate and return the section (as plain data)."""
-    return parse_config(section, where).as_dict()
+# The profile's ``vmwire:`` section and the slice app's config (configschema's language).
+VMWIRE = Spec(dict, what=f"a mapping with keys {', '.join(KEYS)}", check=tenant_checks, fields={
+    "ports": Spec(dict, required=True, min_len=1, keys=Spec(str, pattern=NAME_RE, what=NAME_WHAT),
+                  values=Spec(int, ge=1, lt=OFPP_MAX,
+                              what=f"an OpenFlow port number 1..{OFPP_MAX - 1}")),
+    "tenants": Spec(dict, required=True, min_len=1, keys=Spec(str, pattern=NAME_RE, what=NAME_WHAT),
+                    values=Spec(list, min_len=1, items=Spec(str, what="a port name"))),
+    "switch_vhost_mode": Spec(str, default="client", choices=VHOST_MODES),
+})
 
 
-def load_config_file(path: str | Path, extra_keys: tuple = ()) -> tuple[VmwireConfig, dict]:
+def config_from(data: dict) -> VmwireConfig:
+    """The VmwireConfig of a section :data:`VMWIRE` has validated."""
+    tenants = {t: tuple(ps) for t, ps in data["tenants"].items()}
+    tenant_of = {p: t for t, ps in tenants.items() for p in ps}
+    return VmwireConfig(dict(data["ports"]), tenants, data["switch_vhost_mode"], tenant_of)
+
+
+def parse_config(section, where: str, node=None, prefix: tuple = ()) -> VmwireConfig:
+    """Validate a vmwire mapping; ``where`` (the file) prefixes every error; ``node``, the
+    document's YAML node, adds lines; ``prefix`` is the section's key path in that document."""
+    return config_from(validate(VMWIRE, section, source=where, error=VmwireConfigError,
+                                node=node, prefix=prefix))
+
+
+def load_config_file(path: str | Path, spec: Spec = VMWIRE) -> tuple[VmwireConfig, dict]:
     """The slice app's YAML config: the vmwire mapping, top level or under ``vmwire:``.
 
-    Returns the config and the values of ``extra_keys`` found (the caller validates those)."""
+    ``spec`` is :data:`VMWIRE` or one extended with the caller's keys (the slice app's
+    ``capture``). Returns the config and the whole validated mapping."""
     path = Path(path)
     if not path.is_file():
-        raise VmwireConfigError(f"{path}: no such vmwire config file")
-    text = path.read_text()
-    try:
-        node = yaml.compose(text)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise VmwireConfigError(f"{path}: not valid YAML: {e}") from None
+        raise VmwireConfigError.at(str(path), (), "no such vmwire config file")
+    data, node = load_yaml(path, VmwireConfigError)
     prefix: tuple = ()
     if isinstance(data, dict) and "vmwire" in data and len(data) == 1:
         data, prefix = data["vmwire"], ("vmwire",)
-    cfg = parse_config(data, str(path), line_of=lambda p: _line_of(node, prefix + p),
-                       extra_keys=extra_keys)
-    return cfg, {k: data[k] for k in extra_keys if k in data}
-
-
-def _line_of(node, path: tuple) -> int | None:
-    """1-based line of the YAML node at ``path`` (keys or list indexes), best effort."""
-    line = None
-    for key in path:
-        if isinstance(node, yaml.MappingNode):
-            for k, v in node.value:
-                if k.value == str(key):
-                    line, node = k.start_mark.line + 1, v
-                    break
-            else:
-                return line
-        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
-            node = node.value[key]
-            line = node.start_mark.line + 1
-        else:
-            return line
-    return line
+    checked = validate(spec, data, source=str(path), error=VmwireConfigError, node=node,
+                       prefix=prefix)
+    return config_from(checked), checked
 
 
 def write_config_file(cfg: VmwireConfig, path: str | Path) -> Path:

@@ -9,21 +9,23 @@ describes one side), plus an optional `framing` mapping:
       - {name: path1, bandwidth_mbps: 100, delay_ms: 100}
     framing: {udp_payload_bytes: 1472}
 
-Every error names the file, the entry, the key and the YAML line, and unknown keys are
-rejected (a typo such as `lenght_bytes` must not silently fall back to a default).
+The file is checked against :data:`SCENARIO` (configschema/'s language): every error names the
+file, the YAML line and the key path (``s.yaml:3: apps[0].lenght_bytes: unknown key (did you
+mean 'length_bytes'? ...)``); unknown keys are rejected (a typo must not silently fall back to a
+default), as are wrong types, values out of range and two apps or paths of one name.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path as FsPath
 from typing import Any
 
-import yaml
+from configschema import Invalid, SchemaError, Spec, load_yaml, validate
 
 
-class ConfigError(ValueError):
-    """Bad WAN scenario input; the message names file, entry, key and line."""
+class ConfigError(SchemaError):
+    """Bad WAN scenario input; the message names file, line and key path."""
 
 
 SIZE_DISTRIBUTIONS = ("fixed", "exponential")
@@ -126,104 +128,59 @@ class Scenario:
         return next(p for p in self.paths if p.name == name)
 
 
-# --- YAML with line numbers -----------------------------------------------------------------
+# --- the file's spec (configschema/); the dataclasses above keep their own invariants for
+# objects built in code ------------------------------------------------------------------------
 
-class _LineDict(dict):
-    line: int = 0
-
-
-class _LineLoader(yaml.SafeLoader):
-    pass
+def _finite(v: float) -> str | None:
+    return None if math.isfinite(v) else f"must be a finite number, got {v!r}"
 
 
-def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> _LineDict:
-    d = _LineDict(loader.construct_mapping(node, deep=True))
-    d.line = node.start_mark.line + 1
-    return d
+def _framing_fits(d: dict) -> None:
+    fr = {**_FRAMING_DEFAULTS, **(d or {})}
+    if fr["udp_payload_bytes"] <= fr["app_header_bytes"]:
+        raise Invalid(f"must exceed app_header_bytes ({fr['app_header_bytes']}), got "
+                      f"{fr['udp_payload_bytes']}", at=("udp_payload_bytes",))
 
 
-_LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-
-_APP_KEYS = {"name": str, "length_bytes": int, "interval_ms": float, "deadline_ms": float,
-             "size_distribution": str, "udp_port": int}
-_APP_REQUIRED = ("name", "length_bytes", "interval_ms", "deadline_ms")
-_PATH_KEYS = {"name": str, "bandwidth_mbps": float, "delay_ms": float, "loss_pct": float}
-_PATH_REQUIRED = ("name", "bandwidth_mbps", "delay_ms")
-_FRAMING_KEYS = {"udp_payload_bytes": int, "app_header_bytes": int, "frame_header_bytes": int,
-                 "wire_overhead_bytes": int}
-_TOP_KEYS = ("apps", "paths", "framing")
-
-
-def _where(src: str, what: str, d: Any) -> str:
-    line = getattr(d, "line", 0)
-    return f"{src}: {what}" + (f" (line {line})" if line else "")
-
-
-def _typed(src: str, what: str, d: dict, schema: dict, required: tuple[str, ...]) -> dict:
-    if not isinstance(d, dict):
-        raise ConfigError(f"{src}: {what} must be a mapping, got {type(d).__name__}")
-    unknown = sorted(set(d) - set(schema))
-    if unknown:
-        raise ConfigError(f"{_where(src, what, d)}: unknown key {unknown[0]!r} "
-                          f"(allowed: {', '.join(schema)})")
-    missing = [k for k in required if k not in d]
-    if missing:
-        raise ConfigError(f"{_where(src, what, d)}: missing key {missing[0]!r}")
-    out = {}
-    for k, v in d.items():
-        want = schema[k]
-        if want is float and isinstance(v, int) and not isinstance(v, bool):
-            v = float(v)
-        if not isinstance(v, want) or isinstance(v, bool):
-            raise ConfigError(f"{_where(src, what, d)}: key {k!r} must be {want.__name__}, got {v!r}")
-        out[k] = v
-    return out
+_FRAMING_DEFAULTS = {f.name: f.default for f in fields(Framing)}
+APP = Spec(dict, fields={
+    "name": Spec(str, required=True, min_len=1),
+    "length_bytes": Spec(int, required=True, gt=0),
+    "interval_ms": Spec(float, required=True, gt=0, check=_finite, convert=float),
+    "deadline_ms": Spec(float, required=True, gt=0, check=_finite, convert=float),
+    "size_distribution": Spec(str, choices=SIZE_DISTRIBUTIONS),
+    "udp_port": Spec(int, ge=1, le=65535),
+})
+PATH = Spec(dict, fields={
+    "name": Spec(str, required=True, min_len=1),
+    "bandwidth_mbps": Spec(float, required=True, gt=0, check=_finite, convert=float),
+    "delay_ms": Spec(float, required=True, ge=0, check=_finite, convert=float),
+    "loss_pct": Spec(float, ge=0, lt=100, convert=float),
+})
+FRAMING = Spec((dict, type(None)), check=_framing_fits, fields={
+    "udp_payload_bytes": Spec(int, ge=1, le=65507),
+    "app_header_bytes": Spec(int, ge=0),
+    "frame_header_bytes": Spec(int, ge=0),
+    "wire_overhead_bytes": Spec(int, ge=0),
+})
+# `apps:` or `paths:` with nothing after it (YAML null) is an empty list, as before.
+SCENARIO = Spec(dict, what="a mapping with keys apps, paths, framing", fields={
+    "apps": Spec((list, type(None)), items=APP, unique=("name", "udp_port")),
+    "paths": Spec((list, type(None)), items=PATH, unique=("name",)),
+    "framing": FRAMING,
+})
 
 
-def _wrap(src: str, what: str, d: Any, fn):
-    try:
-        return fn()
-    except ConfigError as e:
-        raise ConfigError(f"{_where(src, what, d)}: {e}") from None
-
-
-def parse_scenario(data: Any, source: str = "<memory>") -> Scenario:
-    """Validate a parsed YAML document (dict) into a Scenario; raises ConfigError."""
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise ConfigError(f"{source}: top level must be a mapping with keys {_TOP_KEYS}")
-    unknown = sorted(set(data) - set(_TOP_KEYS))
-    if unknown:
-        raise ConfigError(f"{source}: unknown top-level key {unknown[0]!r} (allowed: {', '.join(_TOP_KEYS)})")
-    apps: list[App] = []
-    for i, d in enumerate(data.get("apps") or []):
-        what = f"apps[{i}]"
-        kw = _typed(source, what, d, _APP_KEYS, _APP_REQUIRED)
-        apps.append(_wrap(source, what, d, lambda kw=kw: App(**kw)))
-    paths: list[Path] = []
-    for i, d in enumerate(data.get("paths") or []):
-        what = f"paths[{i}]"
-        kw = _typed(source, what, d, _PATH_KEYS, _PATH_REQUIRED)
-        paths.append(_wrap(source, what, d, lambda kw=kw: Path(**kw)))
-    for kind, items in (("app", apps), ("path", paths)):
-        names = [x.name for x in items]
-        dup = sorted({n for n in names if names.count(n) > 1})
-        if dup:
-            raise ConfigError(f"{source}: duplicate {kind} name {dup[0]!r}")
-    ports = [a.udp_port for a in apps if a.udp_port is not None]
-    if len(ports) != len(set(ports)):
-        raise ConfigError(f"{source}: two apps share one udp_port; steering needs one port per app")
-    fr = data.get("framing") or {}
-    fkw = _typed(source, "framing", fr, _FRAMING_KEYS, ())
-    framing = _wrap(source, "framing", fr, lambda: Framing(**fkw))
-    return Scenario(apps=tuple(apps), paths=tuple(paths), framing=framing, source=source)
+def parse_scenario(data: Any, source: str = "<memory>", node=None) -> Scenario:
+    """Validate a parsed YAML document (dict) into a Scenario; raises ConfigError naming the
+    file, the line (when ``node``, the YAML document, is given) and the key path."""
+    d = validate(SCENARIO, {} if data is None else data, source=source, error=ConfigError,
+                 node=node)
+    return Scenario(apps=tuple(App(**a) for a in d.get("apps") or ()),
+                    paths=tuple(Path(**p) for p in d.get("paths") or ()),
+                    framing=Framing(**(d.get("framing") or {})), source=source)
 
 
 def load_scenario(path: str | FsPath) -> Scenario:
-    path = FsPath(path)
-    try:
-        data = yaml.load(path.read_text(), Loader=_LineLoader)  # noqa: S506 (SafeLoader subclass)
-    except yaml.YAMLError as e:
-        raise ConfigError(f"{path}: not valid YAML: {e}") from None
-    return parse_scenario(data, str(path))
+    data, node = load_yaml(path, ConfigError)
+    return parse_scenario(data, str(path), node)

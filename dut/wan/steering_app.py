@@ -3,7 +3,8 @@
 Started by the lead's launcher:
     python -m dut.controller.launcher --app dut.wan.steering_app --config steer.yaml ...
 
-Config (YAML, strict; the launcher passes its path in OFBENCH_APP_CONFIG):
+Config (YAML, strict: spec :data:`CONFIG` in configschema/'s language, errors name the file,
+line and key; the launcher passes its path in OFBENCH_APP_CONFIG):
     in_port: 1                        # OpenFlow port the sender is on
     paths: {path1: 2, path2: 3}       # path name -> OpenFlow port towards that path
     apps: {app1: 47001, app2: 47002}  # app name -> UDP destination port (the app id on the wire)
@@ -28,11 +29,12 @@ import threading
 import time
 from dataclasses import dataclass
 
-import yaml
+from configschema import SchemaError, Spec, load_yaml, validate
 
 
-class SteeringConfigError(ValueError):
-    pass
+class SteeringConfigError(SchemaError):
+    """A steering config that must not be used (names file, line and key), or an assignment
+    that names an app or path the config lacks."""
 
 
 @dataclass(frozen=True)
@@ -45,27 +47,30 @@ class SteeringConfig:
     poll_s: float = 0.05
 
 
-_KEYS = {"in_port", "paths", "apps", "assignment_file", "priority", "poll_s"}
+OFPORT = Spec(int, ge=1, lt=0xFFFFFF00, what="an OpenFlow port number 1..0xfffffeff")
+# The config file's spec (configschema/); defaults are SteeringConfig's.
+CONFIG = Spec(dict, what="a mapping of keys", fields={
+    "in_port": Spec(int, required=True, ge=1, lt=0xFFFFFF00,
+                    what="an OpenFlow port number 1..0xfffffeff"),
+    "paths": Spec(dict, required=True, min_len=1, keys=Spec(str, what="a path name"),
+                  values=OFPORT),
+    "apps": Spec(dict, required=True, min_len=1, keys=Spec(str, what="an app name"),
+                 values=Spec(int, ge=1, le=65535, what="a UDP port 1..65535")),
+    "assignment_file": Spec(str, required=True, min_len=1),
+    "priority": Spec(int, ge=0, le=65535),
+    "poll_s": Spec(float, gt=0, convert=float),
+})
 
 
-def parse_config(data, source: str = "<config>") -> SteeringConfig:
-    if not isinstance(data, dict):
-        raise SteeringConfigError(f"{source}: top level must be a mapping")
-    unknown = sorted(set(data) - _KEYS)
-    if unknown:
-        raise SteeringConfigError(f"{source}: unknown key {unknown[0]!r} (allowed: {', '.join(sorted(_KEYS))})")
-    for k in ("in_port", "paths", "apps", "assignment_file"):
-        if k not in data:
-            raise SteeringConfigError(f"{source}: missing key {k!r}")
-    for k in ("paths", "apps"):
-        if not isinstance(data[k], dict) or not data[k] or \
-                not all(isinstance(v, int) and v > 0 for v in data[k].values()):
-            raise SteeringConfigError(f"{source}: {k} must map names to positive integers")
-    if not isinstance(data["in_port"], int) or data["in_port"] <= 0:
-        raise SteeringConfigError(f"{source}: in_port must be a positive integer")
-    return SteeringConfig(in_port=data["in_port"], paths=dict(data["paths"]), apps=dict(data["apps"]),
-                          assignment_file=str(data["assignment_file"]),
-                          priority=int(data.get("priority", 100)), poll_s=float(data.get("poll_s", 0.05)))
+def parse_config(data, source: str = "<config>", node=None) -> SteeringConfig:
+    """Validate a mapping into a SteeringConfig; ``node`` (the YAML document) adds lines."""
+    return SteeringConfig(**validate(CONFIG, data, source=source, error=SteeringConfigError,
+                                     node=node))
+
+
+def load_config(path: str) -> SteeringConfig:
+    data, node = load_yaml(path, SteeringConfigError)
+    return parse_config(data, str(path), node)
 
 
 def flows_for(cfg: SteeringConfig, assignment: dict[str, str]) -> dict[int, int]:
@@ -140,8 +145,7 @@ if app_manager is not None:
             if not src:
                 raise SteeringConfigError("no config: start with `python -m dut.controller.launcher "
                                           "--app dut.wan.steering_app --config steer.yaml`")
-            with open(src) as f:
-                self.cfg = parse_config(yaml.safe_load(f), src)
+            self.cfg = load_config(src)
             self.dp = None
             self.installed: dict[int, int] = {}
             self.version = -1

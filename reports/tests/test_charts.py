@@ -30,7 +30,7 @@ def test_every_suite_declaration_in_the_repo_loads():
 
 def test_a_bad_chart_names_file_and_key(tmp_path):
     suites = _decl(tmp_path, "x", "charts:\n  - {x: record, series: metric}\n")
-    with pytest.raises(GoalError, match=r"x/report.yaml: charts\[0\]: metric or metrics"):
+    with pytest.raises(GoalError, match=r"x/report.yaml:2: charts\[0\].metrics: required key is missing \(or give metric\)"):
         load_suite_charts("x", suites)
     _decl(tmp_path, "x", "charts:\n  - {metric: a, colour: red}\n")
     with pytest.raises(GoalError, match="unknown key"):

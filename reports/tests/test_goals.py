@@ -52,7 +52,7 @@ def test_conditions_parse_and_bad_ones_name_the_place():
 
 def test_malformed_declaration_names_file_and_key(tmp_path):
     suites = _decl(tmp_path, "vmwire", "goals:\n  - id: a\n    record: r\n")
-    with pytest.raises(GoalError, match=r"vmwire/report.yaml: goals\[0\].conditions: required"):
+    with pytest.raises(GoalError, match=r"vmwire/report.yaml:2: goals\[0\].conditions: required"):
         load_suite_goals(suites)
     _decl(tmp_path, "vmwire", "goals:\n  - id: a\n    record: r\n    conditon: {x: '>= 1'}\n")
     with pytest.raises(GoalError, match="unknown key"):

@@ -69,17 +69,17 @@ def test_override_wins(tmp_path):
 
 
 @pytest.mark.parametrize("text,match", [
-    ("name: x\nseed: 1\norder: random\nbogus: 3\n", r"key 'bogus' \(line 4\): unknown key"),
-    ("name: x\nseed: 1\norder: sideways\n", r"key 'order' \(line 3\)"),
-    ("name: x\norder: random\n", "key 'seed' is required"),
-    ("name: x\nseed: 1\norder: random\npattern_count: 0\n", r"key 'pattern_count' \(line 4\)"),
-    ("name: x\nseed: 1\norder: random\nhigh_precedence: 8\n", "key 'high_precedence'"),
-    ("name: x\nseed: 1\norder: random\nmatch_fraction: 1.5\n", "key 'match_fraction'"),
-    ("name: x\nseed: 1\norder: random\nsrc_ip: 10.0.0\n", "key 'src_ip'"),
-    ("name: x\nseed: 1\norder: random\ndst_mac: zz\n", "key 'dst_mac'"),
-    ("name: x\nseed: 1\norder: random\nip_bytes: 60\noccurrences: 9\n", "do not fit"),
-    ("name: a b\nseed: 1\norder: random\n", "key 'name'"),
-    ("- 1\n", "top level must be a mapping"),
+    ("name: x\nseed: 1\norder: random\nbogus: 3\n", r"bad.yaml:4: bogus: unknown key"),
+    ("name: x\nseed: 1\norder: sideways\n", r"bad.yaml:3: order: expected one of high_low, low_high, random, got 'sideways'"),
+    ("name: x\norder: random\n", "bad.yaml: seed: required key is missing"),
+    ("name: x\nseed: 1\norder: random\npattern_count: 0\n", r"bad.yaml:4: pattern_count: must be in 1..4096, got 0"),
+    ("name: x\nseed: 1\norder: random\nhigh_precedence: 8\n", "high_precedence: must be in 0..7, got 8"),
+    ("name: x\nseed: 1\norder: random\nmatch_fraction: 1.5\n", r"match_fraction: must be in 0..1, got 1.5"),
+    ("name: x\nseed: 1\norder: random\nsrc_ip: 10.0.0\n", "src_ip: expected an IPv4 address, got '10.0.0'"),
+    ("name: x\nseed: 1\norder: random\ndst_mac: zz\n", "dst_mac: expected a MAC address"),
+    ("name: x\nseed: 1\norder: random\nip_bytes: 60\noccurrences: 9\n", "bad.yaml:5: occurrences: 9 patterns of 10 B do not fit"),
+    ("name: a b\nseed: 1\norder: random\n", "bad.yaml:1: name: expected a word of letters"),
+    ("- 1\n", "bad.yaml: expected a mapping of keys, got list"),
     ("name: [x\n", "not valid YAML"),
 ])
 def test_bad_yaml_names_the_key(tmp_path, text, match):

@@ -70,7 +70,7 @@ def test_app_config_with_capture(tmp_path):
     with pytest.raises(VmwireConfigError, match="capture.ofport"):
         load_app_config(p)
     p.write_text("ports: {a: 1, b: 2}\ntenants: {x: [a, b]}\ncapture: {ofport: 9, ports: [z]}\n")
-    with pytest.raises(VmwireConfigError, match="capture.ports: unknown port 'z'"):
+    with pytest.raises(VmwireConfigError, match=r"s.yaml:3: capture.ports\[0\]: unknown port 'z'"):
         load_app_config(p)
 
 

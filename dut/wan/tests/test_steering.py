@@ -26,10 +26,10 @@ def test_unknown_names_never_guessed():
 
 
 @pytest.mark.parametrize("bad,msg", [
-    (dict(CFG, inport=1), "unknown key 'inport'"),
-    ({k: v for k, v in CFG.items() if k != "apps"}, "missing key 'apps'"),
-    (dict(CFG, paths={"path1": 0}), "paths must map names to positive integers"),
-    (dict(CFG, in_port="1"), "in_port must be a positive integer"),
+    (dict(CFG, inport=1), r"steer.yaml: inport: unknown key \(did you mean 'in_port'"),
+    ({k: v for k, v in CFG.items() if k != "apps"}, "steer.yaml: apps: required key is missing"),
+    (dict(CFG, paths={"path1": 0}), "steer.yaml: paths.path1: expected an OpenFlow port number 1..0xfffffeff, got 0"),
+    (dict(CFG, in_port="1"), "steer.yaml: in_port: expected an OpenFlow port number 1..0xfffffeff, got str '1'"),
 ])
 def test_bad_config(bad, msg):
     with pytest.raises(SteeringConfigError, match=msg):
