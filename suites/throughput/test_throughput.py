@@ -29,6 +29,7 @@ from drivers.trafficgen.base import make_measure
 from drivers.trafficgen.frames import RFC2544_SIZES
 from drivers.trafficgen.model import Stream
 from drivers.trafficgen.ndr import SearchConfig, search_ndr_pdr
+from reports.distributions import quantiles_from_histogram
 
 from . import topology
 
@@ -56,6 +57,23 @@ MEASURED: dict[tuple, dict[str, dict]] = {}
 def _prov(gen, port_kind, switch_kind=None, **extra):
     return {"generator": gen.name, "generator_version": gen.version, "port_kind": port_kind,
             "dut_switch_kind": switch_kind or "none", **extra}
+
+
+def latency_distributions(lat, key: str = "latency_us") -> dict:
+    """{key: quantiles} of a latency stream's histogram (reports/distributions.py), beside the
+    p50/p99 metrics: what the report draws as a CDF; {} without samples."""
+    if lat is None or not lat.samples or not lat.histogram:
+        return {}
+    return {key: quantiles_from_histogram(lat.histogram, lat.min_us, lat.max_us)}
+
+
+def search_latency_distributions(result) -> dict:
+    """The latency trials of an NDR/PDR search (at fractions of the PDR rate) as quantiles,
+    keyed latency_at_<pct>pct_of_pdr_us."""
+    out = {}
+    for frac, lat in sorted((result.latency or {}).items()):
+        out.update(latency_distributions(lat, f"latency_at_{int(round(frac * 100))}pct_of_pdr_us"))
+    return out
 
 
 def _streams(tx, rx, size, flows, latency=True):
@@ -109,7 +127,8 @@ def test_generator_loopback_sanity(ring, results):
     results.record("loopback_sanity_ring", metrics={
         "tx_packets": c.tx, "rx_packets": c.rx, "lost_packets": c.lost, "unsent_packets": c.unsent,
         "out_of_order_packets": seq.out_of_order + big.out_of_order, **seq.latency.as_metrics()},
-        params={"rate_pps": 100_000, "frame_size": 64}, provenance=_prov(ring.gen, "ring"))
+        params={"rate_pps": 100_000, "frame_size": 64}, provenance=_prov(ring.gen, "ring"),
+        distributions=latency_distributions(seq.latency))
 
 
 @_softgen
@@ -119,7 +138,8 @@ def test_generator_loopback_sanity_memif(loop, results):
     results.record("loopback_sanity_memif", metrics={
         "tx_packets": c.tx, "rx_packets": c.rx, "lost_packets": c.lost, "unsent_packets": c.unsent,
         "out_of_order_packets": seq.out_of_order + big.out_of_order, **seq.latency.as_metrics()},
-        params={"rate_pps": 100_000, "frame_size": 64}, provenance=_prov(loop.gen, "memif"))
+        params={"rate_pps": 100_000, "frame_size": 64}, provenance=_prov(loop.gen, "memif"),
+        distributions=latency_distributions(seq.latency))
 
 
 @_softgen
@@ -135,7 +155,7 @@ def test_ndr_search_on_generator_loopback(lab, ring, results, progress):
     assert r.trials and all(t.tx + t.unsent == t.offered for t in r.trials)
     results.record("ndr_64b_1flows_loopback", metrics=r.metrics(),
                    params={"frame_size": 64, "flows": 1, "trial_s": 0.2, "precision": 0.1},
-                   provenance=_prov(ring.gen, "ring"))
+                   provenance=_prov(ring.gen, "ring"), distributions=search_latency_distributions(r))
 
 
 @_softgen
@@ -149,7 +169,8 @@ def test_latency_floor_memif(loop, results):
                                                     "latency_p99_9_us": lat.p99_9_us, "latency_min_us": lat.min_us,
                                                     "latency_max_us": lat.max_us, "samples": lat.samples,
                                                     "lost_packets": c.lost},
-                   params={"rate_pps": 10_000, "frame_size": 64}, provenance=_prov(loop.gen, "memif"))
+                   params={"rate_pps": 10_000, "frame_size": 64}, provenance=_prov(loop.gen, "memif"),
+                   distributions=latency_distributions(lat))
 
 
 def parse_testpmd_tx_pps(log: str) -> float:
@@ -485,7 +506,8 @@ def test_rfc2544_ndr_pdr(lab, profile, kind, case, results, progress, request):
                                "trial_s": cfg.trial_duration_s, "precision": cfg.precision,
                                "ndr_verified": r.ndr.verified, "generator_limited": r.ndr.generator_limited},
                        provenance=_prov(topo.gen, topo.port_kind, kind),
-                       check_targets_now=kind == profile.switch["kind"])
+                       check_targets_now=kind == profile.switch["kind"],
+                       distributions=search_latency_distributions(r))
     finally:
         topo.close()
 
