@@ -330,7 +330,8 @@ def distribution_series(records: Sequence[Mapping], chart: Mapping) -> list[dict
                 continue
             mean_metric = chart.get("means", {}).get(d)
             sp = metric_spread(g, mean_metric) if mean_metric else None
-            found.append({"name": name, "switch": kind, "distribution": d, "dist_label": lab,
+            found.append({"name": name, "record": str(g[0].get("name")), "switch": kind,
+                          "distribution": d, "dist_label": lab,
                           "dist": _merge(ds), "reps": len(ds),
                           "mean": sp.median if sp is not None else None})
     names = list(dict.fromkeys(f["name"] for f in found))
@@ -338,7 +339,7 @@ def distribution_series(records: Sequence[Mapping], chart: Mapping) -> list[dict
     for f in found:
         parts = []
         if len(names) > 1 or len(kinds) == 1:
-            parts.append(f["name"])
+            parts.append(f["name"] if len(kinds) > 1 else f["record"])
         if len(kinds) > 1:
             parts.append(f"[{f['switch']}]" if parts else f["switch"])
         if chart["kind"] == "cdf" and len(chart["distributions"]) > 1:
@@ -438,7 +439,9 @@ def draw_histogram(records: Sequence[Mapping], chart: Mapping, out_png: Path) ->
     ncols = min(3, len(panels))
     nrows = math.ceil(len(panels) / ncols)
     fig_w = 12.5 if ncols > 1 else 9.5
-    fig, axes = plt.subplots(nrows, ncols, figsize=(fig_w, 3.6 * nrows), dpi=100, squeeze=False)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(fig_w, 3.6 if nrows == 1 and ncols == 1
+                                                    else 3.1 * nrows + 0.3),
+                             dpi=100, squeeze=False)
     names = list(dict.fromkeys(s["label"] for s in series))
     colour_of_label = {n: PALETTE[i % len(PALETTE)] for i, n in enumerate(names)}
     colour_of = {s["name"]: colour_of_label[s["label"]] for s in series}
@@ -462,9 +465,10 @@ def draw_histogram(records: Sequence[Mapping], chart: Mapping, out_png: Path) ->
                                   if chart.get("xmax") is not None else 0)
                 note = (f", mean {s['mean']:.3g}" if s["mean"] is not None else "") + \
                     (f", {beyond} beyond the axis" if beyond else "")
+                label = f"{s['label']} (n={total}{note})" if len(panels) == 1 else \
+                    f"{s['label']}{note}"
                 ax.bar([e + k * width for e in edges], ys, width=width * 0.95, align="edge",
-                       color=colour_of_label[s["label"]],
-                       label=f"{s['label']} (n={total}{note})")
+                       color=colour_of_label[s["label"]], label=label)
                 x_lo, x_hi = min(x_lo, edges[0]), max(x_hi, edges[-1] + w)
                 top = max([top, *ys])
             for s in mine:   # our mean, a marker above the bars in the series' colour
@@ -484,8 +488,12 @@ def draw_histogram(records: Sequence[Mapping], chart: Mapping, out_png: Path) ->
                           f"{lab}: {unit} ({w:g} {unit} bins)", fontsize=9)
             ax.set_ylabel(chart.get("ylabel", ""), fontsize=9)
             _plain_axes(ax)
-            ax.legend(fontsize=7, frameon=False, loc="upper center", ncol=2,
-                      bbox_to_anchor=(0.5, -0.2))
+            if len(panels) == 1:
+                ax.legend(fontsize=7, frameon=False, loc="upper center", ncol=2,
+                          bbox_to_anchor=(0.5, -0.2))
+            else:   # small multiples: a compact legend inside each panel
+                ax.legend(fontsize=6.5, frameon=True, framealpha=0.85, edgecolor="none",
+                          loc="upper right")
         if ncols > 1:
             fig.suptitle(chart["title"], fontsize=10, x=0.01, ha="left")
         else:
