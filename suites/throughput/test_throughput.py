@@ -64,7 +64,9 @@ def latency_distributions(lat, key: str = "latency_us") -> dict:
     p50/p99 metrics: what the report draws as a CDF; {} without samples."""
     if lat is None or not lat.samples or not lat.histogram:
         return {}
-    return {key: quantiles_from_histogram(lat.histogram, lat.min_us, lat.max_us)}
+    # TRex publishes total_min/total_max late (drivers/trex/README.md findings 3-4): a 0 there
+    # is "not known", and the histogram's own bucket edges bound the ends instead
+    return {key: quantiles_from_histogram(lat.histogram, lat.min_us or None, lat.max_us or None)}
 
 
 def search_latency_distributions(result) -> dict:
@@ -559,3 +561,23 @@ def test_trex_port_names_from_profile():
     assert topology.trex_port_names({"ports": {"b": {"trex_port": 1, "speed_gbps": 10},
                                                "a": {"trex_port": 0, "speed_gbps": 10}}}) == ("a", "b", 10_000.0)
     assert topology.trex_port_names({}) == ("t0", "t1", 10_000.0)
+
+
+@pytest.mark.quick
+def test_latency_distributions_from_either_generator():
+    """softgen's and TRex's latency histograms become the quantiles the report draws as CDFs;
+    TRex's unpublished min/max (0) fall back to its bucket edges."""
+    from drivers.trafficgen.latency import stats_from_softgen
+    from drivers.trex.driver import latency_from_trex
+    sg = stats_from_softgen(100, 2000, 9000, 400_000, [(130, 60), (150, 40)])
+    d = latency_distributions(sg)["latency_us"]
+    assert d["samples"] == 100 and d["values"][0] == 2.0 and d["values"][-1] == 9.0
+    assert d["values"] == sorted(d["values"])
+    tr = latency_from_trex({"histogram": {"10": 5, "20": 5, "200": 1}, "total_min": 0,
+                            "total_max": 0}, rx=11)
+    d = latency_distributions(tr, "latency_at_50pct_of_pdr_us")["latency_at_50pct_of_pdr_us"]
+    assert d["samples"] == 11 and d["values"][0] == 10.0 and d["values"][-1] == 300.0
+
+    class Search:
+        latency = {0.5: sg, 0.9: None}
+    assert set(search_latency_distributions(Search())) == {"latency_at_50pct_of_pdr_us"}
