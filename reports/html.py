@@ -550,6 +550,8 @@ def _suite_section(run_dir: Path, suite: str, records: Sequence[Mapping]) -> str
             drawn += 1
             rel = png.relative_to(run_dir).as_posix()
             how = CHART_HOW.get(chart.get("kind", "bars"), "")
+            if chart.get("kind") == "histogram" and chart.get("y") == "count":
+                how = how.replace("share of each record's samples", "each record's count")
             parts.append(f'<figure><img src="{esc(rel)}" alt="{esc(chart["title"])}">'
                          f'<figcaption>{esc(chart["title"])} (declared in suites/{esc(suite)}/'
                          f"report.yaml; {esc(how)})</figcaption></figure>")
