@@ -211,3 +211,21 @@ charts:
     assert list((run / "plots").glob("wan-chart0-*.png"))
     # a distribution is drawn, never a column of the records table
     assert "latency_at_50pct_of_pdr_us</th>" not in text and "app3_delay_ms</th>" not in text
+
+
+def test_a_real_trex_run_draws_latency_cdfs(tmp_path):
+    """TRex v3.08's latency histograms (--dut=local-trex, ofbench over memif) reach the
+    throughput suite's declared CDFs through the same distributions field as softgen's."""
+    import shutil
+    run = tmp_path / "run-20261124T021315Z-ad92"
+    shutil.copytree(Path(__file__).parent / "fixtures" / run.name, run)
+    records = load_results(run, validate=True)
+    assert {r["provenance"]["generator"] for r in records} == {"trex"}
+    cdf = next(c for c in load_suite_charts("throughput")
+               if c["kind"] == "cdf" and c["distributions"] == ["latency_at_50pct_of_pdr_us"])
+    series = distribution_series(records, cdf)
+    assert [s["label"] for s in series] == ["ndr_64b_1flows", "ndr_64b_1000flows"]
+    assert all(s["dist"]["samples"] > 1000 for s in series)
+    text = render_run_index(run).read_text()
+    assert "Latency through each switch at 50 % of its PDR rate" in text
+    assert list((run / "plots").glob("throughput-chart3-latency-*.png"))
