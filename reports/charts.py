@@ -168,7 +168,7 @@ def _distribution_chart(c: Mapping, kind: str, where: str) -> dict:
             "distributions": list(dists), "labels": [str(x) for x in labels],
             "xlabel": str(c.get("xlabel", dists[0] if len(dists) == 1 else "")),
             "ylabel": str(c.get("ylabel", "cumulative fraction" if kind == "cdf" else
-                                ("% of messages" if y == "percent" else "count"))),
+                                ("% of samples" if y == "percent" else "count"))),
             "log": bool(c.get("log", False)), "y": y, "xmax": xmax,
             "means": {str(k): str(v) for k, v in means.items()},
             "reference": _references(c.get("reference"), list(dists), where)}
