@@ -10,6 +10,9 @@ A record is one JSON object per line in reports/<run-id>/results.jsonl:
                     "port_kind": "memif", "host": ..., "start_time": ..., "end_time": ...},
      "run_id": "run-20240501T020304Z-1a2b"}
 
+Optionally "distributions": {"latency_us": {"kind": "quantiles", ...}}, the shape of a measured
+distribution in a few dozen numbers beside the metrics (reports/distributions.py).
+
 Invariants:
 - every line of results.jsonl is a complete record that passed the schema; a record that fails
   validation raises ResultRecordError (a ValueError naming the offending key) and nothing of it
