@@ -87,11 +87,15 @@ class Results:
         return check_targets(self.state.profile.targets, self.suite, name, metrics)
 
     def record(self, name: str, metrics: dict, params: dict | None = None,
-               provenance: dict | None = None, check_targets_now: bool = True) -> dict:
+               provenance: dict | None = None, check_targets_now: bool = True,
+               distributions: dict | None = None) -> dict:
+        """distributions: {"latency_us": {...}} compact shapes beside the metrics, built with
+        reports.distributions (drawn by the report, never judged)."""
         prov = {"start_time": self.started, **(provenance or {})}
         misses = self.target_misses(name, metrics, params, prov)
         rec = self._writer().write(self.suite, name, metrics, params, prov,
-                                   target_misses=misses or None, test_id=self.test_id)
+                                   target_misses=misses or None, test_id=self.test_id,
+                                   distributions=distributions or None)
         self.records.append(rec)
         if self.state.influx is not None:
             self.state.influx.export([rec])

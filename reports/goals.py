@@ -80,8 +80,31 @@ def _condition_problem(expr: str) -> str | None:
             "kind>'")
 
 
+# Keys each chart kind takes (bars: reports/charts.py's grouped bars; cdf / histogram: a
+# record's distributions, reports/distributions.py).
+CHART_KEYS = {"bars": {"kind", "title", "records", "x", "series", "metric", "metrics", "labels",
+                       "ylabel", "log"},
+              "cdf": {"kind", "title", "records", "distribution", "distributions", "labels",
+                      "xlabel", "ylabel", "log", "reference"},
+              "histogram": {"kind", "title", "records", "distribution", "distributions",
+                            "labels", "xlabel", "ylabel", "y", "xmax", "means", "reference"}}
+
+
 def _chart_checks(c: dict) -> None:
-    if (c["x"], c["series"]) == ("metric", "metric"):
+    kind = c.get("kind", "bars")
+    for k in sorted(set(c) - CHART_KEYS[kind]):
+        raise Invalid(f"not a key of a {kind} chart (allowed: "
+                      f"{', '.join(sorted(CHART_KEYS[kind]))})", at=(k,))
+    if kind != "bars":
+        if "distribution" in c and "distributions" in c:
+            raise Invalid("give distribution or distributions, not both", at=("distributions",))
+        if "distribution" not in c and "distributions" not in c:
+            raise Invalid("required key is missing (or give distribution)", at=("distributions",))
+        n = len(c.get("distributions") or [c.get("distribution")])
+        if "labels" in c and len(c["labels"]) != n:
+            raise Invalid(f"one per distribution ({n}), got {len(c['labels'])}", at=("labels",))
+        return
+    if (c.get("x", "record"), c.get("series", "switch")) == ("metric", "metric"):
         raise Invalid("x: metric needs series: switch (not both metric)", at=("series",))
     if "metric" in c and "metrics" in c:
         raise Invalid("give metric or metrics, not both", at=("metrics",))
@@ -101,16 +124,24 @@ GOAL = Spec(dict, fields={
                        values=Spec(str, check=_condition_problem,
                                    what="a condition '<op> <number>[ x <peer>]'")),
 })
-CHART = Spec(dict, check=_chart_checks, fields={
+CHART = Spec(dict, check=_chart_checks, fields={   # defaults: reports/charts.py
+    "kind": Spec(str, choices=tuple(CHART_KEYS)),
     "title": Spec(str),
-    "records": Spec(str, default="*"),
-    "x": Spec(str, default="record", choices=("record", "metric")),
-    "series": Spec(str, default="switch", choices=("switch", "metric")),
+    "records": Spec((str, list), what="a record name pattern or a list of them"),
+    "x": Spec(str, choices=("record", "metric")),
+    "series": Spec(str, choices=("switch", "metric")),
     "metric": Spec(str, min_len=1),
     "metrics": Spec(list, min_len=1, items=Spec(str, min_len=1)),
+    "distribution": Spec(str, min_len=1),
+    "distributions": Spec(list, min_len=1, items=Spec(str, min_len=1)),
     "labels": Spec(list, items=Spec((str, int, float))),
+    "xlabel": Spec(str),
     "ylabel": Spec(str),
-    "log": Spec(bool, default=False),
+    "log": Spec(bool),
+    "y": Spec(str, choices=("percent", "count")),
+    "xmax": Spec((int, float)),
+    "means": Spec(dict),
+    "reference": Spec((list, dict)),
 })
 # suites/<suite>/report.yaml (configschema/'s language): what a suite declares for its report.
 SUITE_REPORT = Spec((dict, type(None)), what="a mapping with keys goals, charts", fields={

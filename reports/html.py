@@ -510,6 +510,15 @@ def pass_counts(records: Sequence[Mapping]) -> tuple[int, int] | None:
     return (sum(flags), len(flags)) if flags else None
 
 
+CHART_HOW = {
+    "bars": "bar: the recorded figure, whisker: min–max of its repetitions",
+    "cdf": "cumulative distribution from the record's quantiles (distributions field); "
+           "dashed verticals: reference values",
+    "histogram": "bars: share of each record's samples per bin (distributions field); "
+                 "▼ our mean; dashed verticals: the document's figures and requirements",
+}
+
+
 def _suite_section(run_dir: Path, suite: str, records: Sequence[Mapping]) -> str:
     counts = pass_counts(records)
     verdict = ""
@@ -529,10 +538,10 @@ def _suite_section(run_dir: Path, suite: str, records: Sequence[Mapping]) -> str
         parts.append(f'<p class="false">{esc(chart_error)}</p>')
     drawn = 0
     for i, chart in enumerate(declared_charts):
-        from reports.charts import draw_grouped_bars
+        from reports.charts import draw_chart
         try:
-            png = draw_grouped_bars(records, chart, Path(run_dir) / PLOTS_DIR /
-                                    f"{slug(suite)}-chart{i}-{slug(chart['title'], 40)}.png")
+            png = draw_chart(records, chart, Path(run_dir) / PLOTS_DIR /
+                             f"{slug(suite)}-chart{i}-{slug(chart['title'], 40)}.png")
         except Exception as e:  # noqa: BLE001 - one bad chart must not cost the page
             parts.append(f'<p class="false">chart {esc(chart["title"])}: '
                          f"{esc(type(e).__name__)}: {esc(e)}</p>")
@@ -540,10 +549,12 @@ def _suite_section(run_dir: Path, suite: str, records: Sequence[Mapping]) -> str
         if png:
             drawn += 1
             rel = png.relative_to(run_dir).as_posix()
+            how = CHART_HOW.get(chart.get("kind", "bars"), "")
+            if chart.get("kind") == "histogram" and chart.get("y") == "count":
+                how = how.replace("share of each record's samples", "each record's count")
             parts.append(f'<figure><img src="{esc(rel)}" alt="{esc(chart["title"])}">'
                          f'<figcaption>{esc(chart["title"])} (declared in suites/{esc(suite)}/'
-                         "report.yaml; bar: the recorded figure, whisker: min–max of its repetitions)"
-                         "</figcaption></figure>")
+                         f"report.yaml; {esc(how)})</figcaption></figure>")
     if records:
         metric = main_metric(records) if not drawn else None
         if metric:

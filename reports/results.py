@@ -10,6 +10,9 @@ A record is one JSON object per line in reports/<run-id>/results.jsonl:
                     "port_kind": "memif", "host": ..., "start_time": ..., "end_time": ...},
      "run_id": "run-20240501T020304Z-1a2b"}
 
+Optionally "distributions": {"latency_us": {"kind": "quantiles", ...}}, the shape of a measured
+distribution in a few dozen numbers beside the metrics (reports/distributions.py).
+
 Invariants:
 - every line of results.jsonl is a complete record that passed the schema; a record that fails
   validation raises ResultRecordError (a ValueError naming the offending key) and nothing of it
@@ -213,6 +216,9 @@ def _non_finite(record: Mapping, prefix: str = "") -> list[str]:
 def validation_errors(record: Mapping) -> list[str]:
     """Every problem of a record as 'key.path: message', sorted; [] when valid."""
     problems = _non_finite(record)
+    if isinstance(record, Mapping) and isinstance(record.get("distributions"), Mapping):
+        from reports.distributions import problems as distribution_problems
+        problems += distribution_problems(record["distributions"])
     for err in _get_validator().iter_errors(record):
         where = _key_path(err.absolute_path)
         if err.validator == "required":
@@ -285,7 +291,8 @@ class ResultWriter:
     def write(self, suite: str, name: str, metrics: Mapping, params: Mapping | None = None,
               provenance: Mapping | None = None, **extra: Any) -> dict:
         """Validate and append one record; returns it. Extra keys allowed by the schema:
-        targets, target_misses, test_id. Raises ResultRecordError, writing nothing."""
+        targets, target_misses, test_id, distributions (reports/distributions.py). Raises
+        ResultRecordError, writing nothing."""
         record = self.build(suite, name, metrics, params, provenance, **extra)
         line = (json.dumps(record, allow_nan=False, separators=(",", ":")) + "\n").encode()
         with self._lock:

@@ -7,7 +7,8 @@ Record shapes (suite=wan):
   name=summary:  app3_reduction_pct, app5_reduction_pct, deadlines_met, model_error_pct,
                  paper_model_error_pct, queueing_model_error_pct
 `deadline_hit_pct` counts lost messages as misses; `deadlines_met` counts apps whose *mean*
-meets F (the document's criterion).
+meets F (the document's criterion). Each app's delays in 5 ms bins (the document's Figures
+7-8) go into the method record's `distributions` (suites/wan/test_wan.py, reports/distributions.py).
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import math
 from typing import Mapping, Sequence
 
 from dut.wan.config import App
-from traces.wan_apps import app_stats, histogram
+from traces.wan_apps import app_stats
 
 
 def method_metrics(recv: Sequence[dict], sent: Sequence[dict], apps: Sequence[App],
@@ -74,34 +75,3 @@ def summary(per_method: Mapping[str, Mapping[str, float]], apps: Sequence[App], 
     best_model = min(mean_err, key=mean_err.get)
     out["model_error_pct"] = round(mean_err[best_model], 2)
     return out, {"best_model": best_model, "baseline": baseline, "ours": ours}
-
-
-def histograms_5ms(recv: Sequence[dict], app: str) -> dict[float, int]:
-    return histogram([r["delay_ms"] for r in recv if r["app"] == app], 5.0)
-
-
-def histogram_figure(per_method_recv: Mapping[str, Sequence[dict]], app: str, deadline_ms: float):
-    """Figures 7-8 of the document: delay distribution of one app in 5 ms bins, per method."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(8, 3.6))
-    methods = list(per_method_recv)
-    width = 5.0 / max(1, len(methods))
-    top = 0.0
-    for k, m in enumerate(methods):
-        h = histograms_5ms(per_method_recv[m], app)
-        total = sum(h.values()) or 1
-        xs = [b + k * width for b in h]
-        ys = [c / total * 100 for c in h.values()]
-        ax.bar(xs, ys, width=width, align="edge", label=m)
-        if h:
-            top = max(top, max(h))
-    ax.axvline(deadline_ms, color="k", linestyle="--", linewidth=1, label=f"F = {deadline_ms:g} ms")
-    ax.set_xlim(0, min(top + 10, 200))
-    ax.set_xlabel("measured delay (ms, 5 ms bins)")
-    ax.set_ylabel("messages (%)")
-    ax.set_title(f"{app}: delay distribution per method")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    return fig

@@ -292,3 +292,51 @@ def test_a_real_run_reads_well_at_1400px(tmp_path):
     # the inconclusive controller goal is on the page with its spread
     text = index.read_text()
     assert "≈ inconclusive" in text and "0.27–0.34 ×5" in text
+
+
+IMAGES_PROBE = """<script>
+window.addEventListener('load', () => {
+  const figs = [...document.querySelectorAll('figure img')].map(i => ({
+      src: i.getAttribute('src'), natural: i.naturalWidth,
+      right: Math.round(i.getBoundingClientRect().right)}));
+  const out = {page_width: document.documentElement.scrollWidth, figs: figs,
+               record_row_max: Math.max(0, ...[...document.querySelectorAll(
+                   'table.records > tbody > tr')].map(tr => tr.getBoundingClientRect().height))};
+  const pre = document.createElement('pre'); pre.id = 'probe';
+  pre.textContent = JSON.stringify(out); document.body.appendChild(pre);
+});
+</script>"""
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (make setup installs it)")
+def test_a_real_run_with_distributions_reads_well_at_1400px(tmp_path):
+    """Issue 17 part 2: a real --dut=local run (smoke, wan, throughput latency; records with
+    distributions) draws the suites' declared CDFs and 5 ms histograms; at 1400 px every chart
+    loads, fits the page, and no table row is stretched. Screenshot kept as in the test above."""
+    import os
+    run = tmp_path / "run-20261124T014214Z-3906"
+    shutil.copytree(Path(__file__).parent / "fixtures" / run.name, run)
+    index = render_run_index(run)
+    plots = {p.name for p in (run / "plots").glob("*.png")}
+    for stem in ("smoke-chart0-ping-round-trip", "wan-chart1-app3-delay-per-method",
+                 "wan-chart2-app5-delay-per-method", "wan-chart3-every-app",
+                 "throughput-chart2-latency-through-each-switch-at-50",
+                 "throughput-chart4-the-generator-s-own-latency-floor"):
+        assert any(p.startswith(stem) for p in plots), (stem, sorted(plots))
+    probe = run / "probe.html"
+    probe.write_text(index.read_text().replace("</body>", IMAGES_PROBE + "</body>"))
+    dom = _chromium(["--window-size=1400,1000", "--dump-dom", probe.as_uri()], tmp_path)
+    m = re.search(r'<pre id="probe">(.*?)</pre>', dom.stdout)
+    assert m, dom.stderr[-2000:]
+    got = json.loads(m.group(1).replace("&quot;", '"'))
+    assert got["page_width"] <= 1400, got
+    assert len(got["figs"]) >= 10 and all(f["natural"] > 0 for f in got["figs"]), got["figs"]
+    assert all(f["right"] <= 1400 for f in got["figs"]), got["figs"]
+    assert got["record_row_max"] <= 60, got
+    shot = tmp_path / "index-distributions-1400.png"
+    r = _chromium([f"--screenshot={shot}", "--window-size=1400,4000", index.as_uri()], tmp_path)
+    assert shot.is_file(), r.stderr[-2000:]
+    keep = os.environ.get("OFBENCH_SCREENSHOT_DIR")
+    if keep:
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(shot, Path(keep) / shot.name)

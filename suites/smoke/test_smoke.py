@@ -10,10 +10,13 @@ import time
 import pytest
 
 from drivers.lab.switches import start_controller, start_switch
+from reports.distributions import quantiles_from_samples
 
 H1_IP, H2_IP = "10.11.0.1", "10.11.0.2"
 UDP_PACKETS = 1000
 UDP_PPS = 2000
+# 20 echoes 50 ms apart: the same second as 5 at 200 ms, enough for a round-trip CDF
+PINGS, PING_INTERVAL_S = 20, 0.05
 
 
 def wait_for_log(proc, pattern: str, timeout_s: float) -> bool:
@@ -33,6 +36,11 @@ def parse_ping(out: str) -> dict:
             "ping_loss_pct": round(100.0 * (tx - rx) / tx, 1) if tx else 100.0,
             "ping_rtt_avg_ms": float(rtt.group(1)) if rtt else None,
             "ping_rtt_max_ms": float(rtt.group(2)) if rtt else None}
+
+
+def ping_times_ms(out: str) -> list[float]:
+    """Each echo's round trip (ms) from ping's per-reply lines ('... time=0.062 ms')."""
+    return [float(t) for t in re.findall(r"\btime=([\d.]+) ms", out)]
 
 
 @pytest.mark.quick
@@ -56,8 +64,9 @@ def test_ping_and_udp_burst(lab, switch_kind, results):
             f"{switch_kind} never connected to the controller; see {ctl.log_path}"
 
         warm = lab.netns_exec(h1, ["ping", "-c", "1", "-W", "5", H2_IP], check=False)
-        ping = parse_ping(lab.netns_exec(h1, ["ping", "-c", "5", "-i", "0.2", "-W", "2", H2_IP],
-                                         check=False).stdout)
+        ping_out = lab.netns_exec(h1, ["ping", "-c", str(PINGS), "-i", str(PING_INTERVAL_S),
+                                       "-W", "2", H2_IP], check=False).stdout
+        ping, rtt_ms = parse_ping(ping_out), ping_times_ms(ping_out)
         ready = lab.sock_path(f"udprecv-{tag}.ready")
         recv = lab.supervisor.start(
             f"udp-recv-{tag}",
@@ -85,9 +94,24 @@ def test_ping_and_udp_burst(lab, switch_kind, results):
                "udp_duplicate_packets": got["duplicate_packets"],
                "udp_out_of_order_packets": got["out_of_order_packets"],
                "udp_tx_kpps": sent["tx_kpps"], "passed": ping["ping_rx"] == ping["ping_tx"] and rx == tx}
+    rtt = quantiles_from_samples(rtt_ms)
     results.record(f"ping_udp_{switch_kind}", metrics,
-                   params={"udp_packets": UDP_PACKETS, "udp_pps": UDP_PPS, "hosts": 2},
+                   params={"udp_packets": UDP_PACKETS, "udp_pps": UDP_PPS, "hosts": 2,
+                           "pings": PINGS, "ping_interval_s": PING_INTERVAL_S},
                    provenance={"dut_switch_kind": switch_kind, "port_kind": "veth",
-                               "generator": "kernel_udp", "generator_version": "1"})
+                               "generator": "kernel_udp", "generator_version": "1"},
+                   distributions={"ping_rtt_ms": rtt} if rtt else None)
     assert ping["ping_rx"] == ping["ping_tx"] > 0, f"ping failed through {switch_kind}: {ping}"
     assert rx == tx, f"UDP burst through {switch_kind}: {tx - rx} of {tx} lost"
+
+
+@pytest.mark.quick
+def test_ping_parsers():
+    out = ("PING 10.11.0.2 (10.11.0.2) 56(84) bytes of data.\n"
+           "64 bytes from 10.11.0.2: icmp_seq=1 ttl=64 time=0.062 ms\n"
+           "64 bytes from 10.11.0.2: icmp_seq=2 ttl=64 time=1.50 ms\n\n"
+           "--- 10.11.0.2 ping statistics ---\n"
+           "2 packets transmitted, 2 received, 0% packet loss, time 51ms\n"
+           "rtt min/avg/max/mdev = 0.062/0.781/1.500/0.719 ms\n")
+    assert ping_times_ms(out) == [0.062, 1.5]
+    assert parse_ping(out)["ping_rtt_avg_ms"] == 0.781 and parse_ping(out)["ping_tx"] == 2

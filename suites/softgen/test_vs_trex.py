@@ -30,6 +30,7 @@ from drivers.softgen.driver import binary as softgen_binary
 from drivers.trafficgen.base import make_measure
 from drivers.trafficgen.model import Stream
 from drivers.trafficgen.ndr import SearchConfig, search_ndr_pdr
+from reports.distributions import quantiles_from_histogram
 from suites.throughput import topology
 
 pytestmark = [pytest.mark.local_lab, pytest.mark.features("softgen"),
@@ -128,7 +129,28 @@ def _latency(gen, tx, rx) -> dict:
     s = c.streams["lat"]
     lat = s.latency
     return {"p50_us": lat.p50_us, "p99_us": lat.p99_us, "min_us": lat.min_us, "avg_us": lat.avg_us,
-            "max_us": lat.max_us, "samples": lat.samples, "lost": s.lost}
+            "max_us": lat.max_us, "samples": lat.samples, "lost": s.lost, "histogram": lat.histogram}
+
+
+def _brief(m: dict) -> dict:
+    return {k: v for k, v in m.items() if k != "histogram"}
+
+
+def pooled_latency_quantiles(runs: list[dict]) -> dict | None:
+    """One generator's latency histograms of several rounds (same bucket layout) pooled into
+    quantiles (reports/distributions.py): the CDF the report draws; None without samples."""
+    counts: dict[tuple[float, float], int] = {}
+    for m in runs:
+        for low, high, c in m.get("histogram") or []:
+            counts[(low, high)] = counts.get((low, high), 0) + c
+    runs = [m for m in runs if m.get("samples")]
+    if not counts or not runs:
+        return None
+    # a 0 min/max is TRex's "not published yet" (drivers/trex/README.md): bucket edges then
+    lows = [m["min_us"] for m in runs if m.get("min_us")]
+    highs = [m["max_us"] for m in runs if m.get("max_us")]
+    return quantiles_from_histogram([(lo, hi, c) for (lo, hi), c in counts.items()],
+                                    min(lows) if lows else None, max(highs) if highs else None)
 
 
 SEARCH = dict(min_rate_pps=5_000, trial_duration_s=0.5, final_duration_s=1.0, precision=0.05, max_trials=10,
@@ -160,6 +182,8 @@ def test_vs_trex_64b(lab, results, progress, request):
     nightly = request.config.getoption("--nightly")
     rounds = 3 if nightly else 2
     fig: dict[str, dict[str, list[float]]] = {"softgen": {}, "trex": {}}
+
+    lat_runs: dict[str, list[dict]] = {}   # "<who>_<where>_latency_us" -> each round's figures
 
     def add(who, key, val):
         fig[who].setdefault(key, []).append(float(val))
@@ -200,7 +224,8 @@ def test_vs_trex_64b(lab, results, progress, request):
             add(who, "loop_latency_p50_us", m["p50_us"])
             add(who, "loop_latency_p99_us", m["p99_us"])
             add(who, "loop_latency_min_us", m["min_us"])
-            progress(f"vs_trex loopback latency round {r} {who}: {m}")
+            lat_runs.setdefault(f"{who}_loop_latency_us", []).append(m)
+            progress(f"vs_trex loopback latency round {r} {who}: {_brief(m)}")
         # softgen's memif loopback needs two processes (two CPUs); its one-CPU loopback is a
         # net_ring in one process on GEN_CPU, TRex's shape: context for the memif figures
         topo = topology.ring_loopback(lab, tag=f"vsr{r}")
@@ -210,7 +235,8 @@ def test_vs_trex_64b(lab, results, progress, request):
             topo.close()
         add("softgen", "ring_loop_latency_p50_us", m["p50_us"])
         add("softgen", "ring_loop_latency_p99_us", m["p99_us"])
-        progress(f"vs_trex ring loopback latency round {r} softgen (one process, CPU {GEN_CPU}): {m}")
+        lat_runs.setdefault("softgen_ring_loop_latency_us", []).append(m)
+        progress(f"vs_trex ring loopback latency round {r} softgen (one process, CPU {GEN_CPU}): {_brief(m)}")
 
     # ---- the same switch, by each: latency at 10 kpps and the NDR search ----
     ndr_rounds = 3 if nightly else 2
@@ -232,6 +258,7 @@ def test_vs_trex_64b(lab, results, progress, request):
                 topo.close()
             add(who, "switch_latency_p50_us", lat["p50_us"])
             add(who, "switch_latency_p99_us", lat["p99_us"])
+            lat_runs.setdefault(f"{who}_switch_latency_us", []).append(lat)
             add(who, "ndr_mpps", m["ndr_mpps"])
             add(who, "pdr_mpps", m["pdr_mpps"])
             add(who, "ndr_generator_limited", m["generator_limited"])
@@ -268,5 +295,18 @@ def test_vs_trex_64b(lab, results, progress, request):
                    provenance={"generator": "softgen+trex",
                                "generator_version": f"softgen {SOFTGEN_VERSION}; TRex {info.get('version', '?')} "
                                                     f"({info.get('commit', '?')[:7]})",
-                               "port_kind": "memif", "dut_switch_kind": "ofbench"})
+                               "port_kind": "memif", "dut_switch_kind": "ofbench"},
+                   # each generator's latency, every round's histogram pooled (the CDFs)
+                   distributions={k: d for k, runs in lat_runs.items()
+                                  if (d := pooled_latency_quantiles(runs))})
     assert fig["softgen"].get("tx_mpps") and fig["trex"].get("tx_mpps"), f"a sender reported no TX window: {fig}"
+
+
+@pytest.mark.quick
+def test_pooled_latency_quantiles():
+    """Each generator's rounds pool into one CDF; a TRex 0 min/max means 'not published'."""
+    runs = [{"samples": 10, "min_us": 3.0, "max_us": 9.0, "histogram": [(2.0, 4.0, 6), (8.0, 10.0, 4)]},
+            {"samples": 10, "min_us": 0.0, "max_us": 0.0, "histogram": [(2.0, 4.0, 10)]}]
+    d = pooled_latency_quantiles(runs)
+    assert d["samples"] == 20 and d["values"][0] == 3.0 and d["values"][-1] == 9.0
+    assert pooled_latency_quantiles([{"samples": 0, "histogram": []}]) is None

@@ -31,6 +31,7 @@ from drivers.trafficgen.base import make_measure
 from drivers.trafficgen.frames import RFC2544_SIZES
 from drivers.trafficgen.model import Stream
 from drivers.trafficgen.ndr import SearchConfig, search_ndr_pdr
+from reports.distributions import quantiles_from_histogram
 
 from . import topology
 
@@ -57,6 +58,25 @@ MEASURED: dict[tuple, dict[str, dict]] = {}
 def _prov(gen, port_kind, switch_kind=None, **extra):
     return {"generator": gen.name, "generator_version": gen.version, "port_kind": port_kind,
             "dut_switch_kind": switch_kind or "none", **extra}
+
+
+def latency_distributions(lat, key: str = "latency_us") -> dict:
+    """{key: quantiles} of a latency stream's histogram (reports/distributions.py), beside the
+    p50/p99 metrics: what the report draws as a CDF; {} without samples."""
+    if lat is None or not lat.samples or not lat.histogram:
+        return {}
+    # TRex publishes total_min/total_max late (drivers/trex/README.md findings 3-4): a 0 there
+    # is "not known", and the histogram's own bucket edges bound the ends instead
+    return {key: quantiles_from_histogram(lat.histogram, lat.min_us or None, lat.max_us or None)}
+
+
+def search_latency_distributions(result) -> dict:
+    """The latency trials of an NDR/PDR search (at fractions of the PDR rate) as quantiles,
+    keyed latency_at_<pct>pct_of_pdr_us."""
+    out = {}
+    for frac, lat in sorted((result.latency or {}).items()):
+        out.update(latency_distributions(lat, f"latency_at_{int(round(frac * 100))}pct_of_pdr_us"))
+    return out
 
 
 def _streams(tx, rx, size, flows, latency=True):
@@ -112,7 +132,8 @@ def test_generator_loopback_sanity(ring, results):
     results.record("loopback_sanity_ring", metrics={
         "tx_packets": c.tx, "rx_packets": c.rx, "lost_packets": c.lost, "unsent_packets": c.unsent,
         "out_of_order_packets": seq.out_of_order + big.out_of_order, **seq.latency.as_metrics()},
-        params={"rate_pps": 100_000, "frame_size": 64}, provenance=_prov(ring.gen, "ring"))
+        params={"rate_pps": 100_000, "frame_size": 64}, provenance=_prov(ring.gen, "ring"),
+        distributions=latency_distributions(seq.latency))
 
 
 @_softgen
@@ -122,7 +143,8 @@ def test_generator_loopback_sanity_memif(loop, results):
     results.record("loopback_sanity_memif", metrics={
         "tx_packets": c.tx, "rx_packets": c.rx, "lost_packets": c.lost, "unsent_packets": c.unsent,
         "out_of_order_packets": seq.out_of_order + big.out_of_order, **seq.latency.as_metrics()},
-        params={"rate_pps": 100_000, "frame_size": 64}, provenance=_prov(loop.gen, "memif"))
+        params={"rate_pps": 100_000, "frame_size": 64}, provenance=_prov(loop.gen, "memif"),
+        distributions=latency_distributions(seq.latency))
 
 
 @_softgen
@@ -138,7 +160,7 @@ def test_ndr_search_on_generator_loopback(lab, ring, results, progress):
     assert r.trials and all(t.tx + t.unsent == t.offered for t in r.trials)
     results.record("ndr_64b_1flows_loopback", metrics=r.metrics(),
                    params={"frame_size": 64, "flows": 1, "trial_s": 0.2, "precision": 0.1},
-                   provenance=_prov(ring.gen, "ring"))
+                   provenance=_prov(ring.gen, "ring"), distributions=search_latency_distributions(r))
 
 
 @_softgen
@@ -152,7 +174,8 @@ def test_latency_floor_memif(loop, results):
                                                     "latency_p99_9_us": lat.p99_9_us, "latency_min_us": lat.min_us,
                                                     "latency_max_us": lat.max_us, "samples": lat.samples,
                                                     "lost_packets": c.lost},
-                   params={"rate_pps": 10_000, "frame_size": 64}, provenance=_prov(loop.gen, "memif"))
+                   params={"rate_pps": 10_000, "frame_size": 64}, provenance=_prov(loop.gen, "memif"),
+                   distributions=latency_distributions(lat))
 
 
 def parse_testpmd_tx_pps(log: str) -> float:
@@ -510,7 +533,8 @@ def test_rfc2544_ndr_pdr(lab, profile, kind, case, results, progress, request):
                        provenance=_prov(topo.gen, topo.port_kind, kind, **(topo.hosts or {}),
                                         **({"generator_version": topo.generator_version}
                                            if topo.generator_version else {})),
-                       check_targets_now=kind == profile.switch["kind"])
+                       check_targets_now=kind == profile.switch["kind"],
+                       distributions=search_latency_distributions(r))
     finally:
         topo.close()
 
@@ -562,3 +586,23 @@ def test_trex_port_names_from_profile():
     assert topology.trex_port_names({"ports": {"b": {"trex_port": 1, "speed_gbps": 10},
                                                "a": {"trex_port": 0, "speed_gbps": 10}}}) == ("a", "b", 10_000.0)
     assert topology.trex_port_names({}) == ("t0", "t1", 10_000.0)
+
+
+@pytest.mark.quick
+def test_latency_distributions_from_either_generator():
+    """softgen's and TRex's latency histograms become the quantiles the report draws as CDFs;
+    TRex's unpublished min/max (0) fall back to its bucket edges."""
+    from drivers.trafficgen.latency import stats_from_softgen
+    from drivers.trex.driver import latency_from_trex
+    sg = stats_from_softgen(100, 2000, 9000, 400_000, [(130, 60), (150, 40)])
+    d = latency_distributions(sg)["latency_us"]
+    assert d["samples"] == 100 and d["values"][0] == 2.0 and d["values"][-1] == 9.0
+    assert d["values"] == sorted(d["values"])
+    tr = latency_from_trex({"histogram": {"10": 5, "20": 5, "200": 1}, "total_min": 0,
+                            "total_max": 0}, rx=11)
+    d = latency_distributions(tr, "latency_at_50pct_of_pdr_us")["latency_at_50pct_of_pdr_us"]
+    assert d["samples"] == 11 and d["values"][0] == 10.0 and d["values"][-1] == 300.0
+
+    class Search:
+        latency = {0.5: sg, 0.9: None}
+    assert set(search_latency_distributions(Search())) == {"latency_at_50pct_of_pdr_us"}

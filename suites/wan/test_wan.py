@@ -4,7 +4,9 @@ Methods: (1) all_on_path2 (the document's baseline), (2) paper_greedy (the docum
 with its model), (3) best (ours: exact search under the queueing model).  Per method and app:
 mean / p50 / p99 delay, deadline hit rate, predictions of both models; a summary with the
 document's figures (app3/app5 mean-delay reductions, deadlines met, model error); the
-emulator's own accuracy; delay histograms in 5 ms bins (the document's Figures 7-8).
+emulator's own accuracy; each app's delays in 5 ms bins in the method's record
+(``distributions: app<i>_delay_ms``), drawn beside the document's Figures 7-8 by the run index
+(suites/wan/report.yaml).
 
 Second scenario (`test_wan_reselection`): path 2 starts fat (1 Gbit/s, so ours puts every app
 on it), drops to its Table 3 bandwidth mid-run; the selector re-runs on the new path figures
@@ -28,12 +30,14 @@ import pytest
 from dut.wan.config import Path as WanPath, load_scenario
 from dut.wan.model import (all_on, best_selection, paper_delay_ms, paper_greedy, predict,
                            queueing_delay_ms, reselect)
-from dut.wan.report import histogram_figure, method_metrics, summary
+from dut.wan.report import method_metrics, summary
 from dut.wan.sim import simulate_mean_delays_ms
 from drivers.wanem.driver import accuracy_metrics
+from reports.distributions import histogram_from_samples
 from traces.wan_apps import message_schedule
 
 SCENARIO = "traces/wan/doc002.yaml"
+BIN_MS = 5.0   # the document's Figures 7-8
 # The sender's access link: rate and largest back-to-back burst (env overrides for studies).
 ACCESS_MBPS = float(os.environ.get("OFBENCH_WAN_ACCESS_MBPS", "250"))
 # 16 kB bursts (11 frames): with 64 kB ones OVS's 208 KiB packet-socket buffer still
@@ -88,6 +92,16 @@ def _selections(scn):
             best_selection(scn.apps, scn.paths, framing=scn.framing)]
 
 
+def delay_histograms(recv, apps) -> dict:
+    """{"app<i>_delay_ms": 5 ms histogram} of the messages received per app (pure)."""
+    out = {}
+    for i, a in enumerate(apps, start=1):
+        h = histogram_from_samples([r["delay_ms"] for r in recv if r["app"] == a.name], BIN_MS)
+        if h:
+            out[f"app{i}_delay_ms"] = h
+    return out
+
+
 def _run_methods(topo, scn, results, duration_s, seed, tag):
     from suites.wan.wanlab import PORT_KIND, run_traffic
     per_method, recvs, acc = {}, {}, {}
@@ -117,7 +131,8 @@ def _run_methods(topo, scn, results, duration_s, seed, tag):
                                   if k != "stats_sock"}},
                        provenance={"generator": "traces.wan_apps (python udp)",
                                    "port_kind": PORT_KIND[topo.switch.kind],
-                                   "switch": topo.switch.kind, "wan_emulator": "drivers/wanem"})
+                                   "switch": topo.switch.kind, "wan_emulator": "drivers/wanem"},
+                       distributions=delay_histograms(out.recv, scn.apps))
     return per_method, recvs, acc
 
 
@@ -152,11 +167,6 @@ def _experiment(topo, scn, results, duration_s, tag):
                          "pred_sim_ms": m.get(f"app{i}_pred_sim_ms"),
                          "completed_pct": m.get(f"app{i}_completed_pct")})
     results.add_table(rows, f"WAN ({tag}, {duration_s:g} s per method): per app delay, predicted vs measured")
-    # Histograms only in full runs: importing matplotlib and drawing cost ~5 s on this box,
-    # half of the quick variant's budget.
-    for app in (("app3", "app5") if tag == "full" else ()):
-        fig = histogram_figure(recvs, app, scn.app(app).deadline_ms)
-        results.add_plot(fig, f"WAN ({tag}): {app} delay distribution, 5 ms bins (doc 002 Fig. 7/8)")
     _wanem_record(results, acc, tag)
     results.record(name="summary" if tag == "full" else f"{tag}_summary", metrics=metrics,
                    params={**params, "duration_s": duration_s, "switch_kind": topo.switch.kind})
@@ -250,3 +260,14 @@ def test_switch_choice_and_ofbench_counters():
     assert switch_loss({**c, "ws0_tx_packets": 12}) == {"switch_ingress_drops": 2,
                                                         "switch_forward_drops": 1}
     assert switch_loss({"ws0_tx_packets": 12}) == {}
+
+
+@pytest.mark.quick
+def test_delay_histograms_per_app(scn):
+    """Each app's received delays become a 5 ms histogram in the method's record."""
+    recv = [{"app": "app3", "delay_ms": d} for d in (11.0, 12.5, 16.0, 31.0)] + \
+        [{"app": "app5", "delay_ms": 2.0}]
+    h = delay_histograms(recv, scn.apps)
+    assert set(h) == {"app3_delay_ms", "app5_delay_ms"}
+    assert (h["app3_delay_ms"]["first_edge"], h["app3_delay_ms"]["counts"]) == (10.0, [2, 1, 0, 0, 1])
+    assert h["app3_delay_ms"]["bin_width"] == BIN_MS == 5.0
