@@ -303,13 +303,14 @@ def distribution_series(records: Sequence[Mapping], chart: Mapping) -> list[dict
                           "mean": sp.median if sp is not None else None})
     names = list(dict.fromkeys(f["name"] for f in found))
     kinds = list(dict.fromkeys(f["switch"] for f in found))
-    for f in found:
+    several = chart["kind"] == "cdf" and len({f["distribution"] for f in found}) > 1
+    for f in found:   # name only what tells the lines apart
         parts = []
-        if len(names) > 1 or len(kinds) == 1:
+        if len(names) > 1 or (len(kinds) == 1 and not several):
             parts.append(f["name"] if len(kinds) > 1 else f["record"])
         if len(kinds) > 1:
             parts.append(f"[{f['switch']}]" if parts else f["switch"])
-        if chart["kind"] == "cdf" and len(chart["distributions"]) > 1:
+        if several:
             parts.append(f["dist_label"])
         f["label"] = " ".join(parts)
     return found

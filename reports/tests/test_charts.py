@@ -231,3 +231,17 @@ def test_a_real_trex_run_draws_latency_cdfs(tmp_path):
     text = render_run_index(run).read_text()
     assert "Latency through each switch at 50 % of its PDR rate" in text
     assert list((run / "plots").glob("throughput-chart2-latency-*.png"))
+
+
+def test_a_real_softgen_beside_trex_run_draws_one_line_per_generator_and_path(tmp_path):
+    """suites/softgen vs_trex_64b (one record, every round's histograms pooled per generator
+    and path) -> one CDF line each, named by what tells them apart."""
+    run = Path(__file__).parent / "fixtures" / "run-20261124T022749Z-a1c5"
+    records = load_results(run, validate=True)
+    (cdf,) = load_suite_charts("softgen")
+    series = distribution_series(records, cdf)
+    assert [s["label"] for s in series] == [
+        "softgen through switch", "TRex through switch", "softgen memif loop", "TRex memif loop",
+        "softgen net_ring loop"]
+    assert all(s["dist"]["samples"] >= 40000 for s in series)
+    assert draw_cdf(records, cdf, tmp_path / "vs.png")
