@@ -32,7 +32,7 @@ int ofb_cls_delete_id(struct ofb_cls *, uint32_t);
 uint32_t ofb_cls_delete(struct ofb_cls *, const struct ofb_cls_rule *);
 int ofb_cls_build_bulk(struct ofb_cls *, const struct ofb_cls_rule *, size_t, uint32_t *);
 void ofb_cls_batch_begin(struct ofb_cls *);
-void ofb_cls_batch_commit(struct ofb_cls *);
+int ofb_cls_batch_commit(struct ofb_cls *);
 void ofb_cls_synchronize(struct ofb_cls *);
 uint64_t ofb_cls_lookup_id(const struct ofb_cls *, const uint8_t *, uint32_t *);
 size_t ofb_cls_lookup_batch(const struct ofb_cls *, const uint8_t *const keys[], size_t,
@@ -168,7 +168,9 @@ class Classifier:
                 cls.lib.ofb_cls_batch_begin(cls._c)
 
             def __exit__(self, *exc):
-                cls.lib.ofb_cls_batch_commit(cls._c)
+                if cls.lib.ofb_cls_batch_commit(cls._c) and exc[0] is None:
+                    raise MemoryError(f"ofb_cls_batch_commit failed (the previous trie stays): "
+                                      f"{cls.last_error() or 'out of memory'}")
 
         return _B()
 

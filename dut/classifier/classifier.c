@@ -1316,11 +1316,12 @@ void ofb_cls_batch_begin(struct ofb_cls *c)
     c->in_batch = true;
 }
 
-void ofb_cls_batch_commit(struct ofb_cls *c)
+int ofb_cls_batch_commit(struct ofb_cls *c)
 {
     c->in_batch = false;
     publish(c);
     ofb_cls_reclaim(c);
+    return is_trie(c) && c->trie_failed ? -1 : 0;
 }
 
 static int cmp_ent(const void *a, const void *b)

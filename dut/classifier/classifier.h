@@ -254,9 +254,12 @@ uint32_t ofb_cls_delete(struct ofb_cls *, const struct ofb_cls_rule *);
  * Ids of rules[i] are written to ids_out[i] if not NULL.  Returns 0 or -1. */
 int ofb_cls_build_bulk(struct ofb_cls *, const struct ofb_cls_rule *rules, size_t n,
                        uint32_t *ids_out);
-/* Writer: group updates; readers see all of them at once at commit. */
+/* Writer: group updates; readers see all of them at once at commit.  Commit
+ * returns 0, or -1 when a trie could not be rebuilt (no memory, SP-Trie over
+ * its limit): the previous trie stays what readers walk, ofb_cls_last_error()
+ * says why, and the next commit retries. */
 void ofb_cls_batch_begin(struct ofb_cls *);
-void ofb_cls_batch_commit(struct ofb_cls *);
+int ofb_cls_batch_commit(struct ofb_cls *);
 /* Writer: free what no reader can see any more (also done during updates). */
 void ofb_cls_reclaim(struct ofb_cls *);
 /* Writer: wait until every registered reader has left or re-entered, then
