@@ -135,7 +135,8 @@ struct ofb_cls {
  * from it at publish) */
 static inline bool is_trie(const struct ofb_cls *c)
 {
-    return c->algo == OFB_CLS_ALGO_HTRIE || c->algo == OFB_CLS_ALGO_SPTRIE || c->algo == OFB_CLS_ALGO_HYBRID;
+    return c->algo == OFB_CLS_ALGO_HTRIE || c->algo == OFB_CLS_ALGO_SPTRIE || c->algo == OFB_CLS_ALGO_HYBRID ||
+           c->algo == OFB_CLS_ALGO_LOUDS;
 }
 
 static inline bool uses_lin(const struct ofb_cls *c)
@@ -1128,7 +1129,8 @@ static void trie_refresh(struct ofb_cls *c)
     }
     enum ofb_trie_mode mode = c->algo == OFB_CLS_ALGO_HTRIE ? OFB_TRIE_H
                             : c->algo == OFB_CLS_ALGO_SPTRIE ? OFB_TRIE_SP : OFB_TRIE_HYBRID;
-    struct ofb_trie *t = ofb_trie_build(mode, c->key_len, tr, k, c->budget, c->err, sizeof(c->err));
+    enum ofb_trie_layout layout = c->algo == OFB_CLS_ALGO_LOUDS ? OFB_TRIE_LOUDS : OFB_TRIE_DA_VEB;
+    struct ofb_trie *t = ofb_trie_build(mode, layout, c->key_len, tr, k, c->budget, c->err, sizeof(c->err));
     free(tr);
     if (!t)
         return;
@@ -1149,8 +1151,21 @@ const char *ofb_cls_last_error(const struct ofb_cls *c)
     return c->err[0] ? c->err : NULL;
 }
 
+/* LOUDS is read-only: one build_bulk into an empty classifier, then no
+ * update.  Returns true (and sets err) when `what` must be refused. */
+static bool louds_refuses(struct ofb_cls *c, const char *what)
+{
+    if (c->algo != OFB_CLS_ALGO_LOUDS)
+        return false;
+    snprintf(c->err, sizeof(c->err), "louds: %s refused: the LOUDS trie is read-only (build it once with "
+             "ofb_cls_build_bulk into an empty classifier; use hybrid for a trie that takes updates)", what);
+    return true;
+}
+
 uint32_t ofb_cls_insert(struct ofb_cls *c, const struct ofb_cls_rule *r)
 {
+    if (louds_refuses(c, "insert"))
+        return 0;
     uint32_t id = insert_one(c, r);
     if (!id && !c->err[0])
         snprintf(c->err, sizeof(c->err), "%s: insert: out of memory", ofb_cls_algo_name(c->algo));
@@ -1265,6 +1280,8 @@ static void physical_remove(struct ofb_cls *c, uint32_t id)
 
 int ofb_cls_delete_id(struct ofb_cls *c, uint32_t id)
 {
+    if (louds_refuses(c, "delete"))
+        return -1;
     if (delete_one(c, id))
         return -1;
     after_update(c);
@@ -1273,6 +1290,8 @@ int ofb_cls_delete_id(struct ofb_cls *c, uint32_t id)
 
 uint32_t ofb_cls_delete(struct ofb_cls *c, const struct ofb_cls_rule *r)
 {
+    if (louds_refuses(c, "delete"))
+        return 0;
     uint64_t m[MAXW], v[MAXW];
     words_of(c, r->mask, m);
     words_of(c, r->value, v);
@@ -1407,6 +1426,11 @@ static uint32_t auto_bands(struct ofb_cls *c, const struct ofb_cls_rule *rules, 
 int ofb_cls_build_bulk(struct ofb_cls *c, const struct ofb_cls_rule *rules, size_t n, uint32_t *ids)
 {
     bool was = c->in_batch;
+    if ((c->n_ids || c->in_batch) && louds_refuses(c, "a second build (or one inside a batch)")) {
+        if (ids)
+            memset(ids, 0, n * sizeof(*ids));
+        return -1;
+    }
     c->err[0] = 0;
     if (c->n_rules == 0 && c->n_ids == 0 && n) {
         uint32_t lo = UINT32_MAX, hi = 0;
@@ -1949,13 +1973,14 @@ const char *ofb_cls_algo_name(enum ofb_cls_algo a)
     case OFB_CLS_ALGO_HTRIE: return "htrie";
     case OFB_CLS_ALGO_SPTRIE: return "sptrie";
     case OFB_CLS_ALGO_HYBRID: return "hybrid";
+    case OFB_CLS_ALGO_LOUDS: return "louds";
     }
     return "?";
 }
 
 struct ofb_cls *ofb_cls_create(const struct ofb_cls_params *p)
 {
-    if (!p || p->key_len < 1 || p->key_len > OFB_CLS_MAX_KEY_LEN || (unsigned)p->algo > OFB_CLS_ALGO_HYBRID) {
+    if (!p || p->key_len < 1 || p->key_len > OFB_CLS_MAX_KEY_LEN || (unsigned)p->algo > OFB_CLS_ALGO_LOUDS) {
         errno = EINVAL;
         return NULL;
     }
@@ -2050,6 +2075,11 @@ uint64_t ofb_cls_memory_bytes(const struct ofb_cls *c)
 const char *ofb_cls_simd_name(const struct ofb_cls *c)
 {
     return simd_names[c->simd];
+}
+
+uint64_t ofb_cls_trie_bytes(const struct ofb_cls *c)
+{
+    return is_trie(c) ? ofb_trie_bytes(atomic_load_explicit(&c->trie, memory_order_acquire)) : 0;
 }
 
 uint32_t ofb_cls_key_len(const struct ofb_cls *c)

@@ -46,6 +46,12 @@
  *                      returns 0 / build_bulk -1 and the new rules are dropped,
  *                      ofb_cls_last_error() says why; a failed batch commit
  *                      keeps the old trie and sets the error.
+ *  OFB_CLS_ALGO_LOUDS  the same hybrid trie (mem_budget_bytes = merge budget,
+ *                      0 = H-Trie) laid out as LOUDS (rank/select bit vectors,
+ *                      trie.h), the document's succinct comparison point.
+ *                      Read-only: ONE ofb_cls_build_bulk into an empty
+ *                      classifier; insert, delete and a second build_bulk are
+ *                      refused (0 / -1) with a message in ofb_cls_last_error().
  *
  * Why not the document's trie.  We first modelled the H-Trie/SP-Trie hybrid
  * and bit-selection decision trees (HiCuts/HyperSplit style) for the hard case
@@ -202,6 +208,7 @@ enum ofb_cls_algo {
     OFB_CLS_ALGO_HTRIE = 3,    /* document 003's Hierarchical Trie (see trie.h) */
     OFB_CLS_ALGO_SPTRIE = 4,   /* its Set-Pruning Trie; mem_budget_bytes = size limit (0 = 256 MiB) */
     OFB_CLS_ALGO_HYBRID = 5,   /* its hybrid: H-Trie merged breadth-first within mem_budget_bytes */
+    OFB_CLS_ALGO_LOUDS = 6,    /* the hybrid (budget 0 = H-Trie) in a LOUDS succinct layout; read-only */
 };
 
 struct ofb_cls_params {
@@ -284,6 +291,9 @@ size_t ofb_cls_lookup_batch(const struct ofb_cls *, const uint8_t *const keys[],
 
 void ofb_cls_get_stats(const struct ofb_cls *, struct ofb_cls_stats *);
 uint64_t ofb_cls_memory_bytes(const struct ofb_cls *);
+/* Bytes of the published trie alone (nodes or LOUDS bit vectors, plus its
+ * copy of the rules' value/mask/handle/id); 0 for OURS, TSS and LINEAR. */
+uint64_t ofb_cls_trie_bytes(const struct ofb_cls *);
 uint32_t ofb_cls_key_len(const struct ofb_cls *);
 
 /* SIMD path of OURS' phase 1, chosen per classifier at creation: "scalar",

@@ -42,6 +42,19 @@
  * half of the levels, then each bottom subtree, recursively), so a root-to-
  * leaf walk touches few cache lines.
  *
+ * LOUDS layout (the document's succinct comparison point; OFB_TRIE_LOUDS): the
+ * same trie (same nodes, same walk, same pruning) with the tree shape as a
+ * level-order unary degree sequence ("10", then per node in BFS order
+ * 1^degree 0) navigated with rank/select (rank: ones per 512-bit block +
+ * popcount; select0: one sample per 256 zeros + block scan), the edge labels
+ * (0, 1, *) as 2 bits per node, and per node only what the walk needs: the
+ * subtree's best rule (32 bits; a leaf's rule is that one), inner/leaf/term
+ * flags as bit vectors (rank indexes the packed arrays of branch bits, 16 bits
+ * per inner node, and of ending rules, 32 bits per node that has one).  No
+ * child pointers: ~6 bytes per node instead of 16, each step a few dependent
+ * rank/select reads instead of one array index.  Read-only: the classifier
+ * builds it once (OFB_CLS_ALGO_LOUDS) and refuses updates with a message.
+ *
  * Immutable once built: the classifier rebuilds a trie from its rule list at
  * each publish (one rebuild per insert/delete, or per batch) and swaps it in
  * with RCU; lookups never block.  Updates therefore cost a rebuild (O(N log N)
@@ -53,7 +66,9 @@
  * decision time, and the finished trie ran 1.5-2.2x over it on the document's
  * workload (copies keep splitting below merged nodes; measured, README.md).
  *
- * Limits: key_len <= 128 bytes (bit index fits 16 bits); 2^32-2 rules;
+ * Limits: key_len <= OFB_TRIE_MAX_KEY_LEN = 128 bytes (the lookup stack holds
+ * at most key bits + 1 nodes; a longer key fails the build with a message
+ * naming it); 2^32-2 rules;
  * the build fails (NULL, message in err) when the estimated size exceeds the
  * budget (SP-Trie: mem_budget or 256 MiB by default) or memory runs out.
  */
@@ -61,7 +76,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#define OFB_TRIE_MAX_KEY_LEN 128
+
 enum ofb_trie_mode { OFB_TRIE_H = 0, OFB_TRIE_SP = 1, OFB_TRIE_HYBRID = 2 };
+enum ofb_trie_layout { OFB_TRIE_DA_VEB = 0, OFB_TRIE_LOUDS = 1 };
 
 struct ofb_trie;
 
@@ -74,8 +92,9 @@ struct ofb_trie_rule {
     uint64_t handle;
     const uint64_t *value, *mask;
 };
-struct ofb_trie *ofb_trie_build(enum ofb_trie_mode mode, uint32_t key_len, const struct ofb_trie_rule *rules,
-                                size_t n, uint64_t budget_bytes, char *err, size_t errlen);
+struct ofb_trie *ofb_trie_build(enum ofb_trie_mode mode, enum ofb_trie_layout layout, uint32_t key_len,
+                                const struct ofb_trie_rule *rules, size_t n, uint64_t budget_bytes,
+                                char *err, size_t errlen);
 void ofb_trie_free(struct ofb_trie *);
 size_t ofb_trie_bytes(const struct ofb_trie *);
 uint64_t ofb_trie_nodes(const struct ofb_trie *);
