@@ -93,13 +93,20 @@ struct rslot {
 struct rrec { uint32_t tidx; uint32_t h; };   /* writer-side, by rule id */
 struct retired { void *p; size_t bytes; uint64_t v; bool trie; };  /* trie: ofb_trie_free */
 struct pendrm { uint64_t r; uint32_t id; };
+/* Trie algos: the published pair (trie.h, incremental scheme).  base: all rules
+ * up to base_last_id (LOUDS: the only trie); delta: an H-Trie of the visible
+ * rules inserted since (NULL if none); v: the version it was published at
+ * (kills in a keep-mode base at versions <= v apply). */
+struct tpair { struct ofb_trie *base, *delta; uint64_t v; };
+#define TRIE_DELTA_MIN 32     /* merge once the delta holds more than this ... */
+#define TRIE_DELTA_SHIFT 4    /* ... and more than base rules / 16 */
 
 struct ofb_cls {
     /* read-mostly, shared with readers */
     uint32_t key_len, nwk, es;        /* es = entry stride in bytes */
     enum ofb_cls_algo algo;
     uint8_t simd;                     /* enum simd_path, fixed at creation */
-    _Atomic(struct ofb_trie *) trie;  /* HTRIE/SPTRIE/HYBRID: what readers walk */
+    _Atomic(struct tpair *) tp;       /* trie algos: what readers walk (base + delta) */
     uint32_t qmin, qmax, qlevels;
     uint64_t qscale;                  /* qfine = (p - qmin) * qscale >> 32 */
     uint32_t nbands;                  /* OURS priority bands (power of two) */
@@ -128,6 +135,11 @@ struct ofb_cls {
     uint64_t budget;                  /* mem_budget_bytes (HYBRID merge budget, SPTRIE limit) */
     bool trie_dirty;                  /* trie algos: the rule list changed since the last build */
     bool trie_failed;                 /* the last rebuild failed (err says why) */
+    struct ofb_trie *base, *delta;    /* trie algos: what the published pair holds */
+    uint32_t base_last_id;            /* rules with ids above it are in the delta */
+    bool delta_dirty;                 /* the delta's rules changed since it was built */
+    bool keep_base;                   /* a base rule was deleted: bases are built in keep mode */
+    bool force_merge;                 /* the next publish rebuilds the base */
     char err[320];                    /* last writer error, "" = none */
 };
 
@@ -137,6 +149,13 @@ static inline bool is_trie(const struct ofb_cls *c)
 {
     return c->algo == OFB_CLS_ALGO_HTRIE || c->algo == OFB_CLS_ALGO_SPTRIE || c->algo == OFB_CLS_ALGO_HYBRID ||
            c->algo == OFB_CLS_ALGO_LOUDS;
+}
+
+/* the hybrid and the H-Trie take updates incrementally (base + delta); the
+ * SP-Trie (whose size explodes) and LOUDS (read-only) rebuild one trie */
+static inline bool trie_incremental(const struct ofb_cls *c)
+{
+    return c->algo == OFB_CLS_ALGO_HTRIE || c->algo == OFB_CLS_ALGO_HYBRID;
 }
 
 static inline bool uses_lin(const struct ofb_cls *c)
@@ -1079,6 +1098,7 @@ static uint32_t insert_one(struct ofb_cls *c, const struct ofb_cls_rule *r)
             retire(c, o, o->bytes);
         c->rr[id] = (struct rrec){ 0, 0 };
         c->trie_dirty = true;
+        c->delta_dirty = true;
     } else {
         uint32_t band = c->algo == OFB_CLS_ALGO_OURS ? band_of(c, e->prio) : 0;
         int ti = choose_table(c, e->w, m, band);
@@ -1109,38 +1129,89 @@ static void trie_undo_ids(struct ofb_cls *c, uint32_t lo, uint32_t hi)
     c->trie_dirty = false;  /* the trie in place is the visible set again */
 }
 
-/* trie algos: rebuild the trie from the rules visible at the version about to
- * be published (c->wv) and swap it in; on failure keep the old one, set
- * trie_failed and err */
+/* retire a trie (freed with ofb_trie_free after the readers left) */
+static void retire_trie(struct ofb_cls *c, struct ofb_trie *t)
+{
+    if (!t)
+        return;
+    retire(c, t, ofb_trie_bytes(t));
+    c->ret[c->n_ret - 1].trie = true;
+}
+
+/* trie algos: publish the rules visible at the version about to be published
+ * (c->wv).  Incremental (htrie, sptrie, hybrid): the rules inserted since the
+ * base was built go into a new delta H-Trie; once the delta outgrows
+ * max(TRIE_DELTA_MIN, base / 16), or a delete needs a keep-mode base, the base
+ * is rebuilt from all rules (the merge).  LOUDS: one trie.  The new pair is
+ * swapped in and the replaced structures retired (add-then-delete).  On
+ * failure the published pair stays, trie_failed and err say why. */
 static void trie_refresh(struct ofb_cls *c)
 {
     const struct lin *l = atomic_load_explicit(&c->lin, memory_order_relaxed);
-    uint32_t n = l ? l->n : 0, k = 0;
-    struct ofb_trie_rule *tr = malloc(((size_t)n + 1) * sizeof(*tr));
+    uint32_t n = l ? l->n : 0, k = 0, nd = 0;
     c->trie_failed = true;
-    if (!tr) {
-        snprintf(c->err, sizeof(c->err), "%s: out of memory collecting %u rules", ofb_cls_algo_name(c->algo), n);
-        return;
-    }
+    bool incremental = trie_incremental(c);
     for (uint32_t i = 0; i < n; i++) {
         const struct ent *e = ent_at(c, l->data, i);
-        if (ent_visible(e, c->wv))
-            tr[k++] = (struct ofb_trie_rule){ e->prio, e->id, e->handle, e->w, e->w + c->nwk };
+        nd += e->id > c->base_last_id && ent_visible(e, c->wv);
     }
-    enum ofb_trie_mode mode = c->algo == OFB_CLS_ALGO_HTRIE ? OFB_TRIE_H
-                            : c->algo == OFB_CLS_ALGO_SPTRIE ? OFB_TRIE_SP : OFB_TRIE_HYBRID;
-    enum ofb_trie_layout layout = c->algo == OFB_CLS_ALGO_LOUDS ? OFB_TRIE_LOUDS : OFB_TRIE_DA_VEB;
-    struct ofb_trie *t = ofb_trie_build(mode, layout, c->key_len, tr, k, c->budget, c->err, sizeof(c->err));
+    uint32_t nb = ofb_trie_rules(c->base);
+    bool merge = !incremental || !c->base || c->force_merge ||
+                 (nd > TRIE_DELTA_MIN && nd > nb >> TRIE_DELTA_SHIFT);
+    bool new_delta = !merge && c->delta_dirty;
+    struct ofb_trie_rule *tr = NULL;
+    if (merge || new_delta) {
+        tr = malloc(((size_t)(merge ? n : nd) + 1) * sizeof(*tr));
+        if (!tr) {
+            snprintf(c->err, sizeof(c->err), "%s: out of memory collecting %u rules", ofb_cls_algo_name(c->algo), n);
+            return;
+        }
+        for (uint32_t i = 0; i < n; i++) {
+            const struct ent *e = ent_at(c, l->data, i);
+            if (ent_visible(e, c->wv) && (merge || e->id > c->base_last_id))
+                tr[k++] = (struct ofb_trie_rule){ e->prio, e->id, e->handle, e->w, e->w + c->nwk };
+        }
+    }
+    struct ofb_trie *base = c->base, *delta = merge ? NULL : c->delta;
+    if (merge) {
+        enum ofb_trie_mode mode = c->algo == OFB_CLS_ALGO_HTRIE ? OFB_TRIE_H
+                                : c->algo == OFB_CLS_ALGO_SPTRIE ? OFB_TRIE_SP : OFB_TRIE_HYBRID;
+        enum ofb_trie_layout layout = c->algo == OFB_CLS_ALGO_LOUDS ? OFB_TRIE_LOUDS : OFB_TRIE_DA_VEB;
+        base = ofb_trie_build(mode, layout, c->key_len, tr, k, c->budget, c->keep_base ? OFB_TRIE_KEEP : 0,
+                              c->err, sizeof(c->err));
+    } else if (new_delta) {
+        delta = k ? ofb_trie_build(OFB_TRIE_H, OFB_TRIE_DA_VEB, c->key_len, tr, k, 0, 0, c->err, sizeof(c->err))
+                  : NULL;
+    }
     free(tr);
-    if (!t)
+    if ((merge && !base) || (new_delta && k && !delta))
         return;
-    struct ofb_trie *old = atomic_load_explicit(&c->trie, memory_order_relaxed);
-    atomic_store_explicit(&c->trie, t, memory_order_release);
-    atomic_fetch_add_explicit(&c->bytes, ofb_trie_bytes(t), memory_order_relaxed);
-    if (old) {
-        retire(c, old, ofb_trie_bytes(old));
-        c->ret[c->n_ret - 1].trie = true;
+    struct tpair *np = xalloc(c, sizeof(*np));
+    if (!np) {
+        ofb_trie_free(merge ? base : delta);
+        snprintf(c->err, sizeof(c->err), "%s: out of memory publishing the trie", ofb_cls_algo_name(c->algo));
+        return;
     }
+    *np = (struct tpair){ base, delta, c->wv };
+    struct tpair *old = atomic_load_explicit(&c->tp, memory_order_relaxed);
+    atomic_store_explicit(&c->tp, np, memory_order_release);
+    if (merge)
+        atomic_fetch_add_explicit(&c->bytes, ofb_trie_bytes(base), memory_order_relaxed);
+    if (new_delta && delta)
+        atomic_fetch_add_explicit(&c->bytes, ofb_trie_bytes(delta), memory_order_relaxed);
+    if (old)
+        retire(c, old, sizeof(*old));
+    if (merge)
+        retire_trie(c, c->base);
+    if (merge || new_delta)
+        retire_trie(c, c->delta);
+    c->base = base;
+    c->delta = delta;
+    if (merge) {
+        c->base_last_id = c->n_ids;
+        c->force_merge = false;
+    }
+    c->delta_dirty = false;
     c->trie_dirty = false;
     c->trie_failed = false;
     c->err[0] = 0;
@@ -1230,6 +1301,15 @@ static int delete_one(struct ofb_cls *c, uint32_t id)
     c->prm[c->n_prm++] = (struct pendrm){ c->wv, id };
     c->n_rules--;
     c->trie_dirty = true;
+    if (trie_incremental(c)) {
+        if (id > c->base_last_id)
+            c->delta_dirty = true;            /* the next delta leaves it out */
+        else if (!c->keep_base || ofb_trie_kill(c->base, id, c->wv)) {
+            /* a plain base cannot skip a rule: rebuild it in keep mode */
+            c->keep_base = true;
+            c->force_merge = true;
+        }
+    }
     return 0;
 }
 
@@ -1373,6 +1453,7 @@ static int bulk_linear(struct ofb_cls *c, const struct ofb_cls_rule *rules, size
     qsort(l->data, l->n, c->es, cmp_ent);
     c->n_rules += n;
     c->trie_dirty = true;
+    c->delta_dirty = true;
     atomic_store_explicit(&c->lin, l, memory_order_release);
     if (o)
         retire(c, o, o->bytes);
@@ -1852,12 +1933,19 @@ static inline uint64_t lookup_kw(const struct ofb_cls *c, const uint64_t *kw, ui
     case OFB_CLS_ALGO_TSS: return lookup_tss(c, kw, v, s, id);
     case OFB_CLS_ALGO_LINEAR: return lookup_linear(c, kw, v, id);
     default: {
-        const struct ofb_trie *t = atomic_load_explicit(&c->trie, memory_order_acquire);
-        if (!t) {
-            *id = 0;
-            return 0;
+        const struct tpair *p = atomic_load_explicit(&c->tp, memory_order_acquire);
+        uint32_t ib = 0, idd = 0, pb = 0, pd = 0;
+        uint64_t hb = 0, hd = 0;
+        if (p && p->base)
+            hb = ofb_trie_lookup_v(p->base, kw, p->v, &ib, &pb);
+        if (p && p->delta)
+            hd = ofb_trie_lookup_v(p->delta, kw, p->v, &idd, &pd);
+        if (idd && (!ib || better(pd, idd, pb, ib))) {
+            *id = idd;
+            return hd;
         }
-        return ofb_trie_lookup(t, kw, id);
+        *id = ib;
+        return hb;
     }
     }
 }
@@ -2045,7 +2133,9 @@ void ofb_cls_destroy(struct ofb_cls *c)
         if (l)
             sized_free(l, l->bytes);
     }
-    ofb_trie_free(atomic_load(&c->trie));
+    free(atomic_load(&c->tp));
+    ofb_trie_free(c->base);
+    ofb_trie_free(c->delta);
     free(c->wt);
     for (uint32_t b = 0; b < OFB_CLS_MAX_BANDS; b++)
         free(c->btl[b]);
@@ -2079,7 +2169,8 @@ const char *ofb_cls_simd_name(const struct ofb_cls *c)
 
 uint64_t ofb_cls_trie_bytes(const struct ofb_cls *c)
 {
-    return is_trie(c) ? ofb_trie_bytes(atomic_load_explicit(&c->trie, memory_order_acquire)) : 0;
+    const struct tpair *p = is_trie(c) ? atomic_load_explicit(&c->tp, memory_order_acquire) : NULL;
+    return p ? ofb_trie_bytes(p->base) + ofb_trie_bytes(p->delta) : 0;
 }
 
 uint32_t ofb_cls_key_len(const struct ofb_cls *c)

@@ -37,15 +37,22 @@
  *  OFB_CLS_ALGO_LINEAR one array sorted by (priority desc, id asc), first match
  *                      wins.  Reference for the differential tests.
  *  OFB_CLS_ALGO_HTRIE, _SPTRIE, _HYBRID  document 003's tries (trie.h): the
- *                      rules are kept as LINEAR keeps them and an immutable
- *                      trie (DA-style array, van Emde Boas block order) is
- *                      rebuilt from them at every publish and swapped in (RCU):
- *                      lookups never block, but an update or batch costs a
- *                      rebuild.  A rebuild that fails (SP-Trie over its limit,
- *                      no memory) leaves the previous trie published: insert
- *                      returns 0 / build_bulk -1 and the new rules are dropped,
- *                      ofb_cls_last_error() says why; a failed batch commit
- *                      keeps the old trie and sets the error.
+ *                      rules are kept as LINEAR keeps them; readers walk
+ *                      immutable tries (DA-style array, van Emde Boas block
+ *                      order) swapped in at publish (RCU): lookups never block.
+ *                      HTRIE and HYBRID update incrementally, as the document
+ *                      says: new rules go into a small delta H-Trie rebuilt at
+ *                      each publish, deleted base rules are killed in place
+ *                      (version-stamped), and the base is rebuilt from all
+ *                      rules (merged) when the delta exceeds max(32, base/16)
+ *                      rules or the first delete of a base rule needs a
+ *                      keep-mode base (trie.h).  SPTRIE rebuilds its one trie
+ *                      at every publish.  A rebuild that fails (SP-Trie over
+ *                      its limit, no memory) leaves the previous tries
+ *                      published: insert returns 0 / build_bulk -1 and the new
+ *                      rules are dropped, ofb_cls_last_error() says why; a
+ *                      failed batch commit keeps the old tries, sets the
+ *                      error and returns -1.
  *  OFB_CLS_ALGO_LOUDS  the same hybrid trie (mem_budget_bytes = merge budget,
  *                      0 = H-Trie) laid out as LOUDS (rank/select bit vectors,
  *                      trie.h), the document's succinct comparison point.

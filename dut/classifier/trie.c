@@ -3,6 +3,7 @@
 #define _GNU_SOURCE 1  /* qsort_r */
 #include "trie.h"
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 
 #define NONE UINT32_MAX
 #define F_LEAF 1u                 /* base = the rule to check in full */
+#define F_ENDS 2u                 /* keep mode: term = offset into ends[] (ranks ending here, NONE-terminated) */
 #define SP_DEFAULT_LIMIT (256ull << 20)
 #define REF_COST 32               /* hybrid estimate: bytes a duplicated rule reference costs */
 
@@ -35,6 +37,12 @@ struct ofb_trie {
     uint32_t *id;
     size_t bytes;
     uint64_t merged;
+    uint32_t *prio;              /* per rank */
+    /* keep mode (OFB_TRIE_KEEP: an incremental base whose rules can be killed) */
+    bool keep;
+    uint32_t *ends;              /* ranks ending at a node, best first, NONE-terminated lists */
+    _Atomic uint64_t *del_v;     /* per rank: dead for readers at versions >= del_v */
+    uint32_t *by_id;             /* ranks sorted by rule id (ofb_trie_kill) */
 };
 
 static inline unsigned child_slot(uint8_t have, unsigned c)
@@ -47,7 +55,7 @@ static inline unsigned bit_of(const uint8_t *b, uint32_t i)
     return (b[i >> 3] >> (7 - (i & 7))) & 1;
 }
 
-static uint64_t louds_lookup(const struct ofb_trie *t, const uint64_t *kw, uint32_t *id_out);
+static uint32_t louds_walk(const struct ofb_trie *t, const uint64_t *kw);
 
 static inline bool rule_matches(const struct ofb_trie *t, uint32_t r, const uint64_t *kw)
 {
@@ -58,10 +66,9 @@ static inline bool rule_matches(const struct ofb_trie *t, uint32_t r, const uint
     return true;
 }
 
-uint64_t ofb_trie_lookup(const struct ofb_trie *t, const uint64_t *kw, uint32_t *id_out)
+/* the DA+vEB walk: best rank or NONE */
+static inline uint32_t da_walk(const struct ofb_trie *t, const uint64_t *kw)
 {
-    if (t->louds)
-        return louds_lookup(t, kw, id_out);
     const uint8_t *key = (const uint8_t *)kw;
     uint32_t best = NONE;
     uint32_t stack[2048];
@@ -96,12 +103,100 @@ uint64_t ofb_trie_lookup(const struct ofb_trie *t, const uint64_t *kw, uint32_t 
         if (__builtin_expect(sp > 2040, 0))
             break;  /* cannot happen: depth <= key bits + 1 and <= 2 pushes per level */
     }
-    if (best == NONE) {
+    return best;
+}
+
+uint64_t ofb_trie_lookup(const struct ofb_trie *t, const uint64_t *kw, uint32_t *id_out)
+{
+    uint32_t r = t->louds ? louds_walk(t, kw) : da_walk(t, kw);
+    if (r == NONE) {
         *id_out = 0;
         return 0;
     }
-    *id_out = t->id[best];
-    return t->handle[best];
+    *id_out = t->id[r];
+    return t->handle[r];
+}
+
+/* keep-mode walk: as ofb_trie_lookup, but a rule counts only while alive at v,
+ * ending rules are lists (the best alive one counts), nothing was dropped */
+static uint32_t keep_walk(const struct ofb_trie *t, const uint64_t *kw, uint64_t v)
+{
+    const uint8_t *key = (const uint8_t *)kw;
+    uint32_t best = NONE;
+    uint32_t stack[2048];
+    unsigned sp = 0;
+    const struct tn *node = t->node;
+    if (t->nn)
+        stack[sp++] = 0;
+    while (sp) {
+        const struct tn *u = &node[stack[--sp]];
+        if (u->smin >= best)
+            continue;
+        if (u->flags & F_ENDS)
+            for (const uint32_t *e = t->ends + u->term; *e < best; e++)
+                if (atomic_load_explicit(&t->del_v[*e], memory_order_relaxed) > v) {
+                    best = *e;
+                    break;
+                }
+        if (u->flags & F_LEAF) {
+            uint32_t r = u->base;
+            if (r < best && atomic_load_explicit(&t->del_v[r], memory_order_relaxed) > v && rule_matches(t, r, kw))
+                best = r;
+            continue;
+        }
+        uint8_t h = u->have;
+        if (h & 4)
+            stack[sp++] = u->base + child_slot(h, 2);
+        unsigned kb = bit_of(key, u->bit);
+        if (h & (1u << kb))
+            stack[sp++] = u->base + child_slot(h, kb);
+        if (__builtin_expect(sp > 2040, 0))
+            break;
+    }
+    return best;
+}
+
+uint64_t ofb_trie_lookup_v(const struct ofb_trie *t, const uint64_t *kw, uint64_t v, uint32_t *id_out,
+                           uint32_t *prio_out)
+{
+    uint32_t r = t->keep ? keep_walk(t, kw, v) : t->louds ? louds_walk(t, kw) : da_walk(t, kw);
+    if (r == NONE) {
+        *id_out = 0;
+        return 0;
+    }
+    *id_out = t->id[r];
+    *prio_out = t->prio[r];
+    return t->handle[r];
+}
+
+static int cmp_by_id(const void *a, const void *b, void *ctx)
+{
+    const uint32_t *id = ctx;
+    uint32_t x = id[*(const uint32_t *)a], y = id[*(const uint32_t *)b];
+    return x < y ? -1 : x > y;
+}
+
+int ofb_trie_kill(struct ofb_trie *t, uint32_t id, uint64_t v)
+{
+    if (!t || !t->keep)
+        return -1;
+    size_t lo = 0, hi = t->nr;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (t->id[t->by_id[mid]] < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == t->nr || t->id[t->by_id[lo]] != id)
+        return -1;
+    atomic_store_explicit(&t->del_v[t->by_id[lo]], v, memory_order_relaxed);
+    return 0;
+}
+
+uint32_t ofb_trie_rules(const struct ofb_trie *t)
+{
+    return t ? t->nr : 0;
 }
 
 /* ---------- LOUDS layout ---------- */
@@ -293,7 +388,7 @@ static struct louds *louds_from_bfs(const struct tn *node, size_t nn)
 /* The same walk as the DA+vEB lookup, navigating with rank/select: node i's
  * children are the 1s after the zero number i of the tree bits (the super-root
  * "10" holds zero 0), child at bit position q is node rank1(q). */
-static uint64_t louds_lookup(const struct ofb_trie *t, const uint64_t *kw, uint32_t *id_out)
+static uint32_t louds_walk(const struct ofb_trie *t, const uint64_t *kw)
 {
     const struct louds *L = t->louds;
     const uint8_t *key = (const uint8_t *)kw;
@@ -344,12 +439,7 @@ static uint64_t louds_lookup(const struct ofb_trie *t, const uint64_t *kw, uint3
         if (__builtin_expect(sp > 2040, 0))
             break;
     }
-    if (best == NONE) {
-        *id_out = 0;
-        return 0;
-    }
-    *id_out = t->id[best];
-    return t->handle[best];
+    return best;
 }
 
 /* ---------- build ---------- */
@@ -509,9 +599,11 @@ static int relayout_veb(struct ofb_trie *t)
 }
 
 struct ofb_trie *ofb_trie_build(enum ofb_trie_mode mode, enum ofb_trie_layout layout, uint32_t key_len,
-                                const struct ofb_trie_rule *rules, size_t n, uint64_t budget, char *err,
-                                size_t errlen)
+                                const struct ofb_trie_rule *rules, size_t n, uint64_t budget, unsigned flags,
+                                char *err, size_t errlen)
 {
+    const bool keep = flags & OFB_TRIE_KEEP;
+    struct vec ends = { 0, 0, 0, sizeof(uint32_t) };
     static const char *mname[] = { "htrie", "sptrie", "hybrid" };
     const uint32_t nwk = (key_len + 7) / 8, key_bits = key_len * 8;
     struct ofb_trie *t = calloc(1, sizeof(*t));
@@ -539,8 +631,22 @@ struct ofb_trie *ofb_trie_build(enum ofb_trie_mode mode, enum ofb_trie_layout la
     t->rw = malloc((n + 1) * 2 * nwk * sizeof(uint64_t));
     t->handle = malloc((n + 1) * sizeof(uint64_t));
     t->id = malloc((n + 1) * sizeof(uint32_t));
-    if (!rank || !last || !t->rw || !t->handle || !t->id)
+    t->prio = malloc((n + 1) * sizeof(uint32_t));
+    if (!rank || !last || !t->rw || !t->handle || !t->id || !t->prio)
         goto fail;
+    if (keep && layout == OFB_TRIE_LOUDS) {
+        why = "keep mode (incremental base) needs the DA+vEB layout";
+        goto fail;
+    }
+    if (keep) {
+        t->keep = true;
+        t->del_v = malloc((n + 1) * sizeof(*t->del_v));
+        t->by_id = malloc((n + 1) * sizeof(uint32_t));
+        if (!t->del_v || !t->by_id)
+            goto fail;
+        for (size_t i = 0; i <= n; i++)
+            atomic_init(&t->del_v[i], UINT64_MAX);
+    }
     for (size_t i = 0; i < n; i++)
         rank[i] = (uint32_t)i;
     qsort_r(rank, n, sizeof(uint32_t), cmp_rank, (void *)rules);
@@ -550,6 +656,7 @@ struct ofb_trie *ofb_trie_build(enum ofb_trie_mode mode, enum ofb_trie_layout la
         memcpy(t->rw + r * 2 * nwk + nwk, x->mask, nwk * 8);
         t->handle[r] = x->handle;
         t->id[r] = x->id;
+        t->prio[r] = x->prio;
         /* last care bit + 1 */
         const uint8_t *m = (const uint8_t *)x->mask;
         uint32_t l = 0;
@@ -580,12 +687,29 @@ struct ofb_trie *ofb_trie_build(enum ofb_trie_mode mode, enum ofb_trie_layout la
             uint32_t *S = (uint32_t *)cur_refs.p + it.off;
             struct tn v = { 0, NONE, it.n ? S[0] : NONE, 0, 0, 0 };
             uint32_t m = 0;   /* rules before the first one that ends here */
-            while (m < it.n && last[S[m]] > it.from)
-                m++;
-            if (m < it.n)
-                v.term = S[m];
+            if (keep) {
+                /* nothing is dropped (a killed rule must let the next one win): the rules
+                 * that end here become the node's list, the others go on, in rank order */
+                uint32_t first_end = (uint32_t)ends.n;
+                for (uint32_t i = 0; i < it.n; i++)
+                    if (last[S[i]] > it.from)
+                        S[m++] = S[i];
+                    else if (vpush32(&ends, S[i]))
+                        goto fail;
+                if (ends.n > first_end) {
+                    if (vpush32(&ends, NONE))
+                        goto fail;
+                    v.term = first_end;
+                    v.flags |= F_ENDS;
+                }
+            } else {
+                while (m < it.n && last[S[m]] > it.from)
+                    m++;
+                if (m < it.n)
+                    v.term = S[m];
+            }
             if (m == 1) {
-                v.flags = F_LEAF;
+                v.flags |= F_LEAF;
                 v.base = S[0];
             } else if (m > 1) {
                 uint32_t b = key_bits;
@@ -686,6 +810,13 @@ struct ofb_trie *ofb_trie_build(enum ofb_trie_mode mode, enum ofb_trie_layout la
     t->nn = nodes.n;
     nodes.p = NULL;
     /* subtree minimum is S[0] of each node's set, already set: sets are sorted */
+    if (keep) {
+        t->ends = ends.p;
+        ends.p = NULL;
+        for (uint32_t r = 0; r < n; r++)
+            t->by_id[r] = r;
+        qsort_r(t->by_id, n, sizeof(uint32_t), cmp_by_id, t->id);
+    }
     if (layout == OFB_TRIE_LOUDS) {
         if (!(t->louds = louds_from_bfs(t->node, t->nn)))
             goto fail;
@@ -697,12 +828,12 @@ struct ofb_trie *ofb_trie_build(enum ofb_trie_mode mode, enum ofb_trie_layout la
     free(rank), free(last);
     free(cur_items.p), free(next_items.p), free(cur_refs.p), free(next_refs.p);
     t->bytes = sizeof(*t) + (t->louds ? t->louds->bytes : t->nn * sizeof(struct tn)) +
-               (size_t)n * (2 * nwk * 8 + 12);
+               (size_t)n * (2 * nwk * 8 + 16) + (keep ? ends.n * 4 + (size_t)n * 12 : 0);
     return t;
 fail:
     if (why)
         snprintf(err, errlen, "%s: building a trie of %zu rules: %s", mname[mode], n, why);
-    free(rank), free(last);
+    free(rank), free(last), free(ends.p);
     free(nodes.p), free(cur_items.p), free(next_items.p), free(cur_refs.p), free(next_refs.p);
     ofb_trie_free(t);
     return NULL;
@@ -714,6 +845,7 @@ void ofb_trie_free(struct ofb_trie *t)
         return;
     free(t->node);
     louds_free(t->louds);
+    free(t->prio), free(t->ends), free(t->del_v), free(t->by_id);
     free(t->rw);
     free(t->handle);
     free(t->id);

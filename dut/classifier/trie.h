@@ -55,11 +55,18 @@
  * rank/select reads instead of one array index.  Read-only: the classifier
  * builds it once (OFB_CLS_ALGO_LOUDS) and refuses updates with a message.
  *
- * Immutable once built: the classifier rebuilds a trie from its rule list at
- * each publish (one rebuild per insert/delete, or per batch) and swaps it in
- * with RCU; lookups never block.  Updates therefore cost a rebuild (O(N log N)
- * ... O(N 2^L) for the SP-Trie): the document's "insert as H-Trie first, merge
- * later" incremental scheme is not implemented.
+ * Incremental scheme (the document's "insert as H-Trie first, merge later";
+ * classifier.c does the bookkeeping): a big BASE trie built in keep mode
+ * (OFB_TRIE_KEEP) plus a small DELTA H-Trie of the rules inserted since the
+ * base was built, rebuilt at each publish; both swapped in together (RCU), a
+ * lookup takes the better of the two.  A rule deleted from the base is killed
+ * in place (ofb_trie_kill: its del_v = the version from which readers skip
+ * it); keep mode therefore drops nothing below an ending rule and keeps every
+ * ending rule of a node as a list (best first), so the next alive one wins.
+ * When the delta grows past a fraction of the base, the base is rebuilt from
+ * all rules (the merge) and the delta starts empty.  Add-then-delete: new
+ * structures are built beside the published ones and swapped in; the old
+ * ones are freed after the readers left.  Lookups never block.
  *
  * Hybrid budget: a merge happens while (rule arrays + nodes built so far +
  * 32 B per pending rule copy) stays within the budget; it is an estimate at
@@ -77,6 +84,7 @@
 #include <stdint.h>
 
 #define OFB_TRIE_MAX_KEY_LEN 128
+#define OFB_TRIE_KEEP 1u   /* build flag: an incremental base (kill-able rules, nothing dropped; DA+vEB only) */
 
 enum ofb_trie_mode { OFB_TRIE_H = 0, OFB_TRIE_SP = 1, OFB_TRIE_HYBRID = 2 };
 enum ofb_trie_layout { OFB_TRIE_DA_VEB = 0, OFB_TRIE_LOUDS = 1 };
@@ -94,7 +102,7 @@ struct ofb_trie_rule {
 };
 struct ofb_trie *ofb_trie_build(enum ofb_trie_mode mode, enum ofb_trie_layout layout, uint32_t key_len,
                                 const struct ofb_trie_rule *rules, size_t n, uint64_t budget_bytes,
-                                char *err, size_t errlen);
+                                unsigned flags, char *err, size_t errlen);
 void ofb_trie_free(struct ofb_trie *);
 size_t ofb_trie_bytes(const struct ofb_trie *);
 uint64_t ofb_trie_nodes(const struct ofb_trie *);
@@ -102,5 +110,13 @@ uint64_t ofb_trie_merged(const struct ofb_trie *);  /* nodes whose * subtree was
 /* best rule for the key given as words (key bytes memcpy'd into nwk = key_len/8
  * rounded up uint64 words, zero padded): handle, id in *id_out (0 = none) */
 uint64_t ofb_trie_lookup(const struct ofb_trie *, const uint64_t *kw, uint32_t *id_out);
+/* the same, skipping (keep mode) rules killed for readers at version v; also
+ * the rule's priority in *prio_out (set only when *id_out != 0) */
+uint64_t ofb_trie_lookup_v(const struct ofb_trie *, const uint64_t *kw, uint64_t v, uint32_t *id_out,
+                           uint32_t *prio_out);
+/* keep mode: rule `id` is dead for readers at versions >= v (writer; the trie
+ * stays published).  0, or -1 when the rule is not in this trie. */
+int ofb_trie_kill(struct ofb_trie *, uint32_t id, uint64_t v);
+uint32_t ofb_trie_rules(const struct ofb_trie *);
 
 #endif

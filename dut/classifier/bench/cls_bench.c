@@ -136,10 +136,12 @@ static void run_ours(enum ofb_cls_algo algo, const struct ofb_cls_rule *rules, u
     uint32_t nu = n_updates;
     if (algo == OFB_CLS_ALGO_LINEAR && nu > 2000)
         nu = 2000;
-    if (algo >= OFB_CLS_ALGO_HTRIE) {   /* every update rebuilds the trie */
+    if (algo == OFB_CLS_ALGO_SPTRIE) {   /* every update rebuilds the trie */
         uint32_t cap = n >= 100000 ? 2 : n >= 10000 ? 20 : 200;
         nu = nu > cap ? cap : nu;
     }
+    if ((algo == OFB_CLS_ALGO_HTRIE || algo == OFB_CLS_ALGO_HYBRID) && nu > 20000)
+        nu = 20000;   /* base + delta: each update rebuilds the delta, merges now and then */
     if (nu > n)
         nu = n;
     if (algo == OFB_CLS_ALGO_LOUDS)     /* read-only */
