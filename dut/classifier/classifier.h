@@ -130,6 +130,10 @@
  * Tried and dropped (no gain, measured): software prefetch of the next keys'
  * filter words in batches, scalar loads instead of vpgatherqq, 16/32 bands
  * (more block visits and band fall-through than the smaller filter saves).
+ * Tried outside the library (README.md, measured/2026-11-24-bitmap): one bit
+ * per mask group in an L2-sized bitmap before exact per-mask tables: 14 Mlps
+ * at 10k and 6.8 at 100k rules (4-5x OURS), but 1.4 at 1M (a filter that
+ * rejects enough misses at 1M is ~25 MB, far past L2).
  *
  * Invariants
  * ----------
