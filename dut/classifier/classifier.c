@@ -79,7 +79,9 @@ struct snap {           /* what readers iterate: tables (TSS: by max_prio desc) 
 
 static const uint64_t zero_filter[2];
 
-struct lin {            /* LINEAR: all entries sorted */
+struct lin {            /* LINEAR: all entries sorted, copied per update (RCU);
+                           tries: writer-only, in id order, appended in place,
+                           deleted entries dropped at the next merge */
     uint32_t n;
     size_t bytes;
     uint64_t data[];
@@ -157,6 +159,39 @@ static inline bool trie_incremental(const struct ofb_cls *c)
 {
     return c->algo == OFB_CLS_ALGO_HTRIE || c->algo == OFB_CLS_ALGO_HYBRID;
 }
+
+static inline bool uses_lin(const struct ofb_cls *c);
+static inline bool is_trie(const struct ofb_cls *c);
+static void *xalloc(struct ofb_cls *c, size_t n);
+static void xfree(struct ofb_cls *c, void *p, size_t n);
+
+/* tries: room for `more` entries at the end of the writer's list (no reader
+ * sees it: it is grown in place, doubling).  NULL when out of memory. */
+static struct lin *tlin_reserve(struct ofb_cls *c, size_t more)
+{
+    struct lin *l = atomic_load_explicit(&c->lin, memory_order_relaxed);
+    size_t n = l ? l->n : 0, cap = l ? (l->bytes - sizeof(struct lin)) / c->es : 0;
+    if (n + more <= cap)
+        return l;
+    size_t nc = cap ? cap * 2 : 64;
+    while (nc < n + more)
+        nc *= 2;
+    size_t bytes = sizeof(struct lin) + nc * c->es;
+    struct lin *x = xalloc(c, bytes);
+    if (!x)
+        return NULL;
+    x->n = (uint32_t)n;
+    x->bytes = bytes;
+    if (n)
+        memcpy(x->data, l->data, n * c->es);
+    atomic_store_explicit(&c->lin, x, memory_order_relaxed);
+    if (l)
+        xfree(c, l, l->bytes);
+    return x;
+}
+
+/* tries: index of the first entry with id > id (the list is in id order) */
+static uint32_t tlin_after(const struct ofb_cls *c, const struct lin *l, uint32_t id);
 
 static inline bool uses_lin(const struct ofb_cls *c)
 {
@@ -1075,7 +1110,18 @@ static uint32_t insert_one(struct ofb_cls *c, const struct ofb_cls_rule *r)
     make_ent(c, r, id, (uint8_t *)ebuf, m);
     struct ent *e = (struct ent *)ebuf;
 
-    if (uses_lin(c)) {
+    if (is_trie(c)) {
+        struct lin *l = tlin_reserve(c, 1);
+        if (!l) {
+            c->n_ids--;
+            return 0;
+        }
+        memcpy(ent_at(c, l->data, l->n), e, c->es);
+        l->n++;
+        c->rr[id] = (struct rrec){ 0, 0 };
+        c->trie_dirty = true;
+        c->delta_dirty = true;
+    } else if (uses_lin(c)) {
         struct lin *o = atomic_load_explicit(&c->lin, memory_order_relaxed);
         uint32_t on = o ? o->n : 0, pos = 0;
         size_t bytes = sizeof(struct lin) + (size_t)(on + 1) * c->es;
@@ -1147,14 +1193,13 @@ static void retire_trie(struct ofb_cls *c, struct ofb_trie *t)
  * failure the published pair stays, trie_failed and err say why. */
 static void trie_refresh(struct ofb_cls *c)
 {
-    const struct lin *l = atomic_load_explicit(&c->lin, memory_order_relaxed);
+    struct lin *l = atomic_load_explicit(&c->lin, memory_order_relaxed);
     uint32_t n = l ? l->n : 0, k = 0, nd = 0;
     c->trie_failed = true;
     bool incremental = trie_incremental(c);
-    for (uint32_t i = 0; i < n; i++) {
-        const struct ent *e = ent_at(c, l->data, i);
-        nd += e->id > c->base_last_id && ent_visible(e, c->wv);
-    }
+    uint32_t from = incremental && c->base ? tlin_after(c, l, c->base_last_id) : 0;  /* the delta's rules */
+    for (uint32_t i = from; i < n; i++)
+        nd += ent_visible(ent_at(c, l->data, i), c->wv);
     uint32_t nb = ofb_trie_rules(c->base);
     bool merge = !incremental || !c->base || c->force_merge ||
                  (nd > TRIE_DELTA_MIN && nd > nb >> TRIE_DELTA_SHIFT);
@@ -1166,9 +1211,9 @@ static void trie_refresh(struct ofb_cls *c)
             snprintf(c->err, sizeof(c->err), "%s: out of memory collecting %u rules", ofb_cls_algo_name(c->algo), n);
             return;
         }
-        for (uint32_t i = 0; i < n; i++) {
+        for (uint32_t i = merge ? 0 : from; i < n; i++) {
             const struct ent *e = ent_at(c, l->data, i);
-            if (ent_visible(e, c->wv) && (merge || e->id > c->base_last_id))
+            if (ent_visible(e, c->wv))
                 tr[k++] = (struct ofb_trie_rule){ e->prio, e->id, e->handle, e->w, e->w + c->nwk };
         }
     }
@@ -1210,6 +1255,19 @@ static void trie_refresh(struct ofb_cls *c)
     if (merge) {
         c->base_last_id = c->n_ids;
         c->force_merge = false;
+        /* drop what no later publish can see (deleted, or undone inserts): O(N) once
+         * per merge instead of per delete; no reader walks this list */
+        uint32_t j = 0;
+        for (uint32_t i = 0; i < n; i++) {
+            const struct ent *e = ent_at(c, l->data, i);
+            if (atomic_load_explicit(&e->del_v, memory_order_relaxed) == V_INF) {
+                if (j != i)
+                    memcpy(ent_at(c, l->data, j), e, c->es);
+                j++;
+            }
+        }
+        if (l)
+            l->n = j;
     }
     c->delta_dirty = false;
     c->trie_dirty = false;
@@ -1253,8 +1311,30 @@ uint32_t ofb_cls_insert(struct ofb_cls *c, const struct ofb_cls_rule *r)
 /* ---------- delete ---------- */
 
 /* find the visible entry with this id; returns it (inside the current block) */
+static uint32_t tlin_after(const struct ofb_cls *c, const struct lin *l, uint32_t id)
+{
+    uint32_t lo = 0, hi = l ? l->n : 0;
+    while (lo < hi) {
+        uint32_t mid = (lo + hi) / 2;
+        if (ent_at(c, l->data, mid)->id <= id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 static struct ent *find_ent(struct ofb_cls *c, uint32_t id, struct blk **blk_out, uint32_t *pos_out)
 {
+    if (is_trie(c)) {
+        struct lin *l = atomic_load_explicit(&c->lin, memory_order_relaxed);
+        uint32_t i = id ? tlin_after(c, l, id - 1) : 0;
+        if (!l || i >= l->n || ent_at(c, l->data, i)->id != id)
+            return NULL;
+        *pos_out = i;
+        *blk_out = NULL;
+        return ent_at(c, l->data, i);
+    }
     if (uses_lin(c)) {
         struct lin *l = atomic_load_explicit(&c->lin, memory_order_relaxed);
         for (uint32_t i = 0; l && i < l->n; i++) {
@@ -1321,8 +1401,8 @@ static void physical_remove(struct ofb_cls *c, uint32_t id)
     struct ent *e = find_ent(c, id, &k, &pos);
     uint32_t tidx = c->rr[id].tidx;
     c->rr[id].tidx = UINT32_MAX;
-    if (!e)
-        return;
+    if (!e || is_trie(c))
+        return;  /* tries: the entry stays, invisible, until the next merge compacts the list */
     if (uses_lin(c)) {
         struct lin *o = atomic_load_explicit(&c->lin, memory_order_relaxed);
         size_t bytes = sizeof(struct lin) + (size_t)(o->n - 1) * c->es;
@@ -1429,9 +1509,27 @@ static int cmp_ent(const void *a, const void *b)
     return better(x->prio, x->id, y->prio, y->id) ? -1 : better(y->prio, y->id, x->prio, x->id) ? 1 : 0;
 }
 
-/* LINEAR: append everything, sort once, publish one array */
+/* LINEAR: append everything, sort once, publish one array.  Tries: append in
+ * id order to the writer's list. */
 static int bulk_linear(struct ofb_cls *c, const struct ofb_cls_rule *rules, size_t n, uint32_t *ids)
 {
+    if (is_trie(c)) {
+        struct lin *l = tlin_reserve(c, n);
+        if (!l)
+            return -1;
+        for (size_t i = 0; i < n; i++) {
+            uint64_t m[MAXW];
+            uint32_t id = ++c->n_ids;
+            make_ent(c, &rules[i], id, (uint8_t *)ent_at(c, l->data, l->n++), m);
+            c->rr[id] = (struct rrec){ 0, 0 };
+            if (ids)
+                ids[i] = id;
+        }
+        c->n_rules += n;
+        c->trie_dirty = true;
+        c->delta_dirty = true;
+        return 0;
+    }
     struct lin *o = atomic_load_explicit(&c->lin, memory_order_relaxed);
     uint32_t on = o ? o->n : 0;
     size_t bytes = sizeof(struct lin) + (size_t)(on + n) * c->es;
