@@ -44,7 +44,7 @@
  *                      says: new rules go into a small delta H-Trie rebuilt at
  *                      each publish, deleted base rules are killed in place
  *                      (version-stamped), and the base is rebuilt from all
- *                      rules (merged) when the delta exceeds max(32, base/16)
+ *                      rules (merged) when the delta exceeds max(32, 2 sqrt(base))
  *                      rules or the first delete of a base rule needs a
  *                      keep-mode base (trie.h).  SPTRIE rebuilds its one trie
  *                      at every publish.  A rebuild that fails (SP-Trie over
