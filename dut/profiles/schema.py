@@ -52,10 +52,11 @@ SCHEMA_VERSION = 1
 
 SWITCH_KINDS = ("ofbench", "ovs", "ovs-dpdk")
 # ofbench's flow lookup (`--lookup`): "tuple" = dut/classifier's filtered merged tuples (the
-# fast one), "trie" = document 003's hybrid H-Trie/SP-Trie through the same library (rebuilt at
-# each publish: for small tables and comparisons), "simple" = a priority-sorted array (the
-# reference). One default for the profile, the launcher and the C binary (OFS_LOOKUP_DEFAULT in
-# dut/switch/src/ofswitch.h; tests/test_lookup_default.py checks they agree).
+# fast one), "trie" = document 003's hybrid H-Trie/SP-Trie through the same library (updated
+# through a delta trie merged now and then: slower to change, for comparisons), "simple" = a
+# priority-sorted array (the reference). One default for the profile, the launcher and the C
+# binary (OFS_LOOKUP_DEFAULT in dut/switch/src/ofswitch.h); dut/switch/tests/test_launcher.py
+# checks they agree.
 SWITCH_LOOKUPS = ("tuple", "trie", "simple")
 DEFAULT_LOOKUP = "tuple"
 GENERATOR_KINDS = ("softgen", "trex")

@@ -317,9 +317,12 @@ def test_trie_family(results, bench_files):
             o = got.get(a, {})
             row = {"rules": n, "algo": a}
             if _ok(o):
-                row.update({"Mlps (batch)": o["batch_mlps"], "B/rule": o["bytes_per_rule"], "build s": o["build_s"]})
+                row.update({"Mlps (batch)": o["batch_mlps"], "B/rule": o["bytes_per_rule"], "build s": o["build_s"],
+                            "updates/s": o.get("updates_per_s")})
                 metrics[f"{a}_{n}_batch_mlps"] = o["batch_mlps"]
                 metrics[f"{a}_{n}_bytes_per_rule"] = o["bytes_per_rule"]
+                if o.get("updates_per_s"):  # htrie: incremental (delta + merge); sptrie: a rebuild each
+                    metrics[f"{a}_{n}_updates_per_s"] = o["updates_per_s"]
                 assert o.get("mismatches", 0) == 0, f"{a} disagrees with {algos[0]} at {n}"
             else:
                 row["Mlps (batch)"] = "did not build"

@@ -164,7 +164,8 @@ struct ofs_lookup_ops {
 extern const struct ofs_lookup_ops ofs_lookup_simple;
 #ifdef OFS_HAVE_CLASSIFIER
 /* dut/classifier: "tuple" = its filtered merged tuples (OFB_CLS_ALGO_OURS), "trie" = document
- * 003's hybrid H-Trie/SP-Trie (OFB_CLS_ALGO_HYBRID; each publish rebuilds the table's trie) */
+ * 003's hybrid H-Trie/SP-Trie (OFB_CLS_ALGO_HYBRID; a publish rebuilds its delta trie, and now
+ * and then the whole trie) */
 extern const struct ofs_lookup_ops ofs_lookup_tuple;
 extern const struct ofs_lookup_ops ofs_lookup_trie;
 /* One default with dut/profiles/schema.py DEFAULT_LOOKUP and the launcher. */
