@@ -103,11 +103,13 @@ static void parse_args(int argc, char **argv)
 		usage("--workers out of range");
 	/* Refuse at start-up a backend that cannot index the switch's key (a classifier whose
 	 * algorithm limits the key length), rather than at the first FLOW_MOD. */
+	errno = 0;
 	void *probe = ofs_dp.lookup_ops->create(ofs_dp.n_workers);
 	if (!probe) {
 		fprintf(stderr, "ofswitch: --lookup %s: the lookup structure cannot be created for "
-			"the switch's %zu-byte flow key (%u workers)\n", ofs_dp.lookup_ops->name,
-			(size_t)OFS_KEY_CLS_LEN, ofs_dp.n_workers);
+			"the switch's %zu-byte flow key (%u workers): %s\n", ofs_dp.lookup_ops->name,
+			(size_t)OFS_KEY_CLS_LEN, ofs_dp.n_workers,
+			errno ? strerror(errno) : "out of memory");
 		exit(2);
 	}
 	ofs_dp.lookup_ops->destroy(probe);
