@@ -441,6 +441,28 @@ def test_louds_vs_da(n, results, bench_files):
                                "port_kind": "none (in-memory keys)"})
     results.add_table(rows, f"Document 003 DA+vEB vs LOUDS (same hybrid trie), {n} rules, beside its 1/3 speed "
                             "and 25 % memory saving")
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
+    labels = [f"{'H-Trie' if mb == 0 else f'hybrid {mb} MB'}\n{t}" for mb in LOUDS_BUDGETS_MB
+              for t in ("uniform", "hit")]
+    speeds = [metrics.get(f"{t}_{mb}mb_louds_vs_da_speed_ratio", 0) for mb in LOUDS_BUDGETS_MB
+              for t in ("uniform", "hit")]
+    a1.bar(range(len(speeds)), speeds, color="#1f5fbf", label="ours")
+    a1.axhline(DOC_LOUDS_SPEED, color="gray", linestyle="--", label="document: 1/3")
+    a1.set_xticks(range(len(speeds)), labels)
+    a1.set_ylabel("LOUDS speed / DA+vEB speed (batched)")
+    a1.legend()
+    savings = [metrics.get(f"budget_{mb}mb_louds_memory_saving_fraction", 0) for mb in LOUDS_BUDGETS_MB]
+    a2.bar(range(len(savings)), savings, color="#2e9d5b", label="ours")
+    a2.axhline(DOC_LOUDS_SAVING, color="gray", linestyle="--", label="document: ~25 %")
+    a2.set_xticks(range(len(savings)), ["H-Trie" if mb == 0 else f"hybrid {mb} MB" for mb in LOUDS_BUDGETS_MB])
+    a2.set_ylabel("LOUDS memory saving (trie bytes)")
+    a2.legend()
+    fig.tight_layout()
+    results.add_plot(fig, f"DA+vEB vs LOUDS, {n} rules, beside document 003")
+    plt.close(fig)
 
 
 @pytest.mark.bench

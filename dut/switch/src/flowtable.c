@@ -253,7 +253,7 @@ static int cls_publish(void *lxp)
 	struct cls_lx *lx = lxp;
 	if (lx->extra && simple_publish(lx->extra))
 		return -1;
-	/* -1: the trie could not be rebuilt (no memory); the previous one stays published and
+	/* -1: a trie could not be rebuilt (no memory); the previous one stays published and
 	 * the next commit retries */
 	int rc = ofb_cls_batch_commit(lx->cls);
 	ofb_cls_batch_begin(lx->cls);
