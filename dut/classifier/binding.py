@@ -16,8 +16,12 @@ from pathlib import Path
 from cffi import FFI
 
 REPO = Path(__file__).resolve().parents[2]
-ALGOS = {"ours": 0, "tss": 1, "linear": 2, "htrie": 3, "sptrie": 4, "hybrid": 5}
+ALGOS = {"ours": 0, "tss": 1, "linear": 2, "htrie": 3, "sptrie": 4, "hybrid": 5, "louds": 6}
 SIMD_PATHS = ("scalar", "avx2", "avx512")
+
+
+class ReadOnlyError(RuntimeError):
+    """An update asked of a read-only classifier (LOUDS)."""
 
 _CDEF = """
 struct ofb_cls_params { uint32_t key_len; uint32_t expected_rules; uint64_t mem_budget_bytes;
@@ -32,7 +36,7 @@ int ofb_cls_delete_id(struct ofb_cls *, uint32_t);
 uint32_t ofb_cls_delete(struct ofb_cls *, const struct ofb_cls_rule *);
 int ofb_cls_build_bulk(struct ofb_cls *, const struct ofb_cls_rule *, size_t, uint32_t *);
 void ofb_cls_batch_begin(struct ofb_cls *);
-void ofb_cls_batch_commit(struct ofb_cls *);
+int ofb_cls_batch_commit(struct ofb_cls *);
 void ofb_cls_synchronize(struct ofb_cls *);
 uint64_t ofb_cls_lookup_id(const struct ofb_cls *, const uint8_t *, uint32_t *);
 size_t ofb_cls_lookup_batch(const struct ofb_cls *, const uint8_t *const keys[], size_t,
@@ -41,6 +45,7 @@ void ofb_cls_get_stats(const struct ofb_cls *, struct ofb_cls_stats *);
 const char *ofb_cls_simd_name(const struct ofb_cls *);
 int ofb_cls_simd_supported(const char *name);
 const char *ofb_cls_last_error(const struct ofb_cls *);
+uint64_t ofb_cls_trie_bytes(const struct ofb_cls *);
 """
 
 _ffi = FFI()
@@ -135,15 +140,30 @@ class Classifier:
         r, _keep = self._rule(priority, value, mask, handle)
         rid = self.lib.ofb_cls_insert(self._c, r)
         if rid == 0:
-            raise MemoryError(f"ofb_cls_insert failed: {self.last_error() or 'out of memory'}")
+            self._fail("ofb_cls_insert")
         return rid
 
+    def _fail(self, what: str):
+        """A refused update: ReadOnlyError for LOUDS, MemoryError otherwise (no memory, a
+        trie over its limit), with the library's message."""
+        e = self.last_error()
+        if e and "read-only" in e:
+            raise ReadOnlyError(f"{what} refused: {e}")
+        raise MemoryError(f"{what} failed: {e or 'out of memory'}")
+
     def delete_id(self, rule_id: int) -> bool:
-        return self.lib.ofb_cls_delete_id(self._c, rule_id) == 0
+        if self.lib.ofb_cls_delete_id(self._c, rule_id) == 0:
+            return True
+        if self.algo == "louds":
+            self._fail("ofb_cls_delete_id")
+        return False
 
     def delete(self, priority: int, value: bytes, mask: bytes) -> int:
         r, _keep = self._rule(priority, value, mask)
-        return self.lib.ofb_cls_delete(self._c, r)
+        rid = self.lib.ofb_cls_delete(self._c, r)
+        if not rid and self.algo == "louds":
+            self._fail("ofb_cls_delete")
+        return rid
 
     def build_bulk(self, rules: Sequence[tuple[int, bytes, bytes, int]]) -> list[int]:
         n = len(rules)
@@ -156,7 +176,7 @@ class Classifier:
             arr[i].priority, arr[i].value, arr[i].mask, arr[i].handle = prio, v, m, handle
         ids = _ffi.new("uint32_t[]", max(n, 1))
         if self.lib.ofb_cls_build_bulk(self._c, arr, n, ids) != 0:
-            raise MemoryError(f"ofb_cls_build_bulk failed: {self.last_error() or 'out of memory'}")
+            self._fail("ofb_cls_build_bulk")
         return list(ids[0:n])
 
     def batch(self):
@@ -168,7 +188,9 @@ class Classifier:
                 cls.lib.ofb_cls_batch_begin(cls._c)
 
             def __exit__(self, *exc):
-                cls.lib.ofb_cls_batch_commit(cls._c)
+                if cls.lib.ofb_cls_batch_commit(cls._c) and exc[0] is None:
+                    raise MemoryError(f"ofb_cls_batch_commit failed (the previous trie stays): "
+                                      f"{cls.last_error() or 'out of memory'}")
 
         return _B()
 

@@ -79,7 +79,9 @@ struct snap {           /* what readers iterate: tables (TSS: by max_prio desc) 
 
 static const uint64_t zero_filter[2];
 
-struct lin {            /* LINEAR: all entries sorted */
+struct lin {            /* LINEAR: all entries sorted, copied per update (RCU);
+                           tries: writer-only, in id order, appended in place,
+                           deleted entries dropped at the next merge */
     uint32_t n;
     size_t bytes;
     uint64_t data[];
@@ -93,13 +95,23 @@ struct rslot {
 struct rrec { uint32_t tidx; uint32_t h; };   /* writer-side, by rule id */
 struct retired { void *p; size_t bytes; uint64_t v; bool trie; };  /* trie: ofb_trie_free */
 struct pendrm { uint64_t r; uint32_t id; };
+/* Trie algos: the published pair (trie.h, incremental scheme).  base: all rules
+ * up to base_last_id (LOUDS: the only trie); delta: an H-Trie of the visible
+ * rules inserted since (NULL if none); v: the version it was published at
+ * (kills in a keep-mode base at versions <= v apply). */
+struct tpair { struct ofb_trie *base, *delta; uint64_t v; };
+/* Merge once the delta holds more than max(TRIE_DELTA_MIN, 2 sqrt(base rules)):
+ * an update rebuilds the delta (~D x 0.7 us) and pays 1/D of a merge (~N x 1.6
+ * us, measured builds); D ~ sqrt(N) balances the two (~1.5 ms at 1M rules,
+ * where D = N/16 would cost ~30 ms per update, same arithmetic). */
+#define TRIE_DELTA_MIN 32
 
 struct ofb_cls {
     /* read-mostly, shared with readers */
     uint32_t key_len, nwk, es;        /* es = entry stride in bytes */
     enum ofb_cls_algo algo;
     uint8_t simd;                     /* enum simd_path, fixed at creation */
-    _Atomic(struct ofb_trie *) trie;  /* HTRIE/SPTRIE/HYBRID: what readers walk */
+    _Atomic(struct tpair *) tp;       /* trie algos: what readers walk (base + delta) */
     uint32_t qmin, qmax, qlevels;
     uint64_t qscale;                  /* qfine = (p - qmin) * qscale >> 32 */
     uint32_t nbands;                  /* OURS priority bands (power of two) */
@@ -128,6 +140,11 @@ struct ofb_cls {
     uint64_t budget;                  /* mem_budget_bytes (HYBRID merge budget, SPTRIE limit) */
     bool trie_dirty;                  /* trie algos: the rule list changed since the last build */
     bool trie_failed;                 /* the last rebuild failed (err says why) */
+    struct ofb_trie *base, *delta;    /* trie algos: what the published pair holds */
+    uint32_t base_last_id;            /* rules with ids above it are in the delta */
+    bool delta_dirty;                 /* the delta's rules changed since it was built */
+    bool keep_base;                   /* a base rule was deleted: bases are built in keep mode */
+    bool force_merge;                 /* the next publish rebuilds the base */
     char err[320];                    /* last writer error, "" = none */
 };
 
@@ -135,8 +152,49 @@ struct ofb_cls {
  * from it at publish) */
 static inline bool is_trie(const struct ofb_cls *c)
 {
-    return c->algo == OFB_CLS_ALGO_HTRIE || c->algo == OFB_CLS_ALGO_SPTRIE || c->algo == OFB_CLS_ALGO_HYBRID;
+    return c->algo == OFB_CLS_ALGO_HTRIE || c->algo == OFB_CLS_ALGO_SPTRIE || c->algo == OFB_CLS_ALGO_HYBRID ||
+           c->algo == OFB_CLS_ALGO_LOUDS;
 }
+
+/* the hybrid and the H-Trie take updates incrementally (base + delta); the
+ * SP-Trie (whose size explodes) and LOUDS (read-only) rebuild one trie */
+static inline bool trie_incremental(const struct ofb_cls *c)
+{
+    return c->algo == OFB_CLS_ALGO_HTRIE || c->algo == OFB_CLS_ALGO_HYBRID;
+}
+
+static inline bool uses_lin(const struct ofb_cls *c);
+static inline bool is_trie(const struct ofb_cls *c);
+static void *xalloc(struct ofb_cls *c, size_t n);
+static void xfree(struct ofb_cls *c, void *p, size_t n);
+
+/* tries: room for `more` entries at the end of the writer's list (no reader
+ * sees it: it is grown in place, doubling).  NULL when out of memory. */
+static struct lin *tlin_reserve(struct ofb_cls *c, size_t more)
+{
+    struct lin *l = atomic_load_explicit(&c->lin, memory_order_relaxed);
+    size_t n = l ? l->n : 0, cap = l ? (l->bytes - sizeof(struct lin)) / c->es : 0;
+    if (n + more <= cap)
+        return l;
+    size_t nc = cap ? cap * 2 : 64;
+    while (nc < n + more)
+        nc *= 2;
+    size_t bytes = sizeof(struct lin) + nc * c->es;
+    struct lin *x = xalloc(c, bytes);
+    if (!x)
+        return NULL;
+    x->n = (uint32_t)n;
+    x->bytes = bytes;
+    if (n)
+        memcpy(x->data, l->data, n * c->es);
+    atomic_store_explicit(&c->lin, x, memory_order_relaxed);
+    if (l)
+        xfree(c, l, l->bytes);
+    return x;
+}
+
+/* tries: index of the first entry with id > id (the list is in id order) */
+static uint32_t tlin_after(const struct ofb_cls *c, const struct lin *l, uint32_t id);
 
 static inline bool uses_lin(const struct ofb_cls *c)
 {
@@ -1055,7 +1113,18 @@ static uint32_t insert_one(struct ofb_cls *c, const struct ofb_cls_rule *r)
     make_ent(c, r, id, (uint8_t *)ebuf, m);
     struct ent *e = (struct ent *)ebuf;
 
-    if (uses_lin(c)) {
+    if (is_trie(c)) {
+        struct lin *l = tlin_reserve(c, 1);
+        if (!l) {
+            c->n_ids--;
+            return 0;
+        }
+        memcpy(ent_at(c, l->data, l->n), e, c->es);
+        l->n++;
+        c->rr[id] = (struct rrec){ 0, 0 };
+        c->trie_dirty = true;
+        c->delta_dirty = true;
+    } else if (uses_lin(c)) {
         struct lin *o = atomic_load_explicit(&c->lin, memory_order_relaxed);
         uint32_t on = o ? o->n : 0, pos = 0;
         size_t bytes = sizeof(struct lin) + (size_t)(on + 1) * c->es;
@@ -1078,6 +1147,7 @@ static uint32_t insert_one(struct ofb_cls *c, const struct ofb_cls_rule *r)
             retire(c, o, o->bytes);
         c->rr[id] = (struct rrec){ 0, 0 };
         c->trie_dirty = true;
+        c->delta_dirty = true;
     } else {
         uint32_t band = c->algo == OFB_CLS_ALGO_OURS ? band_of(c, e->prio) : 0;
         int ti = choose_table(c, e->w, m, band);
@@ -1108,37 +1178,101 @@ static void trie_undo_ids(struct ofb_cls *c, uint32_t lo, uint32_t hi)
     c->trie_dirty = false;  /* the trie in place is the visible set again */
 }
 
-/* trie algos: rebuild the trie from the rules visible at the version about to
- * be published (c->wv) and swap it in; on failure keep the old one, set
- * trie_failed and err */
-static void trie_refresh(struct ofb_cls *c)
+/* retire a trie (freed with ofb_trie_free after the readers left) */
+static void retire_trie(struct ofb_cls *c, struct ofb_trie *t)
 {
-    const struct lin *l = atomic_load_explicit(&c->lin, memory_order_relaxed);
-    uint32_t n = l ? l->n : 0, k = 0;
-    struct ofb_trie_rule *tr = malloc(((size_t)n + 1) * sizeof(*tr));
-    c->trie_failed = true;
-    if (!tr) {
-        snprintf(c->err, sizeof(c->err), "%s: out of memory collecting %u rules", ofb_cls_algo_name(c->algo), n);
-        return;
-    }
-    for (uint32_t i = 0; i < n; i++) {
-        const struct ent *e = ent_at(c, l->data, i);
-        if (ent_visible(e, c->wv))
-            tr[k++] = (struct ofb_trie_rule){ e->prio, e->id, e->handle, e->w, e->w + c->nwk };
-    }
-    enum ofb_trie_mode mode = c->algo == OFB_CLS_ALGO_HTRIE ? OFB_TRIE_H
-                            : c->algo == OFB_CLS_ALGO_SPTRIE ? OFB_TRIE_SP : OFB_TRIE_HYBRID;
-    struct ofb_trie *t = ofb_trie_build(mode, c->key_len, tr, k, c->budget, c->err, sizeof(c->err));
-    free(tr);
     if (!t)
         return;
-    struct ofb_trie *old = atomic_load_explicit(&c->trie, memory_order_relaxed);
-    atomic_store_explicit(&c->trie, t, memory_order_release);
-    atomic_fetch_add_explicit(&c->bytes, ofb_trie_bytes(t), memory_order_relaxed);
-    if (old) {
-        retire(c, old, ofb_trie_bytes(old));
-        c->ret[c->n_ret - 1].trie = true;
+    retire(c, t, ofb_trie_bytes(t));
+    c->ret[c->n_ret - 1].trie = true;
+}
+
+/* trie algos: publish the rules visible at the version about to be published
+ * (c->wv).  Incremental (htrie, sptrie, hybrid): the rules inserted since the
+ * base was built go into a new delta H-Trie; once the delta outgrows
+ * max(TRIE_DELTA_MIN, 2 sqrt(base)), or a delete needs a keep-mode base, the base
+ * is rebuilt from all rules (the merge).  LOUDS: one trie.  The new pair is
+ * swapped in and the replaced structures retired (add-then-delete).  On
+ * failure the published pair stays, trie_failed and err say why. */
+static void trie_refresh(struct ofb_cls *c)
+{
+    struct lin *l = atomic_load_explicit(&c->lin, memory_order_relaxed);
+    uint32_t n = l ? l->n : 0, k = 0, nd = 0;
+    c->trie_failed = true;
+    bool incremental = trie_incremental(c);
+    uint32_t from = incremental && c->base ? tlin_after(c, l, c->base_last_id) : 0;  /* the delta's rules */
+    for (uint32_t i = from; i < n; i++)
+        nd += ent_visible(ent_at(c, l->data, i), c->wv);
+    uint32_t nb = ofb_trie_rules(c->base);
+    bool merge = !incremental || !c->base || c->force_merge ||
+                 (nd > TRIE_DELTA_MIN && (uint64_t)nd * nd > (uint64_t)nb * 4);
+    bool new_delta = !merge && c->delta_dirty;
+    struct ofb_trie_rule *tr = NULL;
+    if (merge || new_delta) {
+        tr = malloc(((size_t)(merge ? n : nd) + 1) * sizeof(*tr));
+        if (!tr) {
+            snprintf(c->err, sizeof(c->err), "%s: out of memory collecting %u rules", ofb_cls_algo_name(c->algo), n);
+            return;
+        }
+        for (uint32_t i = merge ? 0 : from; i < n; i++) {
+            const struct ent *e = ent_at(c, l->data, i);
+            if (ent_visible(e, c->wv))
+                tr[k++] = (struct ofb_trie_rule){ e->prio, e->id, e->handle, e->w, e->w + c->nwk };
+        }
     }
+    struct ofb_trie *base = c->base, *delta = merge ? NULL : c->delta;
+    if (merge) {
+        enum ofb_trie_mode mode = c->algo == OFB_CLS_ALGO_HTRIE ? OFB_TRIE_H
+                                : c->algo == OFB_CLS_ALGO_SPTRIE ? OFB_TRIE_SP : OFB_TRIE_HYBRID;
+        enum ofb_trie_layout layout = c->algo == OFB_CLS_ALGO_LOUDS ? OFB_TRIE_LOUDS : OFB_TRIE_DA_VEB;
+        base = ofb_trie_build(mode, layout, c->key_len, tr, k, c->budget, c->keep_base ? OFB_TRIE_KEEP : 0,
+                              c->err, sizeof(c->err));
+    } else if (new_delta) {
+        delta = k ? ofb_trie_build(OFB_TRIE_H, OFB_TRIE_DA_VEB, c->key_len, tr, k, 0, 0, c->err, sizeof(c->err))
+                  : NULL;
+    }
+    free(tr);
+    if ((merge && !base) || (new_delta && k && !delta))
+        return;
+    struct tpair *np = xalloc(c, sizeof(*np));
+    if (!np) {
+        ofb_trie_free(merge ? base : delta);
+        snprintf(c->err, sizeof(c->err), "%s: out of memory publishing the trie", ofb_cls_algo_name(c->algo));
+        return;
+    }
+    *np = (struct tpair){ base, delta, c->wv };
+    struct tpair *old = atomic_load_explicit(&c->tp, memory_order_relaxed);
+    atomic_store_explicit(&c->tp, np, memory_order_release);
+    if (merge)
+        atomic_fetch_add_explicit(&c->bytes, ofb_trie_bytes(base), memory_order_relaxed);
+    if (new_delta && delta)
+        atomic_fetch_add_explicit(&c->bytes, ofb_trie_bytes(delta), memory_order_relaxed);
+    if (old)
+        retire(c, old, sizeof(*old));
+    if (merge)
+        retire_trie(c, c->base);
+    if (merge || new_delta)
+        retire_trie(c, c->delta);
+    c->base = base;
+    c->delta = delta;
+    if (merge) {
+        c->base_last_id = c->n_ids;
+        c->force_merge = false;
+        /* drop what no later publish can see (deleted, or undone inserts): O(N) once
+         * per merge instead of per delete; no reader walks this list */
+        uint32_t j = 0;
+        for (uint32_t i = 0; i < n; i++) {
+            const struct ent *e = ent_at(c, l->data, i);
+            if (atomic_load_explicit(&e->del_v, memory_order_relaxed) == V_INF) {
+                if (j != i)
+                    memcpy(ent_at(c, l->data, j), e, c->es);
+                j++;
+            }
+        }
+        if (l)
+            l->n = j;
+    }
+    c->delta_dirty = false;
     c->trie_dirty = false;
     c->trie_failed = false;
     c->err[0] = 0;
@@ -1149,8 +1283,21 @@ const char *ofb_cls_last_error(const struct ofb_cls *c)
     return c->err[0] ? c->err : NULL;
 }
 
+/* LOUDS is read-only: one build_bulk into an empty classifier, then no
+ * update.  Returns true (and sets err) when `what` must be refused. */
+static bool louds_refuses(struct ofb_cls *c, const char *what)
+{
+    if (c->algo != OFB_CLS_ALGO_LOUDS)
+        return false;
+    snprintf(c->err, sizeof(c->err), "louds: %s refused: the LOUDS trie is read-only (build it once with "
+             "ofb_cls_build_bulk into an empty classifier; use hybrid for a trie that takes updates)", what);
+    return true;
+}
+
 uint32_t ofb_cls_insert(struct ofb_cls *c, const struct ofb_cls_rule *r)
 {
+    if (louds_refuses(c, "insert"))
+        return 0;
     uint32_t id = insert_one(c, r);
     if (!id && !c->err[0])
         snprintf(c->err, sizeof(c->err), "%s: insert: out of memory", ofb_cls_algo_name(c->algo));
@@ -1167,8 +1314,30 @@ uint32_t ofb_cls_insert(struct ofb_cls *c, const struct ofb_cls_rule *r)
 /* ---------- delete ---------- */
 
 /* find the visible entry with this id; returns it (inside the current block) */
+static uint32_t tlin_after(const struct ofb_cls *c, const struct lin *l, uint32_t id)
+{
+    uint32_t lo = 0, hi = l ? l->n : 0;
+    while (lo < hi) {
+        uint32_t mid = (lo + hi) / 2;
+        if (ent_at(c, l->data, mid)->id <= id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 static struct ent *find_ent(struct ofb_cls *c, uint32_t id, struct blk **blk_out, uint32_t *pos_out)
 {
+    if (is_trie(c)) {
+        struct lin *l = atomic_load_explicit(&c->lin, memory_order_relaxed);
+        uint32_t i = id ? tlin_after(c, l, id - 1) : 0;
+        if (!l || i >= l->n || ent_at(c, l->data, i)->id != id)
+            return NULL;
+        *pos_out = i;
+        *blk_out = NULL;
+        return ent_at(c, l->data, i);
+    }
     if (uses_lin(c)) {
         struct lin *l = atomic_load_explicit(&c->lin, memory_order_relaxed);
         for (uint32_t i = 0; l && i < l->n; i++) {
@@ -1215,6 +1384,15 @@ static int delete_one(struct ofb_cls *c, uint32_t id)
     c->prm[c->n_prm++] = (struct pendrm){ c->wv, id };
     c->n_rules--;
     c->trie_dirty = true;
+    if (trie_incremental(c)) {
+        if (id > c->base_last_id)
+            c->delta_dirty = true;            /* the next delta leaves it out */
+        else if (!c->keep_base || ofb_trie_kill(c->base, id, c->wv)) {
+            /* a plain base cannot skip a rule: rebuild it in keep mode */
+            c->keep_base = true;
+            c->force_merge = true;
+        }
+    }
     return 0;
 }
 
@@ -1226,8 +1404,8 @@ static void physical_remove(struct ofb_cls *c, uint32_t id)
     struct ent *e = find_ent(c, id, &k, &pos);
     uint32_t tidx = c->rr[id].tidx;
     c->rr[id].tidx = UINT32_MAX;
-    if (!e)
-        return;
+    if (!e || is_trie(c))
+        return;  /* tries: the entry stays, invisible, until the next merge compacts the list */
     if (uses_lin(c)) {
         struct lin *o = atomic_load_explicit(&c->lin, memory_order_relaxed);
         size_t bytes = sizeof(struct lin) + (size_t)(o->n - 1) * c->es;
@@ -1265,6 +1443,8 @@ static void physical_remove(struct ofb_cls *c, uint32_t id)
 
 int ofb_cls_delete_id(struct ofb_cls *c, uint32_t id)
 {
+    if (louds_refuses(c, "delete"))
+        return -1;
     if (delete_one(c, id))
         return -1;
     after_update(c);
@@ -1273,6 +1453,8 @@ int ofb_cls_delete_id(struct ofb_cls *c, uint32_t id)
 
 uint32_t ofb_cls_delete(struct ofb_cls *c, const struct ofb_cls_rule *r)
 {
+    if (louds_refuses(c, "delete"))
+        return 0;
     uint64_t m[MAXW], v[MAXW];
     words_of(c, r->mask, m);
     words_of(c, r->value, v);
@@ -1316,11 +1498,12 @@ void ofb_cls_batch_begin(struct ofb_cls *c)
     c->in_batch = true;
 }
 
-void ofb_cls_batch_commit(struct ofb_cls *c)
+int ofb_cls_batch_commit(struct ofb_cls *c)
 {
     c->in_batch = false;
     publish(c);
     ofb_cls_reclaim(c);
+    return is_trie(c) && c->trie_failed ? -1 : 0;
 }
 
 static int cmp_ent(const void *a, const void *b)
@@ -1329,9 +1512,27 @@ static int cmp_ent(const void *a, const void *b)
     return better(x->prio, x->id, y->prio, y->id) ? -1 : better(y->prio, y->id, x->prio, x->id) ? 1 : 0;
 }
 
-/* LINEAR: append everything, sort once, publish one array */
+/* LINEAR: append everything, sort once, publish one array.  Tries: append in
+ * id order to the writer's list. */
 static int bulk_linear(struct ofb_cls *c, const struct ofb_cls_rule *rules, size_t n, uint32_t *ids)
 {
+    if (is_trie(c)) {
+        struct lin *l = tlin_reserve(c, n);
+        if (!l)
+            return -1;
+        for (size_t i = 0; i < n; i++) {
+            uint64_t m[MAXW];
+            uint32_t id = ++c->n_ids;
+            make_ent(c, &rules[i], id, (uint8_t *)ent_at(c, l->data, l->n++), m);
+            c->rr[id] = (struct rrec){ 0, 0 };
+            if (ids)
+                ids[i] = id;
+        }
+        c->n_rules += n;
+        c->trie_dirty = true;
+        c->delta_dirty = true;
+        return 0;
+    }
     struct lin *o = atomic_load_explicit(&c->lin, memory_order_relaxed);
     uint32_t on = o ? o->n : 0;
     size_t bytes = sizeof(struct lin) + (size_t)(on + n) * c->es;
@@ -1353,6 +1554,7 @@ static int bulk_linear(struct ofb_cls *c, const struct ofb_cls_rule *rules, size
     qsort(l->data, l->n, c->es, cmp_ent);
     c->n_rules += n;
     c->trie_dirty = true;
+    c->delta_dirty = true;
     atomic_store_explicit(&c->lin, l, memory_order_release);
     if (o)
         retire(c, o, o->bytes);
@@ -1406,6 +1608,11 @@ static uint32_t auto_bands(struct ofb_cls *c, const struct ofb_cls_rule *rules, 
 int ofb_cls_build_bulk(struct ofb_cls *c, const struct ofb_cls_rule *rules, size_t n, uint32_t *ids)
 {
     bool was = c->in_batch;
+    if ((c->n_ids || c->in_batch) && louds_refuses(c, "a second build (or one inside a batch)")) {
+        if (ids)
+            memset(ids, 0, n * sizeof(*ids));
+        return -1;
+    }
     c->err[0] = 0;
     if (c->n_rules == 0 && c->n_ids == 0 && n) {
         uint32_t lo = UINT32_MAX, hi = 0;
@@ -1827,12 +2034,19 @@ static inline uint64_t lookup_kw(const struct ofb_cls *c, const uint64_t *kw, ui
     case OFB_CLS_ALGO_TSS: return lookup_tss(c, kw, v, s, id);
     case OFB_CLS_ALGO_LINEAR: return lookup_linear(c, kw, v, id);
     default: {
-        const struct ofb_trie *t = atomic_load_explicit(&c->trie, memory_order_acquire);
-        if (!t) {
-            *id = 0;
-            return 0;
+        const struct tpair *p = atomic_load_explicit(&c->tp, memory_order_acquire);
+        uint32_t ib = 0, idd = 0, pb = 0, pd = 0;
+        uint64_t hb = 0, hd = 0;
+        if (p && p->base)
+            hb = ofb_trie_lookup_v(p->base, kw, p->v, &ib, &pb);
+        if (p && p->delta)
+            hd = ofb_trie_lookup_v(p->delta, kw, p->v, &idd, &pd);
+        if (idd && (!ib || better(pd, idd, pb, ib))) {
+            *id = idd;
+            return hd;
         }
-        return ofb_trie_lookup(t, kw, id);
+        *id = ib;
+        return hb;
     }
     }
 }
@@ -1948,13 +2162,14 @@ const char *ofb_cls_algo_name(enum ofb_cls_algo a)
     case OFB_CLS_ALGO_HTRIE: return "htrie";
     case OFB_CLS_ALGO_SPTRIE: return "sptrie";
     case OFB_CLS_ALGO_HYBRID: return "hybrid";
+    case OFB_CLS_ALGO_LOUDS: return "louds";
     }
     return "?";
 }
 
 struct ofb_cls *ofb_cls_create(const struct ofb_cls_params *p)
 {
-    if (!p || p->key_len < 1 || p->key_len > OFB_CLS_MAX_KEY_LEN || (unsigned)p->algo > OFB_CLS_ALGO_HYBRID) {
+    if (!p || p->key_len < 1 || p->key_len > OFB_CLS_MAX_KEY_LEN || (unsigned)p->algo > OFB_CLS_ALGO_LOUDS) {
         errno = EINVAL;
         return NULL;
     }
@@ -2019,7 +2234,9 @@ void ofb_cls_destroy(struct ofb_cls *c)
         if (l)
             sized_free(l, l->bytes);
     }
-    ofb_trie_free(atomic_load(&c->trie));
+    free(atomic_load(&c->tp));
+    ofb_trie_free(c->base);
+    ofb_trie_free(c->delta);
     free(c->wt);
     for (uint32_t b = 0; b < OFB_CLS_MAX_BANDS; b++)
         free(c->btl[b]);
@@ -2049,6 +2266,12 @@ uint64_t ofb_cls_memory_bytes(const struct ofb_cls *c)
 const char *ofb_cls_simd_name(const struct ofb_cls *c)
 {
     return simd_names[c->simd];
+}
+
+uint64_t ofb_cls_trie_bytes(const struct ofb_cls *c)
+{
+    const struct tpair *p = is_trie(c) ? atomic_load_explicit(&c->tp, memory_order_acquire) : NULL;
+    return p ? ofb_trie_bytes(p->base) + ofb_trie_bytes(p->delta) : 0;
 }
 
 uint32_t ofb_cls_key_len(const struct ofb_cls *c)

@@ -37,15 +37,28 @@
  *  OFB_CLS_ALGO_LINEAR one array sorted by (priority desc, id asc), first match
  *                      wins.  Reference for the differential tests.
  *  OFB_CLS_ALGO_HTRIE, _SPTRIE, _HYBRID  document 003's tries (trie.h): the
- *                      rules are kept as LINEAR keeps them and an immutable
- *                      trie (DA-style array, van Emde Boas block order) is
- *                      rebuilt from them at every publish and swapped in (RCU):
- *                      lookups never block, but an update or batch costs a
- *                      rebuild.  A rebuild that fails (SP-Trie over its limit,
- *                      no memory) leaves the previous trie published: insert
- *                      returns 0 / build_bulk -1 and the new rules are dropped,
- *                      ofb_cls_last_error() says why; a failed batch commit
- *                      keeps the old trie and sets the error.
+ *                      rules are kept as LINEAR keeps them; readers walk
+ *                      immutable tries (DA-style array, van Emde Boas block
+ *                      order) swapped in at publish (RCU): lookups never block.
+ *                      HTRIE and HYBRID update incrementally, as the document
+ *                      says: new rules go into a small delta H-Trie rebuilt at
+ *                      each publish, deleted base rules are killed in place
+ *                      (version-stamped), and the base is rebuilt from all
+ *                      rules (merged) when the delta exceeds max(32, 2 sqrt(base))
+ *                      rules or the first delete of a base rule needs a
+ *                      keep-mode base (trie.h).  SPTRIE rebuilds its one trie
+ *                      at every publish.  A rebuild that fails (SP-Trie over
+ *                      its limit, no memory) leaves the previous tries
+ *                      published: insert returns 0 / build_bulk -1 and the new
+ *                      rules are dropped, ofb_cls_last_error() says why; a
+ *                      failed batch commit keeps the old tries, sets the
+ *                      error and returns -1.
+ *  OFB_CLS_ALGO_LOUDS  the same hybrid trie (mem_budget_bytes = merge budget,
+ *                      0 = H-Trie) laid out as LOUDS (rank/select bit vectors,
+ *                      trie.h), the document's succinct comparison point.
+ *                      Read-only: ONE ofb_cls_build_bulk into an empty
+ *                      classifier; insert, delete and a second build_bulk are
+ *                      refused (0 / -1) with a message in ofb_cls_last_error().
  *
  * Why not the document's trie.  We first modelled the H-Trie/SP-Trie hybrid
  * and bit-selection decision trees (HiCuts/HyperSplit style) for the hard case
@@ -117,6 +130,10 @@
  * Tried and dropped (no gain, measured): software prefetch of the next keys'
  * filter words in batches, scalar loads instead of vpgatherqq, 16/32 bands
  * (more block visits and band fall-through than the smaller filter saves).
+ * Tried outside the library (README.md, measured/2026-11-24-bitmap): one bit
+ * per mask group in an L2-sized bitmap before exact per-mask tables: 14 Mlps
+ * at 10k and 6.8 at 100k rules (4-5x OURS), but 1.4 at 1M (a filter that
+ * rejects enough misses at 1M is ~25 MB, far past L2).
  *
  * Invariants
  * ----------
@@ -202,6 +219,7 @@ enum ofb_cls_algo {
     OFB_CLS_ALGO_HTRIE = 3,    /* document 003's Hierarchical Trie (see trie.h) */
     OFB_CLS_ALGO_SPTRIE = 4,   /* its Set-Pruning Trie; mem_budget_bytes = size limit (0 = 256 MiB) */
     OFB_CLS_ALGO_HYBRID = 5,   /* its hybrid: H-Trie merged breadth-first within mem_budget_bytes */
+    OFB_CLS_ALGO_LOUDS = 6,    /* the hybrid (budget 0 = H-Trie) in a LOUDS succinct layout; read-only */
 };
 
 struct ofb_cls_params {
@@ -254,9 +272,12 @@ uint32_t ofb_cls_delete(struct ofb_cls *, const struct ofb_cls_rule *);
  * Ids of rules[i] are written to ids_out[i] if not NULL.  Returns 0 or -1. */
 int ofb_cls_build_bulk(struct ofb_cls *, const struct ofb_cls_rule *rules, size_t n,
                        uint32_t *ids_out);
-/* Writer: group updates; readers see all of them at once at commit. */
+/* Writer: group updates; readers see all of them at once at commit.  Commit
+ * returns 0, or -1 when a trie could not be rebuilt (no memory, SP-Trie over
+ * its limit): the previous trie stays what readers walk, ofb_cls_last_error()
+ * says why, and the next commit retries. */
 void ofb_cls_batch_begin(struct ofb_cls *);
-void ofb_cls_batch_commit(struct ofb_cls *);
+int ofb_cls_batch_commit(struct ofb_cls *);
 /* Writer: free what no reader can see any more (also done during updates). */
 void ofb_cls_reclaim(struct ofb_cls *);
 /* Writer: wait until every registered reader has left or re-entered, then
@@ -281,6 +302,9 @@ size_t ofb_cls_lookup_batch(const struct ofb_cls *, const uint8_t *const keys[],
 
 void ofb_cls_get_stats(const struct ofb_cls *, struct ofb_cls_stats *);
 uint64_t ofb_cls_memory_bytes(const struct ofb_cls *);
+/* Bytes of the published trie alone (nodes or LOUDS bit vectors, plus its
+ * copy of the rules' value/mask/handle/id); 0 for OURS, TSS and LINEAR. */
+uint64_t ofb_cls_trie_bytes(const struct ofb_cls *);
 uint32_t ofb_cls_key_len(const struct ofb_cls *);
 
 /* SIMD path of OURS' phase 1, chosen per classifier at creation: "scalar",

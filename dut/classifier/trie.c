@@ -3,6 +3,7 @@
 #define _GNU_SOURCE 1  /* qsort_r */
 #include "trie.h"
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 
 #define NONE UINT32_MAX
 #define F_LEAF 1u                 /* base = the rule to check in full */
+#define F_ENDS 2u                 /* keep mode: term = offset into ends[] (ranks ending here, NONE-terminated) */
 #define SP_DEFAULT_LIMIT (256ull << 20)
 #define REF_COST 32               /* hybrid estimate: bytes a duplicated rule reference costs */
 
@@ -22,16 +24,25 @@ struct tn {                      /* 16 bytes */
     uint8_t flags;
 };
 
+struct louds;
+
 struct ofb_trie {
     uint32_t nwk;
     uint32_t nr;
     size_t nn;
-    struct tn *node;
+    struct tn *node;             /* DA+vEB layout (NULL in the LOUDS layout) */
+    struct louds *louds;         /* LOUDS layout (NULL in the DA+vEB layout) */
     uint64_t *rw;                /* per rank: nwk value words then nwk mask words */
     uint64_t *handle;
     uint32_t *id;
     size_t bytes;
     uint64_t merged;
+    uint32_t *prio;              /* per rank */
+    /* keep mode (OFB_TRIE_KEEP: an incremental base whose rules can be killed) */
+    bool keep;
+    uint32_t *ends;              /* ranks ending at a node, best first, NONE-terminated lists */
+    _Atomic uint64_t *del_v;     /* per rank: dead for readers at versions >= del_v */
+    uint32_t *by_id;             /* ranks sorted by rule id (ofb_trie_kill) */
 };
 
 static inline unsigned child_slot(uint8_t have, unsigned c)
@@ -44,7 +55,19 @@ static inline unsigned bit_of(const uint8_t *b, uint32_t i)
     return (b[i >> 3] >> (7 - (i & 7))) & 1;
 }
 
-uint64_t ofb_trie_lookup(const struct ofb_trie *t, const uint64_t *kw, uint32_t *id_out)
+static uint32_t louds_walk(const struct ofb_trie *t, const uint64_t *kw);
+
+static inline bool rule_matches(const struct ofb_trie *t, uint32_t r, const uint64_t *kw)
+{
+    const uint64_t *w = t->rw + (size_t)r * 2 * t->nwk;
+    for (uint32_t i = 0; i < t->nwk; i++)
+        if ((kw[i] & w[t->nwk + i]) != w[i])
+            return false;
+    return true;
+}
+
+/* the DA+vEB walk: best rank or NONE */
+static inline uint32_t da_walk(const struct ofb_trie *t, const uint64_t *kw)
 {
     const uint8_t *key = (const uint8_t *)kw;
     uint32_t best = NONE;
@@ -80,12 +103,343 @@ uint64_t ofb_trie_lookup(const struct ofb_trie *t, const uint64_t *kw, uint32_t 
         if (__builtin_expect(sp > 2040, 0))
             break;  /* cannot happen: depth <= key bits + 1 and <= 2 pushes per level */
     }
-    if (best == NONE) {
+    return best;
+}
+
+uint64_t ofb_trie_lookup(const struct ofb_trie *t, const uint64_t *kw, uint32_t *id_out)
+{
+    uint32_t r = t->louds ? louds_walk(t, kw) : da_walk(t, kw);
+    if (r == NONE) {
         *id_out = 0;
         return 0;
     }
-    *id_out = t->id[best];
-    return t->handle[best];
+    *id_out = t->id[r];
+    return t->handle[r];
+}
+
+/* keep-mode walk: as ofb_trie_lookup, but a rule counts only while alive at v,
+ * ending rules are lists (the best alive one counts), nothing was dropped */
+static uint32_t keep_walk(const struct ofb_trie *t, const uint64_t *kw, uint64_t v)
+{
+    const uint8_t *key = (const uint8_t *)kw;
+    uint32_t best = NONE;
+    uint32_t stack[2048];
+    unsigned sp = 0;
+    const struct tn *node = t->node;
+    if (t->nn)
+        stack[sp++] = 0;
+    while (sp) {
+        const struct tn *u = &node[stack[--sp]];
+        if (u->smin >= best)
+            continue;
+        if (u->flags & F_ENDS)
+            for (const uint32_t *e = t->ends + u->term; *e < best; e++)
+                if (atomic_load_explicit(&t->del_v[*e], memory_order_relaxed) > v) {
+                    best = *e;
+                    break;
+                }
+        if (u->flags & F_LEAF) {
+            uint32_t r = u->base;
+            if (r < best && atomic_load_explicit(&t->del_v[r], memory_order_relaxed) > v && rule_matches(t, r, kw))
+                best = r;
+            continue;
+        }
+        uint8_t h = u->have;
+        if (h & 4)
+            stack[sp++] = u->base + child_slot(h, 2);
+        unsigned kb = bit_of(key, u->bit);
+        if (h & (1u << kb))
+            stack[sp++] = u->base + child_slot(h, kb);
+        if (__builtin_expect(sp > 2040, 0))
+            break;
+    }
+    return best;
+}
+
+uint64_t ofb_trie_lookup_v(const struct ofb_trie *t, const uint64_t *kw, uint64_t v, uint32_t *id_out,
+                           uint32_t *prio_out)
+{
+    uint32_t r = t->keep ? keep_walk(t, kw, v) : t->louds ? louds_walk(t, kw) : da_walk(t, kw);
+    if (r == NONE) {
+        *id_out = 0;
+        return 0;
+    }
+    *id_out = t->id[r];
+    *prio_out = t->prio[r];
+    return t->handle[r];
+}
+
+static int cmp_by_id(const void *a, const void *b, void *ctx)
+{
+    const uint32_t *id = ctx;
+    uint32_t x = id[*(const uint32_t *)a], y = id[*(const uint32_t *)b];
+    return x < y ? -1 : x > y;
+}
+
+int ofb_trie_kill(struct ofb_trie *t, uint32_t id, uint64_t v)
+{
+    if (!t || !t->keep)
+        return -1;
+    size_t lo = 0, hi = t->nr;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (t->id[t->by_id[mid]] < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == t->nr || t->id[t->by_id[lo]] != id)
+        return -1;
+    atomic_store_explicit(&t->del_v[t->by_id[lo]], v, memory_order_relaxed);
+    return 0;
+}
+
+uint32_t ofb_trie_rules(const struct ofb_trie *t)
+{
+    return t ? t->nr : 0;
+}
+
+/* ---------- LOUDS layout ---------- */
+
+/* Bit vector with a rank directory: ones before each 512-bit block.  Bit i is
+ * bit (i & 63) of word i >> 6; padding bits past nbits are 1 (never counted as
+ * zeros by select0). */
+struct bv {
+    uint64_t *w;
+    uint32_t *rk;                /* rk[b] = ones in bits [0, 512 b) */
+    size_t nbits;
+};
+
+#define SEL0_SAMPLE 256          /* louds select0 directory: one sample per 256 zeros */
+
+struct louds {
+    struct bv tree;              /* "10", then per node in BFS order 1^degree 0 */
+    uint32_t *sel0;              /* sel0[j] = 512-bit block holding zero number j * SEL0_SAMPLE (0-based) */
+    struct bv inner;             /* node has children: index into bit[] by rank */
+    struct bv leaf;              /* node is a leaf: its rule is smin (checked in full) */
+    struct bv hasterm;           /* node has a rule ending at it: index into term[] by rank */
+    uint64_t *label;             /* 2 bits per node: the edge it hangs on (0, 1, 2 = *) */
+    uint32_t *smin;              /* per node: best rule in the subtree (pruning) */
+    uint16_t *bit;               /* per inner node: the key bit it branches on */
+    uint32_t *term;              /* per node with a term: that rule */
+    size_t bytes;
+};
+
+static inline unsigned bv_get(const struct bv *b, size_t i)
+{
+    return (unsigned)(b->w[i >> 6] >> (i & 63)) & 1;
+}
+
+/* ones in [0, i) */
+static inline size_t bv_rank1(const struct bv *b, size_t i)
+{
+    size_t blk = i >> 9, r = b->rk[blk];
+    const uint64_t *w = b->w + (blk << 3);
+    for (size_t k = 0; k < ((i >> 6) & 7); k++)
+        r += (size_t)__builtin_popcountll(w[k]);
+    if (i & 63)
+        r += (size_t)__builtin_popcountll(b->w[i >> 6] & ((1ull << (i & 63)) - 1));
+    return r;
+}
+
+static int bv_alloc(struct bv *b, size_t nbits)
+{
+    size_t nw = ((nbits + 511) >> 9 << 3) + 8;  /* whole blocks, one spare */
+    b->nbits = nbits;
+    b->w = calloc(nw, 8);
+    b->rk = calloc((nw >> 3) + 1, 4);
+    return b->w && b->rk ? 0 : -1;
+}
+
+static inline void bv_set(struct bv *b, size_t i)
+{
+    b->w[i >> 6] |= 1ull << (i & 63);
+}
+
+static void bv_finish(struct bv *b)
+{
+    size_t nw = ((b->nbits + 511) >> 9 << 3) + 8;
+    for (size_t i = b->nbits; i < nw * 64; i++)
+        bv_set(b, i);  /* padding = 1 */
+    uint32_t r = 0;
+    for (size_t blk = 0; blk <= nw >> 3; blk++) {
+        b->rk[blk] = r;
+        for (size_t k = 0; k < 8 && (blk << 3) + k < nw; k++)
+            r += (uint32_t)__builtin_popcountll(b->w[(blk << 3) + k]);
+    }
+}
+
+static size_t bv_bytes(const struct bv *b)
+{
+    size_t nw = ((b->nbits + 511) >> 9 << 3) + 8;
+    return nw * 8 + ((nw >> 3) + 1) * 4;
+}
+
+static void bv_free(struct bv *b)
+{
+    free(b->w);
+    free(b->rk);
+}
+
+/* position of the r-th (0-based) set bit of x (r < popcount(x)) */
+static inline unsigned select64(uint64_t x, unsigned r)
+{
+    unsigned pos = 0;
+    for (;;) {
+        unsigned c = (unsigned)__builtin_popcount((unsigned)(x & 0xff));
+        if (r < c)
+            break;
+        r -= c;
+        x >>= 8;
+        pos += 8;
+    }
+    while (r--)
+        x &= x - 1;
+    return pos + (unsigned)__builtin_ctzll(x);
+}
+
+/* position of the zero number z (0-based) in the tree bits */
+static inline size_t louds_select0(const struct louds *L, size_t z)
+{
+    const struct bv *b = &L->tree;
+    size_t blk = L->sel0[z / SEL0_SAMPLE];
+    while (((blk + 1) << 9) - b->rk[blk + 1] <= z)  /* zeros before block blk+1 */
+        blk++;
+    size_t rem = z - ((blk << 9) - b->rk[blk]);
+    const uint64_t *w = b->w + (blk << 3);
+    for (unsigned k = 0;; k++) {
+        unsigned c = (unsigned)__builtin_popcountll(~w[k]);
+        if (rem < c)
+            return (blk << 9) + ((size_t)k << 6) + select64(~w[k], (unsigned)rem);
+        rem -= c;
+    }
+}
+
+static void louds_free(struct louds *L)
+{
+    if (!L)
+        return;
+    bv_free(&L->tree), bv_free(&L->inner), bv_free(&L->leaf), bv_free(&L->hasterm);
+    free(L->sel0), free(L->label), free(L->smin), free(L->bit), free(L->term);
+    free(L);
+}
+
+/* nodes in BFS order, each node's children contiguous in 0, 1, * order (what
+ * the builder produces before the vEB relayout) -> LOUDS */
+static struct louds *louds_from_bfs(const struct tn *node, size_t nn)
+{
+    struct louds *L = calloc(1, sizeof(*L));
+    if (!L)
+        return NULL;
+    size_t n_inner = 0, n_term = 0, tbits = 2 + 2 * nn;
+    for (size_t i = 0; i < nn; i++) {
+        n_inner += !(node[i].flags & F_LEAF) && node[i].have;
+        n_term += node[i].term != NONE;
+    }
+    size_t nsel = (nn + 1) / SEL0_SAMPLE + 2;
+    if (bv_alloc(&L->tree, tbits) || bv_alloc(&L->inner, nn) || bv_alloc(&L->leaf, nn) ||
+        bv_alloc(&L->hasterm, nn) || !(L->sel0 = calloc(nsel, 4)) ||
+        !(L->label = calloc(nn / 32 + 1, 8)) || !(L->smin = malloc((nn + 1) * 4)) ||
+        !(L->bit = malloc((n_inner + 1) * 2)) || !(L->term = malloc((n_term + 1) * 4))) {
+        louds_free(L);
+        return NULL;
+    }
+    size_t pos = 0, ki = 0, kt = 0;
+    bv_set(&L->tree, pos++);  /* super-root "10" */
+    pos++;
+    for (size_t i = 0; i < nn; i++) {
+        const struct tn *v = &node[i];
+        L->smin[i] = v->smin;
+        if (v->term != NONE) {
+            bv_set(&L->hasterm, i);
+            L->term[kt++] = v->term;
+        }
+        if (v->flags & F_LEAF) {
+            bv_set(&L->leaf, i);
+        } else if (v->have) {
+            bv_set(&L->inner, i);
+            L->bit[ki++] = v->bit;
+            uint32_t slot = 0;
+            for (unsigned c = 0; c < 3; c++)
+                if (v->have & (1u << c)) {
+                    size_t child = v->base + slot++;
+                    L->label[child >> 5] |= (uint64_t)c << ((child & 31) * 2);
+                    bv_set(&L->tree, pos++);
+                }
+        }
+        pos++;  /* the 0 closing node i's degree */
+    }
+    /* pos == 2 + (nn - 1) + nn == tbits - 1: the last bit stays 0 */
+    L->tree.nbits = pos;
+    bv_finish(&L->tree), bv_finish(&L->inner), bv_finish(&L->leaf), bv_finish(&L->hasterm);
+    size_t zeros = 0;
+    for (size_t i = 0; i < pos; i++)
+        if (!bv_get(&L->tree, i)) {
+            if (zeros % SEL0_SAMPLE == 0)
+                L->sel0[zeros / SEL0_SAMPLE] = (uint32_t)(i >> 9);
+            zeros++;
+        }
+    L->bytes = sizeof(*L) + bv_bytes(&L->tree) + bv_bytes(&L->inner) + bv_bytes(&L->leaf) +
+               bv_bytes(&L->hasterm) + nsel * 4 + (nn / 32 + 1) * 8 + (nn + 1) * 4 +
+               (n_inner + 1) * 2 + (n_term + 1) * 4;
+    return L;
+}
+
+/* The same walk as the DA+vEB lookup, navigating with rank/select: node i's
+ * children are the 1s after the zero number i of the tree bits (the super-root
+ * "10" holds zero 0), child at bit position q is node rank1(q). */
+static uint32_t louds_walk(const struct ofb_trie *t, const uint64_t *kw)
+{
+    const struct louds *L = t->louds;
+    const uint8_t *key = (const uint8_t *)kw;
+    uint32_t best = NONE;
+    uint32_t stack[2048];
+    unsigned sp = 0;
+    if (t->nn)
+        stack[sp++] = 0;
+    while (sp) {
+        uint32_t i = stack[--sp];
+        uint32_t smin = L->smin[i];
+        if (smin >= best)
+            continue;
+        if (bv_get(&L->hasterm, i)) {
+            uint32_t tm = L->term[bv_rank1(&L->hasterm, i)];
+            if (tm < best)
+                best = tm;
+        }
+        if (bv_get(&L->leaf, i)) {
+            if (smin < best && rule_matches(t, smin, kw))
+                best = smin;
+            continue;
+        }
+        if (!bv_get(&L->inner, i))
+            continue;
+        unsigned b = L->bit[bv_rank1(&L->inner, i)];
+        unsigned kb = bit_of(key, b);
+        size_t p = louds_select0(L, i) + 1;     /* first child's bit */
+        size_t first = bv_rank1(&L->tree, p);   /* its node number */
+        /* degree: the 1s from p (at most 3) */
+        uint64_t run = L->tree.w[p >> 6] >> (p & 63);
+        if ((p & 63) > 60)
+            run |= L->tree.w[(p >> 6) + 1] << (64 - (p & 63));
+        unsigned deg = (unsigned)__builtin_ctzll(~run);
+        uint32_t want_x = NONE, want_k = NONE;
+        for (unsigned j = 0; j < deg; j++) {
+            size_t ch = first + j;
+            unsigned lab = (unsigned)(L->label[ch >> 5] >> ((ch & 31) * 2)) & 3;
+            if (lab == 2)
+                want_x = (uint32_t)ch;
+            else if (lab == kb)
+                want_k = (uint32_t)ch;
+        }
+        if (want_x != NONE)
+            stack[sp++] = want_x;
+        if (want_k != NONE)
+            stack[sp++] = want_k;
+        if (__builtin_expect(sp > 2040, 0))
+            break;
+    }
+    return best;
 }
 
 /* ---------- build ---------- */
@@ -244,9 +598,12 @@ static int relayout_veb(struct ofb_trie *t)
     return 0;
 }
 
-struct ofb_trie *ofb_trie_build(enum ofb_trie_mode mode, uint32_t key_len, const struct ofb_trie_rule *rules,
-                                size_t n, uint64_t budget, char *err, size_t errlen)
+struct ofb_trie *ofb_trie_build(enum ofb_trie_mode mode, enum ofb_trie_layout layout, uint32_t key_len,
+                                const struct ofb_trie_rule *rules, size_t n, uint64_t budget, unsigned flags,
+                                char *err, size_t errlen)
 {
+    const bool keep = flags & OFB_TRIE_KEEP;
+    struct vec ends = { 0, 0, 0, sizeof(uint32_t) };
     static const char *mname[] = { "htrie", "sptrie", "hybrid" };
     const uint32_t nwk = (key_len + 7) / 8, key_bits = key_len * 8;
     struct ofb_trie *t = calloc(1, sizeof(*t));
@@ -255,6 +612,12 @@ struct ofb_trie *ofb_trie_build(enum ofb_trie_mode mode, uint32_t key_len, const
     struct vec cur_items = { 0, 0, 0, sizeof(struct item) }, next_items = cur_items;
     struct vec cur_refs = { 0, 0, 0, sizeof(uint32_t) }, next_refs = cur_refs;
     const char *why = "out of memory";
+    if (key_len < 1 || key_len > OFB_TRIE_MAX_KEY_LEN) {
+        snprintf(err, errlen, "%s: key of %u bytes: the trie takes 1..%u (bit index and lookup stack)",
+                 mname[mode], key_len, OFB_TRIE_MAX_KEY_LEN);
+        free(t);
+        return NULL;
+    }
     if (n >= NONE - 1) {
         why = "too many rules";
         goto fail;
@@ -268,8 +631,22 @@ struct ofb_trie *ofb_trie_build(enum ofb_trie_mode mode, uint32_t key_len, const
     t->rw = malloc((n + 1) * 2 * nwk * sizeof(uint64_t));
     t->handle = malloc((n + 1) * sizeof(uint64_t));
     t->id = malloc((n + 1) * sizeof(uint32_t));
-    if (!rank || !last || !t->rw || !t->handle || !t->id)
+    t->prio = malloc((n + 1) * sizeof(uint32_t));
+    if (!rank || !last || !t->rw || !t->handle || !t->id || !t->prio)
         goto fail;
+    if (keep && layout == OFB_TRIE_LOUDS) {
+        why = "keep mode (incremental base) needs the DA+vEB layout";
+        goto fail;
+    }
+    if (keep) {
+        t->keep = true;
+        t->del_v = malloc((n + 1) * sizeof(*t->del_v));
+        t->by_id = malloc((n + 1) * sizeof(uint32_t));
+        if (!t->del_v || !t->by_id)
+            goto fail;
+        for (size_t i = 0; i <= n; i++)
+            atomic_init(&t->del_v[i], UINT64_MAX);
+    }
     for (size_t i = 0; i < n; i++)
         rank[i] = (uint32_t)i;
     qsort_r(rank, n, sizeof(uint32_t), cmp_rank, (void *)rules);
@@ -279,6 +656,7 @@ struct ofb_trie *ofb_trie_build(enum ofb_trie_mode mode, uint32_t key_len, const
         memcpy(t->rw + r * 2 * nwk + nwk, x->mask, nwk * 8);
         t->handle[r] = x->handle;
         t->id[r] = x->id;
+        t->prio[r] = x->prio;
         /* last care bit + 1 */
         const uint8_t *m = (const uint8_t *)x->mask;
         uint32_t l = 0;
@@ -309,12 +687,29 @@ struct ofb_trie *ofb_trie_build(enum ofb_trie_mode mode, uint32_t key_len, const
             uint32_t *S = (uint32_t *)cur_refs.p + it.off;
             struct tn v = { 0, NONE, it.n ? S[0] : NONE, 0, 0, 0 };
             uint32_t m = 0;   /* rules before the first one that ends here */
-            while (m < it.n && last[S[m]] > it.from)
-                m++;
-            if (m < it.n)
-                v.term = S[m];
+            if (keep) {
+                /* nothing is dropped (a killed rule must let the next one win): the rules
+                 * that end here become the node's list, the others go on, in rank order */
+                uint32_t first_end = (uint32_t)ends.n;
+                for (uint32_t i = 0; i < it.n; i++)
+                    if (last[S[i]] > it.from)
+                        S[m++] = S[i];
+                    else if (vpush32(&ends, S[i]))
+                        goto fail;
+                if (ends.n > first_end) {
+                    if (vpush32(&ends, NONE))
+                        goto fail;
+                    v.term = first_end;
+                    v.flags |= F_ENDS;
+                }
+            } else {
+                while (m < it.n && last[S[m]] > it.from)
+                    m++;
+                if (m < it.n)
+                    v.term = S[m];
+            }
             if (m == 1) {
-                v.flags = F_LEAF;
+                v.flags |= F_LEAF;
                 v.base = S[0];
             } else if (m > 1) {
                 uint32_t b = key_bits;
@@ -415,16 +810,30 @@ struct ofb_trie *ofb_trie_build(enum ofb_trie_mode mode, uint32_t key_len, const
     t->nn = nodes.n;
     nodes.p = NULL;
     /* subtree minimum is S[0] of each node's set, already set: sets are sorted */
-    if (relayout_veb(t))
+    if (keep) {
+        t->ends = ends.p;
+        ends.p = NULL;
+        for (uint32_t r = 0; r < n; r++)
+            t->by_id[r] = r;
+        qsort_r(t->by_id, n, sizeof(uint32_t), cmp_by_id, t->id);
+    }
+    if (layout == OFB_TRIE_LOUDS) {
+        if (!(t->louds = louds_from_bfs(t->node, t->nn)))
+            goto fail;
+        free(t->node);
+        t->node = NULL;
+    } else if (relayout_veb(t)) {
         goto fail;
+    }
     free(rank), free(last);
     free(cur_items.p), free(next_items.p), free(cur_refs.p), free(next_refs.p);
-    t->bytes = sizeof(*t) + t->nn * sizeof(struct tn) + (size_t)n * (2 * nwk * 8 + 12);
+    t->bytes = sizeof(*t) + (t->louds ? t->louds->bytes : t->nn * sizeof(struct tn)) +
+               (size_t)n * (2 * nwk * 8 + 16) + (keep ? ends.n * 4 + (size_t)n * 12 : 0);
     return t;
 fail:
     if (why)
         snprintf(err, errlen, "%s: building a trie of %zu rules: %s", mname[mode], n, why);
-    free(rank), free(last);
+    free(rank), free(last), free(ends.p);
     free(nodes.p), free(cur_items.p), free(next_items.p), free(cur_refs.p), free(next_refs.p);
     ofb_trie_free(t);
     return NULL;
@@ -435,6 +844,8 @@ void ofb_trie_free(struct ofb_trie *t)
     if (!t)
         return;
     free(t->node);
+    louds_free(t->louds);
+    free(t->prio), free(t->ends), free(t->del_v), free(t->by_id);
     free(t->rw);
     free(t->handle);
     free(t->id);

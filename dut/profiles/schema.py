@@ -21,7 +21,8 @@ Schema version 1 (``schema_version: 1``)::
                                    # built there); emulated: the harness builds the hosts as
                                    # namespaces with sshd on this box (drivers/lab/emulated.py)
     features: [str]                # from FEATURES; tests declare what they need
-    switch: {kind: ofbench|ovs|ovs-dpdk, workers: int, cores: str, lookup: str, host: <role>,
+    switch: {kind: ofbench|ovs|ovs-dpdk, workers: int, cores: str, host: <role>,
+             lookup: tuple|trie|simple,  # ofbench's flow lookup (SWITCH_LOOKUPS below)
              busy_poll: bool,        # idle workers spin (dedicated cores) instead of sleeping
              ports: {<name>: {devargs: str, speed_gbps: num, pci: str}}}
     peers: [ofbench|ovs|ovs-dpdk]  # switches measured side by side with `switch`
@@ -56,9 +57,14 @@ PROFILE_DIR = Path(__file__).resolve().parent
 SCHEMA_VERSION = 1
 
 SWITCH_KINDS = ("ofbench", "ovs", "ovs-dpdk")
-# ofbench's flow lookup: one default for the profile, the launcher and the C binary.
-SWITCH_LOOKUPS = ("trie", "simple")
-DEFAULT_LOOKUP = "trie"
+# ofbench's flow lookup (`--lookup`): "tuple" = dut/classifier's filtered merged tuples (the
+# fast one), "trie" = document 003's hybrid H-Trie/SP-Trie through the same library (updated
+# through a delta trie merged now and then: slower to change, for comparisons), "simple" = a
+# priority-sorted array (the reference). One default for the profile, the launcher and the C
+# binary (OFS_LOOKUP_DEFAULT in dut/switch/src/ofswitch.h); dut/switch/tests/test_launcher.py
+# checks they agree.
+SWITCH_LOOKUPS = ("tuple", "trie", "simple")
+DEFAULT_LOOKUP = "tuple"
 GENERATOR_KINDS = ("softgen", "trex")
 LAB_KINDS = ("local", "remote")
 FEATURES = {

@@ -24,6 +24,9 @@ Document 003 (slide 19) side by side, the ``ntt`` kind being its exact condition
 * ``test_hybrid_budget``: the hybrid at the document's condition over a merge-budget sweep
   against the document's 500k lookups/s.
 * ``test_mask_count``: 10 / 100 / 1000 masks.
+* ``test_louds_vs_da``: the same hybrid trie in the DA+vEB layout and in LOUDS (rank/select),
+  speed ratio and memory saving (trie bytes per rule) beside the document's "LOUDS 1/3 the
+  speed, ~25 % less memory".
 """
 
 from __future__ import annotations
@@ -56,6 +59,9 @@ _rows: dict[str, dict] = {}
 DOC_MLPS = 0.5          # document 003: the hybrid's 500k lookups/s, one thread, Xeon E5-2660
 GOAL_MLPS = 10.0        # issue 19: 20x that, batched, on the AVX2 path
 HYBRID_BUDGETS_MB = (1, 4, 16, 64, 256)
+DOC_LOUDS_SPEED = 1 / 3  # document 003: LOUDS at 1/3 the speed of DA+vEB ...
+DOC_LOUDS_SAVING = 0.25  # ... with ~25 % less memory
+LOUDS_BUDGETS_MB = (0, 64)  # H-Trie, and the hybrid at the budget that passes the document's 0.5 Mlps
 SP_LIMIT_MB = 512       # the SP-Trie's size limit here (a shared box): above it, "did not build"
 
 
@@ -311,9 +317,12 @@ def test_trie_family(results, bench_files):
             o = got.get(a, {})
             row = {"rules": n, "algo": a}
             if _ok(o):
-                row.update({"Mlps (batch)": o["batch_mlps"], "B/rule": o["bytes_per_rule"], "build s": o["build_s"]})
+                row.update({"Mlps (batch)": o["batch_mlps"], "B/rule": o["bytes_per_rule"], "build s": o["build_s"],
+                            "updates/s": o.get("updates_per_s")})
                 metrics[f"{a}_{n}_batch_mlps"] = o["batch_mlps"]
                 metrics[f"{a}_{n}_bytes_per_rule"] = o["bytes_per_rule"]
+                if o.get("updates_per_s"):  # htrie: incremental (delta + merge); sptrie: a rebuild each
+                    metrics[f"{a}_{n}_updates_per_s"] = o["updates_per_s"]
                 assert o.get("mismatches", 0) == 0, f"{a} disagrees with {algos[0]} at {n}"
             else:
                 row["Mlps (batch)"] = "did not build"
@@ -388,6 +397,71 @@ def test_hybrid_budget(n, results, bench_files):
     ax.legend()
     fig.tight_layout()
     results.add_plot(fig, f"Hybrid merge-budget sweep, {n} rules")
+    plt.close(fig)
+
+
+@pytest.mark.bench
+@pytest.mark.parametrize("n", [pytest.param(100_000, id="ntt_100000"),
+                               pytest.param(1_000_000, id="ntt_1000000", marks=pytest.mark.nightly)])
+def test_louds_vs_da(n, results, bench_files):
+    """Document 003's layouts side by side: the same hybrid trie (same budget, same nodes) as
+    Double Array + van Emde Boas and as LOUDS, one process each budget, both traces."""
+    rs, rp, kp, hp = bench_files("ntt", n)
+    rows, metrics = [], {}
+    for mb in LOUDS_BUDGETS_MB:
+        for trace, keys in (("uniform", kp), ("hit", hp)):
+            results.progress(f"louds vs DA+vEB ntt {n}: budget {mb} MB, {trace}")
+            got = run_bench(rp, keys, ["hybrid", "louds"], 0.3, updates=0, budget_mb=mb)
+            da, lo = got.get("hybrid", {}), got.get("louds", {})
+            row = {"budget MB": mb, "trace": trace}
+            if _ok(da) and _ok(lo):
+                assert lo.get("mismatches", 0) == 0, f"louds disagrees with DA+vEB at {n}, {mb} MB"
+                speed = round(lo["batch_mlps"] / da["batch_mlps"], 3)
+                saving = round(1 - lo["trie_bytes_per_rule"] / da["trie_bytes_per_rule"], 3)
+                tag = f"{trace}_{mb}mb"
+                metrics.update({f"{tag}_da_batch_mlps": da["batch_mlps"], f"{tag}_louds_batch_mlps": lo["batch_mlps"],
+                                f"{tag}_louds_vs_da_speed_ratio": speed})
+                if trace == "uniform":
+                    metrics.update({f"budget_{mb}mb_da_trie_bytes_per_rule": da["trie_bytes_per_rule"],
+                                    f"budget_{mb}mb_louds_trie_bytes_per_rule": lo["trie_bytes_per_rule"],
+                                    f"budget_{mb}mb_louds_memory_saving_fraction": saving})
+                row.update({"DA+vEB Mlps": da["batch_mlps"], "LOUDS Mlps": lo["batch_mlps"],
+                            "LOUDS/DA speed": speed, "document speed": round(DOC_LOUDS_SPEED, 2),
+                            "DA B/rule": da["trie_bytes_per_rule"], "LOUDS B/rule": lo["trie_bytes_per_rule"],
+                            "memory saving": saving, "document saving": DOC_LOUDS_SAVING})
+            else:
+                row["error"] = (da.get("error") or lo.get("error") or "not run")[:160]
+            rows.append(row)
+    results.record(name=f"document_louds_ntt_{n}", metrics=metrics,
+                   params={"rules": n, "budgets_mb": list(LOUDS_BUDGETS_MB), "document_speed_ratio": DOC_LOUDS_SPEED,
+                           "document_memory_saving": DOC_LOUDS_SAVING,
+                           "note": "trie bytes per rule: nodes or LOUDS bit vectors plus the trie's rule copy; "
+                                   "budget 0 = H-Trie"},
+                   provenance={"generator": "traces/rulesets.py ntt (slide 19)", "timing": "thread CPU time",
+                               "port_kind": "none (in-memory keys)"})
+    results.add_table(rows, f"Document 003 DA+vEB vs LOUDS (same hybrid trie), {n} rules, beside its 1/3 speed "
+                            "and 25 % memory saving")
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
+    labels = [f"{'H-Trie' if mb == 0 else f'hybrid {mb} MB'}\n{t}" for mb in LOUDS_BUDGETS_MB
+              for t in ("uniform", "hit")]
+    speeds = [metrics.get(f"{t}_{mb}mb_louds_vs_da_speed_ratio", 0) for mb in LOUDS_BUDGETS_MB
+              for t in ("uniform", "hit")]
+    a1.bar(range(len(speeds)), speeds, color="#1f5fbf", label="ours")
+    a1.axhline(DOC_LOUDS_SPEED, color="gray", linestyle="--", label="document: 1/3")
+    a1.set_xticks(range(len(speeds)), labels)
+    a1.set_ylabel("LOUDS speed / DA+vEB speed (batched)")
+    a1.legend()
+    savings = [metrics.get(f"budget_{mb}mb_louds_memory_saving_fraction", 0) for mb in LOUDS_BUDGETS_MB]
+    a2.bar(range(len(savings)), savings, color="#2e9d5b", label="ours")
+    a2.axhline(DOC_LOUDS_SAVING, color="gray", linestyle="--", label="document: ~25 %")
+    a2.set_xticks(range(len(savings)), ["H-Trie" if mb == 0 else f"hybrid {mb} MB" for mb in LOUDS_BUDGETS_MB])
+    a2.set_ylabel("LOUDS memory saving (trie bytes)")
+    a2.legend()
+    fig.tight_layout()
+    results.add_plot(fig, f"DA+vEB vs LOUDS, {n} rules, beside document 003")
     plt.close(fig)
 
 

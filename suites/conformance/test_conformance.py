@@ -52,8 +52,8 @@ def shard_count() -> int:
 def _lookup(profile) -> str:
     """The profile's lookup, unless env OFBENCH_SWITCH_LOOKUP overrides it (e.g. ``simple``
     while dut/classifier is being changed); a name the switch lacks falls back to simple."""
-    from dut.switch.launcher import LOOKUPS
-    want = os.environ.get("OFBENCH_SWITCH_LOOKUP") or profile.switch.get("lookup", "simple")
+    from dut.switch.launcher import DEFAULT_LOOKUP, LOOKUPS
+    want = os.environ.get("OFBENCH_SWITCH_LOOKUP") or profile.switch.get("lookup", DEFAULT_LOOKUP)
     return want if want in LOOKUPS else "simple"
 
 

@@ -6,7 +6,7 @@ forwarding everything. Rate (port 2 tx) and loss (port 1 rx - port 2 tx) before,
 after the churn, each over ``window_s``.
 
 I/O as the pipeline benchmark (suites/switch/pipeline.py): port 1 = net_pcap ``infinite_rx`` of
-``n_frames`` distinct frames that match installed flows, port 2 = net_null; ofbench (trie) and
+``n_frames`` distinct frames that match installed flows, port 2 = net_null; ofbench (tuple) and
 OVS-DPDK one after the other, same flows, same pcap, same churn.
 """
 from __future__ import annotations
@@ -89,7 +89,7 @@ def run_one(lab, kind: str, flows, pcap: Path, *, lcore: int, rate: float, windo
             from drivers.lab.switches import start_switch
             proc = start_switch(lab, "ofbench", name=f"{tag}-ofswitch", ports=[],
                                 extra_ports=[(1, {"devargs": rx_devargs}), (2, {"devargs": "net_null0"})],
-                                controller=("127.0.0.1", port), dpid=0xC1, lookup="trie",
+                                controller=("127.0.0.1", port), dpid=0xC1, lookup="tuple",
                                 idle_sleep_us=0, lcores=str(lcore), mem_mb=1024).proc
             stop = lambda: lab.supervisor.stop(proc)  # noqa: E731
             pid = proc.pid

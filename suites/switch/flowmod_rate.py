@@ -1,6 +1,6 @@
 """Control-plane benchmark (issue 20): how fast a switch takes FLOW_MODs with N flows installed.
 
-Per switch (ofbench ``--lookup trie`` with null ports, Open vSwitch userspace netdev), one at a
+Per switch (ofbench ``--lookup tuple`` with null ports, Open vSwitch userspace netdev), one at a
 time, in the same run, with the same pre-serialised messages:
 
 * bulk install: N flows (the issue's four mask shapes, 25 % each, random priorities, output:2)
@@ -337,7 +337,7 @@ def run_one(lab, kind: str, plan: Plan, tag: str, progress=print) -> dict:
             proc = start_switch(lab, "ofbench", name=f"{tag}-ofswitch", ports=[],
                                 extra_ports=[(1, {"devargs": "net_null0,no-rx=1"}),
                                              (2, {"devargs": "net_null1,no-rx=1"})],
-                                controller=("127.0.0.1", port), dpid=0xF1, lookup="trie",
+                                controller=("127.0.0.1", port), dpid=0xF1, lookup="tuple",
                                 mem_mb=1024 if plan.n_flows < 500_000 else 2048).proc
             stop = lambda: lab.supervisor.stop(proc)  # noqa: E731
         elif kind == "ovs":

@@ -28,6 +28,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from dut.profiles.schema import DEFAULT_LOOKUP, SWITCH_LOOKUPS
 from dut.switch.tests import ofwire as w
 
 SHAPES = ("dst32_udp", "dst24", "src16_dst16", "oui_dst28")
@@ -184,7 +185,7 @@ def _accept(listener: socket.socket, timeout_s: float = 60) -> w.Session:
 
 
 def run_one(lab, kind: str, flows: list[BenchFlow], pcap: Path, *, lcore: int,
-            warmup_s: float = 3.0, duration_s: float = 5.0, lookup: str = "trie",
+            warmup_s: float = 3.0, duration_s: float = 5.0, lookup: str = DEFAULT_LOOKUP,
             tag: str = "bench") -> dict:
     """One switch, one measurement. ``tag`` names its processes and state (OVS db, stats
     socket): unique per run of the bench in a lab, since OVS state dirs outlive a stop."""
@@ -246,7 +247,7 @@ _RUNS = itertools.count()  # bench runs in this process: a unique tag for each
 
 def run_pipeline_bench(lab, kinds=("ofbench", "ovs-dpdk"), n_flows: int = 100_000,
                        n_frames: int = 8192, lcore: int = 1, duration_s: float = 5.0,
-                       lookup: str = "trie") -> dict:
+                       lookup: str = DEFAULT_LOOKUP) -> dict:
     tag = f"bench{next(_RUNS)}"
     flows = make_flows(n_flows)
     pcap = Path(lab.state_dir) / f"{tag}-64b.pcap"
@@ -278,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--flows", type=int, default=100_000)
     p.add_argument("--kinds", default="ofbench,ovs-dpdk")
     p.add_argument("--duration", type=float, default=5.0)
-    p.add_argument("--lookup", default="trie")
+    p.add_argument("--lookup", default=DEFAULT_LOOKUP, choices=SWITCH_LOOKUPS)
     p.add_argument("--frames", type=int, default=8192,
                    help="distinct frames in the pcap (the flow cache's working set)")
     p.add_argument("--profile", default="local")

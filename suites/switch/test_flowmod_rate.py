@@ -1,5 +1,5 @@
 """Control-plane benchmark (issue 20): FLOW_MOD rates and round trips with N flows installed,
-ofbench (``--lookup trie``, null ports) and Open vSwitch (userspace netdev) in the same run,
+ofbench (``--lookup tuple``, null ports) and Open vSwitch (userspace netdev) in the same run,
 with the sender's own ceiling measured beside them (suites/switch/flowmod_rate.py).
 
 Records ``suite=switch``, ``name=flow_mod_rate_<N>`` (10k, 100k; 1m in ``make nightly``).
@@ -38,7 +38,7 @@ def test_flow_mod_rate(lab, profile, results, progress, n_flows):
     progress(f"flow-mod bench: {metrics}")
     results.record(NAMES[n_flows], metrics,
                    params={"flows": n_flows, "batch": fr.BATCH, "shapes": list(fr.SHAPES),
-                           "ofbench_lookup": "trie", "ovs_datapath": "netdev",
+                           "ofbench_lookup": "tuple", "ovs_datapath": "netdev",
                            "ofbench_ports": "net_null no-rx", **plan,
                            "client": "python, synchronous, pre-serialised messages",
                            "client_at": "this box" if getattr(lab, "kind", "local") == "local"

@@ -27,6 +27,7 @@ from dataclasses import replace
 
 import pytest
 
+from dut.profiles.schema import DEFAULT_LOOKUP, SWITCH_LOOKUPS
 from dut.wan.config import Path as WanPath, load_scenario
 from dut.wan.model import (all_on, best_selection, paper_delay_ms, paper_greedy, predict,
                            queueing_delay_ms, reselect)
@@ -48,7 +49,7 @@ BURST_BYTES = int(os.environ.get("OFBENCH_WAN_BURST_BYTES", "16000"))
 pytestmark = pytest.mark.features("netns", "wanem")
 # ofbench's flow lookup in this experiment (5 flows: any lookup will do); env override as in
 # the conformance suite.
-OFB_LOOKUPS = ("simple", "trie")
+OFB_LOOKUPS = SWITCH_LOOKUPS
 
 
 def _duration(request, full_s: float) -> float:
@@ -78,9 +79,9 @@ def wan_switch(profile):
 @pytest.fixture(scope="module")
 def topo(lab, scn, profile, wan_switch):
     from suites.wan.wanlab import build, teardown
-    lookup = os.environ.get("OFBENCH_SWITCH_LOOKUP") or profile.switch.get("lookup", "simple")
+    lookup = os.environ.get("OFBENCH_SWITCH_LOOKUP") or profile.switch.get("lookup", DEFAULT_LOOKUP)
     t = build(lab, scn, switch_kind=wan_switch,
-              lookup=lookup if lookup in OFB_LOOKUPS else "simple")
+              lookup=lookup if lookup in OFB_LOOKUPS else DEFAULT_LOOKUP)
     try:
         yield t
     finally:

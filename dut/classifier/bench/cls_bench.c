@@ -6,7 +6,7 @@
  * or {"algo":"acl","error":"did not build: ..."}.
  *
  * Usage: cls-bench [EAL args --] --rules F --keys F
- *                  [--algos ours,tss,linear,htrie,sptrie,hybrid,acl]
+ *                  [--algos ours,tss,linear,htrie,sptrie,hybrid,louds,acl]
  *                  [--min-time S] [--updates N] [--budget-mb MB] [--acl-max-mb MB]
  * --budget-mb: mem_budget_bytes (hybrid: merge budget; sptrie: size limit). 
  * Rule file (binary, little endian): "OFBR" u32 key_len u32 n, then n records
@@ -136,12 +136,16 @@ static void run_ours(enum ofb_cls_algo algo, const struct ofb_cls_rule *rules, u
     uint32_t nu = n_updates;
     if (algo == OFB_CLS_ALGO_LINEAR && nu > 2000)
         nu = 2000;
-    if (algo >= OFB_CLS_ALGO_HTRIE) {   /* every update rebuilds the trie */
+    if (algo == OFB_CLS_ALGO_SPTRIE) {   /* every update rebuilds the trie */
         uint32_t cap = n >= 100000 ? 2 : n >= 10000 ? 20 : 200;
         nu = nu > cap ? cap : nu;
     }
+    if ((algo == OFB_CLS_ALGO_HTRIE || algo == OFB_CLS_ALGO_HYBRID) && nu > 20000)
+        nu = 20000;   /* base + delta: each update rebuilds the delta, merges now and then */
     if (nu > n)
         nu = n;
+    if (algo == OFB_CLS_ALGO_LOUDS)     /* read-only */
+        nu = 0;
     t0 = now_s();
     for (uint32_t i = 0; i < nu; i++) {
         uint32_t j = (uint32_t)(((uint64_t)i * 2654435761u) % n);
@@ -149,12 +153,27 @@ static void run_ours(enum ofb_cls_algo algo, const struct ofb_cls_rule *rules, u
         ids[j] = ofb_cls_insert(c, &rules[j]);
     }
     double ups = 2.0 * nu / (now_s() - t0);
+    uint64_t trie_bytes = ofb_cls_trie_bytes(c);
+    /* incremental tries: lookups again after the updates (keep-mode base + delta) */
+    double after = 0;
+    if (nu && (algo == OFB_CLS_ALGO_HTRIE || algo == OFB_CLS_ALGO_HYBRID)) {
+        done = 0;
+        t0 = now_s();
+        do {
+            for (uint32_t i = 0; i < nk; i += 32)
+                ofb_cls_lookup_batch(c, kp + i, nk - i < 32 ? nk - i : 32, ho + i, NULL);
+            done += nk;
+            el = now_s() - t0;
+        } while (el < min_time);
+        after = done / el / 1e6;
+    }
 
     printf("{\"algo\":\"%s\",\"simd\":\"%s\",\"rules\":%u,\"tables\":%lu,\"bands\":%lu,\"build_s\":%.6f,\"bytes_per_rule\":%.1f,"
            "\"mlps\":%.4f,\"batch_mlps\":%.4f,\"updates_per_s\":%.0f,\"hits\":%lu,\"keys\":%u,"
-           "\"mismatches\":%lu,\"sink\":%lu}\n",
+           "\"mismatches\":%lu,\"trie_bytes_per_rule\":%.1f,\"batch_mlps_after_updates\":%.4f,\"sink\":%lu}\n",
            ofb_cls_algo_name(algo), ofb_cls_simd_name(c), n, (unsigned long)st.tables, (unsigned long)st.bands, build, (double)st.bytes / n, mlps, bmlps, ups,
-           (unsigned long)hits, nk, (unsigned long)mism, (unsigned long)(sink & 1));
+           (unsigned long)hits, nk, (unsigned long)mism, n ? (double)trie_bytes / n : 0.0, after,
+           (unsigned long)(sink & 1));
     fflush(stdout);
     free(kp);
     free(ho);
@@ -369,6 +388,8 @@ int main(int argc, char **argv)
             run_ours(OFB_CLS_ALGO_SPTRIE, rules, n, kl, keys, nk, ref);
         else if (!strcmp(a, "hybrid"))
             run_ours(OFB_CLS_ALGO_HYBRID, rules, n, kl, keys, nk, ref);
+        else if (!strcmp(a, "louds"))
+            run_ours(OFB_CLS_ALGO_LOUDS, rules, n, kl, keys, nk, ref);
         else if (!strcmp(a, "acl")) {
             static int eal_done;
             if (!eal_done) {

@@ -6,11 +6,16 @@
  *     single and batched, like OVS tests/test-classifier.c.
  *  2. concurrency: one writer replacing rules (insert-then-delete, and
  *     delete-then-insert inside a batch) and growing tables, two readers
- *     checking they never see a missing or stale rule.
+ *     checking they never see a missing or stale rule (ours; with --tries the
+ *     hybrid, whose updates go through its delta, kills and merges).
  *  3. with --tries (second argument): the same differential with document 003's
  *     tries (htrie, sptrie, hybrid at merge budgets 16 and 256 KiB) beside the others, on
  *     fewer operations (each update rebuilds a trie); the SP-Trie must refuse a
  *     rule set over its limit with a message, never run the box out of memory.
+ *  4. with --tries: LOUDS (read-only) built in bulk beside the hybrid in
+ *     DA+vEB (same budget, same trie) and linear, lookups compared (also at
+ *     the switch's 128-byte key); every update is refused with a message and
+ *     leaves the lookups as they were.
  * Usage: cls-test [--quick|--full] [--tries] */
 #include "classifier.h"
 
@@ -246,6 +251,92 @@ static void differential(uint32_t kl, enum shape sh, int nops, int bulk, uint32_
     free(rules);
 }
 
+/* LOUDS vs DA+vEB (the same hybrid trie) vs linear, bulk-built, then refusals */
+static int louds_sets;
+
+static void louds_differential(uint32_t kl, enum shape sh, int nr, uint64_t budget)
+{
+    enum { NL = 3 };
+    const enum ofb_cls_algo al[NL] = { OFB_CLS_ALGO_LINEAR, OFB_CLS_ALGO_HYBRID, OFB_CLS_ALGO_LOUDS };
+    struct ofb_cls *c[NL];
+    for (int a = 0; a < NL; a++) {
+        struct ofb_cls_params p = { .key_len = kl, .algo = al[a], .mem_budget_bytes = budget };
+        c[a] = ofb_cls_create(&p);
+        CHECK(c[a] != NULL, "create %s", ofb_cls_algo_name(al[a]));
+    }
+    struct r *rules = calloc((size_t)nr, sizeof(*rules));
+    struct ofb_cls_rule *br = calloc((size_t)nr, sizeof(*br));
+    uint32_t *ids = calloc((size_t)nr, sizeof(uint32_t));
+    uint8_t pool[6][128];
+    for (int i = 0; i < 6; i++)
+        for (uint32_t j = 0; j < kl; j++)
+            pool[i][j] = (uint8_t)rnd() & (uint8_t)rnd();
+    for (int i = 0; i < nr; i++) {
+        struct r *x = &rules[i];
+        gen_mask(x->m, kl, sh, pool, 6);
+        for (uint32_t j = 0; j < kl; j++)
+            x->v[j] = (uint8_t)rnd();
+        if (i && rnd() % 8 == 0) {  /* duplicates */
+            memcpy(x->v, rules[rnd() % i].v, kl);
+            memcpy(x->m, rules[rnd() % i].m, kl);
+        }
+        x->prio = sh == SH_EQPRIO ? 7 : (uint32_t)(rnd() % 1000);
+        br[i] = (struct ofb_cls_rule){ x->prio, x->v, x->m, (uint64_t)i + 1 };
+    }
+    for (int a = 0; a < NL; a++)
+        CHECK(ofb_cls_build_bulk(c[a], br, (size_t)nr, ids) == 0, "%s bulk build: %s", ofb_cls_algo_name(al[a]),
+              ofb_cls_last_error(c[a]) ? ofb_cls_last_error(c[a]) : "?");
+    for (int round = 0; round < 2; round++) {
+        for (int k = 0; k < 64; k++) {
+            const uint8_t *kp[32];
+            uint8_t keys[32][128];
+            for (int q = 0; q < 32; q++) {
+                for (uint32_t j = 0; j < kl; j++)
+                    keys[q][j] = (uint8_t)rnd();
+                if (q % 2) {
+                    struct r *x = &rules[rnd() % nr];
+                    for (uint32_t j = 0; j < kl; j++)
+                        keys[q][j] = (keys[q][j] & ~x->m[j]) | (x->v[j] & x->m[j]);
+                }
+                kp[q] = keys[q];
+            }
+            uint32_t got[NL][32], one;
+            uint64_t h[NL][32];
+            for (int a = 0; a < NL; a++)
+                ofb_cls_lookup_batch(c[a], kp, 32, h[a], got[a]);
+            for (int q = 0; q < 32; q++)
+                for (int a = 1; a < NL; a++) {
+                    ofb_cls_lookup_id(c[a], kp[q], &one);
+                    CHECK(got[a][q] == got[0][q] && one == got[0][q] && h[a][q] == h[0][q],
+                          "kl=%u %s budget=%lu: %s %u/%u linear %u", kl, shape_name[sh], (unsigned long)budget,
+                          ofb_cls_algo_name(al[a]), got[a][q], one, got[0][q]);
+                }
+        }
+        if (round)
+            break;
+        /* LOUDS is read-only: each update is refused with a message, nothing changes */
+        struct ofb_cls *L = c[2];
+        const char *e;
+        CHECK(ofb_cls_insert(L, &br[0]) == 0, "louds accepted an insert");
+        e = ofb_cls_last_error(L);
+        CHECK(e && strstr(e, "louds") && strstr(e, "read-only"), "louds insert refusal: %s", e ? e : "(none)");
+        CHECK(ofb_cls_delete_id(L, 1) == -1, "louds accepted a delete");
+        CHECK(ofb_cls_delete(L, &br[1]) == 0, "louds accepted a delete by value");
+        CHECK(ofb_cls_build_bulk(L, br, 1, ids) == -1 && ids[0] == 0, "louds accepted a second build");
+        e = ofb_cls_last_error(L);
+        CHECK(e && strstr(e, "read-only"), "louds second-build refusal: %s", e ? e : "(none)");
+        struct ofb_cls_stats st;
+        ofb_cls_get_stats(L, &st);
+        CHECK(st.rules == (uint64_t)nr, "louds rules after refusals: %lu", (unsigned long)st.rules);
+        CHECK(ofb_cls_trie_bytes(L) > 0 && ofb_cls_trie_bytes(c[1]) > 0 && ofb_cls_trie_bytes(c[0]) == 0,
+              "trie bytes");
+    }
+    louds_sets++;
+    for (int a = 0; a < NL; a++)
+        ofb_cls_destroy(c[a]);
+    free(rules), free(br), free(ids);
+}
+
 /* ---------- concurrency ---------- */
 
 #define SLOTS 64
@@ -284,9 +375,11 @@ static void *reader(void *arg)
     return NULL;
 }
 
-static void concurrency(double seconds)
+static void concurrency(enum ofb_cls_algo algo, double seconds)
 {
-    struct ofb_cls_params p = { .key_len = 8, .algo = OFB_CLS_ALGO_OURS };
+    struct ofb_cls_params p = { .key_len = 8, .algo = algo, .mem_budget_bytes = 1u << 20 };
+    atomic_store(&stop, 0);
+    atomic_store(&reads_done, 0);
     cc = ofb_cls_create(&p);
     uint32_t cur[SLOTS];
     uint8_t m_exact[8], m_half[8];
@@ -343,7 +436,8 @@ static void concurrency(double seconds)
     ofb_cls_synchronize(cc);
     struct ofb_cls_stats st;
     ofb_cls_get_stats(cc, &st);
-    printf("concurrency: %ld updates, %ld reader lookups, %lu rules, %lu tables, %lu bytes\n", updates,
+    printf("concurrency %s: %ld updates, %ld reader lookups, %lu rules, %lu tables, %lu bytes\n",
+           ofb_cls_algo_name(algo), updates,
            (long)atomic_load(&reads_done), (unsigned long)st.rules, (unsigned long)st.tables,
            (unsigned long)st.bytes);
     CHECK(atomic_load(&reads_done) > 0, "readers ran");
@@ -394,10 +488,24 @@ int main(int argc, char **argv)
                     printf("kl=%u %s bulk=%d: %.2f s\n", kls[k], shape_name[sh], bulk,
                            (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
             }
+    if (tries) {
+        uint32_t lkl[] = { 4, 13, 40, 128 };   /* 128: the switch's key */
+        for (int k = 0; k < 4; k++)
+            for (int sh = 0; sh < SH_N; sh++)
+                for (int b = 0; b < 3; b++)     /* H-Trie, some merging, more merging */
+                    louds_differential(lkl[k], (enum shape)sh, quick ? 400 : 3000,
+                                       b == 0 ? 0 : b == 1 ? (64u << 10) : (1u << 20));
+        /* a key past the trie's limit is refused at create */
+        struct ofb_cls_params p = { .key_len = OFB_CLS_MAX_KEY_LEN + 1, .algo = OFB_CLS_ALGO_LOUDS };
+        CHECK(ofb_cls_create(&p) == NULL, "louds took a %u-byte key", p.key_len);
+        printf("louds: %d rule sets compared with hybrid (DA+vEB) and linear\n", louds_sets);
+    }
     printf("differential: %d failures (SP-Trie over its %u MiB limit in %d rule sets: refused cleanly)\n",
            failures, SP_LIMIT >> 20, sp_refusals);
     if (!tries)
-        concurrency(quick ? 1.0 : 5.0);
+        concurrency(OFB_CLS_ALGO_OURS, quick ? 1.0 : 5.0);
+    else  /* the hybrid's incremental scheme: base + delta, kills, merges, under readers */
+        concurrency(OFB_CLS_ALGO_HYBRID, quick ? 1.0 : 5.0);
     printf("%s\n", failures ? "FAILED" : "OK");
     return failures ? 1 : 0;
 }

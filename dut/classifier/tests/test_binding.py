@@ -209,3 +209,35 @@ def test_sptrie_over_its_limit_fails_with_a_message_and_keeps_the_table():
     with Classifier(4, "hybrid", mem_budget_bytes=1 << 20) as c:  # the hybrid stays within budget
         c.build_bulk(rules)
         assert c.stats()["rules"] == 3000
+
+
+@pytest.mark.parametrize("budget", [0, 1 << 14, 1 << 30])
+def test_louds_matches_the_reference_and_refuses_updates(budget):
+    """The hybrid trie in LOUDS layout: one bulk build, lookups as the reference (and as the
+    DA+vEB layout of the same trie), every update refused with a message naming it."""
+    rnd = random.Random(budget + 11)
+    masks = [bytes(rnd.choice([0, 0xFF, rnd.randrange(256)]) for _ in range(4)) for _ in range(12)]
+    rules = []
+    for h in range(1, 301):
+        m = rnd.choice(masks)
+        rules.append((rnd.randrange(50), bytes(rnd.randrange(256) & b for b in m), m, h))
+    with Classifier(4, "louds", mem_budget_bytes=budget) as c, \
+            Classifier(4, "hybrid", mem_budget_bytes=budget) as d:
+        ids = c.build_bulk(rules)
+        assert d.build_bulk(rules) == ids
+        alive = [(i, *r) for i, r in zip(ids, rules)]
+        keys = [bytes(rnd.randrange(256) for _ in range(4)) for _ in range(200)]
+        keys += [bytes((kb & ~mb) | (vb & mb) for kb, vb, mb in zip(keys[i], r[2], r[3]))
+                 for i, r in enumerate(rnd.sample(alive, 100))]
+        want = [ref_lookup(alive, k) for k in keys]
+        assert [c.lookup(k) for k in keys] == want
+        assert c.lookup_batch(keys) == want == d.lookup_batch(keys)
+        with pytest.raises(binding.ReadOnlyError, match="louds: insert refused: the LOUDS trie is read-only"):
+            c.insert(1, b"\x01\x00\x00\x00", b"\xff\x00\x00\x00", 9)
+        with pytest.raises(binding.ReadOnlyError, match="louds: delete refused"):
+            c.delete_id(ids[0])
+        with pytest.raises(binding.ReadOnlyError, match="read-only"):
+            c.delete(*rules[0][:3])
+        with pytest.raises(binding.ReadOnlyError, match="second build"):
+            c.build_bulk(rules[:1])
+        assert c.lookup_batch(keys) == want and c.stats()["rules"] == 300

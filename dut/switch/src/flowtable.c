@@ -1,5 +1,7 @@
-/* flowtable.c -- incremental flow tables (see flowtable.h) and the two lookup backends:
- * "simple" (priority-sorted array, the reference) and "trie" (dut/classifier). */
+/* flowtable.c -- incremental flow tables (see flowtable.h) and the lookup backends (--lookup):
+ * "simple" (priority-sorted array, the reference), and with dut/classifier "tuple" (its
+ * filtered merged tuples, OFB_CLS_ALGO_OURS) and "trie" (document 003's hybrid H-Trie/SP-Trie,
+ * OFB_CLS_ALGO_HYBRID). */
 #include <stdlib.h>
 #include <string.h>
 #include <rte_common.h>
@@ -164,6 +166,13 @@ const struct ofs_lookup_ops ofs_lookup_simple = {
  * simple array searched too. ---- */
 #include "classifier.h"
 
+_Static_assert(OFS_KEY_CLS_LEN <= OFB_CLS_MAX_KEY_LEN, "the classifier takes the switch's key");
+
+/* "trie": the hybrid's merge budget per flow table (bytes; the estimate at merge time, the
+ * finished trie ran up to ~2x over it, dut/classifier/README.md).  With 128-byte keys the rule
+ * arrays alone take ~270 B per flow, so tables above ~120k flows stay a plain H-Trie. */
+#define OFS_TRIE_BUDGET (32ull << 20)
+
 struct cls_lx {
 	struct ofb_cls *cls;
 	struct simple_lx *extra;     /* NULL until the first ND rule */
@@ -180,11 +189,10 @@ static bool mask_tail_zero(const struct ofs_match *m)
 	return true;
 }
 
-static void *cls_create(unsigned n_readers)
+static void *cls_create(unsigned n_readers, const struct ofb_cls_params *p)
 {
 	struct cls_lx *lx = calloc(1, sizeof(*lx));
-	struct ofb_cls_params p = { .key_len = OFS_KEY_CLS_LEN, .algo = OFB_CLS_ALGO_OURS };
-	if (!lx || n_readers > OFS_MAX_WORKERS || !(lx->cls = ofb_cls_create(&p))) {
+	if (!lx || n_readers > OFS_MAX_WORKERS || !(lx->cls = ofb_cls_create(p))) {
 		free(lx);
 		return NULL;
 	}
@@ -192,6 +200,19 @@ static void *cls_create(unsigned n_readers)
 		lx->rid[r] = ofb_cls_reader_register(lx->cls);
 	ofb_cls_batch_begin(lx->cls);
 	return lx;
+}
+
+static void *cls_create_tuple(unsigned n_readers)
+{
+	return cls_create(n_readers, &(struct ofb_cls_params){ .key_len = OFS_KEY_CLS_LEN,
+							       .algo = OFB_CLS_ALGO_OURS });
+}
+
+static void *cls_create_trie(unsigned n_readers)
+{
+	return cls_create(n_readers, &(struct ofb_cls_params){ .key_len = OFS_KEY_CLS_LEN,
+							       .algo = OFB_CLS_ALGO_HYBRID,
+							       .mem_budget_bytes = OFS_TRIE_BUDGET });
 }
 
 static int cls_insert(void *lxp, struct ofs_flow *f)
@@ -232,9 +253,11 @@ static int cls_publish(void *lxp)
 	struct cls_lx *lx = lxp;
 	if (lx->extra && simple_publish(lx->extra))
 		return -1;
-	ofb_cls_batch_commit(lx->cls);
+	/* -1: a trie could not be rebuilt (no memory); the previous one stays published and
+	 * the next commit retries */
+	int rc = ofb_cls_batch_commit(lx->cls);
 	ofb_cls_batch_begin(lx->cls);
-	return 0;
+	return rc;
 }
 
 static inline struct ofs_flow *cls_with_extra(const struct cls_lx *lx, const struct ofs_key *key,
@@ -292,13 +315,35 @@ static void cls_destroy(void *lxp)
 	free(lx);
 }
 
+const struct ofs_lookup_ops ofs_lookup_tuple = {
+	.name = "tuple", .create = cls_create_tuple, .insert = cls_insert, .remove = cls_remove,
+	.publish = cls_publish, .lookup = cls_lookup, .lookup_burst = cls_lookup_burst,
+	.reader_enter = cls_reader_enter, .reader_leave = cls_reader_leave,
+	.destroy = cls_destroy,
+};
+
 const struct ofs_lookup_ops ofs_lookup_trie = {
-	.name = "trie", .create = cls_create, .insert = cls_insert, .remove = cls_remove,
+	.name = "trie", .create = cls_create_trie, .insert = cls_insert, .remove = cls_remove,
 	.publish = cls_publish, .lookup = cls_lookup, .lookup_burst = cls_lookup_burst,
 	.reader_enter = cls_reader_enter, .reader_leave = cls_reader_leave,
 	.destroy = cls_destroy,
 };
 #endif
+
+static const struct ofs_lookup_ops *const lookup_backends[] = {
+#ifdef OFS_HAVE_CLASSIFIER
+	&ofs_lookup_tuple, &ofs_lookup_trie,
+#endif
+	&ofs_lookup_simple,
+};
+
+const struct ofs_lookup_ops *ofs_lookup_find(const char *name)
+{
+	for (size_t i = 0; i < RTE_DIM(lookup_backends); i++)
+		if (strcmp(lookup_backends[i]->name, name) == 0)
+			return lookup_backends[i];
+	return NULL;
+}
 
 /* ---- tables ------------------------------------------------------------------------------ */
 static uint64_t view_serial;  /* epochs (see struct ofs_table_view) */

@@ -50,8 +50,8 @@
  * only the flows it selects (ADD with CHECK_OVERLAP likewise): at 100k flows of 4 shapes, ~1 MB of sequential reads instead of
  * a pointer chase through 100k flows (~40 MB).
  * Limits: the simple backend (reference, small tables) re-sorts its array at each publish;
- * the trie backend keeps rules matching IPv6 ND fields (beyond OFS_KEY_CLS_LEN) in such a simple
- * array beside the classifier, published just before it.
+ * the classifier backends (tuple, trie) keep rules matching IPv6 ND fields (beyond
+ * OFS_KEY_CLS_LEN) in such a simple array beside the classifier, published just before it.
  */
 #ifndef OFB_FLOWTABLE_H
 #define OFB_FLOWTABLE_H

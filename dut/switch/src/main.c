@@ -2,7 +2,7 @@
  *
  * Usage: ofswitch <EAL args> -- --dpid 0x1 --controller tcp:127.0.0.1:6653
  *          --port 1=<dpdk port name or id> [--port 2=...] [--workers N]
- *          [--lookup trie|simple] [--stats-sock PATH] [--idle-sleep-us N]
+ *          [--lookup tuple|trie|simple] [--stats-sock PATH] [--idle-sleep-us N]
  */
 #include <errno.h>
 #include <getopt.h>
@@ -44,7 +44,7 @@ static void on_signal(int sig)
 static __rte_noreturn void usage(const char *why)
 {
 	fprintf(stderr, "ofswitch: %s\nusage: ofswitch <EAL args> -- --dpid HEX --controller "
-		"tcp:HOST:PORT --port OFPORT=DEVNAME|ID [...] [--workers N] [--lookup trie|simple] "
+		"tcp:HOST:PORT --port OFPORT=DEVNAME|ID [...] [--workers N] [--lookup " OFS_LOOKUP_NAMES "] "
 		"[--stats-sock PATH] [--idle-sleep-us N]\n", why);
 	exit(2);
 }
@@ -59,12 +59,8 @@ static void parse_args(int argc, char **argv)
 	ofs_dp.dpid = 1;
 	ofs_dp.n_workers = 1;
 	/* One default with the profile schema and the launcher (dut/profiles/schema.py
-	 * DEFAULT_LOOKUP): the classifier's, where the switch is built with it. */
-#ifdef OFS_HAVE_CLASSIFIER
-	ofs_dp.lookup_ops = &ofs_lookup_trie;
-#else
-	ofs_dp.lookup_ops = &ofs_lookup_simple;
-#endif
+	 * DEFAULT_LOOKUP): the classifier's tuples, where the switch is built with it. */
+	ofs_dp.lookup_ops = ofs_lookup_find(OFS_LOOKUP_DEFAULT);
 	strcpy(agent_cfg.host, "127.0.0.1");
 	agent_cfg.port = 6653;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -94,11 +90,9 @@ static void parse_args(int argc, char **argv)
 		}
 		case 'w': ofs_dp.n_workers = (unsigned)atoi(optarg); break;
 		case 'l':
-			if (strcmp(optarg, "simple") == 0) ofs_dp.lookup_ops = &ofs_lookup_simple;
-#ifdef OFS_HAVE_CLASSIFIER
-			else if (strcmp(optarg, "trie") == 0) ofs_dp.lookup_ops = &ofs_lookup_trie;
-#endif
-			else usage("--lookup: 'simple' or (with dut/classifier) 'trie'");
+			if (!(ofs_dp.lookup_ops = ofs_lookup_find(optarg)))
+				usage("--lookup: one of " OFS_LOOKUP_NAMES " (tuple and trie need the "
+				      "switch built with dut/classifier)");
 			break;
 		case 's': agent_cfg.stats_sock = strdup(optarg); break;
 		case 'i': ofs_dp.idle_sleep_us = (unsigned)atoi(optarg); break;
@@ -107,6 +101,18 @@ static void parse_args(int argc, char **argv)
 	}
 	if (ofs_dp.n_workers < 1 || ofs_dp.n_workers > OFS_MAX_WORKERS)
 		usage("--workers out of range");
+	/* Refuse at start-up a backend that cannot index the switch's key (a classifier whose
+	 * algorithm limits the key length), rather than at the first FLOW_MOD. */
+	errno = 0;
+	void *probe = ofs_dp.lookup_ops->create(ofs_dp.n_workers);
+	if (!probe) {
+		fprintf(stderr, "ofswitch: --lookup %s: the lookup structure cannot be created for "
+			"the switch's %zu-byte flow key (%u workers): %s\n", ofs_dp.lookup_ops->name,
+			(size_t)OFS_KEY_CLS_LEN, ofs_dp.n_workers,
+			errno ? strerror(errno) : "out of memory");
+		exit(2);
+	}
+	ofs_dp.lookup_ops->destroy(probe);
 }
 
 static void port_init(unsigned i, struct rte_mempool *pool)

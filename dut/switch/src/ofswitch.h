@@ -163,9 +163,20 @@ struct ofs_lookup_ops {
 };
 extern const struct ofs_lookup_ops ofs_lookup_simple;
 #ifdef OFS_HAVE_CLASSIFIER
-/* dut/classifier ("filtered merged tuples"); the profile calls it "trie" */
+/* dut/classifier: "tuple" = its filtered merged tuples (OFB_CLS_ALGO_OURS), "trie" = document
+ * 003's hybrid H-Trie/SP-Trie (OFB_CLS_ALGO_HYBRID; a publish rebuilds its delta trie, and now
+ * and then the whole trie) */
+extern const struct ofs_lookup_ops ofs_lookup_tuple;
 extern const struct ofs_lookup_ops ofs_lookup_trie;
+/* One default with dut/profiles/schema.py DEFAULT_LOOKUP and the launcher. */
+#define OFS_LOOKUP_DEFAULT "tuple"
+#define OFS_LOOKUP_NAMES "tuple|trie|simple"
+#else
+#define OFS_LOOKUP_DEFAULT "simple"
+#define OFS_LOOKUP_NAMES "simple"
 #endif
+/* The backend a --lookup name selects, NULL if unknown or not built in. */
+const struct ofs_lookup_ops *ofs_lookup_find(const char *name);
 
 struct ofs_table {
 	struct ofs_table_view *view; /* published (RCU); NULL until the table's first flow */

@@ -16,7 +16,7 @@
  * table (the trivial reference). Frames whose state goes back from the one the previous frame
  * proved, inside their own window, are counted, not failed: a burst that straddles a commit
  * may mix the two states (cache entries of the old view filled from the structure's new
- * version; flowtable.h). Usage: test_ofswitch_churn [simple|trie] [seconds]
+ * version; flowtable.h). Usage: test_ofswitch_churn [tuple|trie|simple] [seconds]
  */
 #define _GNU_SOURCE  /* nftw */
 #include <stdio.h>
@@ -290,7 +290,7 @@ static uint16_t ring_port(const char *name, struct rte_ring **rx, struct rte_rin
 
 int main(int argc, char **argv)
 {
-	const char *backend = argc > 1 ? argv[1] : "trie";
+	const char *backend = argc > 1 ? argv[1] : OFS_LOOKUP_DEFAULT;
 	double seconds = argc > 2 ? atof(argv[2]) : 2.0;
 	char prefix[64];
 	snprintf(prefix, sizeof(prefix), "--file-prefix=ofs-churn-%d", (int)getpid());
@@ -299,11 +299,8 @@ int main(int argc, char **argv)
 	if (rte_eal_init(9, eal) < 0)
 		rte_exit(EXIT_FAILURE, "EAL init\n");
 	memset(ofs_dp.port_by_of, -1, sizeof(ofs_dp.port_by_of));
-	ofs_dp.lookup_ops = &ofs_lookup_simple;
-#ifdef OFS_HAVE_CLASSIFIER
-	if (strcmp(backend, "trie") == 0)
-		ofs_dp.lookup_ops = &ofs_lookup_trie;
-#endif
+	if (!(ofs_dp.lookup_ops = ofs_lookup_find(backend)))
+		rte_exit(EXIT_FAILURE, "backend %s: one of " OFS_LOOKUP_NAMES "\n", backend);
 	ofs_dp.n_workers = 1;
 	ofs_dp.miss_send_len = 128;
 	struct rte_mempool *pool = rte_pktmbuf_pool_create("churn_pool", 16384, 256, 0,

@@ -17,7 +17,7 @@ from dut.switch import launcher
 SECONDS = 1.5
 
 
-@pytest.mark.parametrize("backend", ["trie", "simple"])
+@pytest.mark.parametrize("backend", ["tuple", "trie", "simple"])
 def test_forwarding_follows_flow_changes(backend):
     binary = launcher.build_dir() / "dut" / "switch" / "test_ofswitch_churn"
     if not binary.exists():

@@ -3,6 +3,7 @@ binary of the agent (test_ofswitch_unit)."""
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -72,3 +73,24 @@ def test_c_unit_tests():
         pytest.skip(f"{binary} not built")
     cp = subprocess.run([str(binary)], capture_output=True, text=True, timeout=60)
     assert cp.returncode == 0, cp.stdout + cp.stderr
+
+
+def test_one_lookup_default_for_binary_launcher_and_profile():
+    """--lookup: the C binary's default and names (src/ofswitch.h), the launcher's default and
+    the profile schema's are one."""
+    import inspect
+    import re
+    from dut.profiles.schema import DEFAULT_LOOKUP, SWITCH_LOOKUPS
+    header = (Path(launcher.__file__).parent / "src" / "ofswitch.h").read_text()
+    with_cls = header.split("#ifdef OFS_HAVE_CLASSIFIER", 1)[1].split("#else", 1)[0]
+    c_default = re.search(r'#define OFS_LOOKUP_DEFAULT "(\w+)"', with_cls).group(1)
+    c_names = re.search(r'#define OFS_LOOKUP_NAMES "([\w|]+)"', with_cls).group(1).split("|")
+    assert c_default == DEFAULT_LOOKUP == "tuple"
+    assert tuple(c_names) == SWITCH_LOOKUPS
+    assert inspect.signature(launcher.switch_argv).parameters["lookup"].default == DEFAULT_LOOKUP
+    flowtable = (Path(launcher.__file__).parent / "src" / "flowtable.c").read_text()
+    for name in SWITCH_LOOKUPS:  # each name is a backend the binary registers
+        assert f'.name = "{name}"' in flowtable, name
+    # "trie" runs document 003's hybrid trie, "tuple" the classifier's tuples
+    assert re.search(r"cls_create_trie\(.*?OFB_CLS_ALGO_HYBRID", flowtable, re.S)
+    assert re.search(r"cls_create_tuple\(.*?OFB_CLS_ALGO_OURS", flowtable, re.S)

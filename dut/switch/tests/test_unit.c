@@ -521,9 +521,15 @@ static void test_lookup_backends(void)
 			v[b] = (uint8_t)(rand() & mk[b] & 0x3);  /* small alphabet: many hits */
 		ptrs[i] = f;
 	}
+	CHECK(ofs_lookup_find("tuple") == &ofs_lookup_tuple && ofs_lookup_find("trie") == &ofs_lookup_trie &&
+	      ofs_lookup_find("simple") == &ofs_lookup_simple && !ofs_lookup_find("nope") &&
+	      ofs_lookup_find(OFS_LOOKUP_DEFAULT) == &ofs_lookup_tuple, "--lookup names");
 	void *a = ofs_lookup_build(&ofs_lookup_simple, ptrs, NF);
-	void *b = ofs_lookup_build(&ofs_lookup_trie, ptrs, NF);
-	CHECK(a && b, "both backends build");
+	const struct ofs_lookup_ops *const backends[] = { &ofs_lookup_tuple, &ofs_lookup_trie };
+	for (size_t be = 0; be < RTE_DIM(backends); be++) {
+	const struct ofs_lookup_ops *ops = backends[be];
+	void *b = ofs_lookup_build(ops, ptrs, NF);
+	CHECK(a && b, "simple and %s build", ops->name);
 	int diff = 0, hits = 0, bdiff = 0;
 	for (int k = 0; k < NK; k += OFS_BURST) {
 		struct ofs_key keys[OFS_BURST];
@@ -535,20 +541,21 @@ static void test_lookup_backends(void)
 				kb[i] = (uint8_t)(rand() & 0x3);
 			kp[j] = &keys[j];
 		}
-		ofs_lookup_trie.lookup_burst(b, kp, OFS_BURST, fb_burst);
+		ops->lookup_burst(b, kp, OFS_BURST, fb_burst);
 		for (int j = 0; j < OFS_BURST; j++) {
 			struct ofs_flow *fa = ofs_lookup_simple.lookup(a, &keys[j]);
-			struct ofs_flow *fb = ofs_lookup_trie.lookup(b, &keys[j]);
+			struct ofs_flow *fb = ops->lookup(b, &keys[j]);
 			hits += fa != NULL;
 			diff += fa != fb;
 			bdiff += fb != fb_burst[j];
 		}
 	}
-	CHECK(diff == 0, "simple and trie disagree on %d of %d keys", diff, NK);
-	CHECK(bdiff == 0, "trie lookup and lookup_burst disagree on %d keys", bdiff);
+	CHECK(diff == 0, "simple and %s disagree on %d of %d keys", ops->name, diff, NK);
+	CHECK(bdiff == 0, "%s lookup and lookup_burst disagree on %d keys", ops->name, bdiff);
 	CHECK(hits > 0, "the test keys hit some flows");
+	ops->destroy(b);
+	}
 	ofs_lookup_simple.destroy(a);
-	ofs_lookup_trie.destroy(b);
 	free(flows);
 	free(ptrs);
 #endif
@@ -873,7 +880,8 @@ static void test_incremental_tables(void)
 {
 	incremental_run(&ofs_lookup_simple, 4000);
 #ifdef OFS_HAVE_CLASSIFIER
-	incremental_run(&ofs_lookup_trie, 8000);
+	incremental_run(&ofs_lookup_tuple, 8000);
+	incremental_run(&ofs_lookup_trie, 4000);
 #endif
 	ofs_dp.lookup_ops = &ofs_lookup_simple;
 }
