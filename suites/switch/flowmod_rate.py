@@ -393,7 +393,7 @@ def run_one_remote(lab, kind: str, plan: Plan, tag: str, progress=print,
             handle = start_switch(lab, "ofbench", name=f"{tag}-ofswitch", ports=[], host=sw,
                                   extra_ports=[(1, {"devargs": "net_null0,no-rx=1"}),
                                                (2, {"devargs": "net_null1,no-rx=1"})],
-                                  controller=(addr, port), dpid=0xF1, lookup="trie",
+                                  controller=(addr, port), dpid=0xF1, lookup="tuple",
                                   mem_mb=1024 if plan.n_flows < 500_000 else 2048)
             stop = handle.stop
         elif kind == "ovs":
