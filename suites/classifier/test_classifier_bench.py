@@ -9,6 +9,9 @@ within ACL_BUILD_TIMEOUT_S is recorded as "did not build").
 Lookup rates are per second of the bench thread's CPU time (the 2-core lab box is shared with
 busy-polling DPDK processes; wall-clock rates there measure the neighbours).
 
+Where: on the lab's switch host (``BenchHost``): this box on a local lab; over SSH on a remote
+one, with cls-bench built there for that host's CPU and the rule and key files copied over.
+
 Records: suite=classifier, name=<kind>_<N>, metrics <algo>_mlps, <algo>_batch_mlps,
 <algo>_build_s, <algo>_bytes_per_rule, <algo>_updates_per_s, speedup_vs_tss,
 batch_speedup_vs_tss; params.acl_status says whether rte_acl built; params.simd_path which
@@ -106,10 +109,65 @@ def metrics_of(by_algo: dict[str, dict]) -> dict:
     return m
 
 
+class BenchHost:
+    """cls-bench where the lab runs its switch: this box on a local lab, the switch host over
+    SSH on a remote one (rule and key files copied there once; built there for its CPU)."""
+
+    def __init__(self, lab):
+        from drivers.lab.switches import switch_host
+        self.host = switch_host(lab)
+        self.remote = getattr(lab, "kind", "local") != "local"
+        self.bench = Path(self.host.build_path("dut/classifier/cls-bench")) if self.remote \
+            else BENCH
+        self._copied: dict[Path, str] = {}
+        if not (self.host.exists(self.bench) if self.remote else self.bench.exists()):
+            pytest.fail(f"{self.bench} is not built on {getattr(self.host, 'role', 'this box')} "
+                        f"(make setup; a remote lab builds it at deployment)")
+
+    def path(self, p: Path) -> str:
+        if not self.remote:
+            return str(p)
+        if p not in self._copied:
+            dest = Path(self.host.state_dir) / "classifier" / p.name
+            self.host.run(["mkdir", "-p", str(dest.parent)])
+            self.host.put(p, dest)
+            self._copied[p] = str(dest)
+        return self._copied[p]
+
+    def file_prefix(self, name: str) -> str:
+        return self.host.file_prefix(name)
+
+    def simd_paths(self) -> list[str]:
+        """The phase-1 paths to measure: this CPU's; on a lab host every path, those it lacks
+        then refuse with an error record and are left out."""
+        if self.remote:
+            from dut.classifier import binding
+            return list(binding.SIMD_PATHS)
+        return _simd_paths()
+
+    def run(self, args: list[str], timeout_s: float, env: dict | None = None):
+        """cls-bench ``args`` -> CompletedProcess (subprocess.TimeoutExpired past timeout_s)."""
+        argv = [str(self.bench), *args]
+        if not self.remote:
+            return subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s,
+                                  env={**os.environ, **(env or {})})
+        from drivers.lab.base import LabError
+        try:
+            return self.host.run(["env", *(f"{k}={v}" for k, v in (env or {}).items()), *argv],
+                                 check=False, timeout=timeout_s)
+        except LabError as e:
+            if "timed out" in str(e):
+                raise subprocess.TimeoutExpired(argv, timeout_s) from None
+            raise
+
+
+@pytest.fixture(scope="module")
+def bench(lab):
+    return BenchHost(lab)
+
+
 @pytest.fixture(scope="module")
 def bench_files(tmp_path_factory):
-    if not BENCH.exists():
-        pytest.fail(f"{BENCH} is not built (make setup)")
     d = tmp_path_factory.mktemp("classifier")
     made = {}
 
@@ -130,14 +188,14 @@ def bench_files(tmp_path_factory):
             f.unlink(missing_ok=True)
 
 
-def run_bench(rp: Path, kp: Path, algos, min_time: float, updates: int = 2000, env: dict | None = None,
-              budget_mb: float | None = None) -> dict[str, dict]:
+def run_bench(bench: BenchHost, rp: Path, kp: Path, algos, min_time: float, updates: int = 2000,
+              env: dict | None = None, budget_mb: float | None = None) -> dict[str, dict]:
     """cls-bench on one rule/key file pair -> {algo: obj}; an error obj if it failed."""
-    argv = [str(BENCH), "--rules", str(rp), "--keys", str(kp), "--algos", ",".join(algos),
+    args = ["--rules", bench.path(rp), "--keys", bench.path(kp), "--algos", ",".join(algos),
             "--min-time", str(min_time), "--updates", str(updates)]
     if budget_mb is not None:
-        argv += ["--budget-mb", str(budget_mb)]
-    r = subprocess.run(argv, capture_output=True, text=True, timeout=1200, env={**os.environ, **(env or {})})
+        args += ["--budget-mb", str(budget_mb)]
+    r = bench.run(args, 1200, env)
     got = parse_bench_output(r.stdout)
     if r.returncode != 0 and not got:
         return {a: {"algo": a, "error": f"cls-bench exit {r.returncode}: {r.stderr.strip()[-200:]}"}
@@ -150,13 +208,13 @@ def _simd_paths() -> list[str]:
     return [p for p in binding.SIMD_PATHS if binding.simd_supported(p)]
 
 
-def run_acl(lab, rp: Path, kp: Path, min_time: float) -> dict:
+def run_acl(bench: BenchHost, rp: Path, kp: Path, min_time: float) -> dict:
     eal = ["-l", "0", "--no-huge", "-m", "2048", "--no-pci", "--no-shconf",
-           "--file-prefix", lab.file_prefix("cls-acl"), "--log-level", "lib.eal:error"]
-    argv = [str(BENCH), *eal, "--", "--rules", str(rp), "--keys", str(kp), "--algos", "acl",
+           "--file-prefix", bench.file_prefix("cls-acl"), "--log-level", "lib.eal:error"]
+    args = [*eal, "--", "--rules", bench.path(rp), "--keys", bench.path(kp), "--algos", "acl",
             "--min-time", str(min_time)]
     try:
-        r = subprocess.run(argv, capture_output=True, text=True, timeout=ACL_BUILD_TIMEOUT_S + 30)
+        r = bench.run(args, ACL_BUILD_TIMEOUT_S + 30)
     except subprocess.TimeoutExpired:
         return {"algo": "acl", "error": f"did not build: no result within {ACL_BUILD_TIMEOUT_S + 30} s"}
     got = parse_bench_output(r.stdout).get("acl")
@@ -166,17 +224,15 @@ def run_acl(lab, rp: Path, kp: Path, min_time: float) -> dict:
     return got
 
 
-@pytest.mark.local_lab  # runs cls-bench on this box; on a remote lab it belongs on the switch host
 @pytest.mark.parametrize("kind,n", _cases())
-def test_classifier_bench(kind, n, lab, results, bench_files, request):
+def test_classifier_bench(kind, n, bench, results, bench_files, request):
     quick = request.node.get_closest_marker("quick") is not None
     min_time = 0.1 if quick else 0.3
     rs, rp, kp, hp = bench_files(kind, n)
     algos = [a for a in ALGO_ORDER if a != "linear" or n <= LINEAR_MAX_N]
     results.progress(f"{kind} N={n}: {', '.join(algos)}")
-    r = subprocess.run([str(BENCH), "--rules", str(rp), "--keys", str(kp), "--algos", ",".join(algos),
-                        "--min-time", str(min_time), "--updates", "20000" if quick else "200000"],
-                       capture_output=True, text=True, timeout=600)
+    r = bench.run(["--rules", bench.path(rp), "--keys", bench.path(kp), "--algos", ",".join(algos),
+                   "--min-time", str(min_time), "--updates", "20000" if quick else "200000"], 600)
     assert r.returncode == 0, r.stderr
     by_algo = parse_bench_output(r.stdout)
     acl_status = "not run: N above %d" % ACL_MAX_N
@@ -185,11 +241,11 @@ def test_classifier_bench(kind, n, lab, results, bench_files, request):
         acl_status = f"not run: NTT-style above {ACL_NTT_MAX_N} rules only with --nightly (10k did not build)"
     elif n <= ACL_MAX_N:
         results.progress(f"{kind} N={n}: rte_acl (build limit {ACL_BUILD_TIMEOUT_S} s)")
-        by_algo["acl"] = run_acl(lab, rp, kp, min_time)
+        by_algo["acl"] = run_acl(bench, rp, kp, min_time)
         acl_status = by_algo["acl"].get("error", "ok")
     metrics = metrics_of(by_algo)
     if kind.startswith("ntt"):  # the hit-heavy trace, reported apart from the uniform keys
-        hit = run_bench(rp, hp, ["tss", "ours"], min_time, updates=0)
+        hit = run_bench(bench, rp, hp, ["tss", "ours"], min_time, updates=0)
         for algo, o in hit.items():
             for key in ("mlps", "batch_mlps"):
                 if o.get(key) is not None:
@@ -261,21 +317,21 @@ def _ok(o: dict | None) -> bool:
 @pytest.mark.bench
 @pytest.mark.parametrize("n", [pytest.param(100_000, id="ntt_100000"),
                                pytest.param(1_000_000, id="ntt_1000000", marks=pytest.mark.nightly)])
-def test_document_goal(n, results, bench_files):
+def test_document_goal(n, results, bench, bench_files):
     """OURS on every SIMD path this CPU has vs TSS, the document's condition, both traces;
     the goal (>= 10 Mlps batched at 1M on AVX2 = 20x the document) as ratios of this run."""
     rs, rp, kp, hp = bench_files("ntt", n)
-    paths = _simd_paths()
+    paths = bench.simd_paths()
     metrics, params = {}, {"rules": n, "seed": SEED, "keys": N_KEYS, "masks": "rand()|rand()", "n_masks": 100,
                            "simd_paths": paths, "document_mlps": DOC_MLPS, "goal_mlps": GOAL_MLPS}
     for trace, keys in (("uniform", kp), ("hit", hp)):
         results.progress(f"ntt {n} {trace}: tss")
-        tss = run_bench(rp, keys, ["tss"], 0.3, updates=0).get("tss")
+        tss = run_bench(bench, rp, keys, ["tss"], 0.3, updates=0).get("tss")
         if _ok(tss):
             metrics[f"{trace}_tss_batch_mlps"] = tss["batch_mlps"]
         for path in paths:
             results.progress(f"ntt {n} {trace}: ours on {path}")
-            o = run_bench(rp, keys, ["ours"], 0.3, updates=200_000 if trace == "uniform" else 0,
+            o = run_bench(bench, rp, keys, ["ours"], 0.3, updates=200_000 if trace == "uniform" else 0,
                           env={"OFB_CLS_SIMD": path}).get("ours")
             if not _ok(o):
                 continue
@@ -303,7 +359,7 @@ def test_document_goal(n, results, bench_files):
 
 
 @pytest.mark.bench
-def test_trie_family(results, bench_files):
+def test_trie_family(results, bench, bench_files):
     """The document's comparison (its slide 10): H-Trie vs SP-Trie vs mask list (TSS) vs the
     reference (hash + linear: with only wildcard rules it is the linear search) as entries grow."""
     sizes = (1000, 10_000, 100_000)
@@ -312,7 +368,7 @@ def test_trie_family(results, bench_files):
         rs, rp, kp, hp = bench_files("ntt", n)
         algos = (["linear"] if n <= LINEAR_MAX_N else []) + ["tss", "htrie", "sptrie", "ours"]
         results.progress(f"trie family ntt {n}: {','.join(algos)}")
-        got = run_bench(rp, kp, algos, 0.3, updates=200, budget_mb=SP_LIMIT_MB)
+        got = run_bench(bench, rp, kp, algos, 0.3, updates=200, budget_mb=SP_LIMIT_MB)
         for a in algos:
             o = got.get(a, {})
             row = {"rules": n, "algo": a}
@@ -360,13 +416,13 @@ def test_trie_family(results, bench_files):
 @pytest.mark.bench
 @pytest.mark.parametrize("n", [pytest.param(100_000, id="ntt_100000"),
                                pytest.param(1_000_000, id="ntt_1000000", marks=pytest.mark.nightly)])
-def test_hybrid_budget(n, results, bench_files):
+def test_hybrid_budget(n, results, bench, bench_files):
     """The hybrid at the document's condition over merge budgets vs its 500k lookups/s."""
     rs, rp, kp, hp = bench_files("ntt", n)
     rows, metrics = [], {}
     for mb in (0,) + HYBRID_BUDGETS_MB:
         results.progress(f"hybrid ntt {n}: budget {mb} MB")
-        o = run_bench(rp, kp, ["hybrid"], 0.3, updates=2, budget_mb=mb).get("hybrid", {})
+        o = run_bench(bench, rp, kp, ["hybrid"], 0.3, updates=2, budget_mb=mb).get("hybrid", {})
         row = {"budget MB": mb}
         if _ok(o):
             row.update({"Mlps (batch)": o["batch_mlps"], "x document (0.5)": round(o["batch_mlps"] / DOC_MLPS, 2),
@@ -403,7 +459,7 @@ def test_hybrid_budget(n, results, bench_files):
 @pytest.mark.bench
 @pytest.mark.parametrize("n", [pytest.param(100_000, id="ntt_100000"),
                                pytest.param(1_000_000, id="ntt_1000000", marks=pytest.mark.nightly)])
-def test_louds_vs_da(n, results, bench_files):
+def test_louds_vs_da(n, results, bench, bench_files):
     """Document 003's layouts side by side: the same hybrid trie (same budget, same nodes) as
     Double Array + van Emde Boas and as LOUDS, one process each budget, both traces."""
     rs, rp, kp, hp = bench_files("ntt", n)
@@ -411,7 +467,7 @@ def test_louds_vs_da(n, results, bench_files):
     for mb in LOUDS_BUDGETS_MB:
         for trace, keys in (("uniform", kp), ("hit", hp)):
             results.progress(f"louds vs DA+vEB ntt {n}: budget {mb} MB, {trace}")
-            got = run_bench(rp, keys, ["hybrid", "louds"], 0.3, updates=0, budget_mb=mb)
+            got = run_bench(bench, rp, keys, ["hybrid", "louds"], 0.3, updates=0, budget_mb=mb)
             da, lo = got.get("hybrid", {}), got.get("louds", {})
             row = {"budget MB": mb, "trace": trace}
             if _ok(da) and _ok(lo):
@@ -468,13 +524,13 @@ def test_louds_vs_da(n, results, bench_files):
 @pytest.mark.bench
 @pytest.mark.parametrize("n", [pytest.param(100_000, id="ntt_100000"),
                                pytest.param(1_000_000, id="ntt_1000000", marks=pytest.mark.nightly)])
-def test_mask_count(n, results, bench_files):
+def test_mask_count(n, results, bench, bench_files):
     """10 / 100 / 1000 rand()|rand() masks: OURS and TSS side by side."""
     metrics, simd = {}, {}
     for nm in rulesets.NTT_MASK_COUNTS:
         rs, rp, kp, hp = bench_files("ntt", n, nm)
         results.progress(f"ntt {n} with {nm} masks")
-        got = run_bench(rp, kp, ["tss", "ours"], 0.3, updates=0)
+        got = run_bench(bench, rp, kp, ["tss", "ours"], 0.3, updates=0)
         for a, o in got.items():
             if _ok(o):
                 metrics[f"{a}_{nm}masks_batch_mlps"] = o["batch_mlps"]
