@@ -119,7 +119,6 @@ class Topology:
     read_switch_stats: object = None      # () -> the switch's stats on any host, when known
     hosts: dict | None = None             # the lab's hosts of this topology (provenance)
     generator_version: str | None = None
-    controller: "ControllerRef | None" = None   # the flows' controller (reliability tests)
 
     def close(self):
         self.gen.close()
@@ -169,31 +168,6 @@ def loopback(lab, tag: str = "lb") -> Topology:
         for inst in (b, a):
             lab.supervisor.stop(inst.managed)
     return Topology(gen, "a", "b", "memif", None, 10e6, stop)
-
-
-@dataclass
-class ControllerRef:
-    """The p2p controller of a switch topology: its process, OpenFlow port and the file it
-    writes once the flows are in (after every (re)connection of the switch)."""
-    lab: object
-    name: str
-    proc: object
-    port: int
-    done: Path
-    netns: str | None
-    config: Path
-
-    def kill(self) -> None:
-        self.lab.supervisor.stop(self.proc, timeout_s=0.5)
-
-    def restart(self) -> None:
-        """The same app on the same port; ``done`` is removed first, so its reappearance
-        means the switch reconnected and its flows were (re)installed."""
-        from drivers.lab.switches import start_controller
-        self.done.unlink(missing_ok=True)
-        self.proc, _ = start_controller(self.lab, self.name, "suites.throughput.p2p_app",
-                                        netns=self.netns, config=str(self.config),
-                                        port=self.port)
 
 
 def _controller(lab, name: str, flows: int, netns: str | None, ofports: tuple[int, int]):
@@ -271,9 +245,7 @@ def switch_p2p(lab, kind: str, flows: int, tag: str = "sw", wire: str = "vhost",
             extra = []
             port_kind, max_rate = "af_packet", 1e6
         cproc, cport, done = _controller(lab, f"{tag}-ctl", flows, netns, (1, 2))
-        ctl = ControllerRef(lab, f"{tag}-ctl", cproc, cport, done, netns,
-                            Path(lab.sock_path(f"{tag}-ctl.yaml")))
-        cleanup.append(lambda: lab.supervisor.stop(ctl.proc))
+        cleanup.append(lambda: lab.supervisor.stop(cproc))
 
         def switch():
             if kind == "ofbench":  # pinned worker, busy polling, af_packet on the kernel ports
@@ -306,7 +278,7 @@ def switch_p2p(lab, kind: str, flows: int, tag: str = "sw", wire: str = "vhost",
         if not wait_links_up(gen, 20):
             raise RuntimeError(f"{kind}: generator links not up after 20 s")
         time.sleep(0.5)  # let the switch finish port setup (first packets may hit a cold path)
-        return Topology(gen, "p0", "p1", port_kind, kind, max_rate, stop, controller=ctl)
+        return Topology(gen, "p0", "p1", port_kind, kind, max_rate, stop)
     except BaseException:
         stop()
         raise
