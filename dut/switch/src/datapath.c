@@ -4,6 +4,7 @@
  * packets for the controller. Per poll loop: each table's lookup structure is entered (its
  * reader protocol) at its first lookup and left before the QSBR quiescent report; table 0's
  * cache misses of a burst are looked up together (lookup_burst). */
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -22,26 +23,6 @@ uint64_t ofs_now_ns(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-struct ofs_group *ofs_group_find(uint32_t id)
-{
-	for (unsigned i = 0; i < OFS_MAX_GROUPS; i++) {
-		struct ofs_group *g = __atomic_load_n(&ofs_dp.groups[i], __ATOMIC_ACQUIRE);
-		if (g && g->id == id)
-			return g;
-	}
-	return NULL;
-}
-
-struct ofs_meter *ofs_meter_find(uint32_t id)
-{
-	for (unsigned i = 0; i < OFS_MAX_METERS; i++) {
-		struct ofs_meter *m = __atomic_load_n(&ofs_dp.meters[i], __ATOMIC_ACQUIRE);
-		if (m && m->id == id)
-			return m;
-	}
-	return NULL;
 }
 
 /* ---- per-packet context ------------------------------------------------------------------- */
@@ -96,22 +77,12 @@ static uint16_t csum_fold(uint32_t s)
 	return (uint16_t)~s;
 }
 
-static uint32_t crc32c_tab[256];
-static void crc32c_init(void)
-{
-	for (uint32_t i = 0; i < 256; i++) {
-		uint32_t c = i;
-		for (int k = 0; k < 8; k++)
-			c = c & 1 ? (c >> 1) ^ 0x82f63b78u : c >> 1;
-		crc32c_tab[i] = c;
-	}
-}
+/* CRC32c (Castagnoli) as SCTP uses it: DPDK's rte_hash_crc is the raw CRC32c update (SSE4.2
+ * crc32 instructions, or its table fallback, chosen once at DPDK start-up), so nothing here
+ * needs initialising on the fast path. */
 static uint32_t crc32c(const uint8_t *p, uint32_t n)
 {
-	uint32_t c = 0xffffffffu;
-	for (uint32_t i = 0; i < n; i++)
-		c = crc32c_tab[(c ^ p[i]) & 0xff] ^ (c >> 8);
-	return ~c;
+	return ~rte_hash_crc(p, n, 0xffffffffu);
 }
 
 static void fix_checksums(struct pkt_ctx *c)
@@ -207,7 +178,7 @@ void __rte_cold ofs_wake_agent(void)
 static void tx_one(struct ofs_worker *w, int pidx, struct rte_mbuf *m)
 {
 	struct ofs_port *p = &ofs_dp.ports[pidx];
-	if (!p->link_up || (p->config & 0x1 /* PORT_DOWN */) || (p->config & 0x20 /* NO_FWD */)) {
+	if (!p->link_up || (p->config & (OFPPC_PORT_DOWN | OFPPC_NO_FWD))) {
 		w->port_stats[pidx].tx_dropped++;
 		rte_pktmbuf_free(m);
 		return;
@@ -573,7 +544,7 @@ static bool exec_one(struct pkt_ctx *c, const uint8_t *a)
 				if (b->watch_port != OFPP_ANY) {
 					int pi = ofs_port_idx(b->watch_port);
 					live = pi >= 0 && ofs_dp.ports[pi].link_up &&
-					       !(ofs_dp.ports[pi].config & 1);
+					       !(ofs_dp.ports[pi].config & OFPPC_PORT_DOWN);
 				} else if (b->watch_group != OFPG_ANY) {
 					live = ofs_group_find(b->watch_group) != NULL;
 				}
@@ -584,8 +555,9 @@ static bool exec_one(struct pkt_ctx *c, const uint8_t *a)
 			struct ofs_bucket *b = &g->buckets[pick[i]];
 			__atomic_fetch_add(&b->packets, 1, __ATOMIC_RELAXED);
 			__atomic_fetch_add(&b->bytes, plen(c), __ATOMIC_RELAXED);
-			struct pkt_ctx *sub = malloc(sizeof(*sub));
-			if (!sub) break;
+			/* the bucket's packet: a copy, with a context on the stack (no allocation
+			 * per packet; depth <= 9 frames); buckets never use the action set */
+			struct pkt_ctx sub_ctx, *sub = &sub_ctx;
 			memcpy(sub, c, offsetof(struct pkt_ctx, aset));
 			fix_checksums(c);
 			sub->m = copy_mbuf(c);
@@ -598,7 +570,6 @@ static bool exec_one(struct pkt_ctx *c, const uint8_t *a)
 					emit(sub, sub->pending, sub->pending_max_len, true);
 				if (sub->m) rte_pktmbuf_free(sub->m);
 			}
-			free(sub);
 		}
 		break;
 	}
@@ -1142,7 +1113,7 @@ static bool prepare_rx(struct ofs_worker *w, int pidx, struct rte_mbuf *m, struc
 	struct ofs_port *port = &ofs_dp.ports[pidx];
 	w->port_stats[pidx].rx_packets++;
 	w->port_stats[pidx].rx_bytes += rte_pktmbuf_pkt_len(m);
-	if (port->config & 0x4 /* NO_RECV */) {
+	if (port->config & OFPPC_NO_RECV) {
 		rte_pktmbuf_free(m);
 		return false;
 	}
@@ -1252,9 +1223,12 @@ int ofs_worker_main(void *arg)
 	struct ofs_worker *w = arg;
 	struct rte_mbuf *pkts[OFS_BURST];
 	struct pkt_ctx *c = rte_zmalloc("ctx", sizeof(*c) * OFS_BURST, RTE_CACHE_LINE_SIZE);
+	if (!c) {  /* start-up of the worker: fail loudly and stop the switch */
+		fprintf(stderr, "ofswitch: worker %u: no memory for its packet contexts\n", w->idx);
+		ofs_dp.force_quit = true;
+		return -1;
+	}
 	unsigned idle = 0;
-	static bool crc_done;
-	if (!crc_done) { crc32c_init(); crc_done = true; }
 	rte_rcu_qsbr_thread_register(ofs_dp.qsbr, w->idx);
 	rte_rcu_qsbr_thread_online(ofs_dp.qsbr, w->idx);
 	while (!ofs_dp.force_quit) {

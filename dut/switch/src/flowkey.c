@@ -334,50 +334,46 @@ static bool ip_proto_is(const struct ofs_match *m, uint8_t p)
 	       eth_type_is(m, 0x0800, 0x86dd);
 }
 
+bool ofs_field_prereq_ok(const struct ofs_match *m, int f)
+{
+	switch (f) {
+	case OXM_IN_PHY_PORT: return has(m, OXM_IN_PORT);
+	case OXM_VLAN_PCP:
+		return has(m, OXM_VLAN_VID) && (ntohs(m->value.vlan_vid) & OFPVID_PRESENT);
+	case OXM_IP_DSCP: case OXM_IP_ECN: case OXM_IP_PROTO:
+		return eth_type_is(m, 0x0800, 0x86dd);
+	case OXM_IPV4_SRC: case OXM_IPV4_DST: return eth_type_is(m, 0x0800, 0x0800);
+	case OXM_TCP_SRC: case OXM_TCP_DST: return ip_proto_is(m, 6);
+	case OXM_UDP_SRC: case OXM_UDP_DST: return ip_proto_is(m, 17);
+	case OXM_SCTP_SRC: case OXM_SCTP_DST: return ip_proto_is(m, 132);
+	case OXM_ICMPV4_TYPE: case OXM_ICMPV4_CODE:
+		return ip_proto_is(m, 1) && eth_type_is(m, 0x0800, 0x0800);
+	case OXM_ARP_OP: case OXM_ARP_SPA: case OXM_ARP_TPA: case OXM_ARP_SHA:
+	case OXM_ARP_THA:
+		return eth_type_is(m, 0x0806, 0x0806);
+	case OXM_IPV6_SRC: case OXM_IPV6_DST: case OXM_IPV6_FLABEL: case OXM_IPV6_EXTHDR:
+		return eth_type_is(m, 0x86dd, 0x86dd);
+	case OXM_ICMPV6_TYPE: case OXM_ICMPV6_CODE:
+		return ip_proto_is(m, 58) && eth_type_is(m, 0x86dd, 0x86dd);
+	case OXM_IPV6_ND_TARGET:
+		return has(m, OXM_ICMPV6_TYPE) &&
+		       (m->value.icmp_type == 135 || m->value.icmp_type == 136);
+	case OXM_IPV6_ND_SLL:
+		return has(m, OXM_ICMPV6_TYPE) && m->value.icmp_type == 135;
+	case OXM_IPV6_ND_TLL:
+		return has(m, OXM_ICMPV6_TYPE) && m->value.icmp_type == 136;
+	case OXM_MPLS_LABEL: case OXM_MPLS_TC: case OXM_MPLS_BOS:
+		return eth_type_is(m, 0x8847, 0x8848);
+	case OXM_PBB_ISID: return eth_type_is(m, 0x88e7, 0x88e7);
+	default: return true;
+	}
+}
+
 uint32_t ofs_match_prereq(const struct ofs_match *m)
 {
-	const uint32_t bad = OFS_ERR(OFPET_BAD_MATCH, OFPBMC_BAD_PREREQ);
-	for (int f = 0; f < OXM_N_FIELDS; f++) {
-		if (!has(m, f))
-			continue;
-		bool ok = true;
-		switch (f) {
-		case OXM_IN_PHY_PORT: ok = has(m, OXM_IN_PORT); break;
-		case OXM_VLAN_PCP:
-			ok = has(m, OXM_VLAN_VID) &&
-			     (ntohs(m->value.vlan_vid) & OFPVID_PRESENT);
-			break;
-		case OXM_IP_DSCP: case OXM_IP_ECN: case OXM_IP_PROTO:
-			ok = eth_type_is(m, 0x0800, 0x86dd); break;
-		case OXM_IPV4_SRC: case OXM_IPV4_DST: ok = eth_type_is(m, 0x0800, 0x0800); break;
-		case OXM_TCP_SRC: case OXM_TCP_DST: ok = ip_proto_is(m, 6); break;
-		case OXM_UDP_SRC: case OXM_UDP_DST: ok = ip_proto_is(m, 17); break;
-		case OXM_SCTP_SRC: case OXM_SCTP_DST: ok = ip_proto_is(m, 132); break;
-		case OXM_ICMPV4_TYPE: case OXM_ICMPV4_CODE:
-			ok = ip_proto_is(m, 1) && eth_type_is(m, 0x0800, 0x0800); break;
-		case OXM_ARP_OP: case OXM_ARP_SPA: case OXM_ARP_TPA: case OXM_ARP_SHA:
-		case OXM_ARP_THA:
-			ok = eth_type_is(m, 0x0806, 0x0806); break;
-		case OXM_IPV6_SRC: case OXM_IPV6_DST: case OXM_IPV6_FLABEL: case OXM_IPV6_EXTHDR:
-			ok = eth_type_is(m, 0x86dd, 0x86dd); break;
-		case OXM_ICMPV6_TYPE: case OXM_ICMPV6_CODE:
-			ok = ip_proto_is(m, 58) && eth_type_is(m, 0x86dd, 0x86dd); break;
-		case OXM_IPV6_ND_TARGET:
-			ok = has(m, OXM_ICMPV6_TYPE) &&
-			     (m->value.icmp_type == 135 || m->value.icmp_type == 136);
-			break;
-		case OXM_IPV6_ND_SLL:
-			ok = has(m, OXM_ICMPV6_TYPE) && m->value.icmp_type == 135; break;
-		case OXM_IPV6_ND_TLL:
-			ok = has(m, OXM_ICMPV6_TYPE) && m->value.icmp_type == 136; break;
-		case OXM_MPLS_LABEL: case OXM_MPLS_TC: case OXM_MPLS_BOS:
-			ok = eth_type_is(m, 0x8847, 0x8848); break;
-		case OXM_PBB_ISID: ok = eth_type_is(m, 0x88e7, 0x88e7); break;
-		default: break;
-		}
-		if (!ok)
-			return bad;
-	}
+	for (int f = 0; f < OXM_N_FIELDS; f++)
+		if (has(m, f) && !ofs_field_prereq_ok(m, f))
+			return OFS_ERR(OFPET_BAD_MATCH, OFPBMC_BAD_PREREQ);
 	return 0;
 }
 
