@@ -43,7 +43,7 @@ def switch_available(kind: str, profile) -> str | None:
 
 def ofbench_settings(profile, kind: str, env=os.environ) -> dict:
     """The profile's settings for our switch (``switch.lookup``, ``switch.workers``,
-    ``switch.cores``) when ``kind`` is the profile's own switch; env ``OFBENCH_SWITCH_LOOKUP``
+    ``switch.cores``, ``switch.fail_mode``) when ``kind`` is the profile's own switch; env ``OFBENCH_SWITCH_LOOKUP``
     (an alias kept for old scripts) overrides the lookup. For ofbench as a peer, the defaults."""
     from dut.profiles.schema import DEFAULT_LOOKUP
     out: dict = {"lookup": DEFAULT_LOOKUP, "workers": 1}
@@ -52,6 +52,8 @@ def ofbench_settings(profile, kind: str, env=os.environ) -> dict:
         out = {"lookup": sw.get("lookup", DEFAULT_LOOKUP), "workers": int(sw.get("workers", 1))}
         if sw.get("cores"):
             out["lcores"] = sw["cores"]
+        if sw.get("fail_mode"):
+            out["fail_mode"] = sw["fail_mode"]
     if kind == "ofbench" and env.get("OFBENCH_SWITCH_LOOKUP"):
         out["lookup"] = env["OFBENCH_SWITCH_LOOKUP"]
     return out

@@ -19,6 +19,7 @@
 #ifndef OFB_AGENT_H
 #define OFB_AGENT_H
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 struct obuf { uint8_t *data; size_t len, cap; };
@@ -39,5 +40,22 @@ void ofs_expire_flows(struct obuf *out, uint64_t now_ns);
  * meters are freed after a grace period. */
 void ofs_commit(void);
 void ofs_send_port_status(struct obuf *out, unsigned port_idx, uint8_t reason);
+/* Sessions (agent_session.c): one per controller connection. A message is handled in the
+ * session last chosen with ofs_session_use (a default one exists for tests and fuzzers). */
+struct ofs_session;
+#ifndef OFS_MAX_CONTROLLERS
+#define OFS_MAX_CONTROLLERS 4
+#endif
+/* A fresh session for a new connection (role EQUAL, default async config), or NULL when
+ * OFS_MAX_CONTROLLERS + 1 are open. */
+struct ofs_session *ofs_session_open(void);
+void ofs_session_close(struct ofs_session *s);
+void ofs_session_use(struct ofs_session *s);  /* NULL: the default session */
+/* Has s done the HELLO exchange? */
+bool ofs_session_ready(const struct ofs_session *s);
+/* Does s want this asynchronous message (PACKET_IN, PORT_STATUS, FLOW_REMOVED: the only
+ * types the agent sends unasked), given its role and SET_ASYNC masks (OF1.3.5 6.3.6, 7.3.10)? */
+bool ofs_session_wants(const struct ofs_session *s, const uint8_t *msg);
+/* Reset the current session (a new connection on it). */
 void ofs_agent_reset_session(void);
 #endif

@@ -1,19 +1,34 @@
-/* agent_conn.c -- the agent thread's loop: the controller connection and everything the agent
+/* agent_conn.c -- the agent thread's loop: the controller connections and everything the agent
  * does between messages (ofs_agent_main, started by main.c as a DPDK control thread).
  *
- * Connection: one TCP connection to the controller (--controller), opened with exponential
- * backoff (100 ms doubling to 4 s) and reopened the same way when it closes; each new
- * connection starts a new session (HELLO sent, role back to equal, agent_session.c). Flows,
- * groups and meters are kept across reconnects.
- * Framing: bytes are collected in a 128 KiB receive buffer and cut into messages by the
- * header's length; each message goes to ofs_handle_msg (agent.c). A length below 8 cannot be
- * framed and closes the connection, as does a failed version negotiation.
- * Sleep/wake (see ofswitch.h "The agent does not poll"): poll() on the controller socket,
- * the stats socket and agent_wake_fd, with a timeout to the next 100 ms housekeeping tick
- * (flow expiry, link state). After each batch of messages the flow tables are committed.
+ * Connections: one TCP connection per --controller (up to OFS_MAX_CONTROLLERS), each opened
+ * with exponential backoff (100 ms doubling to 4 s; a connect waits 1 s at most) and reopened
+ * the same way when it closes; each connection has its own session (agent_session.c: HELLO,
+ * role, SET_ASYNC masks), a new one at every connect. Flows, groups and meters are the
+ * switch's: kept across reconnects.
+ * Framing: each connection collects bytes in its 128 KiB receive buffer, cut into messages by
+ * the header's length; each message goes to ofs_handle_msg (agent.c) in the connection's
+ * session. A length below 8 cannot be framed and closes the connection, as does a failed
+ * version negotiation.
+ * Routing (route()): what the agent writes is split by message type: replies go to the
+ * connection that asked, the asynchronous PACKET_IN / PORT_STATUS / FLOW_REMOVED to every
+ * connection whose session has done HELLO and wants them (role, SET_ASYNC).
+ * Keepalive (--echo-interval-ms, default 5000, 0 off): after that long without a byte from a
+ * controller, an ECHO_REQUEST; without a byte for one more interval, the connection is closed
+ * (and reopened with backoff). Checked on the housekeeping tick (100 ms resolution).
+ * Fail mode (OF1.3.5 6.4, --fail-mode): secure (default): with no controller connected the
+ * flow tables keep forwarding and what needs a controller (PACKET_IN) is dropped; standalone:
+ * while no controller is connected the workers bypass the tables and flood every received
+ * frame (ofs_dp.standalone; no MAC learning), tables kept for when a controller returns.
+ * Sleep/wake (see ofswitch.h "The agent does not poll"): poll() on the connections, the stats
+ * socket and agent_wake_fd, with a timeout to the next 100 ms housekeeping tick (flow expiry,
+ * link state, keepalive) or connection attempt. After each batch of received messages the
+ * flow tables are committed.
  * Stats socket (--stats-sock): a UNIX socket answering one JSON line of counters per
- * connection (launcher and benchmarks read it), answered also while disconnected.
+ * connection (launcher and benchmarks read it), answered also while disconnected;
+ * of_connected is true while at least one controller session is up.
  * Concurrency: the agent thread only; it reads worker counters without locks (64-bit loads).
+ * Limits: connect is blocking (1 s timeout); IPv4 controller addresses only.
  */
 #include <errno.h>
 #include <poll.h>
@@ -26,6 +41,7 @@
 #include <netinet/tcp.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include "ofswitch.h"
 #include "agent.h"
@@ -36,17 +52,22 @@ static volatile int of_connected;
 /* Flow expiry and link-state checks run on this tick; between ticks the agent sleeps unless a
  * message or a Packet-In arrives (no fixed-interval polling: see ofswitch.h). */
 #define AGENT_TICK_NS 100000000ull
-static int connect_controller(const struct ofs_agent_cfg *cfg)
+static int connect_controller(const struct ofs_controller_addr *addr)
 {
 	int s = socket(AF_INET, SOCK_STREAM, 0);
 	if (s < 0)
 		return -1;
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(cfg->port) };
-	if (inet_pton(AF_INET, cfg->host, &a.sin_addr) != 1 ||
+	/* a connect that gets no answer must not hold the other connections up: 1 s at most
+	 * (Linux applies SO_SNDTIMEO to connect), then sends block as usual */
+	struct timeval tv = { .tv_sec = 1 }, none = { 0 };
+	setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(addr->port) };
+	if (inet_pton(AF_INET, addr->host, &a.sin_addr) != 1 ||
 	    connect(s, (struct sockaddr *)&a, sizeof(a)) != 0) {
 		close(s);
 		return -1;
 	}
+	setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &none, sizeof(none));
 	int one = 1;
 	setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	return s;
@@ -140,16 +161,140 @@ static void check_links(struct obuf *out)
 	}
 }
 
+/* ---- controller connections ------------------------------------------------------------- */
+struct conn {
+	const struct ofs_controller_addr *addr;
+	int fd;                      /* -1: not connected */
+	struct ofs_session *sess;    /* while connected */
+	struct obuf out;             /* what to send it */
+	uint8_t rx[OFS_RX_BUF];
+	size_t rx_len;
+	unsigned backoff_ms;
+	uint64_t next_try_ns;        /* when to try connecting again */
+	uint64_t last_rx_ns;         /* keepalive: last bytes received */
+	uint64_t echo_sent_ns;
+	bool echo_pending;
+};
+static struct conn conns[OFS_MAX_CONTROLLERS];
+static unsigned n_conns;
+#define OFS_ECHO_XID 0xec400000u  /* keepalive ECHO_REQUESTs carry this xid */
+
+static void conn_close(struct conn *c, uint64_t now, const char *why)
+{
+	if (c->out.len)
+		send_all(c->fd, &c->out);
+	close(c->fd);
+	c->fd = -1;
+	ofs_session_close(c->sess);
+	c->sess = NULL;
+	c->out.len = 0;
+	c->next_try_ns = now;  /* the first retry at once, then with backoff */
+	fprintf(stderr, "ofswitch: controller %s:%u: %s, reconnecting\n", c->addr->host,
+		c->addr->port, why);
+}
+
+static void conn_try(struct conn *c, uint64_t now)
+{
+	if (now < c->next_try_ns)
+		return;
+	int fd = connect_controller(c->addr);
+	if (fd < 0) {
+		c->next_try_ns = now + c->backoff_ms * 1000000ull;
+		c->backoff_ms = c->backoff_ms * 2 > 4000 ? 4000 : c->backoff_ms * 2;
+		return;
+	}
+	c->sess = ofs_session_open();  /* never NULL: a session per connection and one spare */
+	c->fd = fd;
+	c->backoff_ms = 100;
+	c->rx_len = 0;
+	c->last_rx_ns = now;
+	c->echo_pending = false;
+	ofs_send_hello(&c->out);
+	send_all(c->fd, &c->out);
+	fprintf(stderr, "ofswitch: connected to controller %s:%u\n", c->addr->host, c->addr->port);
+}
+
+/* Hand what the agent wrote to the connections: replies to origin (NULL: there are none),
+ * asynchronous messages to every connection whose session wants them (ofs_session_wants). */
+static void route(struct obuf *b, struct conn *origin)
+{
+	for (size_t o = 0; o + OFP_HDR_LEN <= b->len;) {
+		const uint8_t *m = b->data + o;
+		uint16_t ml = rd16(m + 2);
+		bool async = m[1] == OFPT_PACKET_IN || m[1] == OFPT_PORT_STATUS ||
+			     m[1] == OFPT_FLOW_REMOVED;
+		for (unsigned i = 0; i < n_conns; i++) {
+			struct conn *c = &conns[i];
+			if (c->fd < 0)
+				continue;
+			if (async ? ofs_session_ready(c->sess) && ofs_session_wants(c->sess, m)
+				  : c == origin)
+				memcpy(ob_put(&c->out, ml), m, ml);
+		}
+		o += ml;
+	}
+	b->len = 0;
+}
+
+/* Frame and handle what arrived on c. false: the connection must be closed. */
+static bool conn_receive(struct conn *c, struct obuf *tmp, uint64_t now)
+{
+	ssize_t n = recv(c->fd, c->rx + c->rx_len, OFS_RX_BUF - c->rx_len, 0);
+	if (n <= 0)
+		return false;
+	c->last_rx_ns = now;
+	c->echo_pending = false;
+	c->rx_len += (size_t)n;
+	size_t o = 0;
+	bool ok = true;
+	ofs_session_use(c->sess);
+	while (ok && c->rx_len - o >= OFP_HDR_LEN) {
+		uint16_t ml = rd16(c->rx + o + 2);
+		if (ml < OFP_HDR_LEN) {  /* unframeable */
+			ok = false;
+			break;
+		}
+		if (c->rx_len - o < ml)
+			break;
+		if (ofs_handle_msg(tmp, c->rx + o, ml) < 0)
+			ok = false;
+		o += ml;
+	}
+	memmove(c->rx, c->rx + o, c->rx_len - o);
+	c->rx_len -= o;
+	ofs_commit();
+	route(tmp, c);
+	return ok;
+}
+
+/* Keepalive (--echo-interval-ms): an ECHO_REQUEST after an interval of silence, the
+ * connection closed after one more interval without any answer. */
+static void conn_keepalive(struct conn *c, uint64_t now, uint64_t interval_ns)
+{
+	if (!interval_ns || c->fd < 0)
+		return;
+	if (c->echo_pending && now - c->echo_sent_ns >= interval_ns) {
+		conn_close(c, now, "no answer to the keepalive ECHO_REQUEST");
+		return;
+	}
+	if (!c->echo_pending && now - c->last_rx_ns >= interval_ns) {
+		size_t at = c->out.len;
+		uint8_t *h = ob_put(&c->out, OFP_HDR_LEN);
+		h[0] = OFP13_VERSION; h[1] = OFPT_ECHO_REQUEST;
+		wr16(h + 2, OFP_HDR_LEN);
+		wr32(h + 4, OFS_ECHO_XID);
+		(void)at;
+		c->echo_pending = true;
+		c->echo_sent_ns = now;
+	}
+}
+
 void *ofs_agent_main(void *arg)
 {
 	const struct ofs_agent_cfg *cfg = arg;
-	struct obuf out;
-	ob_init(&out);
-	static uint8_t rx[OFS_RX_BUF];  /* one agent thread: static, nothing to allocate */
-	size_t rx_len = 0;
+	struct obuf tmp;             /* what the agent writes, before route() */
+	ob_init(&tmp);
 	int ls = stats_listen(cfg);
-	unsigned backoff_ms = 100;
-	int s = -1;
 	/* Packet-In doorbell (ofs_wake_agent); non-blocking so a burst of writes never stalls */
 	int efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (efd < 0) {
@@ -158,101 +303,97 @@ void *ofs_agent_main(void *arg)
 		return NULL;
 	}
 	ofs_dp.agent_wake_fd = efd;
+	n_conns = cfg->n_ctl;
+	for (unsigned i = 0; i < n_conns; i++) {
+		conns[i] = (struct conn){ .addr = &cfg->ctl[i], .fd = -1, .backoff_ms = 100 };
+		ob_init(&conns[i].out);
+	}
+	const uint64_t echo_ns = cfg->echo_interval_ms * 1000000ull;
+	bool standalone = false;
 	uint64_t last_expire = 0;
 	while (!ofs_dp.force_quit) {
-		if (s < 0) {
-			s = connect_controller(cfg);
-			if (s < 0) {
-				/* keep answering stats while waiting for the controller */
-				struct pollfd pf = { .fd = ls, .events = POLLIN };
-				if (poll(&pf, ls >= 0 ? 1 : 0, (int)backoff_ms) > 0)
-					stats_answer(ls);
-				backoff_ms = backoff_ms * 2 > 4000 ? 4000 : backoff_ms * 2;
-				continue;
-			}
-			backoff_ms = 100;
-			rx_len = 0;
-			ofs_agent_reset_session();
-			ofs_send_hello(&out);
-			send_all(s, &out);
-			of_connected = 1;
-			fprintf(stderr, "ofswitch: connected to controller %s:%u\n", cfg->host,
-				cfg->port);
-		}
-		/* Sleep until a message, a Packet-In (the worker writes efd, see ofs_wake_agent) or
-		 * the next housekeeping tick. agent_sleeping is stored (a full barrier) before the
-		 * ring is checked, so a Packet-In enqueued in between is seen one way or the other. */
 		uint64_t now = ofs_now_ns();
-		uint64_t next_tick = last_expire + AGENT_TICK_NS;
-		int timeout_ms = now >= next_tick ? 0 : (int)((next_tick - now + 999999) / 1000000);
+		for (unsigned i = 0; i < n_conns; i++)
+			if (conns[i].fd < 0)
+				conn_try(&conns[i], now);
+		/* Sleep until a message, a Packet-In (the worker writes efd, see ofs_wake_agent), the
+		 * next housekeeping tick or the next connection attempt. agent_sleeping is stored (a
+		 * full barrier) before the ring is checked, so a Packet-In enqueued in between is
+		 * seen one way or the other. */
+		now = ofs_now_ns();
+		uint64_t wake = last_expire + AGENT_TICK_NS;
+		for (unsigned i = 0; i < n_conns; i++)
+			if (conns[i].fd < 0 && conns[i].next_try_ns < wake)
+				wake = conns[i].next_try_ns;
+		int timeout_ms = now >= wake ? 0 : (int)((wake - now + 999999) / 1000000);
 		__atomic_store_n(&ofs_dp.agent_sleeping, 1, __ATOMIC_SEQ_CST);
 		if (rte_ring_count(ofs_dp.pin_ring) > 0)
 			timeout_ms = 0;
-		struct pollfd pf[3] = { { .fd = s, .events = POLLIN }, { .fd = efd, .events = POLLIN },
-					{ .fd = ls, .events = POLLIN } };
-		int np = poll(pf, ls >= 0 ? 3 : 2, timeout_ms);
+		struct pollfd pf[OFS_MAX_CONTROLLERS + 2];
+		pf[0] = (struct pollfd){ .fd = efd, .events = POLLIN };
+		pf[1] = (struct pollfd){ .fd = ls, .events = POLLIN };  /* fd -1: ignored */
+		for (unsigned i = 0; i < n_conns; i++)
+			pf[2 + i] = (struct pollfd){ .fd = conns[i].fd, .events = POLLIN };
+		int np = poll(pf, 2 + n_conns, timeout_ms);
 		__atomic_store_n(&ofs_dp.agent_sleeping, 0, __ATOMIC_RELAXED);
-		if (np > 0 && (pf[1].revents & POLLIN)) {
+		now = ofs_now_ns();
+		if (np > 0 && (pf[0].revents & POLLIN)) {
 			uint64_t cnt;
 			ssize_t r = read(efd, &cnt, sizeof(cnt));
 			(void)r;
 		}
-		bool close_it = false;
-		if (np > 0 && (pf[0].revents & (POLLIN | POLLHUP | POLLERR))) {
-			ssize_t n = recv(s, rx + rx_len, OFS_RX_BUF - rx_len, 0);
-			if (n <= 0) {
-				close_it = true;
-			} else {
-				rx_len += (size_t)n;
-				size_t o = 0;
-				while (rx_len - o >= 8) {
-					uint16_t ml = rd16(rx + o + 2);
-					if (ml < 8) { close_it = true; break; }  /* unframeable */
-					if (rx_len - o < ml) break;
-					if (ofs_handle_msg(&out, rx + o, ml) < 0) close_it = true;
-					o += ml;
-					if (close_it) break;
-				}
-				memmove(rx, rx + o, rx_len - o);
-				rx_len -= o;
-				ofs_commit();
-			}
+		for (unsigned i = 0; np > 0 && i < n_conns; i++) {
+			struct conn *c = &conns[i];
+			if (c->fd >= 0 && (pf[2 + i].revents & (POLLIN | POLLHUP | POLLERR)) &&
+			    !conn_receive(c, &tmp, now))
+				conn_close(c, now, "session closed");
 		}
-		if (ls >= 0 && np > 0 && (pf[2].revents & POLLIN))
+		if (ls >= 0 && np > 0 && (pf[1].revents & POLLIN))
 			stats_answer(ls);
-		/* packets for the controller */
+		/* packets for the controllers (dropped when none wants them) */
 		void *pins[64];
 		unsigned n = rte_ring_sc_dequeue_burst(ofs_dp.pin_ring, pins, 64, NULL);
 		for (unsigned i = 0; i < n; i++) {
-			ofs_send_packet_in(&out, pins[i]);
+			ofs_send_packet_in(&tmp, pins[i]);
 			free(pins[i]);
 		}
-		now = ofs_now_ns();
 		if (now - last_expire >= AGENT_TICK_NS) {
 			last_expire = now;
-			ofs_expire_flows(&out, now);
+			ofs_expire_flows(&tmp, now);
 			ofs_commit();
-			check_links(&out);
+			check_links(&tmp);
+			for (unsigned i = 0; i < n_conns; i++)
+				conn_keepalive(&conns[i], now, echo_ns);
 		}
-		if (out.len && !send_all(s, &out))
-			close_it = true;
-		if (close_it) {
-			if (out.len) send_all(s, &out);
-			close(s);
-			s = -1;
-			of_connected = 0;
-			fprintf(stderr, "ofswitch: controller session closed, reconnecting\n");
+		route(&tmp, NULL);
+		unsigned up = 0;
+		for (unsigned i = 0; i < n_conns; i++) {
+			struct conn *c = &conns[i];
+			if (c->fd >= 0 && c->out.len && !send_all(c->fd, &c->out))
+				conn_close(c, now, "send failed");
+			up += c->fd >= 0 && ofs_session_ready(c->sess);
+		}
+		of_connected = up > 0;
+		/* fail mode (OF1.3.5 6.4): standalone forwards on its own while no controller is
+		 * connected; secure keeps the flow tables working and drops what needs one */
+		if (cfg->fail_standalone && standalone != (up == 0)) {
+			standalone = up == 0;
+			__atomic_store_n(&ofs_dp.standalone, standalone, __ATOMIC_RELEASE);
+			fprintf(stderr, "ofswitch: %s standalone mode\n",
+				standalone ? "no controller: entering" : "controller back: leaving");
 		}
 	}
-	if (s >= 0)
-		close(s);
+	for (unsigned i = 0; i < n_conns; i++) {
+		if (conns[i].fd >= 0)
+			close(conns[i].fd);
+		ob_free(&conns[i].out);
+	}
 	if (ls >= 0) {
 		close(ls);
 		unlink(cfg->stats_sock);
 	}
 	ofs_dp.agent_sleeping = 0;
 	close(efd);
-	ob_free(&out);
+	ob_free(&tmp);
 	return NULL;
 }
-

@@ -1158,6 +1158,15 @@ static void process_burst(struct ofs_worker *w, int pidx, struct rte_mbuf **pkts
 							    __ATOMIC_ACQUIRE);
 	if (ix0)
 		reader_enter(w, 0, ix0);
+	if (__atomic_load_n(&ofs_dp.standalone, __ATOMIC_ACQUIRE)) {
+		/* fail-standalone with no controller (ofswitch.h): flood, tables untouched */
+		for (uint16_t j = 0; j < n; j++)
+			if (prepare_rx(w, pidx, pkts[j], &ctx[j])) {
+				ctx[j].pending = NO_PORT;
+				emit(&ctx[j], OFPP_FLOOD, 0, true);
+			}
+		return;
+	}
 	for (uint16_t j = 0; j < n && j < 4; j++)
 		rte_prefetch0(rte_pktmbuf_mtod(pkts[j], void *));
 	for (uint16_t j = 0; j < n; j++) {

@@ -1,9 +1,10 @@
 /* main.c -- ofswitch: command line, EAL and port setup, worker launch (the agent thread's
  * loop is agent_conn.c).
  *
- * Usage: ofswitch <EAL args> -- --dpid 0x1 --controller tcp:127.0.0.1:6653
+ * Usage: ofswitch <EAL args> -- --dpid 0x1 --controller tcp:127.0.0.1:6653 [--controller ...]
  *          --port 1=<dpdk port name or id> [--port 2=...] [--workers N]
  *          [--lookup trie|simple] [--stats-sock PATH] [--idle-sleep-us N]
+ *          [--echo-interval-ms N] [--fail-mode secure|standalone]
  */
 #include <errno.h>
 #include <getopt.h>
@@ -44,8 +45,9 @@ static void on_signal(int sig)
 static __rte_noreturn void usage(const char *why)
 {
 	fprintf(stderr, "ofswitch: %s\nusage: ofswitch <EAL args> -- --dpid HEX --controller "
-		"tcp:HOST:PORT --port OFPORT=DEVNAME|ID [...] [--workers N] [--lookup trie|simple] "
-		"[--stats-sock PATH] [--idle-sleep-us N]\n", why);
+		"tcp:HOST:PORT [--controller ...] --port OFPORT=DEVNAME|ID [...] [--workers N] "
+		"[--lookup trie|simple] [--stats-sock PATH] [--idle-sleep-us N] "
+		"[--echo-interval-ms N] [--fail-mode secure|standalone]\n", why);
 	exit(2);
 }
 
@@ -54,7 +56,8 @@ static void parse_args(int argc, char **argv)
 	static const struct option opts[] = {
 		{"dpid", 1, 0, 'd'}, {"controller", 1, 0, 'c'}, {"port", 1, 0, 'p'},
 		{"workers", 1, 0, 'w'}, {"lookup", 1, 0, 'l'}, {"stats-sock", 1, 0, 's'},
-		{"idle-sleep-us", 1, 0, 'i'}, {0, 0, 0, 0}};
+		{"idle-sleep-us", 1, 0, 'i'}, {"echo-interval-ms", 1, 0, 'e'},
+		{"fail-mode", 1, 0, 'f'}, {0, 0, 0, 0}};
 	int c;
 	ofs_dp.dpid = 1;
 	ofs_dp.n_workers = 1;
@@ -65,20 +68,22 @@ static void parse_args(int argc, char **argv)
 #else
 	ofs_dp.lookup_ops = &ofs_lookup_simple;
 #endif
-	strcpy(agent_cfg.host, "127.0.0.1");
-	agent_cfg.port = 6653;
+	agent_cfg.echo_interval_ms = 5000;  /* Open vSwitch's inactivity probe default */
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
 		case 'd': ofs_dp.dpid = strtoull(optarg, NULL, 0); break;
 		case 'c': {
 			const char *s = optarg;
+			if (agent_cfg.n_ctl == OFS_MAX_CONTROLLERS)
+				usage("--controller: at most 4");
+			struct ofs_controller_addr *a = &agent_cfg.ctl[agent_cfg.n_ctl++];
 			if (strncmp(s, "tcp:", 4) == 0) s += 4;
 			const char *colon = strrchr(s, ':');
-			if (!colon || colon - s >= (int)sizeof(agent_cfg.host))
+			if (!colon || colon - s >= (int)sizeof(a->host))
 				usage("--controller wants tcp:HOST:PORT");
-			memcpy(agent_cfg.host, s, (size_t)(colon - s));
-			agent_cfg.host[colon - s] = 0;
-			agent_cfg.port = (uint16_t)atoi(colon + 1);
+			memcpy(a->host, s, (size_t)(colon - s));
+			a->host[colon - s] = 0;
+			a->port = (uint16_t)atoi(colon + 1);
 			break;
 		}
 		case 'p': {
@@ -102,11 +107,22 @@ static void parse_args(int argc, char **argv)
 			break;
 		case 's': agent_cfg.stats_sock = optarg; break;  /* argv lives as long as we do */
 		case 'i': ofs_dp.idle_sleep_us = (unsigned)atoi(optarg); break;
+		case 'e': agent_cfg.echo_interval_ms = (unsigned)atoi(optarg); break;
+		case 'f':
+			if (strcmp(optarg, "secure") && strcmp(optarg, "standalone"))
+				usage("--fail-mode: 'secure' or 'standalone'");
+			agent_cfg.fail_standalone = strcmp(optarg, "standalone") == 0;
+			break;
 		default: usage("unknown option");
 		}
 	}
 	if (ofs_dp.n_workers < 1 || ofs_dp.n_workers > OFS_MAX_WORKERS)
 		usage("--workers out of range");
+	if (agent_cfg.n_ctl == 0) {  /* the default controller */
+		strcpy(agent_cfg.ctl[0].host, "127.0.0.1");
+		agent_cfg.ctl[0].port = 6653;
+		agent_cfg.n_ctl = 1;
+	}
 }
 
 static void port_init(unsigned i, struct rte_mempool *pool)

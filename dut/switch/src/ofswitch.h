@@ -331,6 +331,9 @@ struct ofs_dp {
 	struct rte_ring *pin_ring, *pout_ring;
 	uint16_t miss_send_len;
 	uint16_t config_flags;
+	/* fail-standalone mode with no controller connected (agent writes, workers read):
+	 * received packets bypass the tables and are flooded (ofs_agent_cfg.fail_standalone) */
+	bool standalone;
 	unsigned idle_sleep_us;
 	volatile bool force_quit;
 	/* agent wake-up (see "The agent does not poll" above); agent_sleeping is only ever set
@@ -364,10 +367,16 @@ void ofs_tx_unsent(struct rte_mbuf **pkts, uint16_t n, void *txq);
 void ofs_run_packet_out(struct ofs_worker *w, struct ofs_pout *po);
 
 /* agent_conn.c: the agent thread (arg: struct ofs_agent_cfg *) */
+#ifndef OFS_MAX_CONTROLLERS
+#define OFS_MAX_CONTROLLERS 4
+#endif
+struct ofs_controller_addr { char host[64]; uint16_t port; };
 struct ofs_agent_cfg {
-	char host[64];
-	uint16_t port;
+	struct ofs_controller_addr ctl[OFS_MAX_CONTROLLERS];  /* --controller, each kept open */
+	unsigned n_ctl;
 	const char *stats_sock;
+	unsigned echo_interval_ms;   /* keepalive: ECHO after this silence, close after 2x; 0 off */
+	bool fail_standalone;        /* --fail-mode standalone (else secure) */
 };
 void *ofs_agent_main(void *cfg);
 /* agent_flows.c: validate an action list on its own (types, lengths, arguments, ports,

@@ -1203,6 +1203,88 @@ static void test_idtable(void)
 	CHECK(ofs_idt_find(&t, repl.id) == &repl, "replace publishes the new object");
 }
 
+
+/* ROLE_REQUEST on the current session; returns the error (0xffffffff: none) and the role. */
+static uint32_t role_request(uint32_t role, uint64_t gen, uint32_t *got)
+{
+	struct mb m;
+	mb_hdr(&m, OFPT_ROLE_REQUEST, 9);
+	uint8_t *p = mb_put(&m, 16);
+	wr32(p, role); wr64(p + 8, gen);
+	mb_end(&m);
+	send_msg(&m);
+	if (reply_type() == OFPT_ROLE_REPLY && got)
+		*got = rd32(out.data + 8);
+	return reply_err();
+}
+
+/* Several controllers (OF1.3.5 6.3.6, 7.3.9, 7.3.10): one session per connection, one master
+ * at most, generation ids, IS_SLAVE for a slave's state-changing messages, async messages
+ * filtered per session. */
+static void test_sessions(void)
+{
+	struct ofs_session *a = ofs_session_open(), *b = ofs_session_open();
+	CHECK(a && b && a != b, "two sessions");
+	uint32_t role = 0;
+	ofs_session_use(a);
+	CHECK(role_request(OFPCR_ROLE_MASTER, 100, &role) == 0xffffffff &&
+	      role == OFPCR_ROLE_MASTER, "a becomes master (gen 100)");
+	ofs_session_use(b);
+	CHECK(role_request(OFPCR_ROLE_NOCHANGE, 0, &role) == 0xffffffff &&
+	      role == OFPCR_ROLE_EQUAL, "b is equal");
+	CHECK(role_request(OFPCR_ROLE_MASTER, 99, NULL) ==
+	      OFS_ERR(OFPET_ROLE_REQUEST_FAILED, OFPRRFC_STALE), "b master with gen 99: STALE");
+	CHECK(role_request(OFPCR_ROLE_MASTER, 101, &role) == 0xffffffff &&
+	      role == OFPCR_ROLE_MASTER, "b master with gen 101");
+	ofs_session_use(a);
+	CHECK(role_request(OFPCR_ROLE_NOCHANGE, 0, &role) == 0xffffffff &&
+	      role == OFPCR_ROLE_SLAVE, "a was demoted to slave");
+	struct mb m;
+	uint8_t ox[16];
+	uint16_t et = htons(0x0800);
+	flow_mod(&m, OFPFC_ADD, 0, 10, ox, oxm(ox, OXM_ETH_TYPE, &et, NULL, 2), 2, 0);
+	send_msg(&m);
+	CHECK(reply_err() == OFS_ERR(OFPET_BAD_REQUEST, OFPBRC_IS_SLAVE), "slave FLOW_MOD: IS_SLAVE");
+	mb_hdr(&m, OFPT_MULTIPART_REQUEST, 5);
+	wr16(mb_put(&m, 8), OFPMP_DESC);
+	mb_end(&m);
+	send_msg(&m);
+	CHECK(reply_type() == OFPT_MULTIPART_REPLY, "a slave may read (multipart)");
+	/* async: a FLOW_REMOVED(DELETE) goes to the master, not to a slave (default masks) */
+	uint8_t fr[56] = { 4, OFPT_FLOW_REMOVED };
+	fr[18] = OFPRR_DELETE;
+	uint8_t pin[32] = { 4, OFPT_PACKET_IN };
+	pin[14] = OFPR_NO_MATCH;
+	CHECK(ofs_session_wants(b, fr) && !ofs_session_wants(a, fr),
+	      "FLOW_REMOVED: master yes, slave no");
+	/* SET_ASYNC on the slave: packet-ins off for the slave role */
+	mb_hdr(&m, OFPT_SET_ASYNC, 6);
+	uint8_t *p = mb_put(&m, 24);
+	wr32(p, 0x7); wr32(p + 4, 0); wr32(p + 8, 0x7); wr32(p + 12, 0x7);
+	wr32(p + 16, 0xf); wr32(p + 20, 0);
+	mb_end(&m);
+	send_msg(&m);
+	CHECK(out.len == 0 && !ofs_session_wants(a, pin) && ofs_session_wants(b, pin),
+	      "SET_ASYNC is per session: a (slave) no packet-ins, b still");
+	ofs_session_use(b);
+	mb_hdr(&m, OFPT_GET_ASYNC_REQUEST, 7);
+	mb_end(&m);
+	send_msg(&m);
+	CHECK(reply_type() == OFPT_GET_ASYNC_REPLY && rd32(out.data + 12) == 0x7,
+	      "b's async config is its own (slave packet-in mask 0x7)");
+	ofs_session_close(a);
+	ofs_session_close(b);
+	struct ofs_session *c = ofs_session_open();
+	ofs_session_use(c);
+	CHECK(role_request(OFPCR_ROLE_NOCHANGE, 0, &role) == 0xffffffff &&
+	      role == OFPCR_ROLE_EQUAL, "a new connection starts equal");
+	CHECK(role_request(OFPCR_ROLE_SLAVE, 100, NULL) ==
+	      OFS_ERR(OFPET_ROLE_REQUEST_FAILED, OFPRRFC_STALE),
+	      "the generation is the switch's: gen 100 after 101 is STALE on a new connection");
+	ofs_session_close(c);
+	ofs_session_use(NULL);
+}
+
 /* The Packet-In doorbell: a worker writes the eventfd only while the agent sleeps, and only
  * once per sleep (the first waker clears agent_sleeping). */
 static void test_agent_wakeup(void)
@@ -1243,6 +1325,7 @@ int main(void)
 	test_failed_reserve_keeps_index();
 	test_idtable();
 	test_agent_wakeup();
+	test_sessions();
 	ob_free(&out);
 	printf("%d checks, %d failures\n", checks, failures);
 	return failures ? 1 : 0;
