@@ -1,11 +1,13 @@
 /* agent.h -- the OpenFlow 1.3 agent of ofswitch as the rest of the switch (and tests, fuzzers)
  * see it. Agent thread only.
  *
- * The entry point: ofs_handle_msg() handles ONE complete OpenFlow message received on the
- * controller connection and appends every reply (and OFPT_ERROR) to an output buffer; it needs
- * no socket and no running workers (ofs_dp.qsbr NULL: frees are immediate), so unit tests and
- * a fuzz harness drive the real parse/handle path through it. Which file handles what:
- * agent_internal.h.
+ * The entry point: ofs_handle_msg() handles ONE complete OpenFlow message received on a
+ * controller connection, in the session chosen with ofs_session_use (a default session when
+ * none was), and appends every reply (and OFPT_ERROR, and the asynchronous messages it causes,
+ * e.g. FLOW_REMOVED of a DELETE) to an output buffer; agent_conn.c routes them to the
+ * connections. It needs no socket and no running workers (ofs_dp.qsbr NULL: frees are
+ * immediate), so unit tests and a fuzz harness drive the real parse/handle path through it.
+ * Which file handles what: agent_internal.h.
  *
  * What the agent advertises is what it accepts: the table-features reply lists, per table,
  * the instructions, next tables, actions, match/wildcard fields and set-fields that the

@@ -278,12 +278,10 @@ static void conn_keepalive(struct conn *c, uint64_t now, uint64_t interval_ns)
 		return;
 	}
 	if (!c->echo_pending && now - c->last_rx_ns >= interval_ns) {
-		size_t at = c->out.len;
 		uint8_t *h = ob_put(&c->out, OFP_HDR_LEN);
 		h[0] = OFP13_VERSION; h[1] = OFPT_ECHO_REQUEST;
 		wr16(h + 2, OFP_HDR_LEN);
 		wr32(h + 4, OFS_ECHO_XID);
-		(void)at;
 		c->echo_pending = true;
 		c->echo_sent_ns = now;
 	}

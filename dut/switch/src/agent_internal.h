@@ -5,9 +5,11 @@
  *   agent.c            the entry point: version check, slave refusal, length check, and a
  *                      table of handlers indexed by message type; output buffer; commit
  *   agent_error.c      the one place that builds OFPT_ERROR
- *   agent_session.c    session state and handshake: HELLO (version negotiation), ECHO,
- *                      FEATURES, GET/SET_CONFIG, BARRIER, ROLE, GET/SET_ASYNC
- *   agent_conn.c       the controller connection: connect with backoff, framing, the agent's
+ *   agent_session.c    sessions (one per controller connection) and handshake: HELLO
+ *                      (version negotiation), ECHO, FEATURES, GET/SET_CONFIG, BARRIER, ROLE
+ *                      (one master, generation_id), GET/SET_ASYNC, who gets async messages
+ *   agent_conn.c       the controller connections: connect with backoff, framing, routing
+ *                      of replies and async messages, keepalive, fail mode, the agent's
  *                      sleep/wake loop (ofs_agent_main), the stats socket, link polling
  *   agent_flows.c      FLOW_MOD (validation of matches, instructions and actions; add,
  *                      modify, delete), timeouts, FLOW_REMOVED
@@ -20,9 +22,12 @@
  * returns an OFS_ERR() code to a caller that does); it never both refuses and applies part of
  * a message: every check runs before the first change.
  * Out of memory (one policy): a message whose handling cannot get memory is refused with an
- * OFPT_ERROR (the FLOW_MOD / GROUP_MOD / METER_MOD failed code for "no room": TABLE_FULL,
- * OUT_OF_GROUPS, OUT_OF_METERS; OFPBRC_EPERM elsewhere) and leaves the state it found; only
- * the output buffer (ob_put) aborts, since without it not even the error can be sent.
+ * OFPT_ERROR and leaves the state it found: FLOW_MOD add TABLE_FULL, modify/delete
+ * FLOW_MOD_FAILED/UNKNOWN (flowtable.h: also when the next published index cannot be
+ * reserved), GROUP_MOD OUT_OF_GROUPS, METER_MOD OUT_OF_METERS, anything else
+ * OFS_ERR_NO_MEMORY (BAD_REQUEST/EPERM). Start-up (main.c, a worker's first allocation)
+ * fails with a message naming what could not be had. Only the output buffer (ob_put)
+ * aborts, since without it not even the error can be sent.
  * Byte order: message buffers are wire (big-endian) bytes, read and written only through
  * rd16/32/64 and wr16/32/64 (ofp13.h); everything in structs is host order.
  */

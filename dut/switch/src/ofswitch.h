@@ -18,9 +18,9 @@
  *  - Workers hand packets for the controller to the agent through pin_ring (MP/SC); the agent
  *    hands PACKET_OUTs to worker 0 through pout_ring (SP/SC). So workers never touch the TCP
  *    socket and the agent never touches a NIC queue.
- *  - The agent does not poll: it sleeps in poll() on the controller socket, the stats socket
+ *  - The agent does not poll: it sleeps in poll() on the controller sockets, the stats socket
  *    and agent_wake_fd (an eventfd) until a message, a 100 ms housekeeping tick (flow expiry,
- *    link state) or a Packet-In.  Before it sleeps it sets agent_sleeping and re-checks
+ *    link state, keepalive, reconnects) or a Packet-In.  Before it sleeps it sets agent_sleeping and re-checks
  *    pin_ring; a worker that enqueued a Packet-In and sees agent_sleeping set clears it and
  *    writes the eventfd (ofs_wake_agent), so there is one wake-up per sleep at most and a
  *    busy datapath costs the agent's core ~10 wake-ups/s instead of a 2 ms poll's 500+.

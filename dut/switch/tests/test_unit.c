@@ -692,6 +692,7 @@ static void reset_tables(void)
 			ofs_dp.lookup_ops->destroy(tb->lx);
 		free(tb->view);
 		free(tb->spare);
+		free(tb->spare_grow);
 		free(tb->mask_bits);
 		free(tb->pend);
 		free(tb->htab);
