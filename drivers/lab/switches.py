@@ -84,7 +84,8 @@ class SwitchHandle:
 
 
 def start_switch(lab, kind: str, *, name: str, ports: list[tuple[int, str]],
-                 controller: tuple[str, int] | list[tuple[str, int]], netns: str | None = None, dpid: int = 1,
+                 controller: tuple[str, int] | list[tuple[str, int]],
+                 netns: str | None = None, dpid: int = 1,
                  extra_ports: list[tuple[int, dict]] | None = None, host=None,
                  lookup: str | None = None, workers: int | None = None,
                  lcores: str | None = None, idle_sleep_us: int | None = None,

@@ -176,7 +176,8 @@ PROFILE = Spec(dict, fields={
         "host": Spec(str),
         "busy_poll": Spec(bool, default=False),
         # ofbench with no controller connected (OF1.3.5 6.4): secure keeps the flow tables
-        # and drops what needs a controller; standalone floods (drivers/lab/switches.py)
+        # and drops what needs a controller; standalone forwards as a learning switch
+        # (drivers/lab/switches.py passes it to ofbench, and to OVS as the profile's switch)
         "fail_mode": Spec(str, choices=("secure", "standalone")),
         "ports": Spec(dict, values=PORT),
     }),

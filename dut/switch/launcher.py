@@ -51,8 +51,9 @@ def switch_argv(binary: str | Path, eal_args: list[str], ports: list[tuple[int, 
                 fail_mode: str | None = None, echo_interval_ms: int | None = None) -> list[str]:
     """Command line of ofswitch. ``ports`` = [(openflow port number, devargs or port id)];
     ``controller`` one (host, port) or a list of them (one connection each, roles per OF1.3.5
-    6.3.6); ``fail_mode`` secure (the binary's default) or standalone; ``echo_interval_ms`` the
-    keepalive (default 5000 in the binary, 0 off)."""
+    6.3.6); ``fail_mode`` secure (the binary's default) or standalone (a learning switch while
+    no controller is connected); ``echo_interval_ms`` the keepalive (default 5000 in the
+    binary, 0 off)."""
     if not ports:
         raise ValueError("ofswitch needs at least one port")
     if lookup not in LOOKUPS:

@@ -18,8 +18,9 @@
  * (and reopened with backoff). Checked on the housekeeping tick (100 ms resolution).
  * Fail mode (OF1.3.5 6.4, --fail-mode): secure (default): with no controller connected the
  * flow tables keep forwarding and what needs a controller (PACKET_IN) is dropped; standalone:
- * while no controller is connected the workers bypass the tables and flood every received
- * frame (ofs_dp.standalone; no MAC learning), tables kept for when a controller returns.
+ * while no controller is connected the workers bypass the tables and forward as learning
+ * switches (ofs_dp.standalone, datapath.c standalone_forward), the tables kept for when a
+ * controller returns.
  * Sleep/wake (see ofswitch.h "The agent does not poll"): poll() on the connections, the stats
  * socket and agent_wake_fd, with a timeout to the next 100 ms housekeeping tick (flow expiry,
  * link state, keepalive) or connection attempt. After each batch of received messages the

@@ -62,7 +62,7 @@ static void frame_fields(const uint8_t *frame, size_t len, uint32_t in_port,
 	if (m->value.vlan_vid & htons(OFPVID_PRESENT))
 		m->fields |= 1ull << OXM_VLAN_VID;
 	uint16_t et = ntohs(m->value.eth_type);
-	if ((et == 0x0800 || et == 0x86dd) && lay.l3_ofs >= 0) {
+	if ((et == OFS_ETH_P_IPV4 || et == OFS_ETH_P_IPV6) && lay.l3_ofs >= 0) {
 		m->fields |= 1ull << OXM_IP_PROTO;
 		if (m->value.ip_proto == OFS_IPPROTO_ICMPV6 && lay.l4_ofs >= 0)
 			m->fields |= 1ull << OXM_ICMPV6_TYPE;

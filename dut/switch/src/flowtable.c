@@ -331,7 +331,8 @@ static void cls_destroy(void *lxp)
 
 const struct ofs_lookup_ops ofs_lookup_trie = {
 	.name = "trie", .create = cls_create, .insert = cls_insert, .remove = cls_remove,
-	.reserve = cls_reserve, .publish = cls_publish, .lookup = cls_lookup, .lookup_burst = cls_lookup_burst,
+	.reserve = cls_reserve, .publish = cls_publish, .lookup = cls_lookup,
+	.lookup_burst = cls_lookup_burst,
 	.reader_enter = cls_reader_enter, .reader_leave = cls_reader_leave,
 	.destroy = cls_destroy,
 };

@@ -162,8 +162,12 @@ enum oxm_field {
 };
 #define OFPVID_PRESENT 0x1000
 
-/* Ethertypes the push actions may name (OF1.3.5 7.2.5: push_vlan 0x8100/0x88a8, push_mpls
- * 0x8847/0x8848, push_pbb 0x88e7) */
+/* Ethertypes: the ones prerequisites and header rewrites look at, and the ones the push
+ * actions may name (OF1.3.5 7.2.5: push_vlan 0x8100/0x88a8, push_mpls 0x8847/0x8848,
+ * push_pbb 0x88e7) */
+#define OFS_ETH_P_IPV4 0x0800
+#define OFS_ETH_P_ARP 0x0806
+#define OFS_ETH_P_IPV6 0x86dd
 #define OFS_ETH_P_8021Q 0x8100
 #define OFS_ETH_P_8021AD 0x88a8
 #define OFS_ETH_P_MPLS_UC 0x8847

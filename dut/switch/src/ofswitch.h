@@ -73,6 +73,7 @@
 #define OFS_BURST 32
 #define OFS_CACHE_SIZE 8192 /* buckets per worker (x OFS_CACHE_WAYS entries), power of 2 */
 #define OFS_MAX_PKT 9216
+#define OFS_MAC_TABLE 4096  /* per worker, power of 2: fail-standalone MAC learning */
 
 struct ofs_flow {
 	/* ---- hot: what a cache hit touches, in the first cache line ---- */
@@ -294,6 +295,9 @@ struct ofs_worker {
 	uint64_t cache_hits, cache_misses;
 	uint64_t cache_revalidated;  /* hits on an entry of an older version (ck_revalidate) */
 	uint64_t entered;            /* tables whose lookup structure this worker entered */
+	/* fail-standalone MAC learning (datapath.c standalone_forward): direct-mapped, this
+	 * worker's own; an entry is mac (48 bits) | (ports[] index + 1) << 48, 0 = empty */
+	uint64_t mac_learned[OFS_MAC_TABLE];
 	struct rte_mempool *pool;
 } __rte_cache_aligned;
 
@@ -332,7 +336,8 @@ struct ofs_dp {
 	uint16_t miss_send_len;
 	uint16_t config_flags;
 	/* fail-standalone mode with no controller connected (agent writes, workers read):
-	 * received packets bypass the tables and are flooded (ofs_agent_cfg.fail_standalone) */
+	 * received packets bypass the tables; each worker forwards as a learning switch
+	 * (ofs_agent_cfg.fail_standalone) */
 	bool standalone;
 	unsigned idle_sleep_us;
 	volatile bool force_quit;

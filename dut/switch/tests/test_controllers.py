@@ -5,7 +5,8 @@ test as the controllers on loopback ports:
 * two connections at once: roles, one master, generation_id (STALE), IS_SLAVE refusals,
   asynchronous messages per connection (SET_ASYNC);
 * the echo keepalive: a controller that stops answering is dropped and reconnected;
-* fail-secure vs fail-standalone on controller loss, flows kept across the reconnect.
+* fail-secure vs fail-standalone on controller loss, flows kept across the reconnect;
+  standalone learns MACs (a frame to the MAC learnt on its ingress port is filtered).
 
 Traffic without a controller: a flow in_port=1 -> output:IN_PORT keeps one frame circling
 through port 1's ring, so the datapath keeps working while no controller is connected; the
@@ -199,3 +200,26 @@ def test_controller_loss_fail_modes_and_flows_kept(tmp_path, mode):
         c.close()
         assert proc.poll() is None
     lst.close()
+
+
+def test_standalone_learns_and_filters(tmp_path):
+    """Fail-standalone is a learning switch: a frame addressed to the MAC it came from (learnt
+    on its ingress port) is filtered, where a flood would keep it circling."""
+    lst = listen()
+    with ring_switch(tmp_path, [lst.getsockname()[1]], fail_mode="standalone") as proc:
+        c = accept(lst, proc)
+        c.send(w.flow_mod(match_=w.match(w.oxm(0, struct.pack("!I", 1))), priority=10,
+                          instructions=w.apply_actions(w.action_output(OFPP_IN_PORT)), xid=1))
+        assert c.barrier()
+        self_addressed = b"\x02\x00\x00\x00\x00\x07" * 2 + b"\x08\x00" + bytes(46)
+        c.send(w.packet_out(self_addressed, w.action_output(1), xid=2))
+        time.sleep(0.3)
+        assert port_tx(tmp_path, 1) > 0, "the frame circles through port 1 (the flow)"
+        c.close()
+        lst.close()
+        time.sleep(0.5)  # standalone now: the frame is filtered at its next arrival
+        a1, a2 = port_tx(tmp_path, 1), port_tx(tmp_path, 2)
+        time.sleep(0.5)
+        assert (port_tx(tmp_path, 1), port_tx(tmp_path, 2)) == (a1, a2), \
+            "a frame to the MAC learnt on its ingress port is dropped, not flooded"
+        assert proc.poll() is None
