@@ -14,6 +14,7 @@ stats socket (answered also while disconnected) shows the ports' counters.
 """
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import socket
@@ -31,6 +32,7 @@ from dut.switch.tests.test_fuzz import accept
 ROLE_REQUEST, ROLE_REPLY, SET_ASYNC = 24, 25, 28
 ROLE_EQUAL, ROLE_MASTER, ROLE_SLAVE = 1, 2, 3
 OFPP_IN_PORT = 0xFFFFFFF8
+_SWITCHES = itertools.count()  # a unique --file-prefix for every switch of this process
 FRAME = b"\x22" * 6 + b"\x11" * 6 + b"\x08\x00" + bytes(46)
 
 
@@ -48,7 +50,7 @@ def ring_switch(tmp_path, ports: list[int], **opts):
     binary = launcher.binary_path()
     if not binary.exists():
         pytest.skip(f"{binary} not built")
-    prefix = f"ofb-swctl-{os.getpid()}-{ports[0]}"
+    prefix = f"ofb-swctl-{os.getpid()}-{next(_SWITCHES)}"
     eal = ["-l", "0", "--no-huge", "-m", "256", "--no-pci", "--file-prefix", prefix,
            "--log-level", "lib.eal:error"]
     argv = launcher.switch_argv(binary, eal, [(1, "net_ring0"), (2, "net_ring1")],
