@@ -121,10 +121,12 @@ class OvsInstance:
     def appctl(self, *args) -> str:
         return self._run(["ovs-appctl", "-t", self.dir / "ovs-vswitchd.ctl", *args])
 
-    def add_bridge(self, br: str, *, dpid: int | None = None, controller: str | None = None,
+    def add_bridge(self, br: str, *, dpid: int | None = None,
+                   controller: str | list[str] | None = None,
                    protocols: str = "OpenFlow13", fail_mode: str = "secure",
                    other_config: dict | None = None) -> None:
-        """A bridge on the userspace datapath (netdev); ``controller`` like tcp:127.0.0.1:6653."""
+        """A bridge on the userspace datapath (netdev); ``controller`` like tcp:127.0.0.1:6653,
+        or a list of such targets (one connection each)."""
         args = ["--", "add-br", br, "--", "set", "bridge", br, "datapath_type=netdev",
                 f"protocols={protocols}", f"fail_mode={fail_mode}"]
         if dpid is not None:
@@ -135,7 +137,8 @@ class OvsInstance:
         args += ["--", "set", "bridge", br, "other_config:disable-in-band=true"]
         self.vsctl(*args)
         if controller:
-            self.vsctl("set-controller", br, controller)
+            targets = [controller] if isinstance(controller, str) else list(controller)
+            self.vsctl("set-controller", br, *targets)
 
     def add_port(self, br: str, port: str, *, ofport: int | None = None,
                  type: str | None = None, options: dict | None = None) -> None:

@@ -43,8 +43,9 @@ def switch_available(kind: str, profile) -> str | None:
 
 def ofbench_settings(profile, kind: str, env=os.environ) -> dict:
     """The profile's settings for our switch (``switch.lookup``, ``switch.workers``,
-    ``switch.cores``) when ``kind`` is the profile's own switch; env ``OFBENCH_SWITCH_LOOKUP``
-    (an alias kept for old scripts) overrides the lookup. For ofbench as a peer, the defaults."""
+    ``switch.cores``, ``switch.fail_mode``) when ``kind`` is the profile's own switch; env
+    ``OFBENCH_SWITCH_LOOKUP`` (an alias kept for old scripts) overrides the lookup. For
+    ofbench as a peer, the defaults."""
     from dut.profiles.schema import DEFAULT_LOOKUP
     out: dict = {"lookup": DEFAULT_LOOKUP, "workers": 1}
     sw = profile.switch if profile is not None else {}
@@ -52,6 +53,8 @@ def ofbench_settings(profile, kind: str, env=os.environ) -> dict:
         out = {"lookup": sw.get("lookup", DEFAULT_LOOKUP), "workers": int(sw.get("workers", 1))}
         if sw.get("cores"):
             out["lcores"] = sw["cores"]
+        if sw.get("fail_mode"):
+            out["fail_mode"] = sw["fail_mode"]
     if kind == "ofbench" and env.get("OFBENCH_SWITCH_LOOKUP"):
         out["lookup"] = env["OFBENCH_SWITCH_LOOKUP"]
     return out
@@ -81,7 +84,8 @@ class SwitchHandle:
 
 
 def start_switch(lab, kind: str, *, name: str, ports: list[tuple[int, str]],
-                 controller: tuple[str, int], netns: str | None = None, dpid: int = 1,
+                 controller: tuple[str, int] | list[tuple[str, int]],
+                 netns: str | None = None, dpid: int = 1,
                  extra_ports: list[tuple[int, dict]] | None = None, host=None,
                  lookup: str | None = None, workers: int | None = None,
                  lcores: str | None = None, idle_sleep_us: int | None = None,
@@ -90,6 +94,8 @@ def start_switch(lab, kind: str, *, name: str, ports: list[tuple[int, str]],
     """Start switch ``kind`` connected to ``controller`` with ``ports``; the one way every
     suite starts a switch, of any kind, on any host.
 
+    ``controller`` is one (host, port) or a list of them (a connection to each; roles are
+    the controllers' business, OF1.3.5 6.3.6).
     ``ports`` are kernel interfaces ``(ofport, ifname)`` (OVS netdev ports; ofbench reads them
     with af_xdp); ``extra_ports`` are fast wires ``(ofport, {"ovs": {...}, "devargs": str})``.
     ``host`` is the lab host (default: the profile's switch host; a local lab's is this box).
@@ -102,7 +108,11 @@ def start_switch(lab, kind: str, *, name: str, ports: list[tuple[int, str]],
         if host is not lab:
             raise LabError(f"{kind} on a remote host is not supported yet (host {host.role})")
         ovs = OvsInstance(lab, name, dpdk=(kind == "ovs-dpdk"), netns=netns).start()
-        ovs.add_bridge("br0", dpid=dpid, controller=f"tcp:{controller[0]}:{controller[1]}")
+        sw = getattr(getattr(lab, "profile", None), "switch", None) or {}
+        fail_mode = sw.get("fail_mode") if sw.get("kind") == kind else None
+        ctls = [controller] if isinstance(controller, tuple) else list(controller)
+        ovs.add_bridge("br0", dpid=dpid, controller=[f"tcp:{h}:{p}" for h, p in ctls],
+                       fail_mode=fail_mode or "secure")
         for ofport, ifname in ports:
             ovs.add_port("br0", ifname, ofport=ofport)
         for ofport, spec in extra_ports or []:

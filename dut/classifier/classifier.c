@@ -555,7 +555,13 @@ void ofb_cls_reclaim(struct ofb_cls *c)
     c->prm_head = i;
     if (c->prm_head == c->n_prm)
         c->prm_head = c->n_prm = 0;
-    /* memory retired at version v: no reader at <= v may remain */
+    /* memory retired at version v: no reader at <= v may remain. Read the readers again:
+     * the removals above retired blocks and (snap_touch) the snapshot that readers which
+     * entered after the first min_reader() may hold; with the first answer (UINT64_MAX when
+     * none was inside) they would be freed under them (a use-after-free that ofswitch's
+     * fuzz test found under ASan). A reader whose fence follows this one sees the new
+     * pointers; one before it is counted. */
+    m = min_reader(c);
     size_t k = 0;
     for (size_t j = 0; j < c->n_ret; j++) {
         if (m == UINT64_MAX || c->ret[j].v <= m)

@@ -24,6 +24,7 @@ Schema version 1 (``schema_version: 1``)::
     switch: {kind: ofbench|ovs|ovs-dpdk, workers: int, cores: str, host: <role>,
              lookup: tuple|trie|simple,  # ofbench's flow lookup (SWITCH_LOOKUPS below)
              busy_poll: bool,        # idle workers spin (dedicated cores) instead of sleeping
+             fail_mode: secure|standalone,  # ofbench with no controller (default secure)
              ports: {<name>: {devargs: str, speed_gbps: num, pci: str}}}
     peers: [ofbench|ovs|ovs-dpdk]  # switches measured side by side with `switch`
     controller: {host: str, port: int}            # port 0 = pick a free one per run
@@ -128,6 +129,10 @@ PROFILE = Spec(dict, fields={
         "lookup": Spec(str, default=DEFAULT_LOOKUP, choices=SWITCH_LOOKUPS),
         "host": Spec(str),
         "busy_poll": Spec(bool, default=False),
+        # ofbench with no controller connected (OF1.3.5 6.4): secure keeps the flow tables
+        # and drops what needs a controller; standalone forwards as a learning switch
+        # (drivers/lab/switches.py passes it to ofbench, and to OVS as the profile's switch)
+        "fail_mode": Spec(str, choices=("secure", "standalone")),
         "ports": Spec(dict, values=PORT),
     }),
     "peers": Spec(list, default=list, items=Spec(str, choices=SWITCH_KINDS)),

@@ -40,11 +40,20 @@ def device_name(devargs: str) -> str | None:
     return name if name.startswith(("net_", "eth_")) else None
 
 
+FAIL_MODES = ("secure", "standalone")
+MAX_CONTROLLERS = 4  # ofswitch.h OFS_MAX_CONTROLLERS
+
+
 def switch_argv(binary: str | Path, eal_args: list[str], ports: list[tuple[int, str]], *,
-                controller: tuple[str, int], dpid: int, workers: int = 1,
-                lookup: str = DEFAULT_LOOKUP, stats_sock: str | Path | None = None,
-                idle_sleep_us: int = 0) -> list[str]:
-    """Command line of ofswitch. ``ports`` = [(openflow port number, devargs or port id)]."""
+                controller: tuple[str, int] | list[tuple[str, int]], dpid: int,
+                workers: int = 1, lookup: str = DEFAULT_LOOKUP,
+                stats_sock: str | Path | None = None, idle_sleep_us: int = 0,
+                fail_mode: str | None = None, echo_interval_ms: int | None = None) -> list[str]:
+    """Command line of ofswitch. ``ports`` = [(openflow port number, devargs or port id)];
+    ``controller`` one (host, port) or a list of them (one connection each, roles per OF1.3.5
+    6.3.6); ``fail_mode`` secure (the binary's default) or standalone (a learning switch while
+    no controller is connected); ``echo_interval_ms`` the keepalive (default 5000 in the
+    binary, 0 off)."""
     if not ports:
         raise ValueError("ofswitch needs at least one port")
     if lookup not in LOOKUPS:
@@ -67,14 +76,22 @@ def switch_argv(binary: str | Path, eal_args: list[str], ports: list[tuple[int, 
             if not spec.isdigit():
                 vdevs += ["-a", spec]
             port_opts += ["--port", f"{ofport}={spec}"]
-    host, port = controller
-    argv = [str(binary), *eal_args, *vdevs, "--", "--dpid", hex(dpid),
-            "--controller", f"tcp:{host}:{port}", *port_opts, "--workers", str(workers),
-            "--lookup", lookup]
+    controllers = [controller] if isinstance(controller, tuple) else list(controller)
+    if not 1 <= len(controllers) <= MAX_CONTROLLERS:
+        raise ValueError(f"{len(controllers)} controllers: ofswitch takes 1..{MAX_CONTROLLERS}")
+    if fail_mode is not None and fail_mode not in FAIL_MODES:
+        raise ValueError(f"fail_mode {fail_mode!r}: expected one of {FAIL_MODES}")
+    ctl_opts = [o for host, port in controllers for o in ("--controller", f"tcp:{host}:{port}")]
+    argv = [str(binary), *eal_args, *vdevs, "--", "--dpid", hex(dpid), *ctl_opts,
+            *port_opts, "--workers", str(workers), "--lookup", lookup]
     if stats_sock:
         argv += ["--stats-sock", str(stats_sock)]
     if idle_sleep_us:
         argv += ["--idle-sleep-us", str(idle_sleep_us)]
+    if fail_mode is not None:
+        argv += ["--fail-mode", fail_mode]
+    if echo_interval_ms is not None:
+        argv += ["--echo-interval-ms", str(echo_interval_ms)]
     return argv
 
 
@@ -107,7 +124,8 @@ def start_ofswitch(lab, name: str, ports: list[tuple[int, str]], controller: tup
                    dpid: int = 1, netns: str | None = None, workers: int = 1,
                    lookup: str = DEFAULT_LOOKUP, wait_connected: bool = False,
                    idle_sleep_us: int | None = None, mem_mb: int = 512,
-                   lcores: str | None = None, ready_timeout_s: float = 30.0, host=None):
+                   lcores: str | None = None, ready_timeout_s: float = 30.0, host=None,
+                   fail_mode: str | None = None, echo_interval_ms: int | None = None):
     """Start ofswitch on ``host`` (a lab host; default: ``lab`` itself, the local box) with
     that host's own build; returns the host's process handle once the switch answers on its
     stats socket (and, if asked, has its OpenFlow session up). ``proc.stats_sock`` is the
@@ -130,7 +148,8 @@ def start_ofswitch(lab, name: str, ports: list[tuple[int, str]], controller: tup
         else binary_path()
     argv = switch_argv(binary, eal, ports, controller=controller, dpid=dpid,
                        workers=workers, lookup=lookup, stats_sock=stats_sock,
-                       idle_sleep_us=idle_sleep_us)
+                       idle_sleep_us=idle_sleep_us, fail_mode=fail_mode,
+                       echo_interval_ms=echo_interval_ms)
     if not host.exists(binary):
         raise FileNotFoundError(f"{binary} not built on {getattr(host, 'role', 'this box')} "
                                 "(run `make setup` or set OFBENCH_BUILD_DIR)")

@@ -1,9 +1,11 @@
-/* datapath.c -- worker lcores: rx burst, flow cache, OpenFlow pipeline, actions, tx.
+/* datapath.c -- worker lcores: rx burst, flow cache, OpenFlow pipeline, actions, tx (and, in
+ * fail-standalone mode while no controller is connected, learning-switch forwarding instead).
  * See ofswitch.h for the threading rules and the flow cache, flowtable.h for how tables change
  * under the workers. Per packet: no lock, no allocation except copies for multi-output and
  * packets for the controller. Per poll loop: each table's lookup structure is entered (its
  * reader protocol) at its first lookup and left before the QSBR quiescent report; table 0's
  * cache misses of a burst are looked up together (lookup_burst). */
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -22,26 +24,6 @@ uint64_t ofs_now_ns(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-struct ofs_group *ofs_group_find(uint32_t id)
-{
-	for (unsigned i = 0; i < OFS_MAX_GROUPS; i++) {
-		struct ofs_group *g = __atomic_load_n(&ofs_dp.groups[i], __ATOMIC_ACQUIRE);
-		if (g && g->id == id)
-			return g;
-	}
-	return NULL;
-}
-
-struct ofs_meter *ofs_meter_find(uint32_t id)
-{
-	for (unsigned i = 0; i < OFS_MAX_METERS; i++) {
-		struct ofs_meter *m = __atomic_load_n(&ofs_dp.meters[i], __ATOMIC_ACQUIRE);
-		if (m && m->id == id)
-			return m;
-	}
-	return NULL;
 }
 
 /* ---- per-packet context ------------------------------------------------------------------- */
@@ -96,22 +78,12 @@ static uint16_t csum_fold(uint32_t s)
 	return (uint16_t)~s;
 }
 
-static uint32_t crc32c_tab[256];
-static void crc32c_init(void)
-{
-	for (uint32_t i = 0; i < 256; i++) {
-		uint32_t c = i;
-		for (int k = 0; k < 8; k++)
-			c = c & 1 ? (c >> 1) ^ 0x82f63b78u : c >> 1;
-		crc32c_tab[i] = c;
-	}
-}
+/* CRC32c (Castagnoli) as SCTP uses it: DPDK's rte_hash_crc is the raw CRC32c update (SSE4.2
+ * crc32 instructions, or its table fallback, chosen once at DPDK start-up), so nothing here
+ * needs initialising on the fast path. */
 static uint32_t crc32c(const uint8_t *p, uint32_t n)
 {
-	uint32_t c = 0xffffffffu;
-	for (uint32_t i = 0; i < n; i++)
-		c = crc32c_tab[(c ^ p[i]) & 0xff] ^ (c >> 8);
-	return ~c;
+	return ~rte_hash_crc(p, n, 0xffffffffu);
 }
 
 static void fix_checksums(struct pkt_ctx *c)
@@ -123,10 +95,10 @@ static void fix_checksums(struct pkt_ctx *c)
 	uint32_t len = plen(c);
 	int l3 = c->lay.l3_ofs, l4 = c->lay.l4_ofs;
 	uint16_t et = ntohs(c->key.eth_type);
-	if (l3 < 0 || (et != 0x0800 && et != 0x86dd))
+	if (l3 < 0 || (et != OFS_ETH_P_IPV4 && et != OFS_ETH_P_IPV6))
 		return;
 	uint32_t l4len = 0, ps = 0;
-	if (et == 0x0800) {
+	if (et == OFS_ETH_P_IPV4) {
 		uint8_t *ip = p + l3;
 		uint32_t ihl = (ip[0] & 0xf) * 4u;
 		if ((uint32_t)l3 + ihl > len)
@@ -158,14 +130,14 @@ static void fix_checksums(struct pkt_ctx *c)
 		break;
 	case 17: {
 		if (l4len < 8) return;
-		if (et == 0x0800 && rd16(t + 6) == 0) return;
+		if (et == OFS_ETH_P_IPV4 && rd16(t + 6) == 0) return;
 		wr16(t + 6, 0);
 		uint16_t s = csum_fold(csum_add(ps, t, l4len));
 		wr16(t + 6, s ? s : 0xffff);
 		break;
 	}
 	case 1:
-		if (l4len < 4 || et != 0x0800) return;
+		if (l4len < 4 || et != OFS_ETH_P_IPV4) return;
 		wr16(t + 2, 0);
 		wr16(t + 2, csum_fold(csum_add(0, t, l4len)));
 		break;
@@ -207,7 +179,7 @@ void __rte_cold ofs_wake_agent(void)
 static void tx_one(struct ofs_worker *w, int pidx, struct rte_mbuf *m)
 {
 	struct ofs_port *p = &ofs_dp.ports[pidx];
-	if (!p->link_up || (p->config & 0x1 /* PORT_DOWN */) || (p->config & 0x20 /* NO_FWD */)) {
+	if (!p->link_up || (p->config & (OFPPC_PORT_DOWN | OFPPC_NO_FWD))) {
 		w->port_stats[pidx].tx_dropped++;
 		rte_pktmbuf_free(m);
 		return;
@@ -243,9 +215,9 @@ static uint32_t ip_end(struct pkt_ctx *c)
 	const uint8_t *p = pdata(c);
 	if (l3 < 0)
 		return 0;
-	if (et == 0x0800 && (uint32_t)l3 + 20 <= plen(c))
+	if (et == OFS_ETH_P_IPV4 && (uint32_t)l3 + 20 <= plen(c))
 		return (uint32_t)l3 + rd16(p + l3 + 2);
-	if (et == 0x86dd && (uint32_t)l3 + 40 <= plen(c))
+	if (et == OFS_ETH_P_IPV6 && (uint32_t)l3 + 40 <= plen(c))
 		return (uint32_t)l3 + 40 + rd16(p + l3 + 4);
 	return 0;
 }
@@ -399,8 +371,8 @@ static int ip_ttl_ofs(struct pkt_ctx *c, int l3, uint16_t *et_out)
 {
 	uint8_t *p = pdata(c);
 	uint8_t v = p[l3] >> 4;
-	if (v == 4) { *et_out = 0x0800; return l3 + 8; }
-	if (v == 6) { *et_out = 0x86dd; return l3 + 7; }
+	if (v == 4) { *et_out = OFS_ETH_P_IPV4; return l3 + 8; }
+	if (v == 6) { *et_out = OFS_ETH_P_IPV6; return l3 + 7; }
 	return -1;
 }
 
@@ -411,7 +383,7 @@ static void set_field(struct pkt_ctx *c, const uint8_t *oxm)
 	uint8_t *p = pdata(c);
 	int l3 = c->lay.l3_ofs, l4 = c->lay.l4_ofs;
 	uint16_t et = ntohs(c->key.eth_type);
-	bool v4 = et == 0x0800 && l3 >= 0, v6 = et == 0x86dd && l3 >= 0;
+	bool v4 = et == OFS_ETH_P_IPV4 && l3 >= 0, v6 = et == OFS_ETH_P_IPV6 && l3 >= 0;
 	switch (f) {
 	case OXM_ETH_DST: memcpy(p, v, 6); break;
 	case OXM_ETH_SRC: memcpy(p + 6, v, 6); break;
@@ -460,11 +432,11 @@ static void set_field(struct pkt_ctx *c, const uint8_t *oxm)
 		break;
 	case OXM_ICMPV4_TYPE: case OXM_ICMPV6_TYPE: if (l4 >= 0) p[l4] = v[0]; break;
 	case OXM_ICMPV4_CODE: case OXM_ICMPV6_CODE: if (l4 >= 0) p[l4 + 1] = v[0]; break;
-	case OXM_ARP_OP: if (et == 0x0806 && l3 >= 0) memcpy(p + l3 + 6, v, 2); break;
-	case OXM_ARP_SHA: if (et == 0x0806 && l3 >= 0) memcpy(p + l3 + 8, v, 6); break;
-	case OXM_ARP_SPA: if (et == 0x0806 && l3 >= 0) memcpy(p + l3 + 14, v, 4); break;
-	case OXM_ARP_THA: if (et == 0x0806 && l3 >= 0) memcpy(p + l3 + 18, v, 6); break;
-	case OXM_ARP_TPA: if (et == 0x0806 && l3 >= 0) memcpy(p + l3 + 24, v, 4); break;
+	case OXM_ARP_OP: if (et == OFS_ETH_P_ARP && l3 >= 0) memcpy(p + l3 + 6, v, 2); break;
+	case OXM_ARP_SHA: if (et == OFS_ETH_P_ARP && l3 >= 0) memcpy(p + l3 + 8, v, 6); break;
+	case OXM_ARP_SPA: if (et == OFS_ETH_P_ARP && l3 >= 0) memcpy(p + l3 + 14, v, 4); break;
+	case OXM_ARP_THA: if (et == OFS_ETH_P_ARP && l3 >= 0) memcpy(p + l3 + 18, v, 6); break;
+	case OXM_ARP_TPA: if (et == OFS_ETH_P_ARP && l3 >= 0) memcpy(p + l3 + 24, v, 4); break;
 	case OXM_IPV6_SRC: if (v6) memcpy(p + l3 + 8, v, 16); break;
 	case OXM_IPV6_DST: if (v6) memcpy(p + l3 + 24, v, 16); break;
 	case OXM_IPV6_FLABEL:
@@ -573,7 +545,7 @@ static bool exec_one(struct pkt_ctx *c, const uint8_t *a)
 				if (b->watch_port != OFPP_ANY) {
 					int pi = ofs_port_idx(b->watch_port);
 					live = pi >= 0 && ofs_dp.ports[pi].link_up &&
-					       !(ofs_dp.ports[pi].config & 1);
+					       !(ofs_dp.ports[pi].config & OFPPC_PORT_DOWN);
 				} else if (b->watch_group != OFPG_ANY) {
 					live = ofs_group_find(b->watch_group) != NULL;
 				}
@@ -584,8 +556,9 @@ static bool exec_one(struct pkt_ctx *c, const uint8_t *a)
 			struct ofs_bucket *b = &g->buckets[pick[i]];
 			__atomic_fetch_add(&b->packets, 1, __ATOMIC_RELAXED);
 			__atomic_fetch_add(&b->bytes, plen(c), __ATOMIC_RELAXED);
-			struct pkt_ctx *sub = malloc(sizeof(*sub));
-			if (!sub) break;
+			/* the bucket's packet: a copy, with a context on the stack (no allocation
+			 * per packet; depth <= 9 frames); buckets never use the action set */
+			struct pkt_ctx sub_ctx, *sub = &sub_ctx;
 			memcpy(sub, c, offsetof(struct pkt_ctx, aset));
 			fix_checksums(c);
 			sub->m = copy_mbuf(c);
@@ -598,7 +571,6 @@ static bool exec_one(struct pkt_ctx *c, const uint8_t *a)
 					emit(sub, sub->pending, sub->pending_max_len, true);
 				if (sub->m) rte_pktmbuf_free(sub->m);
 			}
-			free(sub);
 		}
 		break;
 	}
@@ -686,7 +658,7 @@ static bool exec_one(struct pkt_ctx *c, const uint8_t *a)
 		uint16_t iet;
 		int t = ip_ttl_ofs(c, c->lay.l3_ofs, &iet);
 		uint16_t et = ntohs(c->key.eth_type);
-		if (t < 0 || (et != 0x0800 && et != 0x86dd)) break;
+		if (t < 0 || (et != OFS_ETH_P_IPV4 && et != OFS_ETH_P_IPV6)) break;
 		p = pdata(c);
 		if (type == OFPAT_SET_NW_TTL) {
 			p[t] = a[4];
@@ -833,14 +805,14 @@ static bool apply_meter(struct pkt_ctx *c, uint32_t meter_id)
 		int l3 = c->lay.l3_ofs;
 		uint16_t et = ntohs(c->key.eth_type);
 		uint8_t *p = pdata(c);
-		if (l3 >= 0 && (et == 0x0800 || et == 0x86dd)) {
+		if (l3 >= 0 && (et == OFS_ETH_P_IPV4 || et == OFS_ETH_P_IPV6)) {
 			flush_pending(c);
 			uint8_t dscp = c->key.ip_dscp;
 			/* raise the AF drop precedence (bits 1-2 of the DSCP) by prec_level */
 			uint8_t prec = ((dscp >> 1) & 3) + b->prec_level;
 			if (prec > 3) prec = 3;
 			dscp = (uint8_t)((dscp & ~0x6) | prec << 1);
-			if (et == 0x0800) p[l3 + 1] = (uint8_t)(dscp << 2) | (p[l3 + 1] & 3);
+			if (et == OFS_ETH_P_IPV4) p[l3 + 1] = (uint8_t)(dscp << 2) | (p[l3 + 1] & 3);
 			else wr32(p + l3, (rd32(p + l3) & ~(0xfcu << 20)) | (uint32_t)dscp << 22);
 			c->csum_dirty = true;
 			reparse(c);
@@ -1142,7 +1114,7 @@ static bool prepare_rx(struct ofs_worker *w, int pidx, struct rte_mbuf *m, struc
 	struct ofs_port *port = &ofs_dp.ports[pidx];
 	w->port_stats[pidx].rx_packets++;
 	w->port_stats[pidx].rx_bytes += rte_pktmbuf_pkt_len(m);
-	if (port->config & 0x4 /* NO_RECV */) {
+	if (port->config & OFPPC_NO_RECV) {
 		rte_pktmbuf_free(m);
 		return false;
 	}
@@ -1169,6 +1141,31 @@ static bool prepare_rx(struct ofs_worker *w, int pidx, struct rte_mbuf *m, struc
 	return true;
 }
 
+/* Fail-standalone forwarding (no controller connected): learn the source MAC on the ingress
+ * port, send to the port the destination was learnt on (drop when that is the ingress port),
+ * flood when unknown or multicast. The table is the worker's own (no locks); a worker that
+ * does not see a host's frames floods towards it. No aging: a moved host is relearnt by its
+ * next frame. */
+static void standalone_forward(struct pkt_ctx *c, int pidx)
+{
+	const uint8_t *eth = pdata(c);
+	uint64_t *tab = c->w->mac_learned;
+	uint64_t src = (uint64_t)rd16(eth + 6) << 32 | rd32(eth + 8);
+	uint64_t dst = (uint64_t)rd16(eth) << 32 | rd32(eth + 2);
+	if (!(eth[6] & 1))  /* unicast sources only */
+		tab[rte_hash_crc_8byte(src, 0) & (OFS_MAC_TABLE - 1)] =
+			src | (uint64_t)(pidx + 1) << 48;
+	uint64_t e = tab[rte_hash_crc_8byte(dst, 0) & (OFS_MAC_TABLE - 1)];
+	int out = !(eth[0] & 1) && (e & ((1ull << 48) - 1)) == dst ? (int)(e >> 48) - 1 : -1;
+	c->pending = NO_PORT;
+	if (out == pidx) {  /* the destination is behind the ingress port: filtered */
+		rte_pktmbuf_free(c->m);
+		c->m = NULL;
+	} else {
+		emit(c, out >= 0 ? ofs_dp.ports[out].ofport : OFPP_FLOOD, 0, true);
+	}
+}
+
 /* A burst from one port, l3fwd style, in passes so each one's memory loads overlap: parse every
  * packet and hash its table-0 cache key (prefetch the bucket); find the signature's way
  * (prefetch its key line); finish the table-0 cache probes and look the misses up in one batch
@@ -1187,6 +1184,14 @@ static void process_burst(struct ofs_worker *w, int pidx, struct rte_mbuf **pkts
 							    __ATOMIC_ACQUIRE);
 	if (ix0)
 		reader_enter(w, 0, ix0);
+	if (__atomic_load_n(&ofs_dp.standalone, __ATOMIC_ACQUIRE)) {
+		/* fail-standalone with no controller (ofswitch.h): a learning switch, tables
+		 * untouched */
+		for (uint16_t j = 0; j < n; j++)
+			if (prepare_rx(w, pidx, pkts[j], &ctx[j]))
+				standalone_forward(&ctx[j], pidx);
+		return;
+	}
 	for (uint16_t j = 0; j < n && j < 4; j++)
 		rte_prefetch0(rte_pktmbuf_mtod(pkts[j], void *));
 	for (uint16_t j = 0; j < n; j++) {
@@ -1252,9 +1257,12 @@ int ofs_worker_main(void *arg)
 	struct ofs_worker *w = arg;
 	struct rte_mbuf *pkts[OFS_BURST];
 	struct pkt_ctx *c = rte_zmalloc("ctx", sizeof(*c) * OFS_BURST, RTE_CACHE_LINE_SIZE);
+	if (!c) {  /* start-up of the worker: fail loudly and stop the switch */
+		fprintf(stderr, "ofswitch: worker %u: no memory for its packet contexts\n", w->idx);
+		ofs_dp.force_quit = true;
+		return -1;
+	}
 	unsigned idle = 0;
-	static bool crc_done;
-	if (!crc_done) { crc32c_init(); crc_done = true; }
 	rte_rcu_qsbr_thread_register(ofs_dp.qsbr, w->idx);
 	rte_rcu_qsbr_thread_online(ofs_dp.qsbr, w->idx);
 	while (!ofs_dp.force_quit) {

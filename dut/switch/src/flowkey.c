@@ -181,14 +181,14 @@ void ofs_key_extract(const uint8_t *pkt, uint32_t len, struct ofs_key *k,
 	memcpy(k->eth_src, pkt + 6, 6);
 	uint32_t off = 12;
 	uint16_t et = rd16(pkt + 12);
-	if ((et == 0x8100 || et == 0x88a8) && len >= off + 6) {
+	if ((et == OFS_ETH_P_8021Q || et == OFS_ETH_P_8021AD) && len >= off + 6) {
 		uint16_t tci = rd16(pkt + off + 2);
 		lay->vlan_ofs = (int16_t)off;
 		k->vlan_vid = htons(OFPVID_PRESENT | (tci & 0xfff));
 		k->vlan_pcp = tci >> 13;
 		off += 4;
 		et = rd16(pkt + off);
-		while ((et == 0x8100 || et == 0x88a8) && len >= off + 6) {
+		while ((et == OFS_ETH_P_8021Q || et == OFS_ETH_P_8021AD) && len >= off + 6) {
 			off += 4;
 			et = rd16(pkt + off);
 		}
@@ -197,13 +197,13 @@ void ofs_key_extract(const uint8_t *pkt, uint32_t len, struct ofs_key *k,
 	k->eth_type = htons(et);
 	off += 2;
 	switch (et) {
-	case 0x88e7:
+	case OFS_ETH_P_PBB:
 		if (len >= off + 4) {
 			lay->pbb_ofs = (int16_t)off;
 			memcpy(k->pbb_isid, pkt + off + 1, 3);
 		}
 		break;
-	case 0x8847: case 0x8848:
+	case OFS_ETH_P_MPLS_UC: case OFS_ETH_P_MPLS_MC:
 		if (len >= off + 4) {
 			uint32_t s = rd32(pkt + off);
 			lay->mpls_ofs = (int16_t)off;
@@ -212,7 +212,7 @@ void ofs_key_extract(const uint8_t *pkt, uint32_t len, struct ofs_key *k,
 			k->mpls_bos = (s >> 8) & 1;
 		}
 		break;
-	case 0x0800: {
+	case OFS_ETH_P_IPV4: {
 		if (len < off + 20)
 			break;
 		const uint8_t *p = pkt + off;
@@ -229,15 +229,15 @@ void ofs_key_extract(const uint8_t *pkt, uint32_t len, struct ofs_key *k,
 			parse_l4(pkt, len, off + ihl, p[9], k, lay);
 		break;
 	}
-	case 0x86dd:
+	case OFS_ETH_P_IPV6:
 		parse_ipv6(pkt, len, off, k, lay);
 		break;
-	case 0x0806: {
+	case OFS_ETH_P_ARP: {
 		if (len < off + 28)
 			break;
 		const uint8_t *p = pkt + off;
 		lay->l3_ofs = (int16_t)off;
-		if (rd16(p) == 1 && rd16(p + 2) == 0x0800 && p[4] == 6 && p[5] == 4) {
+		if (rd16(p) == 1 && rd16(p + 2) == OFS_ETH_P_IPV4 && p[4] == 6 && p[5] == 4) {
 			memcpy(&k->arp_op, p + 6, 2);
 			memcpy(k->arp_sha, p + 8, 6);
 			memcpy(&k->arp_spa, p + 14, 4);
@@ -331,53 +331,49 @@ static bool eth_type_is(const struct ofs_match *m, uint16_t a, uint16_t b)
 static bool ip_proto_is(const struct ofs_match *m, uint8_t p)
 {
 	return has(m, OXM_IP_PROTO) && m->value.ip_proto == p &&
-	       eth_type_is(m, 0x0800, 0x86dd);
+	       eth_type_is(m, OFS_ETH_P_IPV4, OFS_ETH_P_IPV6);
+}
+
+bool ofs_field_prereq_ok(const struct ofs_match *m, int f)
+{
+	switch (f) {
+	case OXM_IN_PHY_PORT: return has(m, OXM_IN_PORT);
+	case OXM_VLAN_PCP:
+		return has(m, OXM_VLAN_VID) && (ntohs(m->value.vlan_vid) & OFPVID_PRESENT);
+	case OXM_IP_DSCP: case OXM_IP_ECN: case OXM_IP_PROTO:
+		return eth_type_is(m, OFS_ETH_P_IPV4, OFS_ETH_P_IPV6);
+	case OXM_IPV4_SRC: case OXM_IPV4_DST: return eth_type_is(m, OFS_ETH_P_IPV4, OFS_ETH_P_IPV4);
+	case OXM_TCP_SRC: case OXM_TCP_DST: return ip_proto_is(m, 6);
+	case OXM_UDP_SRC: case OXM_UDP_DST: return ip_proto_is(m, 17);
+	case OXM_SCTP_SRC: case OXM_SCTP_DST: return ip_proto_is(m, 132);
+	case OXM_ICMPV4_TYPE: case OXM_ICMPV4_CODE:
+		return ip_proto_is(m, 1) && eth_type_is(m, OFS_ETH_P_IPV4, OFS_ETH_P_IPV4);
+	case OXM_ARP_OP: case OXM_ARP_SPA: case OXM_ARP_TPA: case OXM_ARP_SHA:
+	case OXM_ARP_THA:
+		return eth_type_is(m, OFS_ETH_P_ARP, OFS_ETH_P_ARP);
+	case OXM_IPV6_SRC: case OXM_IPV6_DST: case OXM_IPV6_FLABEL: case OXM_IPV6_EXTHDR:
+		return eth_type_is(m, OFS_ETH_P_IPV6, OFS_ETH_P_IPV6);
+	case OXM_ICMPV6_TYPE: case OXM_ICMPV6_CODE:
+		return ip_proto_is(m, 58) && eth_type_is(m, OFS_ETH_P_IPV6, OFS_ETH_P_IPV6);
+	case OXM_IPV6_ND_TARGET:
+		return has(m, OXM_ICMPV6_TYPE) &&
+		       (m->value.icmp_type == 135 || m->value.icmp_type == 136);
+	case OXM_IPV6_ND_SLL:
+		return has(m, OXM_ICMPV6_TYPE) && m->value.icmp_type == 135;
+	case OXM_IPV6_ND_TLL:
+		return has(m, OXM_ICMPV6_TYPE) && m->value.icmp_type == 136;
+	case OXM_MPLS_LABEL: case OXM_MPLS_TC: case OXM_MPLS_BOS:
+		return eth_type_is(m, OFS_ETH_P_MPLS_UC, OFS_ETH_P_MPLS_MC);
+	case OXM_PBB_ISID: return eth_type_is(m, OFS_ETH_P_PBB, OFS_ETH_P_PBB);
+	default: return true;
+	}
 }
 
 uint32_t ofs_match_prereq(const struct ofs_match *m)
 {
-	const uint32_t bad = OFS_ERR(OFPET_BAD_MATCH, OFPBMC_BAD_PREREQ);
-	for (int f = 0; f < OXM_N_FIELDS; f++) {
-		if (!has(m, f))
-			continue;
-		bool ok = true;
-		switch (f) {
-		case OXM_IN_PHY_PORT: ok = has(m, OXM_IN_PORT); break;
-		case OXM_VLAN_PCP:
-			ok = has(m, OXM_VLAN_VID) &&
-			     (ntohs(m->value.vlan_vid) & OFPVID_PRESENT);
-			break;
-		case OXM_IP_DSCP: case OXM_IP_ECN: case OXM_IP_PROTO:
-			ok = eth_type_is(m, 0x0800, 0x86dd); break;
-		case OXM_IPV4_SRC: case OXM_IPV4_DST: ok = eth_type_is(m, 0x0800, 0x0800); break;
-		case OXM_TCP_SRC: case OXM_TCP_DST: ok = ip_proto_is(m, 6); break;
-		case OXM_UDP_SRC: case OXM_UDP_DST: ok = ip_proto_is(m, 17); break;
-		case OXM_SCTP_SRC: case OXM_SCTP_DST: ok = ip_proto_is(m, 132); break;
-		case OXM_ICMPV4_TYPE: case OXM_ICMPV4_CODE:
-			ok = ip_proto_is(m, 1) && eth_type_is(m, 0x0800, 0x0800); break;
-		case OXM_ARP_OP: case OXM_ARP_SPA: case OXM_ARP_TPA: case OXM_ARP_SHA:
-		case OXM_ARP_THA:
-			ok = eth_type_is(m, 0x0806, 0x0806); break;
-		case OXM_IPV6_SRC: case OXM_IPV6_DST: case OXM_IPV6_FLABEL: case OXM_IPV6_EXTHDR:
-			ok = eth_type_is(m, 0x86dd, 0x86dd); break;
-		case OXM_ICMPV6_TYPE: case OXM_ICMPV6_CODE:
-			ok = ip_proto_is(m, 58) && eth_type_is(m, 0x86dd, 0x86dd); break;
-		case OXM_IPV6_ND_TARGET:
-			ok = has(m, OXM_ICMPV6_TYPE) &&
-			     (m->value.icmp_type == 135 || m->value.icmp_type == 136);
-			break;
-		case OXM_IPV6_ND_SLL:
-			ok = has(m, OXM_ICMPV6_TYPE) && m->value.icmp_type == 135; break;
-		case OXM_IPV6_ND_TLL:
-			ok = has(m, OXM_ICMPV6_TYPE) && m->value.icmp_type == 136; break;
-		case OXM_MPLS_LABEL: case OXM_MPLS_TC: case OXM_MPLS_BOS:
-			ok = eth_type_is(m, 0x8847, 0x8848); break;
-		case OXM_PBB_ISID: ok = eth_type_is(m, 0x88e7, 0x88e7); break;
-		default: break;
-		}
-		if (!ok)
-			return bad;
-	}
+	for (int f = 0; f < OXM_N_FIELDS; f++)
+		if (has(m, f) && !ofs_field_prereq_ok(m, f))
+			return OFS_ERR(OFPET_BAD_MATCH, OFPBMC_BAD_PREREQ);
 	return 0;
 }
 

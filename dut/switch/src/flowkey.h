@@ -108,6 +108,10 @@ uint32_t ofs_match_parse(const uint8_t *buf, size_t avail, struct ofs_match *m,
 
 /* Check the prerequisites of every field in m (OF1.3 table 12). 0 or error as above. */
 uint32_t ofs_match_prereq(const struct ofs_match *m);
+/* Are field f's prerequisites (OF1.3 table 12) met by what m says of the packet (the fields
+ * m has, with their values)? Also for set-field (7.2.5): m then describes the packet at the
+ * action (the flow's match as changed by earlier push/pop/set actions). */
+bool ofs_field_prereq_ok(const struct ofs_match *m, int f);
 
 /* Parse one OXM TLV as used by set-field: field id, value (no mask allowed). Returns 0 or error. */
 uint32_t ofs_setfield_parse(const uint8_t *oxm, size_t len, int *field);

@@ -58,6 +58,9 @@ void ofs_defer_free(void *p, void (*fn)(void *))
 struct simple_arr { uint32_t n; struct ofs_flow *flows[]; };
 struct simple_lx {
 	struct simple_arr *pub;      /* published (RCU); NULL = empty */
+	struct simple_arr *next;     /* the next publish's array, reserved ahead (never published
+				      * yet): room for next_cap flows, so publish cannot fail */
+	uint32_t next_cap;
 	struct ofs_flow **w;         /* writer's set, unordered; f->lookup_id = position */
 	uint32_t n, cap;
 	bool dirty;
@@ -75,9 +78,32 @@ static void *simple_create(unsigned n_readers)
 	return calloc(1, sizeof(struct simple_lx));
 }
 
+/* Make sure the next publish has an array for n flows. 0, or -1 when out of memory. */
+static int simple_reserve_n(struct simple_lx *lx, uint32_t n)
+{
+	if (lx->next && lx->next_cap >= n)
+		return 0;
+	uint32_t nc = RTE_MAX(RTE_MAX(n, lx->cap), 64u);
+	struct simple_arr *a = malloc(sizeof(*a) + nc * sizeof(a->flows[0]));
+	if (!a)
+		return -1;
+	free(lx->next);
+	lx->next = a;
+	lx->next_cap = nc;
+	return 0;
+}
+
+static int simple_reserve(void *lxp)
+{
+	struct simple_lx *lx = lxp;
+	return simple_reserve_n(lx, lx->n);
+}
+
 static int simple_insert(void *lxp, struct ofs_flow *f)
 {
 	struct simple_lx *lx = lxp;
+	if (simple_reserve_n(lx, lx->n + 1))
+		return -1;
 	if (lx->n == lx->cap) {
 		uint32_t nc = lx->cap ? lx->cap * 2 : 64;
 		struct ofs_flow **nw = realloc(lx->w, nc * sizeof(*nw));
@@ -108,9 +134,11 @@ static int simple_publish(void *lxp)
 		return 0;
 	struct simple_arr *a = NULL;
 	if (lx->n) {
-		a = malloc(sizeof(*a) + lx->n * sizeof(a->flows[0]));
-		if (!a)
+		if (simple_reserve_n(lx, lx->n))  /* reserved by prepare/insert: cannot fail */
 			return -1;
+		a = lx->next;
+		lx->next = NULL;
+		lx->next_cap = 0;
 		a->n = lx->n;
 		memcpy(a->flows, lx->w, lx->n * sizeof(a->flows[0]));
 		qsort(a->flows, a->n, sizeof(a->flows[0]), cmp_prio);
@@ -119,6 +147,7 @@ static int simple_publish(void *lxp)
 	__atomic_store_n(&lx->pub, a, __ATOMIC_RELEASE);
 	ofs_defer_free(old, free);
 	lx->dirty = false;
+	simple_reserve_n(lx, lx->n);  /* may fail: then the next prepare or insert does */
 	return 0;
 }
 
@@ -149,13 +178,15 @@ static void simple_destroy(void *lxp)
 	if (!lx)
 		return;
 	free(lx->pub);
+	free(lx->next);
 	free(lx->w);
 	free(lx);
 }
 
 const struct ofs_lookup_ops ofs_lookup_simple = {
 	.name = "simple", .create = simple_create, .insert = simple_insert,
-	.remove = simple_remove, .publish = simple_publish, .lookup = simple_lookup,
+	.remove = simple_remove, .reserve = simple_reserve, .publish = simple_publish,
+	.lookup = simple_lookup,
 	.lookup_burst = simple_lookup_burst, .reader_enter = simple_reader_nop,
 	.reader_leave = simple_reader_nop, .destroy = simple_destroy,
 };
@@ -248,6 +279,12 @@ static void cls_remove(void *lxp, struct ofs_flow *f)
 	ofb_cls_delete_id(lx->cls, f->lookup_id);
 }
 
+static int cls_reserve(void *lxp)
+{
+	struct cls_lx *lx = lxp;
+	return lx->extra ? simple_reserve(lx->extra) : 0;
+}
+
 static int cls_publish(void *lxp)
 {
 	struct cls_lx *lx = lxp;
@@ -317,14 +354,16 @@ static void cls_destroy(void *lxp)
 
 const struct ofs_lookup_ops ofs_lookup_tuple = {
 	.name = "tuple", .create = cls_create_tuple, .insert = cls_insert, .remove = cls_remove,
-	.publish = cls_publish, .lookup = cls_lookup, .lookup_burst = cls_lookup_burst,
+	.reserve = cls_reserve, .publish = cls_publish, .lookup = cls_lookup,
+	.lookup_burst = cls_lookup_burst,
 	.reader_enter = cls_reader_enter, .reader_leave = cls_reader_leave,
 	.destroy = cls_destroy,
 };
 
 const struct ofs_lookup_ops ofs_lookup_trie = {
 	.name = "trie", .create = cls_create_trie, .insert = cls_insert, .remove = cls_remove,
-	.publish = cls_publish, .lookup = cls_lookup, .lookup_burst = cls_lookup_burst,
+	.reserve = cls_reserve, .publish = cls_publish, .lookup = cls_lookup,
+	.lookup_burst = cls_lookup_burst,
 	.reader_enter = cls_reader_enter, .reader_leave = cls_reader_leave,
 	.destroy = cls_destroy,
 };
@@ -363,7 +402,10 @@ int ofs_table_prepare(struct ofs_table *tb)
 		return -1;
 	if (!tb->pend && !(tb->pend = calloc(OFS_VIEW_LOG, sizeof(*tb->pend))))
 		return -1;
-	return 0;
+	if (!tb->spare_grow && !(tb->spare_grow = malloc(sizeof(*tb->spare_grow))))
+		return -1;
+	/* the lookup structure's publish must not fail either */
+	return ofs_dp.lookup_ops->reserve ? ofs_dp.lookup_ops->reserve(tb->lx) : 0;
 }
 
 /* Count f's mask bits in (delta +1) or out (-1) of the table's union. */
@@ -502,9 +544,10 @@ bool ofs_tables_commit(void)
 		if (!grows[t])
 			continue;
 		/* step 4 of flowtable.h: an uncacheable view first, then a grace period */
-		struct ofs_table_view *nc = malloc(sizeof(*nc));
-		if (!nc) {
-			grows[t] = false;  /* the commit waits for this table: retried next time */
+		struct ofs_table_view *nc = tb->spare_grow;  /* reserved by prepare */
+		tb->spare_grow = NULL;
+		if (!nc) {  /* cannot happen (a dirty table was prepared): retried next commit */
+			grows[t] = false;
 			continue;
 		}
 		memcpy(nc, tb->view, offsetof(struct ofs_table_view, log));

@@ -40,10 +40,15 @@
  * Invariants: every flow in a table's list is staged in its lookup structure; tb->view, once
  * set, is never NULL; a dirty table has a spare view; a view's union covers the mask of every
  * flow visible under it.
- * Out of memory: prepare and insert fail cleanly (FLOW_MOD answered with
- * FLOW_MOD_FAILED/TABLE_FULL, old state kept); a publish that fails keeps the old view and the
- * table dirty (retried at the next commit); a full defer queue falls back to a blocking grace
- * period. Nothing publishes an empty or NULL index for a failure.
+ * Out of memory: everything a commit needs is reserved while staging: prepare allocates the
+ * spare views and has the lookup backend reserve its next published index (lookup_ops
+ * reserve; insert reserves for its own flow), so a failed allocation fails prepare or insert,
+ * and the FLOW_MOD is answered with OFPT_ERROR (FLOW_MOD_FAILED/TABLE_FULL for an add,
+ * FLOW_MOD_FAILED/UNKNOWN for a modify or delete) with the table as it was. The commit then
+ * cannot fail for lack of memory; were a backend to fail its publish anyway, the old view and
+ * index stay published and the table stays dirty (retried at the next commit). A full defer
+ * queue falls back to a blocking grace period. Nothing publishes an empty or NULL index for a
+ * failure.
  * Non-strict MODIFY/DELETE: flows are grouped by mask (one group per distinct mask, kept when
  * it empties, so their number is that of distinct masks ever seen in the table); a request
  * scans the packed masked values of the groups whose mask contains the request's and touches

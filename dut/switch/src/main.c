@@ -1,8 +1,10 @@
-/* main.c -- ofswitch: EAL and port setup, worker launch, and the agent's network loop.
+/* main.c -- ofswitch: command line, EAL and port setup, worker launch (the agent thread's
+ * loop is agent_conn.c).
  *
- * Usage: ofswitch <EAL args> -- --dpid 0x1 --controller tcp:127.0.0.1:6653
+ * Usage: ofswitch <EAL args> -- --dpid 0x1 --controller tcp:127.0.0.1:6653 [--controller ...]
  *          --port 1=<dpdk port name or id> [--port 2=...] [--workers N]
  *          [--lookup tuple|trie|simple] [--stats-sock PATH] [--idle-sleep-us N]
+ *          [--echo-interval-ms N] [--fail-mode secure|standalone]
  */
 #include <errno.h>
 #include <getopt.h>
@@ -33,7 +35,6 @@ static struct ofs_agent_cfg agent_cfg;
 static const char *port_specs[OFS_MAX_PORTS];
 static uint32_t port_nums[OFS_MAX_PORTS];
 static unsigned n_port_specs;
-static volatile int of_connected;
 
 static void on_signal(int sig)
 {
@@ -44,8 +45,9 @@ static void on_signal(int sig)
 static __rte_noreturn void usage(const char *why)
 {
 	fprintf(stderr, "ofswitch: %s\nusage: ofswitch <EAL args> -- --dpid HEX --controller "
-		"tcp:HOST:PORT --port OFPORT=DEVNAME|ID [...] [--workers N] [--lookup " OFS_LOOKUP_NAMES "] "
-		"[--stats-sock PATH] [--idle-sleep-us N]\n", why);
+		"tcp:HOST:PORT [--controller ...] --port OFPORT=DEVNAME|ID [...] [--workers N] "
+		"[--lookup " OFS_LOOKUP_NAMES "] [--stats-sock PATH] [--idle-sleep-us N] "
+		"[--echo-interval-ms N] [--fail-mode secure|standalone]\n", why);
 	exit(2);
 }
 
@@ -54,27 +56,30 @@ static void parse_args(int argc, char **argv)
 	static const struct option opts[] = {
 		{"dpid", 1, 0, 'd'}, {"controller", 1, 0, 'c'}, {"port", 1, 0, 'p'},
 		{"workers", 1, 0, 'w'}, {"lookup", 1, 0, 'l'}, {"stats-sock", 1, 0, 's'},
-		{"idle-sleep-us", 1, 0, 'i'}, {0, 0, 0, 0}};
+		{"idle-sleep-us", 1, 0, 'i'}, {"echo-interval-ms", 1, 0, 'e'},
+		{"fail-mode", 1, 0, 'f'}, {0, 0, 0, 0}};
 	int c;
 	ofs_dp.dpid = 1;
 	ofs_dp.n_workers = 1;
 	/* One default with the profile schema and the launcher (dut/profiles/schema.py
 	 * DEFAULT_LOOKUP): the classifier's tuples, where the switch is built with it. */
 	ofs_dp.lookup_ops = ofs_lookup_find(OFS_LOOKUP_DEFAULT);
-	strcpy(agent_cfg.host, "127.0.0.1");
-	agent_cfg.port = 6653;
+	agent_cfg.echo_interval_ms = 5000;  /* Open vSwitch's inactivity probe default */
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
 		case 'd': ofs_dp.dpid = strtoull(optarg, NULL, 0); break;
 		case 'c': {
 			const char *s = optarg;
+			if (agent_cfg.n_ctl == OFS_MAX_CONTROLLERS)
+				usage("--controller: at most 4");
+			struct ofs_controller_addr *a = &agent_cfg.ctl[agent_cfg.n_ctl++];
 			if (strncmp(s, "tcp:", 4) == 0) s += 4;
 			const char *colon = strrchr(s, ':');
-			if (!colon || colon - s >= (int)sizeof(agent_cfg.host))
+			if (!colon || colon - s >= (int)sizeof(a->host))
 				usage("--controller wants tcp:HOST:PORT");
-			memcpy(agent_cfg.host, s, (size_t)(colon - s));
-			agent_cfg.host[colon - s] = 0;
-			agent_cfg.port = (uint16_t)atoi(colon + 1);
+			memcpy(a->host, s, (size_t)(colon - s));
+			a->host[colon - s] = 0;
+			a->port = (uint16_t)atoi(colon + 1);
 			break;
 		}
 		case 'p': {
@@ -94,13 +99,24 @@ static void parse_args(int argc, char **argv)
 				usage("--lookup: one of " OFS_LOOKUP_NAMES " (tuple and trie need the "
 				      "switch built with dut/classifier)");
 			break;
-		case 's': agent_cfg.stats_sock = strdup(optarg); break;
+		case 's': agent_cfg.stats_sock = optarg; break;  /* argv lives as long as we do */
 		case 'i': ofs_dp.idle_sleep_us = (unsigned)atoi(optarg); break;
+		case 'e': agent_cfg.echo_interval_ms = (unsigned)atoi(optarg); break;
+		case 'f':
+			if (strcmp(optarg, "secure") && strcmp(optarg, "standalone"))
+				usage("--fail-mode: 'secure' or 'standalone'");
+			agent_cfg.fail_standalone = strcmp(optarg, "standalone") == 0;
+			break;
 		default: usage("unknown option");
 		}
 	}
 	if (ofs_dp.n_workers < 1 || ofs_dp.n_workers > OFS_MAX_WORKERS)
 		usage("--workers out of range");
+	if (agent_cfg.n_ctl == 0) {  /* the default controller */
+		strcpy(agent_cfg.ctl[0].host, "127.0.0.1");
+		agent_cfg.ctl[0].port = 6653;
+		agent_cfg.n_ctl = 1;
+	}
 	/* Refuse at start-up a backend that cannot index the switch's key (a classifier whose
 	 * algorithm limits the key length), rather than at the first FLOW_MOD. */
 	errno = 0;
@@ -165,227 +181,6 @@ static void port_init(unsigned i, struct rte_mempool *pool)
 	ofs_dp.port_by_of[p->ofport] = (int8_t)i;
 }
 
-/* ---- agent network loop --------------------------------------------------------------- */
-/* Flow expiry and link-state checks run on this tick; between ticks the agent sleeps unless a
- * message or a Packet-In arrives (no fixed-interval polling: see ofswitch.h). */
-#define AGENT_TICK_NS 100000000ull
-static int connect_controller(void)
-{
-	int s = socket(AF_INET, SOCK_STREAM, 0);
-	if (s < 0)
-		return -1;
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(agent_cfg.port) };
-	if (inet_pton(AF_INET, agent_cfg.host, &a.sin_addr) != 1 ||
-	    connect(s, (struct sockaddr *)&a, sizeof(a)) != 0) {
-		close(s);
-		return -1;
-	}
-	int one = 1;
-	setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	return s;
-}
-
-static bool send_all(int s, struct obuf *b)
-{
-	size_t o = 0;
-	while (o < b->len) {
-		ssize_t n = send(s, b->data + o, b->len - o, MSG_NOSIGNAL);
-		if (n < 0) {
-			if (errno == EINTR) continue;
-			b->len = 0;
-			return false;
-		}
-		o += (size_t)n;
-	}
-	b->len = 0;
-	return true;
-}
-
-static int stats_listen(void)
-{
-	if (!agent_cfg.stats_sock)
-		return -1;
-	int s = socket(AF_UNIX, SOCK_STREAM, 0);
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
-	snprintf(a.sun_path, sizeof(a.sun_path), "%s", agent_cfg.stats_sock);
-	unlink(a.sun_path);
-	if (bind(s, (struct sockaddr *)&a, sizeof(a)) != 0 || listen(s, 4) != 0) {
-		fprintf(stderr, "ofswitch: stats socket %s: %s\n", a.sun_path, strerror(errno));
-		close(s);
-		return -1;
-	}
-	return s;
-}
-
-static void stats_answer(int ls)
-{
-	int c = accept(ls, NULL, NULL);
-	if (c < 0)
-		return;
-	char buf[8192];
-	size_t n = 0;
-	uint64_t hits = 0, misses = 0;
-	for (unsigned w = 0; w < ofs_dp.n_workers; w++) {
-		hits += ofs_dp.workers[w].cache_hits;
-		misses += ofs_dp.workers[w].cache_misses;
-	}
-	uint32_t flows = 0;
-	for (int t = 0; t < OFS_N_TABLES; t++)
-		flows += ofs_dp.tables[t].n_flows;
-	n += (size_t)snprintf(buf + n, sizeof(buf) - n,
-		"{\"dpid\": %llu, \"of_connected\": %s, \"flows\": %u, \"cache_hits\": %llu, "
-		"\"cache_misses\": %llu, \"ports\": [", (unsigned long long)ofs_dp.dpid,
-		of_connected ? "true" : "false", flows, (unsigned long long)hits,
-		(unsigned long long)misses);
-	for (unsigned i = 0; i < ofs_dp.n_ports; i++) {
-		uint64_t rx = 0, tx = 0;
-		for (unsigned w = 0; w < ofs_dp.n_workers; w++) {
-			rx += ofs_dp.workers[w].port_stats[i].rx_packets;
-			tx += ofs_dp.workers[w].port_stats[i].tx_packets;
-		}
-		n += (size_t)snprintf(buf + n, sizeof(buf) - n,
-			"%s{\"port\": %u, \"rx_packets\": %llu, \"tx_packets\": %llu}",
-			i ? ", " : "", ofs_dp.ports[i].ofport, (unsigned long long)rx,
-			(unsigned long long)tx);
-	}
-	n += (size_t)snprintf(buf + n, sizeof(buf) - n, "]}\n");
-	ssize_t wr = write(c, buf, n);
-	(void)wr;
-	close(c);
-}
-
-/* Poll link state; on a change update the port (workers read link_up) and send PORT_STATUS. */
-static void check_links(struct obuf *out)
-{
-	for (unsigned i = 0; i < ofs_dp.n_ports; i++) {
-		struct rte_eth_link link;
-		if (rte_eth_link_get_nowait(ofs_dp.ports[i].dpdk_id, &link) != 0)
-			continue;
-		bool up = link.link_status == RTE_ETH_LINK_UP;
-		if (up != ofs_dp.ports[i].link_up) {
-			__atomic_store_n(&ofs_dp.ports[i].link_up, up, __ATOMIC_RELEASE);
-			ofs_send_port_status(out, i, OFPPR_MODIFY);
-		}
-	}
-}
-
-void *ofs_agent_main(void *arg)
-{
-	(void)arg;
-	struct obuf out;
-	ob_init(&out);
-	uint8_t *rx = malloc(1 << 17);
-	size_t rx_len = 0;
-	int ls = stats_listen();
-	unsigned backoff_ms = 100;
-	int s = -1;
-	/* Packet-In doorbell (ofs_wake_agent); non-blocking so a burst of writes never stalls */
-	int efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (efd < 0) {
-		fprintf(stderr, "ofswitch: eventfd: %s\n", strerror(errno));
-		ofs_dp.force_quit = true;
-		return NULL;
-	}
-	ofs_dp.agent_wake_fd = efd;
-	uint64_t last_expire = 0;
-	while (!ofs_dp.force_quit) {
-		if (s < 0) {
-			s = connect_controller();
-			if (s < 0) {
-				/* keep answering stats while waiting for the controller */
-				struct pollfd pf = { .fd = ls, .events = POLLIN };
-				if (poll(&pf, ls >= 0 ? 1 : 0, (int)backoff_ms) > 0)
-					stats_answer(ls);
-				backoff_ms = backoff_ms * 2 > 4000 ? 4000 : backoff_ms * 2;
-				continue;
-			}
-			backoff_ms = 100;
-			rx_len = 0;
-			ofs_agent_reset_session();
-			ofs_send_hello(&out);
-			send_all(s, &out);
-			of_connected = 1;
-			fprintf(stderr, "ofswitch: connected to controller %s:%u\n", agent_cfg.host,
-				agent_cfg.port);
-		}
-		/* Sleep until a message, a Packet-In (the worker writes efd, see ofs_wake_agent) or
-		 * the next housekeeping tick. agent_sleeping is stored (a full barrier) before the
-		 * ring is checked, so a Packet-In enqueued in between is seen one way or the other. */
-		uint64_t now = ofs_now_ns();
-		uint64_t next_tick = last_expire + AGENT_TICK_NS;
-		int timeout_ms = now >= next_tick ? 0 : (int)((next_tick - now + 999999) / 1000000);
-		__atomic_store_n(&ofs_dp.agent_sleeping, 1, __ATOMIC_SEQ_CST);
-		if (rte_ring_count(ofs_dp.pin_ring) > 0)
-			timeout_ms = 0;
-		struct pollfd pf[3] = { { .fd = s, .events = POLLIN }, { .fd = efd, .events = POLLIN },
-					{ .fd = ls, .events = POLLIN } };
-		int np = poll(pf, ls >= 0 ? 3 : 2, timeout_ms);
-		__atomic_store_n(&ofs_dp.agent_sleeping, 0, __ATOMIC_RELAXED);
-		if (np > 0 && (pf[1].revents & POLLIN)) {
-			uint64_t cnt;
-			ssize_t r = read(efd, &cnt, sizeof(cnt));
-			(void)r;
-		}
-		bool close_it = false;
-		if (np > 0 && (pf[0].revents & (POLLIN | POLLHUP | POLLERR))) {
-			ssize_t n = recv(s, rx + rx_len, (1 << 17) - rx_len, 0);
-			if (n <= 0) {
-				close_it = true;
-			} else {
-				rx_len += (size_t)n;
-				size_t o = 0;
-				while (rx_len - o >= 8) {
-					uint16_t ml = rd16(rx + o + 2);
-					if (ml < 8) { close_it = true; break; }  /* unframeable */
-					if (rx_len - o < ml) break;
-					if (ofs_handle_msg(&out, rx + o, ml) < 0) close_it = true;
-					o += ml;
-					if (close_it) break;
-				}
-				memmove(rx, rx + o, rx_len - o);
-				rx_len -= o;
-				ofs_commit();
-			}
-		}
-		if (ls >= 0 && np > 0 && (pf[2].revents & POLLIN))
-			stats_answer(ls);
-		/* packets for the controller */
-		void *pins[64];
-		unsigned n = rte_ring_sc_dequeue_burst(ofs_dp.pin_ring, pins, 64, NULL);
-		for (unsigned i = 0; i < n; i++) {
-			ofs_send_packet_in(&out, pins[i]);
-			free(pins[i]);
-		}
-		now = ofs_now_ns();
-		if (now - last_expire >= AGENT_TICK_NS) {
-			last_expire = now;
-			ofs_expire_flows(&out, now);
-			ofs_commit();
-			check_links(&out);
-		}
-		if (out.len && !send_all(s, &out))
-			close_it = true;
-		if (close_it) {
-			if (out.len) send_all(s, &out);
-			close(s);
-			s = -1;
-			of_connected = 0;
-			fprintf(stderr, "ofswitch: controller session closed, reconnecting\n");
-		}
-	}
-	if (s >= 0)
-		close(s);
-	if (ls >= 0) {
-		close(ls);
-		unlink(agent_cfg.stats_sock);
-	}
-	ofs_dp.agent_sleeping = 0;
-	close(efd);
-	ob_free(&out);
-	free(rx);
-	return NULL;
-}
-
 int main(int argc, char **argv)
 {
 	int ret = rte_eal_init(argc, argv);
@@ -445,8 +240,9 @@ int main(int argc, char **argv)
 	}
 	pthread_t agent;
 	/* A control thread, not a plain pthread: DPDK pins it to the CPUs that are not worker
-	 * lcores, so its 2 ms poll wake-ups and flow expiry never preempt a busy-polling worker
-	 * (with one worker on a dedicated core, a plain pthread inherited that core). */
+	 * lcores, so its wake-ups (messages, Packet-Ins, the 100 ms housekeeping tick) never
+	 * preempt a busy-polling worker (with one worker on a dedicated core, a plain pthread
+	 * inherited that core). */
 	if (rte_ctrl_thread_create(&agent, "ofs-agent", NULL, ofs_agent_main, &agent_cfg) != 0)
 		rte_exit(EXIT_FAILURE, "agent thread\n");
 	fprintf(stderr, "ofswitch: dpid 0x%llx, %u ports, %u workers, lookup %s\n",

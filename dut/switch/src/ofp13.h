@@ -74,6 +74,9 @@ enum { OFPPC_PORT_DOWN = 1 << 0, OFPPC_NO_RECV = 1 << 2, OFPPC_NO_FWD = 1 << 5,
        OFPPC_NO_PACKET_IN = 1 << 6 };
 #define OFPPC_ALL (OFPPC_PORT_DOWN | OFPPC_NO_RECV | OFPPC_NO_FWD | OFPPC_NO_PACKET_IN)
 #define OFPPF_ALL 0xffffu
+/* ofp_port_state bits (7.2.1) and the ofp_port_features bits ofswitch reports */
+enum { OFPPS_LINK_DOWN = 1 << 0, OFPPS_BLOCKED = 1 << 1, OFPPS_LIVE = 1 << 2 };
+enum { OFPPF_10GB_FD = 1 << 6, OFPPF_COPPER = 1 << 11 };
 /* ofp_table_config (7.3.3): only the deprecated bits 0-1 exist in 1.3 */
 #define OFPTC_DEPRECATED_MASK 3u
 enum { OFPSCFC_BAD_FLAGS = 0, OFPSCFC_BAD_LEN = 1 };
@@ -158,6 +161,18 @@ enum oxm_field {
 	OXM_N_FIELDS
 };
 #define OFPVID_PRESENT 0x1000
+
+/* Ethertypes: the ones prerequisites and header rewrites look at, and the ones the push
+ * actions may name (OF1.3.5 7.2.5: push_vlan 0x8100/0x88a8, push_mpls 0x8847/0x8848,
+ * push_pbb 0x88e7) */
+#define OFS_ETH_P_IPV4 0x0800
+#define OFS_ETH_P_ARP 0x0806
+#define OFS_ETH_P_IPV6 0x86dd
+#define OFS_ETH_P_8021Q 0x8100
+#define OFS_ETH_P_8021AD 0x88a8
+#define OFS_ETH_P_MPLS_UC 0x8847
+#define OFS_ETH_P_MPLS_MC 0x8848
+#define OFS_ETH_P_PBB 0x88e7
 
 /* IPv6 extension header pseudo-field bits. */
 enum { OFPIEH_NONEXT = 1, OFPIEH_ESP = 2, OFPIEH_AUTH = 4, OFPIEH_DEST = 8, OFPIEH_FRAG = 16,

@@ -11,15 +11,16 @@
  *    meter, taken only by packets that hit that meter).
  *  - The agent thread (a DPDK control thread, ofs_agent_main) is the ONLY writer of flows, tables,
  *    groups and meters. Flow tables: see flowtable.h (staged incremental updates, one publish
- *    per commit, deferred frees). Groups and meters: it publishes new objects with an atomic
- *    pointer store, calls rte_rcu_qsbr_synchronize() and only then frees the old ones. Workers
- *    report a quiescent state once per poll loop and go offline while they idle-sleep.
+ *    per commit, deferred frees). Groups and meters: objects in an id table (idtable.h, O(1)
+ *    lookup by id) published with release stores; a replaced or removed object is freed after
+ *    a QSBR grace period (ofs_defer_free). Workers report a quiescent state once per poll
+ *    loop and go offline while they idle-sleep.
  *  - Workers hand packets for the controller to the agent through pin_ring (MP/SC); the agent
  *    hands PACKET_OUTs to worker 0 through pout_ring (SP/SC). So workers never touch the TCP
  *    socket and the agent never touches a NIC queue.
- *  - The agent does not poll: it sleeps in poll() on the controller socket, the stats socket
+ *  - The agent does not poll: it sleeps in poll() on the controller sockets, the stats socket
  *    and agent_wake_fd (an eventfd) until a message, a 100 ms housekeeping tick (flow expiry,
- *    link state) or a Packet-In.  Before it sleeps it sets agent_sleeping and re-checks
+ *    link state, keepalive, reconnects) or a Packet-In.  Before it sleeps it sets agent_sleeping and re-checks
  *    pin_ring; a worker that enqueued a Packet-In and sees agent_sleeping set clears it and
  *    writes the eventfd (ofs_wake_agent), so there is one wake-up per sleep at most and a
  *    busy datapath costs the agent's core ~10 wake-ups/s instead of a 2 ms poll's 500+.
@@ -60,17 +61,19 @@
 #include <rte_ethdev.h>
 #include "ofp13.h"
 #include "flowkey.h"
+#include "idtable.h"
 
 #define OFS_MAX_PORTS 16
 #define OFS_N_TABLES 64
-#define OFS_MAX_GROUPS 1024
-#define OFS_MAX_METERS 1024
+#define OFS_MAX_GROUPS OFS_IDT_CAP
+#define OFS_MAX_METERS OFS_IDT_CAP
 #define OFS_MAX_BANDS 8
 #define OFS_MAX_BUCKETS 32
 #define OFS_MAX_WORKERS 16
 #define OFS_BURST 32
 #define OFS_CACHE_SIZE 8192 /* buckets per worker (x OFS_CACHE_WAYS entries), power of 2 */
 #define OFS_MAX_PKT 9216
+#define OFS_MAC_TABLE 4096  /* per worker, power of 2: fail-standalone MAC learning */
 
 struct ofs_flow {
 	/* ---- hot: what a cache hit touches, in the first cache line ---- */
@@ -148,8 +151,13 @@ struct ofs_lookup_ops {
 	int (*insert)(void *lx, struct ofs_flow *f);
 	/* Stage f's removal (f was inserted, maybe still staged). Cannot fail. */
 	void (*remove)(void *lx, struct ofs_flow *f);
-	/* Make every staged change visible at once. 0, or -1 when out of memory: then nothing of
-	 * it is visible, and the next publish retries. */
+	/* Reserve what the next publish needs for the flows staged so far (called by
+	 * ofs_table_prepare; insert reserves for its own flow). 0, or -1 when out of memory.
+	 * Optional (NULL: publish needs nothing). */
+	int (*reserve)(void *lx);
+	/* Make every staged change visible at once. With reserve/insert having succeeded it
+	 * cannot fail; -1 (out of memory, a broken reservation) leaves nothing of it visible,
+	 * and the next publish retries. */
 	int (*publish)(void *lx);
 	/* Highest-priority visible flow whose match covers key, or NULL. Lock-free, any worker. */
 	struct ofs_flow *(*lookup)(const void *lx, const struct ofs_key *key);
@@ -183,6 +191,7 @@ struct ofs_table {
 	void *lx;                    /* lookup structure, created with the first flow, kept */
 	/* ---- agent-private ---- */
 	struct ofs_table_view *spare;/* the next view, allocated ahead so a commit cannot fail */
+	struct ofs_table_view *spare_grow; /* the uncacheable view of a mask-union growth (idem) */
 	uint32_t *mask_bits;         /* per key bit: how many flows' masks set it */
 	uint64_t umask[OFS_KEY_WORDS];   /* union of the flows' masks (bits with a count) */
 	bool umask_changed;          /* the union changed since the last publish: new epoch */
@@ -210,7 +219,7 @@ struct ofs_bucket {
 };
 
 struct ofs_group {
-	uint32_t id;
+	uint32_t id;                 /* first: an idtable object (idtable.h) */
 	uint8_t type;
 	uint16_t n_buckets;
 	struct ofs_bucket buckets[OFS_MAX_BUCKETS];
@@ -229,7 +238,7 @@ struct ofs_band {
 };
 
 struct ofs_meter {
-	uint32_t id;
+	uint32_t id;                 /* first: an idtable object (idtable.h) */
 	uint16_t flags;
 	uint16_t n_bands;
 	struct ofs_band bands[OFS_MAX_BANDS];
@@ -239,6 +248,9 @@ struct ofs_meter {
 	uint64_t packets, bytes;
 	uint64_t created_ns;
 };
+
+_Static_assert(offsetof(struct ofs_group, id) == 0, "an idtable object starts with its id");
+_Static_assert(offsetof(struct ofs_meter, id) == 0, "an idtable object starts with its id");
 
 struct ofs_port {
 	uint32_t ofport;
@@ -294,6 +306,9 @@ struct ofs_worker {
 	uint64_t cache_hits, cache_misses;
 	uint64_t cache_revalidated;  /* hits on an entry of an older version (ck_revalidate) */
 	uint64_t entered;            /* tables whose lookup structure this worker entered */
+	/* fail-standalone MAC learning (datapath.c standalone_forward): direct-mapped, this
+	 * worker's own; an entry is mac (48 bits) | (ports[] index + 1) << 48, 0 = empty */
+	uint64_t mac_learned[OFS_MAC_TABLE];
 	struct rte_mempool *pool;
 } __rte_cache_aligned;
 
@@ -324,13 +339,17 @@ struct ofs_dp {
 	unsigned n_ports;
 	int8_t port_by_of[256];      /* OpenFlow port number -> ports[] index, -1 none */
 	struct ofs_table tables[OFS_N_TABLES];
-	struct ofs_group *groups[OFS_MAX_GROUPS];   /* published pointers, unordered */
-	struct ofs_meter *meters[OFS_MAX_METERS];
+	struct ofs_idtable groups;   /* struct ofs_group by id (idtable.h: O(1) lookup by workers) */
+	struct ofs_idtable meters;   /* struct ofs_meter by id */
 	const struct ofs_lookup_ops *lookup_ops;
 	struct rte_rcu_qsbr *qsbr;
 	struct rte_ring *pin_ring, *pout_ring;
 	uint16_t miss_send_len;
 	uint16_t config_flags;
+	/* fail-standalone mode with no controller connected (agent writes, workers read):
+	 * received packets bypass the tables; each worker forwards as a learning switch
+	 * (ofs_agent_cfg.fail_standalone) */
+	bool standalone;
 	unsigned idle_sleep_us;
 	volatile bool force_quit;
 	/* agent wake-up (see "The agent does not poll" above); agent_sleeping is only ever set
@@ -347,23 +366,44 @@ static inline int ofs_port_idx(uint32_t ofport)
 
 uint64_t ofs_now_ns(void);
 
+/* Groups and meters by id: O(1), lock-free, any thread (idtable.h). */
+static inline struct ofs_group *ofs_group_find(uint32_t id)
+{
+	return ofs_idt_find(&ofs_dp.groups, id);
+}
+static inline struct ofs_meter *ofs_meter_find(uint32_t id)
+{
+	return ofs_idt_find(&ofs_dp.meters, id);
+}
+
 /* datapath.c */
 int ofs_worker_main(void *arg);
 void ofs_wake_agent(void);
 void ofs_tx_unsent(struct rte_mbuf **pkts, uint16_t n, void *txq);
 void ofs_run_packet_out(struct ofs_worker *w, struct ofs_pout *po);
-struct ofs_group *ofs_group_find(uint32_t id);
-struct ofs_meter *ofs_meter_find(uint32_t id);
 
-/* agent.c */
+/* agent_conn.c: the agent thread (arg: struct ofs_agent_cfg *) */
+#ifndef OFS_MAX_CONTROLLERS
+#define OFS_MAX_CONTROLLERS 4
+#endif
+struct ofs_controller_addr { char host[64]; uint16_t port; };
 struct ofs_agent_cfg {
-	char host[64];
-	uint16_t port;
+	struct ofs_controller_addr ctl[OFS_MAX_CONTROLLERS];  /* --controller, each kept open */
+	unsigned n_ctl;
 	const char *stats_sock;
+	unsigned echo_interval_ms;   /* keepalive: ECHO after this silence, close after 2x; 0 off */
+	bool fail_standalone;        /* --fail-mode standalone (else secure) */
 };
 void *ofs_agent_main(void *cfg);
-/* Validate an action list. table_id is 0xff outside a flow. Returns 0 or OFS_ERR(). */
-uint32_t ofs_actions_check(const uint8_t *a, size_t len, const struct ofs_match *m,
-			   bool in_packet_out);
+/* agent_flows.c: validate an action list on its own (types, lengths, arguments, ports,
+ * groups); prerequisites against the packet: ofs_actions_prereq. Returns 0 or OFS_ERR(). */
+uint32_t ofs_actions_check(const uint8_t *a, size_t len, bool in_packet_out);
+/* Set-field prerequisites (OF1.3.5 7.2.5, table 12) of an action list run on a packet that
+ * ctx describes (a flow's match, or the fields of a PACKET_OUT's frame); ctx is updated with
+ * the effect of the list (pushes, pops, set-fields) for what runs after it. action_set: the
+ * list is a write-actions set (pops and pushes run before set-fields, whatever the order).
+ * 0 or BAD_ACTION/MATCH_INCONSISTENT. */
+uint32_t ofs_actions_prereq(const uint8_t *a, size_t len, struct ofs_match *ctx,
+			    bool action_set);
 
 #endif

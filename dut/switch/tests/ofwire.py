@@ -82,6 +82,8 @@ class Session:
         self.cond = threading.Condition()
         self.closed = False
         self.n_received = 0
+        self.n_packet_in = 0
+        self.answer_echo = True  # as a controller does (the switch's keepalive probes)
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
 
@@ -98,8 +100,12 @@ class Session:
                     if length < 8 or len(buf) < length:
                         break
                     m, buf = buf[:length], buf[length:]
+                    if m[1] == ECHO_REQUEST and self.answer_echo:
+                        self.conn.sendall(m[:1] + bytes([ECHO_REPLY]) + m[2:])
+                        continue
                     with self.cond:
                         self.n_received += 1
+                        self.n_packet_in += m[1] == PACKET_IN
                         if m[1] != PACKET_IN:  # packet-ins are counted, not kept
                             self.msgs.append((m[1], struct.unpack_from("!I", m, 4)[0], m[8:]))
                             del self.msgs[:-1000]

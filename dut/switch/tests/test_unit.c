@@ -271,6 +271,129 @@ static void test_group_meter(void)
 	CHECK(!ofs_group_find(5), "group delete all");
 }
 
+
+static void reset_tables(void);
+
+/* GROUP_MOD of group id with one bucket of actions a (alen bytes). */
+static void group_mod_msg(struct mb *m, uint16_t cmd, uint32_t id, const uint8_t *a, size_t alen)
+{
+	mb_hdr(m, OFPT_GROUP_MOD, 3);
+	uint8_t *g = mb_put(m, 8);
+	wr16(g, cmd); g[2] = OFPGT_ALL; wr32(g + 4, id);
+	if (alen) {
+		uint8_t *b = mb_put(m, 16 + alen);
+		wr16(b, (uint16_t)(16 + alen)); wr32(b + 4, OFPP_ANY); wr32(b + 8, OFPG_ANY);
+		memcpy(b + 16, a, alen);
+	}
+	mb_end(m);
+}
+
+/* 6.5: a MODIFY that closes a chain of groups into a loop is refused with LOOP (and changes
+ * nothing); a chain without a loop is accepted. */
+static void test_group_loops(void)
+{
+	struct mb m;
+	uint8_t a[8] = {0};
+	wr16(a, OFPAT_GROUP); wr16(a + 2, 8);
+	group_mod_msg(&m, OFPGC_ADD, 3, NULL, 0);
+	send_msg(&m);
+	wr32(a + 4, 3);
+	group_mod_msg(&m, OFPGC_ADD, 2, a, 8);   /* 2 -> 3 */
+	send_msg(&m);
+	wr32(a + 4, 2);
+	group_mod_msg(&m, OFPGC_ADD, 1, a, 8);   /* 1 -> 2 -> 3 */
+	send_msg(&m);
+	CHECK(out.len == 0 && ofs_group_find(1) && ofs_group_find(2), "a chain is accepted");
+	wr32(a + 4, 1);
+	group_mod_msg(&m, OFPGC_MODIFY, 3, a, 8); /* 3 -> 1 -> 2 -> 3: a loop */
+	send_msg(&m);
+	CHECK(reply_err() == OFS_ERR(OFPET_GROUP_MOD_FAILED, OFPGMFC_LOOP),
+	      "a loop through two other groups: LOOP (0x%x)", reply_err());
+	CHECK(ofs_group_find(3) && ofs_group_find(3)->n_buckets == 0, "the looping MODIFY changed nothing");
+	wr32(a + 4, 3);
+	group_mod_msg(&m, OFPGC_MODIFY, 3, a, 8); /* 3 -> 3 */
+	send_msg(&m);
+	CHECK(reply_err() == OFS_ERR(OFPET_GROUP_MOD_FAILED, OFPGMFC_LOOP), "a self loop: LOOP");
+	group_mod_msg(&m, OFPGC_DELETE, OFPG_ALL, NULL, 0);
+	send_msg(&m);
+	ofs_commit();
+}
+
+/* An action list inside an apply- or write-actions instruction of a FLOW_MOD in table 0. */
+static void flow_mod_actions(struct mb *m, const uint8_t *oxms, size_t oxlen, uint16_t inst,
+			     const uint8_t *a, size_t alen)
+{
+	flow_mod(m, OFPFC_ADD, 0, 10, oxms, oxlen, 0, 0);
+	uint8_t *in = mb_put(m, 8 + alen);
+	wr16(in, inst); wr16(in + 2, (uint16_t)(8 + alen));
+	memcpy(in + 8, a, alen);
+	mb_end(m);
+}
+static size_t act_set_field(uint8_t *p, int field, const void *val, int len)
+{
+	size_t l = (4 + 4 + (size_t)len + 7) / 8 * 8;
+	memset(p, 0, l);
+	wr16(p, OFPAT_SET_FIELD); wr16(p + 2, (uint16_t)l);
+	oxm(p + 4, field, val, NULL, len);
+	return l;
+}
+static size_t act_push(uint8_t *p, uint16_t type, uint16_t ethertype)
+{
+	memset(p, 0, 8);
+	wr16(p, type); wr16(p + 2, 8); wr16(p + 4, ethertype);
+	return 8;
+}
+
+/* 7.2.5: a set-field's prerequisites are those of the packet at that action: the match as
+ * the earlier actions changed it (push/pop/set-field), for the action set after its pushes. */
+static void test_set_field_prereq(void)
+{
+	reset_tables();
+	struct mb m;
+	uint8_t ox[32], a[128];
+	uint16_t ip = htons(0x0800);
+	size_t nox = oxm(ox, OXM_ETH_TYPE, &ip, NULL, 2);
+	uint8_t pcp = 3, v4[4] = { 10, 0, 0, 9 };
+	uint8_t lbl[4] = { 0, 0, 0, 7 };
+	const uint32_t bad = OFS_ERR(OFPET_BAD_ACTION, OFPBAC_MATCH_INCONSISTENT);
+	size_t n = act_set_field(a, OXM_IPV4_SRC, v4, 4);
+	flow_mod_actions(&m, NULL, 0, OFPIT_APPLY_ACTIONS, a, n);
+	send_msg(&m);
+	CHECK(reply_err() == bad, "set ipv4_src without eth_type=IPv4: MATCH_INCONSISTENT");
+	flow_mod_actions(&m, ox, nox, OFPIT_APPLY_ACTIONS, a, n);
+	send_msg(&m);
+	CHECK(out.len == 0, "set ipv4_src with eth_type=IPv4: accepted");
+	n = act_set_field(a, OXM_VLAN_PCP, &pcp, 1);
+	flow_mod_actions(&m, ox, nox, OFPIT_APPLY_ACTIONS, a, n);
+	send_msg(&m);
+	CHECK(reply_err() == bad, "set vlan_pcp on an untagged match: MATCH_INCONSISTENT");
+	n = act_push(a, OFPAT_PUSH_VLAN, 0x8100);
+	n += act_set_field(a + n, OXM_VLAN_PCP, &pcp, 1);
+	flow_mod_actions(&m, ox, nox, OFPIT_APPLY_ACTIONS, a, n);
+	send_msg(&m);
+	CHECK(out.len == 0, "push_vlan then set vlan_pcp: accepted (0x%x)", reply_err());
+	n = act_set_field(a, OXM_VLAN_PCP, &pcp, 1);
+	n += act_push(a + n, OFPAT_PUSH_VLAN, 0x8100);
+	flow_mod_actions(&m, ox, nox, OFPIT_APPLY_ACTIONS, a, n);
+	send_msg(&m);
+	CHECK(reply_err() == bad, "set vlan_pcp BEFORE push_vlan in apply-actions: refused");
+	flow_mod_actions(&m, ox, nox, OFPIT_WRITE_ACTIONS, a, n);
+	send_msg(&m);
+	CHECK(out.len == 0, "the same in write-actions (the set pushes first): accepted (0x%x)",
+	      reply_err());
+	n = act_push(a, OFPAT_PUSH_MPLS, 0x8847);
+	n += act_set_field(a + n, OXM_MPLS_LABEL, lbl, 4);
+	flow_mod_actions(&m, ox, nox, OFPIT_APPLY_ACTIONS, a, n);
+	send_msg(&m);
+	CHECK(out.len == 0, "push_mpls then set mpls_label: accepted (0x%x)", reply_err());
+	n = act_push(a, OFPAT_PUSH_MPLS, 0x8847);
+	n += act_set_field(a + n, OXM_IPV4_SRC, v4, 4);
+	flow_mod_actions(&m, ox, nox, OFPIT_APPLY_ACTIONS, a, n);
+	send_msg(&m);
+	CHECK(reply_err() == bad, "set ipv4_src after push_mpls (no IPv4 header now): refused");
+	reset_tables();
+}
+
 static void test_multipart_misc(void)
 {
 	struct mb m;
@@ -576,6 +699,7 @@ static void reset_tables(void)
 			ofs_dp.lookup_ops->destroy(tb->lx);
 		free(tb->view);
 		free(tb->spare);
+		free(tb->spare_grow);
 		free(tb->mask_bits);
 		free(tb->pend);
 		free(tb->htab);
@@ -966,6 +1090,210 @@ static void test_failed_update_keeps_state(void)
 	ofs_dp.lookup_ops = &ofs_lookup_simple;
 }
 
+
+/* A backend whose reservation for the next publish fails (out of memory while staging): the
+ * FLOW_MOD is answered with an error and the published index stays as it was (issue 15
+ * part 3: never a NULL or partial index for a failure). */
+static bool fail_reserve;
+static int failing_reserve(void *lx)
+{
+	return fail_reserve ? -1 : ofs_lookup_simple.reserve(lx);
+}
+
+static void test_failed_reserve_keeps_index(void)
+{
+	reset_tables();
+	failing_ops = ofs_lookup_simple;
+	failing_ops.name = "failing-reserve double";
+	failing_ops.reserve = failing_reserve;
+	ofs_dp.lookup_ops = &failing_ops;
+	struct mb m;
+	uint8_t ox[64];
+	uint16_t et = htons(0x0800);
+	size_t n = oxm(ox, OXM_ETH_TYPE, &et, NULL, 2);
+	flow_mod(&m, OFPFC_ADD, 0, 10, ox, n, 2, 0);
+	send_msg(&m);
+	ofs_commit();
+	const struct ofs_table_view *v0 = ofs_dp.tables[0].view;
+	CHECK(flows_in(0) == 1 && v0, "one flow installed");
+	fail_reserve = true;
+	flow_mod(&m, OFPFC_ADD, 0, 11, ox, n, 3, 0);
+	send_msg(&m);
+	CHECK(reply_err() == OFS_ERR(OFPET_FLOW_MOD_FAILED, OFPFMFC_TABLE_FULL),
+	      "ADD without room for the next index: TABLE_FULL (0x%x)", reply_err());
+	flow_mod(&m, OFPFC_DELETE, 0, 0, ox, 0, 0, 0);
+	send_msg(&m);
+	CHECK(reply_err() == OFS_ERR(OFPET_FLOW_MOD_FAILED, OFPFMFC_UNKNOWN),
+	      "DELETE without room for the next index: an error (0x%x)", reply_err());
+	ofs_commit();
+	const struct ofs_table_view *v = ofs_dp.tables[0].view;
+	struct ofs_key k;
+	memset(&k, 0, sizeof(k));
+	k.eth_type = et;
+	struct ofs_flow *f = v ? ofs_dp.lookup_ops->lookup(v->lx, &k) : NULL;
+	CHECK(flows_in(0) == 1 && f && flow_out_port(f) == 2,
+	      "the published index still holds the old flow");
+	fail_reserve = false;
+	flow_mod(&m, OFPFC_DELETE, 0, 0, ox, 0, 0, 0);
+	send_msg(&m);
+	ofs_commit();
+	v = ofs_dp.tables[0].view;
+	CHECK(out.len == 0 && flows_in(0) == 0 && (!v || !ofs_dp.lookup_ops->lookup(v->lx, &k)),
+	      "the DELETE works once memory is back");
+	reset_tables();
+	ofs_dp.lookup_ops = &ofs_lookup_simple;
+}
+
+/* The id table of groups and meters against a trivial reference (a list of ids): random
+ * adds and removes, enough removals to force index rebuilds (tombstones), every lookup
+ * checked, and the listing order is the slot order. */
+struct idobj { uint32_t id; int tag; };
+static void test_idtable(void)
+{
+	static struct ofs_idtable t;
+	static struct idobj objs[OFS_IDT_CAP];
+	static uint32_t ref[OFS_IDT_CAP];  /* ids present, in objs[] position */
+	static bool used[OFS_IDT_CAP];
+	memset(&t, 0, sizeof(t));
+	uint32_t seed = 12345, n = 0, bad = 0, rebuilds = 0;
+	void **ix0 = NULL;
+	CHECK(ofs_idt_find(&t, 7) == NULL, "empty table finds nothing");
+	for (int step = 0; step < 20000; step++) {
+		seed = seed * 1103515245u + 12345u;
+		unsigned slot = (seed >> 8) % OFS_IDT_CAP;
+		if (!used[slot]) {
+			seed = seed * 1103515245u + 12345u;
+			uint32_t id = (seed >> 4) % 5000u;  /* small id space: collisions in the hash */
+			bool dup = false;
+			for (unsigned i = 0; i < OFS_IDT_CAP; i++)
+				dup |= used[i] && ref[i] == id;
+			if (dup)
+				continue;
+			objs[slot] = (struct idobj){ id, step };
+			bad += ofs_idt_add(&t, &objs[slot]) != 0;
+			used[slot] = true;
+			ref[slot] = id;
+			n++;
+		} else {
+			ofs_idt_remove(&t, &objs[slot]);
+			used[slot] = false;
+			n--;
+		}
+		if (ix0 != t.index) {
+			rebuilds += ix0 != NULL;
+			ix0 = t.index;
+		}
+		if (step % 97 == 0) {
+			for (unsigned i = 0; i < OFS_IDT_CAP; i++)
+				if (used[i])
+					bad += ofs_idt_find(&t, ref[i]) != &objs[i];
+			for (uint32_t id = 5000; id < 5100; id++)
+				bad += ofs_idt_find(&t, id) != NULL;
+		}
+	}
+	CHECK(bad == 0 && t.n == n, "idtable agrees with the reference (%u mismatches)", bad);
+	CHECK(rebuilds > 0, "tombstones forced %u index rebuilds", rebuilds);
+	/* full table: the next add is refused; listing visits every object once */
+	for (unsigned i = 0; i < OFS_IDT_CAP; i++)
+		if (!used[i]) {
+			objs[i] = (struct idobj){ 10000 + i, 0 };
+			bad += ofs_idt_add(&t, &objs[i]) != 0;
+			used[i] = true;
+		}
+	struct idobj extra = { 99999, 0 };
+	CHECK(bad == 0 && ofs_idt_add(&t, &extra) == -1, "a full table refuses an add");
+	unsigned listed = 0;
+	for (unsigned i = 0; ofs_idt_next(&t, &i);)
+		listed++;
+	CHECK(listed == OFS_IDT_CAP, "listing visits every object (%u)", listed);
+	/* replace keeps the id findable, pointing at the new object */
+	struct idobj repl = objs[3];
+	ofs_idt_replace(&t, &objs[3], &repl);
+	CHECK(ofs_idt_find(&t, repl.id) == &repl, "replace publishes the new object");
+}
+
+
+/* ROLE_REQUEST on the current session; returns the error (0xffffffff: none) and the role. */
+static uint32_t role_request(uint32_t role, uint64_t gen, uint32_t *got)
+{
+	struct mb m;
+	mb_hdr(&m, OFPT_ROLE_REQUEST, 9);
+	uint8_t *p = mb_put(&m, 16);
+	wr32(p, role); wr64(p + 8, gen);
+	mb_end(&m);
+	send_msg(&m);
+	if (reply_type() == OFPT_ROLE_REPLY && got)
+		*got = rd32(out.data + 8);
+	return reply_err();
+}
+
+/* Several controllers (OF1.3.5 6.3.6, 7.3.9, 7.3.10): one session per connection, one master
+ * at most, generation ids, IS_SLAVE for a slave's state-changing messages, async messages
+ * filtered per session. */
+static void test_sessions(void)
+{
+	struct ofs_session *a = ofs_session_open(), *b = ofs_session_open();
+	CHECK(a && b && a != b, "two sessions");
+	uint32_t role = 0;
+	ofs_session_use(a);
+	CHECK(role_request(OFPCR_ROLE_MASTER, 100, &role) == 0xffffffff &&
+	      role == OFPCR_ROLE_MASTER, "a becomes master (gen 100)");
+	ofs_session_use(b);
+	CHECK(role_request(OFPCR_ROLE_NOCHANGE, 0, &role) == 0xffffffff &&
+	      role == OFPCR_ROLE_EQUAL, "b is equal");
+	CHECK(role_request(OFPCR_ROLE_MASTER, 99, NULL) ==
+	      OFS_ERR(OFPET_ROLE_REQUEST_FAILED, OFPRRFC_STALE), "b master with gen 99: STALE");
+	CHECK(role_request(OFPCR_ROLE_MASTER, 101, &role) == 0xffffffff &&
+	      role == OFPCR_ROLE_MASTER, "b master with gen 101");
+	ofs_session_use(a);
+	CHECK(role_request(OFPCR_ROLE_NOCHANGE, 0, &role) == 0xffffffff &&
+	      role == OFPCR_ROLE_SLAVE, "a was demoted to slave");
+	struct mb m;
+	uint8_t ox[16];
+	uint16_t et = htons(0x0800);
+	flow_mod(&m, OFPFC_ADD, 0, 10, ox, oxm(ox, OXM_ETH_TYPE, &et, NULL, 2), 2, 0);
+	send_msg(&m);
+	CHECK(reply_err() == OFS_ERR(OFPET_BAD_REQUEST, OFPBRC_IS_SLAVE), "slave FLOW_MOD: IS_SLAVE");
+	mb_hdr(&m, OFPT_MULTIPART_REQUEST, 5);
+	wr16(mb_put(&m, 8), OFPMP_DESC);
+	mb_end(&m);
+	send_msg(&m);
+	CHECK(reply_type() == OFPT_MULTIPART_REPLY, "a slave may read (multipart)");
+	/* async: a FLOW_REMOVED(DELETE) goes to the master, not to a slave (default masks) */
+	uint8_t fr[56] = { 4, OFPT_FLOW_REMOVED };
+	fr[18] = OFPRR_DELETE;
+	uint8_t pin[32] = { 4, OFPT_PACKET_IN };
+	pin[14] = OFPR_NO_MATCH;
+	CHECK(ofs_session_wants(b, fr) && !ofs_session_wants(a, fr),
+	      "FLOW_REMOVED: master yes, slave no");
+	/* SET_ASYNC on the slave: packet-ins off for the slave role */
+	mb_hdr(&m, OFPT_SET_ASYNC, 6);
+	uint8_t *p = mb_put(&m, 24);
+	wr32(p, 0x7); wr32(p + 4, 0); wr32(p + 8, 0x7); wr32(p + 12, 0x7);
+	wr32(p + 16, 0xf); wr32(p + 20, 0);
+	mb_end(&m);
+	send_msg(&m);
+	CHECK(out.len == 0 && !ofs_session_wants(a, pin) && ofs_session_wants(b, pin),
+	      "SET_ASYNC is per session: a (slave) no packet-ins, b still");
+	ofs_session_use(b);
+	mb_hdr(&m, OFPT_GET_ASYNC_REQUEST, 7);
+	mb_end(&m);
+	send_msg(&m);
+	CHECK(reply_type() == OFPT_GET_ASYNC_REPLY && rd32(out.data + 12) == 0x7,
+	      "b's async config is its own (slave packet-in mask 0x7)");
+	ofs_session_close(a);
+	ofs_session_close(b);
+	struct ofs_session *c = ofs_session_open();
+	ofs_session_use(c);
+	CHECK(role_request(OFPCR_ROLE_NOCHANGE, 0, &role) == 0xffffffff &&
+	      role == OFPCR_ROLE_EQUAL, "a new connection starts equal");
+	CHECK(role_request(OFPCR_ROLE_SLAVE, 100, NULL) ==
+	      OFS_ERR(OFPET_ROLE_REQUEST_FAILED, OFPRRFC_STALE),
+	      "the generation is the switch's: gen 100 after 101 is STALE on a new connection");
+	ofs_session_close(c);
+	ofs_session_use(NULL);
+}
+
 /* The Packet-In doorbell: a worker writes the eventfd only while the agent sleeps, and only
  * once per sleep (the first waker clears agent_sleeping). */
 static void test_agent_wakeup(void)
@@ -993,6 +1321,7 @@ int main(void)
 	test_hello_echo_features();
 	test_flow_mod();
 	test_group_meter();
+	test_group_loops();
 	test_multipart_misc();
 	test_table_features();
 	test_queues();
@@ -1001,7 +1330,11 @@ int main(void)
 	test_lookup_backends();
 	test_incremental_tables();
 	test_failed_update_keeps_state();
+	test_set_field_prereq();
+	test_failed_reserve_keeps_index();
+	test_idtable();
 	test_agent_wakeup();
+	test_sessions();
 	ob_free(&out);
 	printf("%d checks, %d failures\n", checks, failures);
 	return failures ? 1 : 0;

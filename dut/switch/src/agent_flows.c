@@ -1,0 +1,758 @@
+/* agent_flows.c -- FLOW_MOD: validation of matches, instructions and actions, and the flow
+ * table edits (add, modify, delete; strict and not), timeouts and FLOW_REMOVED.
+ *
+ * Goals: a FLOW_MOD costs what it touches, not the table (flowtable.h: staged incremental
+ * updates, hash of (priority, match) for ADD and strict commands, mask groups for non-strict
+ * selection); every refusal is the error OpenFlow 1.3.5 names (7.3.4.1, 7.4.4), decided
+ * before the first change.
+ * Invariants: every flow of a table is in its list, its hash and its mask group, and staged in
+ * its lookup structure; n_timed_flows counts the flows with an idle or hard timeout; removed
+ * flows wait in dead_flows until a commit publishes their tables, then go to the deferred
+ * frees (a worker may still hold them until its next quiescent state).
+ * Validation runs in two passes: each action list on its own (ofs_actions_check: types,
+ * lengths, arguments, ports, groups), then the set-field prerequisites against the packet at
+ * each action (ofs_actions_prereq: the match as apply-actions change it, then the action set
+ * after its pops and pushes; 7.2.5 -> BAD_ACTION/MATCH_INCONSISTENT). A MODIFY's instructions
+ * are checked against the request's match (as Open vSwitch does).
+ * What a flow may contain is what the table-features reply advertises (agent_multipart.c):
+ * keep ofs_actions_check / insts_parse and tf_actions in step.
+ * Concurrency: agent thread only; workers read published views (ofswitch.h "Flow lookup").
+ * Byte order: the match and instructions are kept as their wire bytes (match_raw, insts) for
+ * flow stats; struct ofs_match is network order (flowkey.h); the rest host order.
+ */
+#include <stdlib.h>
+#include <arpa/inet.h>
+#include <string.h>
+#include <rte_hash_crc.h>
+#include "agent_internal.h"
+#include "flowtable.h"
+
+/* OFPFF_*: the flags a FLOW_MOD may carry (7.3.4.1) */
+#define OFS_FLOW_MOD_FLAGS_ALL (OFPFF_SEND_FLOW_REM | OFPFF_CHECK_OVERLAP | OFPFF_RESET_COUNTS | \
+				OFPFF_NO_PKT_COUNTS | OFPFF_NO_BYT_COUNTS)
+
+/* ---- flow state --------------------------------------------------------------------------- */
+static struct ofs_flow *dead_flows;  /* unlinked, not yet handed to the deferred frees */
+static uint32_t n_timed_flows; /* flows with an idle or hard timeout, in all tables */
+
+static void free_flow(struct ofs_flow *f)
+{
+	free(f->match_raw);
+	free(f->insts);
+	free(f);
+}
+
+static void free_flow_cb(void *f) { free_flow(f); }
+
+/* Publish every changed table (flowtable.h) and hand the removed flows to the deferred frees. */
+void ofs_flows_commit(void)
+{
+	bool all = ofs_tables_commit();
+	/* a table whose publish failed still shows its removed flows: keep them for next time */
+	while (all && dead_flows) {
+		struct ofs_flow *f = dead_flows;
+		dead_flows = f->next;
+		ofs_defer_free(f, free_flow_cb);
+	}
+}
+
+/* ---- validation --------------------------------------------------------------------------- */
+static bool port_ok(uint32_t p, bool in_packet_out)
+{
+	if (p == OFPP_IN_PORT || p == OFPP_FLOOD || p == OFPP_ALL || p == OFPP_CONTROLLER ||
+	    p == OFPP_LOCAL || p == OFPP_NORMAL)
+		return true;
+	if (p == OFPP_TABLE)
+		return in_packet_out;
+	return p > 0 && p <= OFPP_MAX && ofs_port_idx(p) >= 0;
+}
+
+uint32_t ofs_actions_check(const uint8_t *a, size_t len, bool in_packet_out)
+{
+	size_t o = 0;
+	while (o < len) {
+		if (len - o < 8)
+			return OFS_ERR(OFPET_BAD_ACTION, OFPBAC_BAD_LEN);
+		uint16_t t = rd16(a + o), l = rd16(a + o + 2);
+		if (l < 8 || l % 8 || o + l > len)
+			return OFS_ERR(OFPET_BAD_ACTION, OFPBAC_BAD_LEN);
+		const uint8_t *p = a + o;
+		switch (t) {
+		case OFPAT_OUTPUT:
+			if (l != 16)
+				return OFS_ERR(OFPET_BAD_ACTION, OFPBAC_BAD_LEN);
+			if (!port_ok(rd32(p + 4), in_packet_out))
+				return OFS_ERR(OFPET_BAD_ACTION, OFPBAC_BAD_OUT_PORT);
+			break;
+		case OFPAT_GROUP:
+			if (l != 8)
+				return OFS_ERR(OFPET_BAD_ACTION, OFPBAC_BAD_LEN);
+			if (!ofs_group_find(rd32(p + 4)))
+				return OFS_ERR(OFPET_BAD_ACTION, OFPBAC_BAD_OUT_GROUP);
+			break;
+		case OFPAT_SET_FIELD: {
+			int f;
+			uint32_t e = ofs_setfield_parse(p + 4, l - 4, &f);
+			if (e)
+				return e;
+			if ((4u + 4 + p[7] + 7) / 8 * 8 != l)
+				return OFS_ERR(OFPET_BAD_ACTION, OFPBAC_BAD_SET_LEN);
+			break;
+		}
+		case OFPAT_PUSH_VLAN: {
+			uint16_t et = rd16(p + 4);
+			if (l != 8) return OFS_ERR(OFPET_BAD_ACTION, OFPBAC_BAD_LEN);
+			if (et != OFS_ETH_P_8021Q && et != OFS_ETH_P_8021AD)
+				return OFS_ERR(OFPET_BAD_ACTION, OFPBAC_BAD_ARGUMENT);
+			break;
+		}
+		case OFPAT_PUSH_MPLS: {
+			uint16_t et = rd16(p + 4);
+			if (l != 8) return OFS_ERR(OFPET_BAD_ACTION, OFPBAC_BAD_LEN);
+			if (et != OFS_ETH_P_MPLS_UC && et != OFS_ETH_P_MPLS_MC)
+				return OFS_ERR(OFPET_BAD_ACTION, OFPBAC_BAD_ARGUMENT);
+			break;
+		}
+		case OFPAT_PUSH_PBB:
+			if (l != 8) return OFS_ERR(OFPET_BAD_ACTION, OFPBAC_BAD_LEN);
+			if (rd16(p + 4) != OFS_ETH_P_PBB)
+				return OFS_ERR(OFPET_BAD_ACTION, OFPBAC_BAD_ARGUMENT);
+			break;
+		case OFPAT_COPY_TTL_OUT: case OFPAT_COPY_TTL_IN: case OFPAT_SET_MPLS_TTL:
+		case OFPAT_DEC_MPLS_TTL: case OFPAT_POP_VLAN: case OFPAT_POP_MPLS:
+		case OFPAT_SET_QUEUE: case OFPAT_SET_NW_TTL: case OFPAT_DEC_NW_TTL:
+		case OFPAT_POP_PBB:
+			if (l != 8)
+				return OFS_ERR(OFPET_BAD_ACTION, OFPBAC_BAD_LEN);
+			break;
+		case OFPAT_EXPERIMENTER:
+			return OFS_ERR(OFPET_BAD_ACTION, OFPBAC_BAD_EXPERIMENTER);
+		default:
+			return OFS_ERR(OFPET_BAD_ACTION, OFPBAC_BAD_TYPE);
+		}
+		o += l;
+	}
+	return 0;
+}
+
+/* ---- set-field prerequisites (7.2.5): what the packet is known to carry at each action ---- */
+#define FBIT(f) (1ull << (f))
+
+/* After a change of ethertype the L3/L4 fields the prerequisites look at are unknown. */
+static void ctx_forget_l3(struct ofs_match *ctx)
+{
+	ctx->fields &= ~(FBIT(OXM_IP_PROTO) | FBIT(OXM_ICMPV6_TYPE));
+}
+
+/* The effect of one (valid) action on what ctx says of the packet. */
+static void ctx_apply(struct ofs_match *ctx, const uint8_t *p)
+{
+	switch (rd16(p)) {
+	case OFPAT_PUSH_VLAN: {  /* a tag is present now (its VID copied from an inner one) */
+		uint16_t vid = (ctx->fields & FBIT(OXM_VLAN_VID)) ? ntohs(ctx->value.vlan_vid) : 0;
+		ctx->fields |= FBIT(OXM_VLAN_VID);
+		ctx->value.vlan_vid = htons(OFPVID_PRESENT | (vid & (OFPVID_PRESENT - 1)));
+		break;
+	}
+	case OFPAT_POP_VLAN:     /* whether an inner tag remains is not known */
+		ctx->fields &= ~FBIT(OXM_VLAN_VID);
+		break;
+	case OFPAT_PUSH_MPLS: case OFPAT_POP_MPLS:  /* the action names the new ethertype */
+		ctx->fields |= FBIT(OXM_ETH_TYPE);
+		ctx->value.eth_type = htons(rd16(p + 4));
+		ctx_forget_l3(ctx);
+		break;
+	case OFPAT_PUSH_PBB:
+		ctx->fields |= FBIT(OXM_ETH_TYPE);
+		ctx->value.eth_type = htons(OFS_ETH_P_PBB);
+		ctx_forget_l3(ctx);
+		break;
+	case OFPAT_POP_PBB:      /* the customer frame's ethertype is not known */
+		ctx->fields &= ~FBIT(OXM_ETH_TYPE);
+		ctx_forget_l3(ctx);
+		break;
+	case OFPAT_SET_FIELD: {  /* ofp_action_set_field: type, len, oxm header 4, value */
+		int f = p[6] >> 1;
+		const struct ofs_field_info *fi = &ofs_fields[f];
+		memcpy((uint8_t *)&ctx->value + fi->key_ofs, p + 8, fi->len);
+		if (f == OXM_VLAN_VID)
+			ctx->value.vlan_vid |= htons(OFPVID_PRESENT);
+		ctx->fields |= FBIT(f);
+		break;
+	}
+	default:
+		break;
+	}
+}
+
+uint32_t ofs_actions_prereq(const uint8_t *a, size_t len, struct ofs_match *ctx,
+			    bool action_set)
+{
+	const uint32_t bad = OFS_ERR(OFPET_BAD_ACTION, OFPBAC_MATCH_INCONSISTENT);
+	if (action_set) {
+		/* the action set runs its pops and pushes (the last of each type) before its
+		 * set-fields, in this order (5.10; datapath.c aset_order) */
+		static const uint16_t order[] = { OFPAT_POP_VLAN, OFPAT_POP_MPLS, OFPAT_POP_PBB,
+						  OFPAT_PUSH_MPLS, OFPAT_PUSH_PBB, OFPAT_PUSH_VLAN };
+		for (unsigned k = 0; k < RTE_DIM(order); k++) {
+			const uint8_t *last = NULL;
+			for (size_t o = 0; o + 8 <= len; o += rd16(a + o + 2))
+				if (rd16(a + o) == order[k])
+					last = a + o;
+			if (last)
+				ctx_apply(ctx, last);
+		}
+	}
+	for (size_t o = 0; o + 8 <= len; o += rd16(a + o + 2)) {
+		const uint8_t *p = a + o;
+		uint16_t t = rd16(p);
+		if (t == OFPAT_SET_FIELD && !ofs_field_prereq_ok(ctx, p[6] >> 1))
+			return bad;
+		if (!action_set || t == OFPAT_SET_FIELD)
+			ctx_apply(ctx, p);
+	}
+	return 0;
+}
+
+/* Decode and validate the instructions of a flow in table table_id. */
+static uint32_t insts_parse(struct ofs_flow *f, const uint8_t *in, size_t len)
+{
+	size_t o = 0;
+	uint32_t seen = 0;
+	f->goto_table = 0xff;
+	while (o < len) {
+		if (len - o < 4)
+			return OFS_ERR(OFPET_BAD_INSTRUCTION, OFPBIC_BAD_LEN);
+		uint16_t t = rd16(in + o), l = rd16(in + o + 2);
+		if (l < 8 || l % 8 || o + l > len)
+			return OFS_ERR(OFPET_BAD_INSTRUCTION, OFPBIC_BAD_LEN);
+		const uint8_t *p = in + o;
+		if (t >= OFPIT_GOTO_TABLE && t <= OFPIT_METER) {
+			if (seen & (1u << t))
+				return OFS_ERR(OFPET_BAD_INSTRUCTION, OFPBIC_UNSUP_INST);
+			seen |= 1u << t;
+		}
+		uint32_t e;
+		switch (t) {
+		case OFPIT_GOTO_TABLE:
+			if (l != 8)
+				return OFS_ERR(OFPET_BAD_INSTRUCTION, OFPBIC_BAD_LEN);
+			if (p[4] <= f->table_id || p[4] >= OFS_N_TABLES)
+				return OFS_ERR(OFPET_BAD_INSTRUCTION, OFPBIC_BAD_TABLE_ID);
+			f->goto_table = p[4];
+			break;
+		case OFPIT_WRITE_METADATA:
+			if (l != 24)
+				return OFS_ERR(OFPET_BAD_INSTRUCTION, OFPBIC_BAD_LEN);
+			f->has_write_md = true;
+			/* key.metadata holds the wire (big-endian) bytes */
+			memcpy(&f->md_value, p + 8, 8);
+			memcpy(&f->md_mask, p + 16, 8);
+			break;
+		case OFPIT_WRITE_ACTIONS: case OFPIT_APPLY_ACTIONS:
+			e = ofs_actions_check(p + 8, l - 8, false);
+			if (e)
+				return e;
+			if (t == OFPIT_APPLY_ACTIONS) { f->apply = p + 8; f->apply_len = l - 8; }
+			else { f->write = p + 8; f->write_len = l - 8; }
+			break;
+		case OFPIT_CLEAR_ACTIONS:
+			f->clear_actions = true;
+			break;
+		case OFPIT_METER:
+			if (l != 8)
+				return OFS_ERR(OFPET_BAD_INSTRUCTION, OFPBIC_BAD_LEN);
+			if (!ofs_meter_find(rd32(p + 4)))
+				return OFS_ERR(OFPET_METER_MOD_FAILED, OFPMMFC_UNKNOWN_METER);
+			f->meter_id = rd32(p + 4);
+			break;
+		case OFPIT_EXPERIMENTER:
+			return OFS_ERR(OFPET_BAD_INSTRUCTION, OFPBIC_UNSUP_INST);
+		default:
+			return OFS_ERR(OFPET_BAD_INSTRUCTION, OFPBIC_UNKNOWN_INST);
+		}
+		o += l;
+	}
+	/* the instructions run apply-actions, then the action set at the end of the pipeline */
+	struct ofs_match ctx = f->match;
+	uint32_t e = ofs_actions_prereq(f->apply, f->apply_len, &ctx, false);
+	return e ? e : ofs_actions_prereq(f->write, f->write_len, &ctx, true);
+}
+
+/* ---- flow table edits ---------------------------------------------------------------------- */
+static bool match_equal(const struct ofs_match *a, const struct ofs_match *b)
+{
+	return memcmp(&a->value, &b->value, sizeof(a->value)) == 0 &&
+	       memcmp(&a->mask, &b->mask, sizeof(a->mask)) == 0;
+}
+
+static uint32_t flow_hash(uint16_t priority, const struct ofs_match *m)
+{
+	uint32_t h = rte_hash_crc(&m->value, sizeof(m->value), priority);
+	return rte_hash_crc(&m->mask, sizeof(m->mask), h);
+}
+
+/* Room in tb's hash for `more` flows. -1 only when there is no hash at all and none can be
+ * had; a hash that cannot grow keeps working with longer chains. */
+static int htab_reserve(struct ofs_table *tb, uint32_t more)
+{
+	if (tb->n_flows + more <= tb->hsize)
+		return 0;
+	uint32_t ns = tb->hsize ? tb->hsize : 1024;
+	while (ns < tb->n_flows + more)
+		ns *= 2;
+	struct ofs_flow **nt = calloc(ns, sizeof(*nt));
+	if (!nt)
+		return tb->hsize ? 0 : -1;
+	for (uint32_t i = 0; i < tb->hsize; i++) {
+		struct ofs_flow *g = tb->htab[i];
+		while (g) {
+			struct ofs_flow *nx = g->hnext;
+			g->hnext = nt[g->hash & (ns - 1)];
+			nt[g->hash & (ns - 1)] = g;
+			g = nx;
+		}
+	}
+	free(tb->htab);
+	tb->htab = nt;
+	tb->hsize = ns;
+	return 0;
+}
+
+static void htab_insert(struct ofs_table *tb, struct ofs_flow *f)
+{
+	f->hash = flow_hash(f->priority, &f->match);
+	f->hnext = tb->htab[f->hash & (tb->hsize - 1)];
+	tb->htab[f->hash & (tb->hsize - 1)] = f;
+}
+
+static void htab_remove(struct ofs_table *tb, struct ofs_flow *f)
+{
+	if (!tb->hsize)
+		return;
+	for (struct ofs_flow **pp = &tb->htab[f->hash & (tb->hsize - 1)]; *pp; pp = &(*pp)->hnext)
+		if (*pp == f) {
+			*pp = f->hnext;
+			return;
+		}
+}
+
+static struct ofs_flow *htab_find(struct ofs_table *tb, uint16_t priority,
+				  const struct ofs_match *m)
+{
+	if (!tb->hsize)
+		return NULL;
+	uint32_t h = flow_hash(priority, m);
+	for (struct ofs_flow *g = tb->htab[h & (tb->hsize - 1)]; g; g = g->hnext)
+		if (g->hash == h && g->priority == priority && match_equal(&g->match, m))
+			return g;
+	return NULL;
+}
+
+/* The table's flow list, doubly linked (O(1) unlink). */
+static void list_add(struct ofs_table *tb, struct ofs_flow *f)
+{
+	f->next = tb->flows;
+	f->pprev = &tb->flows;
+	if (tb->flows)
+		tb->flows->pprev = &f->next;
+	tb->flows = f;
+}
+
+static void list_del(struct ofs_flow *f)
+{
+	*f->pprev = f->next;
+	if (f->next)
+		f->next->pprev = f->pprev;
+}
+
+/* Add f to tb (prepared, f staged in the lookup structure, hash and mask group reserved). */
+static void link_flow(struct ofs_table *tb, struct ofs_flow *f)
+{
+	list_add(tb, f);
+	htab_insert(tb, f);
+	ofs_table_group_add(tb, f);
+	if (f->idle_timeout || f->hard_timeout)
+		n_timed_flows++;
+	tb->n_flows++;
+}
+
+/* Unlink one flow from its table (list, hash, lookup structure) and queue it for freeing after
+ * the commit. tb must be prepared (ofs_table_prepare). */
+static void unlink_flow(struct ofs_table *tb, struct ofs_flow *f)
+{
+	list_del(f);
+	htab_remove(tb, f);
+	ofs_table_group_remove(tb, f);
+	ofs_table_stage_remove(tb, f);
+	if (f->idle_timeout || f->hard_timeout)
+		n_timed_flows--;
+	tb->n_flows--;
+	f->next = dead_flows;
+	dead_flows = f;
+}
+
+/* flow f lies inside the (possibly wider) request match r */
+bool ofs_match_covers(const struct ofs_match *r, const struct ofs_match *f)
+{
+	const uint64_t *rv = (const uint64_t *)&r->value, *rm = (const uint64_t *)&r->mask;
+	const uint64_t *fv = (const uint64_t *)&f->value, *fm = (const uint64_t *)&f->mask;
+	for (size_t i = 0; i < OFS_KEY_WORDS; i++)
+		if ((fm[i] & rm[i]) != rm[i] || (fv[i] & rm[i]) != rv[i])
+			return false;
+	return true;
+}
+
+bool ofs_actions_output_to(const uint8_t *a, uint16_t len, uint32_t port, uint32_t group)
+{
+	for (uint16_t o = 0; o + 8 <= len; o += rd16(a + o + 2)) {
+		uint16_t t = rd16(a + o);
+		if (rd16(a + o + 2) < 8)
+			break;
+		if (port != OFPP_ANY && t == OFPAT_OUTPUT && rd32(a + o + 4) == port)
+			return true;
+		if (group != OFPG_ANY && t == OFPAT_GROUP && rd32(a + o + 4) == group)
+			return true;
+	}
+	return false;
+}
+
+bool ofs_flow_outputs(const struct ofs_flow *f, uint32_t port, uint32_t group)
+{
+	if (port == OFPP_ANY && group == OFPG_ANY)
+		return true;
+	return ofs_actions_output_to(f->apply, f->apply_len, port, group) ||
+	       ofs_actions_output_to(f->write, f->write_len, port, group);
+}
+
+static void send_flow_removed(struct obuf *out, struct ofs_flow *f, uint8_t reason)
+{
+	if (!(f->flags & OFPFF_SEND_FLOW_REM))
+		return;
+	size_t at = ofs_msg_begin(out, OFPT_FLOW_REMOVED, 0);
+	uint8_t *p = ob_put(out, 40);
+	uint64_t d = ofs_now_ns() - f->created_ns;
+	wr64(p, f->cookie);
+	wr16(p + 8, f->priority);
+	p[10] = reason;
+	p[11] = f->table_id;
+	wr32(p + 12, (uint32_t)(d / 1000000000ull));
+	wr32(p + 16, (uint32_t)(d % 1000000000ull));
+	wr16(p + 20, f->idle_timeout);
+	wr16(p + 22, f->hard_timeout);
+	wr64(p + 24, f->packets);
+	wr64(p + 32, f->bytes);
+	memcpy(ob_put(out, f->match_raw_len), f->match_raw, f->match_raw_len);
+	ofs_msg_end(out, at);
+}
+
+/* Unlink flows for which pred() is true; send FLOW_REMOVED with reason. -1 (and nothing
+ * removed from that table on) when a table cannot be prepared for lack of memory. */
+int ofs_remove_flows(struct obuf *out, int table, bool (*pred)(struct ofs_flow *, void *),
+		     void *arg, uint8_t reason)
+{
+	for (int t = 0; t < OFS_N_TABLES; t++) {
+		if (table != OFPTT_ALL && t != table)
+			continue;
+		struct ofs_table *tb = &ofs_dp.tables[t];
+		if (!tb->flows)
+			continue;
+		if (ofs_table_prepare(tb))
+			return -1;
+		for (struct ofs_flow *f = tb->flows, *nx; f; f = nx) {
+			nx = f->next;
+			if (!pred(f, arg))
+				continue;
+			if (out)
+				send_flow_removed(out, f, reason);
+			unlink_flow(tb, f);
+		}
+	}
+	return 0;
+}
+
+struct fm_req {
+	struct ofs_match match;
+	uint64_t cookie, cookie_mask;
+	uint16_t priority;
+	uint32_t out_port, out_group;
+	bool strict;
+};
+
+static bool fm_selects(struct ofs_flow *f, void *arg)
+{
+	struct fm_req *r = arg;
+	if ((f->cookie & r->cookie_mask) != (r->cookie & r->cookie_mask))
+		return false;
+	if (r->strict) {
+		if (f->priority != r->priority || !match_equal(&f->match, &r->match))
+			return false;
+	} else if (!ofs_match_covers(&r->match, &f->match)) {
+		return false;
+	}
+	return ofs_flow_outputs(f, r->out_port, r->out_group);
+}
+
+/* The flows of tb a MODIFY or DELETE selects: the one of the same priority and match (strict,
+ * found in the hash) or every flow the request's match covers (mask groups). Returns how many
+ * (in *sel, to free), or -1 when out of memory. */
+static int select_flows(struct ofs_table *tb, struct fm_req *r, struct ofs_flow ***sel)
+{
+	if (r->strict) {
+		struct ofs_flow *g = htab_find(tb, r->priority, &r->match);
+		*sel = malloc(sizeof(**sel));
+		if (!*sel)
+			return -1;
+		(*sel)[0] = g;
+		return g && fm_selects(g, r) ? 1 : 0;
+	}
+	int n = ofs_table_covered(tb, &r->match, sel), k = 0;
+	for (int i = 0; i < n; i++)  /* cookie (and the covering, again) */
+		if (fm_selects((*sel)[i], r))
+			(*sel)[k++] = (*sel)[i];
+	return n < 0 ? -1 : k;
+}
+
+/* MODIFY(_STRICT): replace each selected flow by a copy carrying f's instructions. The copies
+ * are all staged before any old flow is removed; if one cannot be made or staged, the copies
+ * made so far are unstaged and the table is left as it was (-1). */
+static int modify_flows(struct ofs_table *tb, struct fm_req *r, const struct ofs_flow *f,
+			uint16_t flags)
+{
+	struct ofs_flow **sel;
+	int n = select_flows(tb, r, &sel);
+	if (n <= 0) {
+		if (n == 0)
+			free(sel);
+		return n;
+	}
+	struct ofs_flow **copy = calloc((size_t)n, sizeof(*copy));
+	int made = 0;
+	bool ok = copy && ofs_table_prepare(tb) == 0;
+	for (; ok && made < n; made++) {
+		const struct ofs_flow *g = sel[made];
+		struct ofs_flow *c = malloc(sizeof(*c));
+		if (c) {
+			*c = *g;
+			c->match_raw = malloc(g->match_raw_len);
+			c->insts = malloc(f->insts_len + 1u);
+		}
+		if (!c || !c->match_raw || !c->insts) {
+			if (c) {
+				free(c->match_raw);
+				free(c->insts);
+			}
+			free(c);
+			ok = false;
+			break;
+		}
+		memcpy(c->match_raw, g->match_raw, g->match_raw_len);
+		memcpy(c->insts, f->insts, f->insts_len);
+		c->insts_len = f->insts_len;
+		c->apply = c->write = NULL;
+		c->apply_len = c->write_len = 0;
+		c->has_write_md = c->clear_actions = false;
+		c->meter_id = 0;
+		c->goto_table = 0xff;
+		insts_parse(c, c->insts, c->insts_len);
+		if (flags & OFPFF_RESET_COUNTS)
+			c->packets = c->bytes = 0;
+		else {
+			c->packets = __atomic_load_n(&g->packets, __ATOMIC_RELAXED);
+			c->bytes = __atomic_load_n(&g->bytes, __ATOMIC_RELAXED);
+		}
+		if (ofs_table_stage_add(tb, c)) {
+			free_flow(c);
+			ok = false;
+			break;
+		}
+		copy[made] = c;
+	}
+	if (!ok) {
+		for (int i = 0; i < made; i++) {
+			ofs_table_stage_remove(tb, copy[i]);  /* never published: free at once */
+			free_flow(copy[i]);
+		}
+		free(copy);
+		free(sel);
+		return -1;
+	}
+	for (int i = 0; i < n; i++) {
+		struct ofs_flow *g = sel[i], *c = copy[i];
+		/* c takes g's place in the list and the hash */
+		c->next = g->next;
+		c->pprev = g->pprev;
+		*c->pprev = c;
+		if (c->next)
+			c->next->pprev = &c->next;
+		htab_remove(tb, g);
+		htab_insert(tb, c);
+		ofs_table_group_replace(tb, g, c);
+		ofs_table_stage_remove(tb, g);
+		g->next = dead_flows;
+		dead_flows = g;
+	}
+	free(copy);
+	free(sel);
+	return 0;
+}
+
+/* DELETE(_STRICT) in `table` (or in every table): the flows select_flows picks. -1 when out
+ * of memory (the tables scanned before keep their deletions, as separate commands would). */
+static int delete_flows(struct obuf *out, uint8_t table, struct fm_req *r)
+{
+	for (int t = 0; t < OFS_N_TABLES; t++) {
+		if (table != OFPTT_ALL && t != table)
+			continue;
+		struct ofs_table *tb = &ofs_dp.tables[t];
+		if (!tb->flows)
+			continue;
+		struct ofs_flow **sel;
+		int n = select_flows(tb, r, &sel);
+		if (n < 0)
+			return -1;
+		if (n && ofs_table_prepare(tb)) {
+			free(sel);
+			return -1;
+		}
+		for (int i = 0; i < n; i++) {
+			send_flow_removed(out, sel[i], OFPRR_DELETE);
+			unlink_flow(tb, sel[i]);
+		}
+		free(sel);
+	}
+	return 0;
+}
+
+static void flow_mod(struct obuf *out, const uint8_t *msg, size_t len)
+{
+	/* ofp_flow_mod: header 8, cookie 8, cookie_mask 8, table_id, command, idle 2, hard 2,
+	 * priority 2, buffer_id 4, out_port 4, out_group 4, flags 2, pad 2 = 48; match; insts */
+	if (len < 56) {
+		ofs_send_error(out, msg, len, OFS_ERR(OFPET_BAD_REQUEST, OFPBRC_BAD_LEN));
+		return;
+	}
+	uint8_t table = msg[24], cmd = msg[25];
+	uint16_t flags = rd16(msg + 44);
+	/* out of memory (agent_internal.h): an add finds no room, a modify/delete fails */
+	uint32_t no_memory = OFS_ERR(OFPET_FLOW_MOD_FAILED,
+				     cmd == OFPFC_ADD ? OFPFMFC_TABLE_FULL : OFPFMFC_UNKNOWN);
+	struct ofs_flow *f = calloc(1, sizeof(*f));
+	if (!f) {
+		ofs_send_error(out, msg, len, no_memory);
+		return;
+	}
+	size_t mlen;
+	uint32_t e = ofs_match_parse(msg + 48, len - 48, &f->match, &mlen);
+	if (!e && cmd > OFPFC_DELETE_STRICT)
+		e = OFS_ERR(OFPET_FLOW_MOD_FAILED, OFPFMFC_BAD_COMMAND);
+	if (!e && table >= OFS_N_TABLES &&
+	    !(table == OFPTT_ALL && (cmd == OFPFC_DELETE || cmd == OFPFC_DELETE_STRICT)))
+		e = OFS_ERR(OFPET_FLOW_MOD_FAILED, OFPFMFC_BAD_TABLE_ID);
+	if (!e && (flags & ~OFS_FLOW_MOD_FLAGS_ALL))
+		e = OFS_ERR(OFPET_FLOW_MOD_FAILED, OFPFMFC_BAD_FLAGS);
+	if (e) {
+		ofs_send_error(out, msg, len, e);
+		free(f);
+		return;
+	}
+	f->cookie = rd64(msg + 8);
+	f->table_id = table;
+	f->idle_timeout = rd16(msg + 26);
+	f->hard_timeout = rd16(msg + 28);
+	f->priority = rd16(msg + 30);
+	f->flags = flags;
+	uint32_t buffer_id = rd32(msg + 32);
+	if (cmd == OFPFC_ADD || cmd == OFPFC_MODIFY || cmd == OFPFC_MODIFY_STRICT) {
+		f->insts_len = (uint16_t)(len - 48 - mlen);
+		f->insts = malloc(f->insts_len + 1u);
+		f->match_raw = malloc(mlen);
+		if (!f->insts || !f->match_raw) {
+			ofs_send_error(out, msg, len, no_memory);
+			free_flow(f);
+			return;
+		}
+		memcpy(f->insts, msg + 48 + mlen, f->insts_len);
+		e = insts_parse(f, f->insts, f->insts_len);
+		if (e) {
+			ofs_send_error(out, msg, len, e);
+			free_flow(f);
+			return;
+		}
+		f->match_raw_len = (uint16_t)mlen;
+		memcpy(f->match_raw, msg + 48, mlen);
+		/* the wire may carry garbage in the match padding: zero it for stats */
+		memset(f->match_raw + rd16(msg + 50), 0, mlen - rd16(msg + 50));
+		f->created_ns = f->last_used_ns = ofs_now_ns();
+	}
+	struct ofs_table *tb = table < OFS_N_TABLES ? &ofs_dp.tables[table] : NULL;
+	if (cmd == OFPFC_ADD) {
+		if ((flags & OFPFF_CHECK_OVERLAP) && ofs_table_overlaps(tb, &f->match, f->priority)) {
+			ofs_send_error(out, msg, len, OFS_ERR(OFPET_FLOW_MOD_FAILED, OFPFMFC_OVERLAP));
+			free_flow(f);
+			return;
+		}
+		/* the new flow is staged before the one it replaces is removed: a failure leaves
+		 * the table as it was */
+		if (ofs_table_prepare(tb) || htab_reserve(tb, 1) ||
+		    ofs_table_group_reserve(tb, f) || ofs_table_stage_add(tb, f)) {
+			ofs_send_error(out, msg, len, OFS_ERR(OFPET_FLOW_MOD_FAILED,
+							      OFPFMFC_TABLE_FULL));
+			free_flow(f);
+			return;
+		}
+		struct ofs_flow *same = htab_find(tb, f->priority, &f->match);
+		if (same)
+			unlink_flow(tb, same);  /* identical match+priority: replaced */
+		link_flow(tb, f);
+	} else if (cmd == OFPFC_MODIFY || cmd == OFPFC_MODIFY_STRICT) {
+		struct fm_req r = { .match = f->match, .cookie = f->cookie,
+				    .cookie_mask = rd64(msg + 16), .priority = f->priority,
+				    .out_port = OFPP_ANY, .out_group = OFPG_ANY,
+				    .strict = cmd == OFPFC_MODIFY_STRICT };
+		if (modify_flows(tb, &r, f, flags))
+			ofs_send_error(out, msg, len, OFS_ERR(OFPET_FLOW_MOD_FAILED,
+							      OFPFMFC_UNKNOWN));
+		free_flow(f);
+	} else {
+		struct fm_req r = { .match = f->match, .cookie = rd64(msg + 8),
+				    .cookie_mask = rd64(msg + 16), .priority = f->priority,
+				    .out_port = rd32(msg + 36), .out_group = rd32(msg + 40),
+				    .strict = cmd == OFPFC_DELETE_STRICT };
+		if (delete_flows(out, table, &r))
+			ofs_send_error(out, msg, len, OFS_ERR(OFPET_FLOW_MOD_FAILED,
+							      OFPFMFC_UNKNOWN));
+		free_flow(f);
+	}
+	if (buffer_id != OFP_NO_BUFFER && cmd <= OFPFC_MODIFY_STRICT)
+		ofs_send_error(out, msg, len, OFS_ERR(OFPET_BAD_REQUEST, OFPBRC_BUFFER_UNKNOWN));
+}
+
+int ofs_on_flow_mod(struct obuf *out, const uint8_t *msg, size_t len)
+{
+	flow_mod(out, msg, len);
+	return 0;
+}
+
+/* Idle and hard timeouts; called by the agent loop. */
+struct to_arg { uint64_t now; uint8_t reason; };
+static bool timed_out(struct ofs_flow *f, void *arg)
+{
+	struct to_arg *a = arg;
+	if (a->reason == OFPRR_HARD_TIMEOUT)
+		return f->hard_timeout && a->now - f->created_ns >= f->hard_timeout * 1000000000ull;
+	uint64_t lu = __atomic_load_n(&f->last_used_ns, __ATOMIC_RELAXED);
+	return f->idle_timeout && a->now - lu >= f->idle_timeout * 1000000000ull;
+}
+void ofs_expire_flows(struct obuf *out, uint64_t now)
+{
+	/* Scanning 100k flows ten times a second costs a core: only scan when some flow has a
+	 * timeout (the count is exact: kept by add/remove below). */
+	if (n_timed_flows == 0)
+		return;
+	struct to_arg a = { now, OFPRR_HARD_TIMEOUT };
+	ofs_remove_flows(out, OFPTT_ALL, timed_out, &a, OFPRR_HARD_TIMEOUT);
+	a.reason = OFPRR_IDLE_TIMEOUT;
+	ofs_remove_flows(out, OFPTT_ALL, timed_out, &a, OFPRR_IDLE_TIMEOUT);
+}
+
