@@ -494,9 +494,16 @@ void ofb_cls_reclaim(struct ofb_cls *c)
         physical_remove(c, c->prm[i].id);
         i++;
     }
+    bool removed = i > c->prm_head;
     c->prm_head = i;
     if (c->prm_head == c->n_prm)
         c->prm_head = c->n_prm = 0;
+    /* The removals just unlinked and retired blocks (and, for a table left empty, the
+     * snapshot): a reader that entered after the scan above may hold them, so scan again
+     * (unlink, then scan, then free).  Found by ASan in the switch's churn test: with m taken
+     * before the removals and no reader inside then, they were freed under a reader. */
+    if (removed)
+        m = min_reader(c);
     /* memory retired at version v: no reader at <= v may remain */
     size_t k = 0;
     for (size_t j = 0; j < c->n_ret; j++) {

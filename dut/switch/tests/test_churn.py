@@ -17,18 +17,8 @@ from dut.switch import launcher
 SECONDS = 1.5
 
 
-# Open finding of the sanitizer build (dut/switch/README.md "Fuzzing"): rarely (2 of ~60 runs,
-# only with other jobs loading the box) ASan reports a heap-use-after-free in the worker's
-# classifier lookup (collect_scalar -> hash_desc) of a snapshot that the agent's commit freed
-# (ofb_cls_reclaim from cls_publish). Not a strict xfail: it passes almost always; a report is
-# still shown as XFAIL with the ASan trace, never hidden.
-RECLAIM_RACE = pytest.mark.xfail(strict=False, reason="open: classifier snapshot reclaimed "
-                                 "under a reader, rare ASan report (README Fuzzing)")
-
-
-@pytest.mark.parametrize("backend,build", [
-    ("trie", "release"), ("simple", "release"),
-    pytest.param("trie", "sanitized", marks=RECLAIM_RACE), ("simple", "sanitized")])
+@pytest.mark.parametrize("build", ["release", "sanitized"])
+@pytest.mark.parametrize("backend", ["trie", "simple"])
 def test_forwarding_follows_flow_changes(backend, build):
     binary = launcher.builds()[build] / "dut" / "switch" / "test_ofswitch_churn"
     if not binary.exists():
