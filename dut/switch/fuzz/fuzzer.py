@@ -3,6 +3,7 @@
     python -m dut.switch.fuzz.fuzzer short      # ~60 s from the seeds, as `make test` does
     python -m dut.switch.fuzz.fuzzer long       # 30 min (OFBENCH_FUZZ_SECONDS), `make nightly`
     python -m dut.switch.fuzz.fuzzer replay     # every seed and reproducer once, both lookups
+    python -m dut.switch.fuzz.fuzzer coverage [DIR...]  # source line/branch coverage of inputs
 
 A run starts from the committed seeds (corpus/) and reproducers (regress/); the inputs it finds
 go to a scratch folder (the short run's, deleted after) or, for the long run, to a corpus cache
@@ -145,6 +146,40 @@ def replay(files: list[Path], lookup: str = "trie") -> FuzzRun:
         return run
 
 
+SOURCES = ["dut/switch/src/flowkey.c", "dut/switch/src/flowtable.c", "dut/switch/src/datapath.c",
+           "dut/switch/src/agent.c", "dut/switch/fuzz/fuzz_agent.c",
+           "dut/classifier/classifier.c", "dut/classifier/trie.c"]
+
+
+def coverage(dirs: list[Path], lookup: str = "trie") -> str:
+    """llvm-cov's per-file report (regions, functions, lines, branches) of running the inputs
+    in ``dirs`` once. The fuzzer's own counters include the sanitizers' check branches, so its
+    coverage is measured on a separate build of the same sources with clang's source-based
+    coverage and no sanitizer (one clang command, in a scratch folder)."""
+    repo = launcher.REPO
+    with tempfile.TemporaryDirectory(prefix="ofb-fuzz-cov-") as tmp:
+        exe, raw, prof = Path(tmp) / "fuzz_cov", Path(tmp) / "cov.profraw", Path(tmp) / "cov.prof"
+        dpdk = subprocess.run(["pkg-config", "--cflags", "--libs", "libdpdk"], capture_output=True,
+                              text=True, check=True).stdout.split()
+        cflags = [a for a in dpdk if not a.startswith("-l")]
+        libs = [a for a in dpdk if a.startswith("-l")]
+        subprocess.run(["nice", "-n", "10", "clang-14", "-O1", "-g", "-march=native", "-msse4.2",
+                        "-fno-strict-aliasing", "-fsanitize=fuzzer", "-fprofile-instr-generate",
+                        "-fcoverage-mapping", "-DOFS_HAVE_CLASSIFIER", "-w",
+                        f"-I{repo / 'dut/classifier'}", *cflags,
+                        *[str(repo / s) for s in SOURCES], "-o", str(exe), *libs,
+                        "-lpthread", "-lm"], check=True, capture_output=True, text=True)
+        e = env(lookup)
+        e["LLVM_PROFILE_FILE"] = str(raw)
+        subprocess.run([str(exe), "-runs=0", "-max_len=65536", *map(str, dirs)], env=e,
+                       capture_output=True, text=True, errors="replace", timeout=1800, check=True)
+        subprocess.run(["llvm-profdata-14", "merge", "-o", str(prof), str(raw)], check=True)
+        cp = subprocess.run(["llvm-cov-14", "report", str(exe), f"-instr-profile={prof}",
+                             *[str(repo / s) for s in SOURCES]],
+                            capture_output=True, text=True, check=True)
+        return cp.stdout
+
+
 def seed_files() -> list[Path]:
     return sorted(CORPUS.glob("*.bin")) + sorted(p for p in REGRESS.iterdir() if p.is_file())
 
@@ -160,8 +195,12 @@ def main(argv: list[str]) -> int:
             if not r.clean:
                 print(r.log_tail)
         return 0 if ok else 1
+    if mode == "coverage":
+        dirs = [Path(d) for d in argv[2:]] or [CORPUS, REGRESS]
+        print(coverage(dirs))
+        return 0
     if mode not in ("short", "long"):
-        print(f"usage: {argv[0]} short|long|replay", file=sys.stderr)
+        print(f"usage: {argv[0]} short|long|replay|coverage [DIR...]", file=sys.stderr)
         return 2
     seconds = float(os.environ.get("OFBENCH_FUZZ_SECONDS") or (SHORT_S if mode == "short"
                                                                 else LONG_S))
@@ -178,6 +217,11 @@ def main(argv: list[str]) -> int:
     print(r.summary())
     if r.clean:
         shutil.rmtree(artifacts, ignore_errors=True)
+        if keep:  # the long run: what its corpus covers now (informational)
+            try:
+                print(coverage([work, CORPUS, REGRESS]))
+            except (subprocess.SubprocessError, OSError) as e:
+                print(f"coverage report not made: {e}")
         return 0
     print(r.log_tail)
     print(f"findings kept in {artifacts}: fix, then copy each into {REGRESS}/")
