@@ -22,12 +22,14 @@
  * State: one datapath for the whole run (3 net_null ports, OpenFlow ports 1-3, one worker,
  * no QSBR: removed flows, groups and meters are freed at once, so a stale pointer is a
  * use-after-free report). Between inputs everything a message can change is reset: flows,
- * groups and meters deleted through the agent, role and HELLO state (ofs_agent_reset_session),
- * async config (SET_ASYNC), switch config and port config. Not reset: the role generation_id
+ * groups and meters deleted through the agent (and checked gone, else the harness aborts),
+ * role and HELLO state (ofs_agent_reset_session), async config (SET_ASYNC), switch config
+ * and port config. Not reset: the role generation_id
  * (no entry point; a later ROLE_REQUEST may be refused as STALE), the lookup structures of
  * tables that once had flows (kept by design) and the flow cache (entries are tagged).
  *
- * EAL: once, --no-huge --no-shconf --no-pci, a unique --file-prefix, removed at exit.
+ * EAL: once, --no-huge --no-shconf --no-pci, a unique --file-prefix; its runtime folder is
+ * removed right after init (it holds nothing).
  * Env OFS_FUZZ_LOOKUP=simple|trie picks the tables' lookup backend (default: the switch's). */
 #define _GNU_SOURCE
 #include <sched.h>
@@ -131,6 +133,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	if (rte_eal_init(n, eal) < 0)
 		die("EAL init failed");
 	sched_setaffinity(0, sizeof(cpus), &cpus);
+	/* --no-shconf puts nothing in the runtime folder: remove it now, so that not even a
+	 * killed run (libFuzzer's -max_total_time, a timeout, SIGKILL) leaves it behind */
+	rmdir(rte_eal_get_runtime_dir());
 	atexit(eal_cleanup);
 	memset(ofs_dp.port_by_of, -1, sizeof(ofs_dp.port_by_of));
 	ofs_dp.dpid = 0xf022;
@@ -227,13 +232,15 @@ static void control(uint8_t type, const uint8_t *body, size_t n)
 /* Back to the state of a fresh connection to a switch with no flows, groups or meters. */
 static void reset(void)
 {
-	uint8_t fm[48] = {0};  /* ofp_flow_mod without header, then an empty match */
+	/* ofp_flow_mod after the header: cookie 0, cookie_mask 8, table_id 16, command 17,
+	 * timeouts 18/20, priority 22, buffer_id 24, out_port 28, out_group 32, flags 36, match 40 */
+	uint8_t fm[48] = {0};
 	fm[16] = OFPTT_ALL;
 	fm[17] = OFPFC_DELETE;
-	wr32(fm + 20, OFP_NO_BUFFER);
-	wr32(fm + 24, OFPP_ANY);
-	wr32(fm + 28, OFPG_ANY);
-	wr16(fm + 40, 1);  /* OFPMT_OXM */
+	wr32(fm + 24, OFP_NO_BUFFER);
+	wr32(fm + 28, OFPP_ANY);
+	wr32(fm + 32, OFPG_ANY);
+	wr16(fm + 40, 1);  /* OFPMT_OXM, an empty match */
 	wr16(fm + 42, 4);
 	control(OFPT_FLOW_MOD, fm, 48);
 	uint8_t gm[8] = {0};
@@ -255,6 +262,16 @@ static void reset(void)
 	for (unsigned i = 0; i < ofs_dp.n_ports; i++)
 		ofs_dp.ports[i].config = 0;
 	out.len = 0;
+	/* the deletes must have emptied everything: each input starts from the same state */
+	for (unsigned t = 0; t < OFS_N_TABLES; t++)
+		if (ofs_dp.tables[t].n_flows)
+			die("reset: DELETE of every flow left flows");
+	for (unsigned i = 0; i < OFS_MAX_GROUPS; i++)
+		if (ofs_dp.groups[i])
+			die("reset: DELETE of OFPG_ALL left a group");
+	for (unsigned i = 0; i < OFS_MAX_METERS; i++)
+		if (ofs_dp.meters[i])
+			die("reset: DELETE of OFPM_ALL left a meter");
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
