@@ -232,6 +232,7 @@ static void control(uint8_t type, const uint8_t *body, size_t n)
 /* Back to the state of a fresh connection to a switch with no flows, groups or meters. */
 static void reset(void)
 {
+	ofs_agent_reset_session();  /* first: a SLAVE role would refuse the deletes (IS_SLAVE) */
 	/* ofp_flow_mod after the header: cookie 0, cookie_mask 8, table_id 16, command 17,
 	 * timeouts 18/20, priority 22, buffer_id 24, out_port 28, out_group 32, flags 36, match 40 */
 	uint8_t fm[48] = {0};
@@ -256,7 +257,6 @@ static void reset(void)
 	for (int i = 0; i < 6; i++)
 		wr32(as + 4 * i, async_default[i]);
 	control(OFPT_SET_ASYNC, as, 24);
-	ofs_agent_reset_session();
 	ofs_dp.config_flags = 0;
 	ofs_dp.miss_send_len = 128;
 	for (unsigned i = 0; i < ofs_dp.n_ports; i++)
