@@ -4,6 +4,7 @@
 #   1. apt packages (DPDK 22.11, OVS, QEMU, Chromium, ...)   -- skipped when all are installed
 #   2. .venv with exactly requirements.lock                    -- skipped when the lock is unchanged
 #   3. meson/ninja build of every C part into build/           -- ninja is incremental
+#      and the switch's sanitizer build (clang, ASan+UBSan, the agent fuzzer) into build-san/
 #   4. 2 MB hugepages + a hugetlbfs mount at /dev/hugepages-ofbench (warn and fall back to --no-huge)
 #   5. influxd 1.8.10 built with `go install` into tools/bin (git-ignored), once
 #   6. a tiny QEMU guest (Debian kernel + busybox initramfs) in tools/guest, once
@@ -19,6 +20,7 @@ APT_PACKAGES=(
   libbsd-dev openvswitch-switch openvswitch-switch-dpdk openvswitch-common qemu-system-x86
   qemu-utils busybox-static chromium iproute2 iputils-ping tcpdump iperf3 python3-venv python3-dev
   procps psmisc ethtool cpio kmod golang-go openssh-server openssh-client rsync
+  clang-14 libclang-rt-14-dev llvm-14
 )
 
 # ---- 1. apt ----------------------------------------------------------------------------------
@@ -56,6 +58,8 @@ if [[ ! -f build/build.ninja ]]; then
 fi
 say "build: ninja -C build"
 ninja -C build >/dev/null
+# the switch under ASan + UBSan and its libFuzzer harness (scripts/build_san.sh, incremental)
+bash scripts/build_san.sh 2> >(sed 's/^\[build-san\]/[setup] build-san:/' >&2)
 
 # ---- 4. hugepages (the part of a lab host's setup this box needs too) ---------------------------
 bash scripts/host_setup.sh hugepages | sed 's/^\[host-setup\]/[setup]/'

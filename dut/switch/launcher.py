@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import socket
 import time
 from pathlib import Path
@@ -25,6 +26,28 @@ REPO = Path(__file__).resolve().parents[2]
 def build_dir() -> Path:
     """The meson build dir: env OFBENCH_BUILD_DIR, default <repo>/build."""
     return Path(os.environ.get("OFBENCH_BUILD_DIR") or REPO / "build")
+
+
+def san_build_dir() -> Path:
+    """The sanitizer build (scripts/build_san.sh: clang, ASan + UBSan, the fuzzer): env
+    OFBENCH_SAN_BUILD_DIR, default <repo>/build-san."""
+    return Path(os.environ.get("OFBENCH_SAN_BUILD_DIR") or REPO / "build-san")
+
+
+# What the sanitizer build prints when it finds something (it then aborts, or for leaks exits
+# non-zero at the end): a test of a sanitized binary fails on any of these in its output.
+SANITIZER_RE = re.compile(r"ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|runtime error:|"
+                          r"UndefinedBehaviorSanitizer")
+
+
+def sanitizer_reports(text: str) -> list[str]:
+    """The distinct sanitizer report headlines in a binary's output (empty: clean)."""
+    return sorted({m.group(0) for m in SANITIZER_RE.finditer(text)})
+
+
+def builds() -> dict[str, Path]:
+    """The builds a C test runs in: the release build and the sanitizer build."""
+    return {"release": build_dir(), "sanitized": san_build_dir()}
 
 
 def binary_path() -> Path:

@@ -496,6 +496,16 @@ static bool ttl_expired(struct pkt_ctx *c)
 	return false;
 }
 
+/* rte_hash_crc of n <= 32 bytes at any alignment: it loads 8 bytes at a time through a
+ * uint64_t pointer, so an unaligned field (ipv4_src) is first copied (a misaligned load is
+ * undefined behaviour; UBSan reported it). Same value as rte_hash_crc on the field itself. */
+static inline uint32_t select_hash(const void *p, uint32_t n, uint32_t init)
+{
+	uint64_t buf[4];
+	memcpy(buf, p, n);
+	return rte_hash_crc(buf, n, init);
+}
+
 static bool exec_one(struct pkt_ctx *c, const uint8_t *a)
 {
 	uint16_t type = rd16(a);
@@ -528,10 +538,10 @@ static bool exec_one(struct pkt_ctx *c, const uint8_t *a)
 			uint32_t tw = 0;
 			for (int i = 0; i < g->n_buckets; i++) tw += g->buckets[i].weight;
 			if (tw) {
-				uint32_t h = rte_hash_crc(&c->key.eth_dst, 12, 0);
-				h = rte_hash_crc(&c->key.ipv4_src, 12, h);
-				h = rte_hash_crc(&c->key.ipv6_src, 32, h);
-				h = rte_hash_crc(&c->key.arp_spa, 8, h);
+				uint32_t h = select_hash(&c->key.eth_dst, 12, 0);
+				h = select_hash(&c->key.ipv4_src, 12, h);
+				h = select_hash(&c->key.ipv6_src, 32, h);
+				h = select_hash(&c->key.arp_spa, 8, h);
 				uint32_t r = h % tw;
 				for (int i = 0; i < g->n_buckets; i++) {
 					if (r < g->buckets[i].weight) { pick[np++] = i; break; }

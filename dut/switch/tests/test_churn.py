@@ -17,11 +17,13 @@ from dut.switch import launcher
 SECONDS = 1.5
 
 
+@pytest.mark.parametrize("build", ["release", "sanitized"])
 @pytest.mark.parametrize("backend", ["tuple", "trie", "simple"])
-def test_forwarding_follows_flow_changes(backend):
-    binary = launcher.build_dir() / "dut" / "switch" / "test_ofswitch_churn"
+def test_forwarding_follows_flow_changes(backend, build):
+    binary = launcher.builds()[build] / "dut" / "switch" / "test_ofswitch_churn"
     if not binary.exists():
-        pytest.skip(f"{binary} not built")
+        pytest.skip(f"{binary} not built" + (": scripts/build_san.sh" if build == "sanitized"
+                                             else ""))
     proc = subprocess.Popen([str(binary), backend, str(SECONDS)], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     try:
@@ -34,3 +36,4 @@ def test_forwarding_follows_flow_changes(backend):
     summary = [line for line in out.splitlines() if line.startswith("churn ")]
     assert proc.returncode == 0 and summary, out[-3000:]
     assert " wrong 0," in summary[0] and "unexplained drops 0" in summary[0], summary[0]
+    assert not launcher.sanitizer_reports(out), out[-4000:]

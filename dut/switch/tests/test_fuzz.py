@@ -95,11 +95,14 @@ def mutate(rng: random.Random, base: bytes) -> bytes:
     return bytes(b)
 
 
-@pytest.fixture
-def ring_switch(tmp_path):
-    binary = launcher.binary_path()
+@pytest.fixture(params=["release", "sanitized"])
+def ring_switch(tmp_path, request):
+    """The switch of the release build, or of the sanitizer build (ASan + UBSan, which aborts
+    on a report: then the switch dies and the test fails with the report in its log)."""
+    binary = launcher.builds()[request.param] / "dut" / "switch" / "ofswitch"
     if not binary.exists():
-        pytest.skip(f"{binary} not built")
+        pytest.skip(f"{binary} not built" + (": scripts/build_san.sh"
+                                             if request.param == "sanitized" else ""))
     listener = socket.socket()
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", 0))
@@ -124,6 +127,9 @@ def ring_switch(tmp_path):
                 proc.wait()
         log.close()
         listener.close()
+        # a sanitized switch also reports at exit (leaks); the release build prints nothing
+        text = (tmp_path / "ofswitch.log").read_text(errors="replace")
+        assert not launcher.sanitizer_reports(text), text[-6000:]
         # --no-huge still leaves the EAL runtime directory behind
         shutil.rmtree(f"/var/run/dpdk/ofb-swfuzz-{os.getpid()}", ignore_errors=True)
 

@@ -67,12 +67,16 @@ def test_wait_of_connected_times_out_without_socket(tmp_path):
                                           sleep=lambda s: t.__setitem__(0, t[0] + s))
 
 
-def test_c_unit_tests():
-    binary = launcher.build_dir() / "dut" / "switch" / "test_ofswitch_unit"
+@pytest.mark.parametrize("build", ["release", "sanitized"])
+def test_c_unit_tests(build):
+    """The agent's C unit tests, also in the sanitizer build (ASan + UBSan: a report aborts)."""
+    binary = launcher.builds()[build] / "dut" / "switch" / "test_ofswitch_unit"
     if not binary.exists():
-        pytest.skip(f"{binary} not built")
-    cp = subprocess.run([str(binary)], capture_output=True, text=True, timeout=60)
+        pytest.skip(f"{binary} not built" + (": scripts/build_san.sh" if build == "sanitized"
+                                             else ""))
+    cp = subprocess.run([str(binary)], capture_output=True, text=True, timeout=120)
     assert cp.returncode == 0, cp.stdout + cp.stderr
+    assert not launcher.sanitizer_reports(cp.stdout + cp.stderr), cp.stderr[-4000:]
 
 
 def test_one_lookup_default_for_binary_launcher_and_profile():

@@ -1,0 +1,232 @@
+"""Run the agent's libFuzzer harness (fuzz_agent.c, README "Fuzzing") and read what it did.
+
+    python -m dut.switch.fuzz.fuzzer short      # ~60 s from the seeds, as `make test` does
+    python -m dut.switch.fuzz.fuzzer long       # 30 min (OFBENCH_FUZZ_SECONDS), `make nightly`
+    python -m dut.switch.fuzz.fuzzer replay     # every seed and reproducer once, both lookups
+    python -m dut.switch.fuzz.fuzzer coverage [DIR...]  # source line/branch coverage of inputs
+
+A run starts from the committed seeds (corpus/) and reproducers (regress/); the inputs it finds
+go to a scratch folder (the short run's, deleted after) or, for the long run, to a corpus cache
+outside the repo (/var/cache/ofbench/fuzz-agent/, kept between nightly runs so they build up;
+the committed seeds are never rewritten). One process (no -jobs/-fork: the box is shared),
+under ``nice``. A finding is an artifact file (crash-/leak-/timeout-/oom-...) in
+the run's artifact folder; the run fails on the first one (libFuzzer stops there) and the
+report names the file to copy into regress/ once the bug is fixed.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dut.switch import launcher
+
+HERE = Path(__file__).resolve().parent
+CORPUS = HERE / "corpus"
+REGRESS = HERE / "regress"
+CACHE = Path(os.environ.get("OFBENCH_FUZZ_CACHE") or "/var/cache/ofbench/fuzz-agent")
+SHORT_S = 60
+LONG_S = 1800
+LOOKUPS = ("trie", "simple")
+ASAN_OPTIONS = "abort_on_error=1:detect_leaks=1:symbolize=1:handle_abort=1"
+UBSAN_OPTIONS = "print_stacktrace=1:halt_on_error=1"
+
+
+def binary() -> Path:
+    return launcher.san_build_dir() / "dut" / "switch" / "fuzz_agent"
+
+
+def env(lookup: str = "trie") -> dict:
+    e = dict(os.environ)
+    e.setdefault("ASAN_OPTIONS", ASAN_OPTIONS)
+    e.setdefault("UBSAN_OPTIONS", UBSAN_OPTIONS)
+    sym = shutil.which("llvm-symbolizer-14") or "/usr/lib/llvm-14/bin/llvm-symbolizer"
+    if Path(sym).exists():
+        e.setdefault("ASAN_SYMBOLIZER_PATH", sym)
+    e["OFS_FUZZ_LOOKUP"] = lookup
+    return e
+
+
+@dataclass
+class FuzzRun:
+    seconds: float
+    lookup: str
+    rc: int
+    execs: int = 0
+    execs_per_s: int = 0
+    cov_edges: int = 0          # libFuzzer "cov:" at the end: edges (inline 8-bit counters) hit
+    features: int = 0           # libFuzzer "ft:"
+    corpus_units: int = 0
+    new_units: int = 0
+    peak_rss_mb: int = 0
+    findings: list[Path] = field(default_factory=list)
+    reports: list[str] = field(default_factory=list)
+    log_tail: str = ""
+
+    @property
+    def clean(self) -> bool:
+        return self.rc == 0 and not self.findings and not self.reports
+
+    def summary(self) -> str:
+        s = (f"fuzz_agent ({self.lookup}): {self.execs} execs in {self.seconds:.0f} s "
+             f"({self.execs_per_s}/s), cov {self.cov_edges} edges, ft {self.features}, "
+             f"corpus {self.corpus_units} units (+{self.new_units}), rss {self.peak_rss_mb} MB")
+        if not self.clean:
+            s += f"; FINDINGS {[str(p) for p in self.findings]} rc {self.rc}"
+        return s
+
+
+def parse(log: str, run: FuzzRun) -> FuzzRun:
+    """Fill run's figures from libFuzzer's output (-print_final_stats=1)."""
+    def stat(name):
+        m = re.search(rf"stat::{name}:\s+(\d+)", log)
+        return int(m.group(1)) if m else 0
+    run.execs = stat("number_of_executed_units")
+    run.execs_per_s = stat("average_exec_per_sec")
+    run.new_units = stat("new_units_added")
+    run.peak_rss_mb = stat("peak_rss_mb")
+    last = [ln for ln in log.splitlines() if re.match(r"#\d+\s+(DONE|INITED|pulse|NEW|REDUCE)", ln)]
+    if last:
+        m = re.search(r"cov: (\d+) ft: (\d+) corp: (\d+)", last[-1])
+        if m:
+            run.cov_edges, run.features, run.corpus_units = map(int, m.groups())
+    run.reports = launcher.sanitizer_reports(log)
+    run.log_tail = log[-6000:]
+    return run
+
+
+def fuzz(seconds: float, workdir: Path, artifacts: Path, lookup: str = "trie",
+         extra: list[str] | None = None) -> FuzzRun:
+    """One libFuzzer run of ``seconds`` from the seeds and reproducers; new inputs go to
+    ``workdir``, findings to ``artifacts``."""
+    exe = binary()
+    if not exe.exists():
+        raise FileNotFoundError(f"{exe} is not built: run scripts/build_san.sh")
+    workdir.mkdir(parents=True, exist_ok=True)
+    artifacts.mkdir(parents=True, exist_ok=True)
+    argv = ["nice", "-n", "10", str(exe), f"-max_total_time={int(seconds)}",
+            "-print_final_stats=1", "-timeout=20", "-rss_limit_mb=2560", "-max_len=8192",
+            f"-artifact_prefix={artifacts}/", *(extra or []),
+            str(workdir), str(CORPUS), str(REGRESS)]
+    t0 = time.monotonic()
+    cp = subprocess.run(argv, capture_output=True, text=True, errors="replace", env=env(lookup),
+                        timeout=seconds + 600)
+    run = FuzzRun(time.monotonic() - t0, lookup, cp.returncode)
+    parse(cp.stdout + cp.stderr, run)
+    run.findings = sorted(p for p in artifacts.iterdir() if p.is_file())
+    return run
+
+
+def replay(files: list[Path], lookup: str = "trie") -> FuzzRun:
+    """Every file once (libFuzzer runs inputs given as files and exits)."""
+    exe = binary()
+    if not exe.exists():
+        raise FileNotFoundError(f"{exe} is not built: run scripts/build_san.sh")
+    with tempfile.TemporaryDirectory(prefix="ofb-fuzz-replay-") as tmp:
+        lst = Path(tmp) / "inputs"
+        # many files: pass folders with -runs=0 (run the initial corpus, then stop)
+        lst.mkdir()
+        for i, f in enumerate(files):
+            shutil.copyfile(f, lst / f"{i:05d}-{f.name}")
+        argv = [str(exe), "-runs=0", "-print_final_stats=1", "-max_len=65536", str(lst)]
+        t0 = time.monotonic()
+        cp = subprocess.run(argv, capture_output=True, text=True, errors="replace",
+                            env=env(lookup), timeout=900, cwd=tmp)
+        run = FuzzRun(time.monotonic() - t0, lookup, cp.returncode)
+        parse(cp.stdout + cp.stderr, run)
+        run.findings = sorted(p for p in Path(tmp).iterdir()
+                              if p.is_file() and p.name.split("-")[0] in
+                              ("crash", "leak", "timeout", "oom", "slow"))
+        return run
+
+
+SOURCES = ["dut/switch/src/flowkey.c", "dut/switch/src/flowtable.c", "dut/switch/src/datapath.c",
+           "dut/switch/src/agent.c", "dut/switch/fuzz/fuzz_agent.c",
+           "dut/classifier/classifier.c", "dut/classifier/trie.c"]
+
+
+def coverage(dirs: list[Path], lookup: str = "trie") -> str:
+    """llvm-cov's per-file report (regions, functions, lines, branches) of running the inputs
+    in ``dirs`` once. The fuzzer's own counters include the sanitizers' check branches, so its
+    coverage is measured on a separate build of the same sources with clang's source-based
+    coverage and no sanitizer (one clang command, in a scratch folder)."""
+    repo = launcher.REPO
+    with tempfile.TemporaryDirectory(prefix="ofb-fuzz-cov-") as tmp:
+        exe, raw, prof = Path(tmp) / "fuzz_cov", Path(tmp) / "cov.profraw", Path(tmp) / "cov.prof"
+        dpdk = subprocess.run(["pkg-config", "--cflags", "--libs", "libdpdk"], capture_output=True,
+                              text=True, check=True).stdout.split()
+        cflags = [a for a in dpdk if not a.startswith("-l")]
+        libs = [a for a in dpdk if a.startswith("-l")]
+        subprocess.run(["nice", "-n", "10", "clang-14", "-O1", "-g", "-march=native", "-msse4.2",
+                        "-fno-strict-aliasing", "-fsanitize=fuzzer", "-fprofile-instr-generate",
+                        "-fcoverage-mapping", "-DOFS_HAVE_CLASSIFIER", "-w",
+                        f"-I{repo / 'dut/classifier'}", *cflags,
+                        *[str(repo / s) for s in SOURCES], "-o", str(exe), *libs,
+                        "-lpthread", "-lm"], check=True, capture_output=True, text=True)
+        e = env(lookup)
+        e["LLVM_PROFILE_FILE"] = str(raw)
+        subprocess.run([str(exe), "-runs=0", "-max_len=65536", *map(str, dirs)], env=e,
+                       capture_output=True, text=True, errors="replace", timeout=1800, check=True)
+        subprocess.run(["llvm-profdata-14", "merge", "-o", str(prof), str(raw)], check=True)
+        cp = subprocess.run(["llvm-cov-14", "report", str(exe), f"-instr-profile={prof}",
+                             *[str(repo / s) for s in SOURCES]],
+                            capture_output=True, text=True, check=True)
+        return cp.stdout
+
+
+def seed_files() -> list[Path]:
+    return sorted(CORPUS.glob("*.bin")) + sorted(p for p in REGRESS.iterdir() if p.is_file())
+
+
+def main(argv: list[str]) -> int:
+    mode = argv[1] if len(argv) > 1 else "short"
+    if mode == "replay":
+        ok = True
+        for lk in LOOKUPS:
+            r = replay(seed_files(), lk)
+            print(r.summary())
+            ok &= r.clean
+            if not r.clean:
+                print(r.log_tail)
+        return 0 if ok else 1
+    if mode == "coverage":
+        dirs = [Path(d) for d in argv[2:]] or [CORPUS, REGRESS]
+        print(coverage(dirs))
+        return 0
+    if mode not in ("short", "long"):
+        print(f"usage: {argv[0]} short|long|replay|coverage [DIR...]", file=sys.stderr)
+        return 2
+    seconds = float(os.environ.get("OFBENCH_FUZZ_SECONDS") or (SHORT_S if mode == "short"
+                                                                else LONG_S))
+    artifacts = Path(tempfile.mkdtemp(prefix="ofb-fuzz-artifacts-"))
+    if mode == "long":
+        work, keep = CACHE, True
+    else:
+        work, keep = Path(tempfile.mkdtemp(prefix="ofb-fuzz-work-")), False
+    try:
+        r = fuzz(seconds, work, artifacts)
+    finally:
+        if not keep:
+            shutil.rmtree(work, ignore_errors=True)
+    print(r.summary())
+    if r.clean:
+        shutil.rmtree(artifacts, ignore_errors=True)
+        if keep:  # the long run: what its corpus covers now (informational)
+            try:
+                print(coverage([work, CORPUS, REGRESS]))
+            except (subprocess.SubprocessError, OSError) as e:
+                print(f"coverage report not made: {e}")
+        return 0
+    print(r.log_tail)
+    print(f"findings kept in {artifacts}: fix, then copy each into {REGRESS}/")
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
