@@ -20,6 +20,8 @@ from pathlib import Path
 from dut.profiles.schema import DEFAULT_LOOKUP, SWITCH_LOOKUPS as LOOKUPS
 
 REPO = Path(__file__).resolve().parents[2]
+# a port spec the switch builds itself: the pcap replay feed of drivers/replay (replay.h)
+REPLAY_PREFIX = "replay:"
 
 
 def build_dir() -> Path:
@@ -43,8 +45,10 @@ def device_name(devargs: str) -> str | None:
 def switch_argv(binary: str | Path, eal_args: list[str], ports: list[tuple[int, str]], *,
                 controller: tuple[str, int], dpid: int, workers: int = 1,
                 lookup: str = DEFAULT_LOOKUP, stats_sock: str | Path | None = None,
-                idle_sleep_us: int = 0) -> list[str]:
-    """Command line of ofswitch. ``ports`` = [(openflow port number, devargs or port id)]."""
+                idle_sleep_us: int = 0, mbufs: int | None = None) -> list[str]:
+    """Command line of ofswitch. ``ports`` = [(openflow port number, devargs or port id)].
+    ``mbufs``: size of the switch's mbuf pool (default: the switch's own sizing; a net_pcap
+    ``infinite_rx`` port keeps its whole pcap in it)."""
     if not ports:
         raise ValueError("ofswitch needs at least one port")
     if lookup not in LOOKUPS:
@@ -59,8 +63,10 @@ def switch_argv(binary: str | Path, eal_args: list[str], ports: list[tuple[int, 
         if ofport in seen:
             raise ValueError(f"OpenFlow port number {ofport} given twice")
         seen.add(ofport)
-        name = device_name(spec)
-        if name is not None:
+        name = None if spec.startswith(REPLAY_PREFIX) else device_name(spec)
+        if spec.startswith(REPLAY_PREFIX):
+            port_opts += ["--port", f"{ofport}={spec}"]  # the switch creates it (drivers/replay)
+        elif name is not None:
             vdevs += ["--vdev", spec]
             port_opts += ["--port", f"{ofport}={name}"]
         else:
@@ -75,6 +81,8 @@ def switch_argv(binary: str | Path, eal_args: list[str], ports: list[tuple[int, 
         argv += ["--stats-sock", str(stats_sock)]
     if idle_sleep_us:
         argv += ["--idle-sleep-us", str(idle_sleep_us)]
+    if mbufs:
+        argv += ["--mbufs", str(int(mbufs))]
     return argv
 
 
@@ -107,7 +115,8 @@ def start_ofswitch(lab, name: str, ports: list[tuple[int, str]], controller: tup
                    dpid: int = 1, netns: str | None = None, workers: int = 1,
                    lookup: str = DEFAULT_LOOKUP, wait_connected: bool = False,
                    idle_sleep_us: int | None = None, mem_mb: int = 512,
-                   lcores: str | None = None, ready_timeout_s: float = 30.0, host=None):
+                   lcores: str | None = None, ready_timeout_s: float = 30.0, host=None,
+                   mbufs: int | None = None):
     """Start ofswitch on ``host`` (a lab host; default: ``lab`` itself, the local box) with
     that host's own build; returns the host's process handle once the switch answers on its
     stats socket (and, if asked, has its OpenFlow session up). ``proc.stats_sock`` is the
@@ -122,7 +131,8 @@ def start_ofswitch(lab, name: str, ports: list[tuple[int, str]], controller: tup
     if lcores is None:
         lcores = ",".join(str(host.next_core()) for _ in range(workers)) if workers > 1 else None
     # PCI ports (a lab's NICs) need the PCI bus; vdev-only switches keep --no-pci.
-    no_pci = all(device_name(spec) is not None for _, spec in ports)
+    no_pci = all(device_name(spec) is not None or spec.startswith(REPLAY_PREFIX)
+                 for _, spec in ports)
     eal = host.eal_args(name, mem_mb=mem_mb, lcores=lcores, no_pci=no_pci)
     if idle_sleep_us is None:
         idle_sleep_us = 50
@@ -130,7 +140,7 @@ def start_ofswitch(lab, name: str, ports: list[tuple[int, str]], controller: tup
         else binary_path()
     argv = switch_argv(binary, eal, ports, controller=controller, dpid=dpid,
                        workers=workers, lookup=lookup, stats_sock=stats_sock,
-                       idle_sleep_us=idle_sleep_us)
+                       idle_sleep_us=idle_sleep_us, mbufs=mbufs)
     if not host.exists(binary):
         raise FileNotFoundError(f"{binary} not built on {getattr(host, 'role', 'this box')} "
                                 "(run `make setup` or set OFBENCH_BUILD_DIR)")

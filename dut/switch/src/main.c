@@ -2,7 +2,12 @@
  *
  * Usage: ofswitch <EAL args> -- --dpid 0x1 --controller tcp:127.0.0.1:6653
  *          --port 1=<dpdk port name or id> [--port 2=...] [--workers N]
- *          [--lookup trie|simple] [--stats-sock PATH] [--idle-sleep-us N]
+ *          [--lookup trie|simple] [--stats-sock PATH] [--idle-sleep-us N] [--mbufs N]
+ *
+ * A port may also be the pcap replay feed of drivers/replay (built with it):
+ * --port 1=replay:<pcap>[,loops=K][,copy=1] -- frames handed out from memory without copies
+ * (or copied, copy=1, for workloads that rewrite headers), for benchmarks whose feed must not
+ * be the limit (suites/switch/pipeline.py).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -26,6 +31,9 @@
 #include <rte_mbuf.h>
 #include "ofswitch.h"
 #include "agent.h"
+#ifdef OFB_HAVE_REPLAY
+#include "replay.h"
+#endif
 
 
 
@@ -34,6 +42,7 @@ static const char *port_specs[OFS_MAX_PORTS];
 static uint32_t port_nums[OFS_MAX_PORTS];
 static unsigned n_port_specs;
 static volatile int of_connected;
+static unsigned n_mbufs_opt;     /* --mbufs: 0 = sized below */
 
 static void on_signal(int sig)
 {
@@ -45,7 +54,7 @@ static __rte_noreturn void usage(const char *why)
 {
 	fprintf(stderr, "ofswitch: %s\nusage: ofswitch <EAL args> -- --dpid HEX --controller "
 		"tcp:HOST:PORT --port OFPORT=DEVNAME|ID [...] [--workers N] [--lookup trie|simple] "
-		"[--stats-sock PATH] [--idle-sleep-us N]\n", why);
+		"[--stats-sock PATH] [--idle-sleep-us N] [--mbufs N]\n", why);
 	exit(2);
 }
 
@@ -54,7 +63,7 @@ static void parse_args(int argc, char **argv)
 	static const struct option opts[] = {
 		{"dpid", 1, 0, 'd'}, {"controller", 1, 0, 'c'}, {"port", 1, 0, 'p'},
 		{"workers", 1, 0, 'w'}, {"lookup", 1, 0, 'l'}, {"stats-sock", 1, 0, 's'},
-		{"idle-sleep-us", 1, 0, 'i'}, {0, 0, 0, 0}};
+		{"idle-sleep-us", 1, 0, 'i'}, {"mbufs", 1, 0, 'm'}, {0, 0, 0, 0}};
 	int c;
 	ofs_dp.dpid = 1;
 	ofs_dp.n_workers = 1;
@@ -102,6 +111,14 @@ static void parse_args(int argc, char **argv)
 			break;
 		case 's': agent_cfg.stats_sock = strdup(optarg); break;
 		case 'i': ofs_dp.idle_sleep_us = (unsigned)atoi(optarg); break;
+		case 'm': {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+			if (*end || v < 4096 || v > (1ul << 24))
+				usage("--mbufs wants a count in 4096..16777216");
+			n_mbufs_opt = (unsigned)v;
+			break;
+		}
 		default: usage("unknown option");
 		}
 	}
@@ -116,7 +133,20 @@ static void port_init(unsigned i, struct rte_mempool *pool)
 	const char *spec = port_specs[i];
 	char *end;
 	unsigned long v = strtoul(spec, &end, 10);
-	if (*end == 0)
+	bool replay = strncmp(spec, "replay:", 7) == 0;
+	if (replay) {
+#ifdef OFB_HAVE_REPLAY
+		char err[512];
+		int r = ofb_replay_create(spec, ofs_dp.n_workers, (int)rte_socket_id(), err,
+					  sizeof(err));
+		if (r < 0)
+			rte_exit(EXIT_FAILURE, "port %u: %s\n", port_nums[i], err);
+		id = (uint16_t)r;
+#else
+		rte_exit(EXIT_FAILURE, "port %u: this ofswitch was built without the replay feed "
+			 "(drivers/replay needs DPDK's net_ring library)\n", port_nums[i]);
+#endif
+	} else if (*end == 0)
 		id = (uint16_t)v;
 	else if (rte_eth_dev_get_port_by_name(spec, &id) != 0)
 		rte_exit(EXIT_FAILURE, "port %u: no DPDK port named '%s'\n", port_nums[i], spec);
@@ -143,10 +173,17 @@ static void port_init(unsigned i, struct rte_mempool *pool)
 	rte_eth_promiscuous_enable(id);
 	if (rte_eth_dev_start(id) < 0)
 		rte_exit(EXIT_FAILURE, "port %u: start failed\n", port_nums[i]);
+#ifdef OFB_HAVE_REPLAY
+	if (replay && ofb_replay_arm(id) != 0)
+		rte_exit(EXIT_FAILURE, "port %u: replay rx callback failed\n", port_nums[i]);
+#endif
 	p->ofport = port_nums[i];
 	p->dpdk_id = id;
 	p->n_txq = ntx;
-	snprintf(p->name, sizeof(p->name), "%s", spec);
+	char dev_name[RTE_ETH_NAME_MAX_LEN] = "";
+	if (replay)
+		rte_eth_dev_get_name_by_port(id, dev_name);  /* net_replayN */
+	snprintf(p->name, sizeof(p->name), "%s", replay ? dev_name : spec);
 	struct rte_ether_addr mac;
 	rte_eth_macaddr_get(id, &mac);
 	memcpy(p->mac, mac.addr_bytes, 6);
@@ -397,8 +434,10 @@ int main(int argc, char **argv)
 	if (ofs_dp.n_workers > rte_lcore_count())
 		rte_exit(EXIT_FAILURE, "--workers %u but only %u lcores\n", ofs_dp.n_workers,
 			 rte_lcore_count());
-	/* the pcap PMD in infinite_rx mode keeps its whole file in mbufs: room for 8k frames */
-	unsigned nmbuf = 16384 * ofs_dp.n_workers + 4096 * n_port_specs + 8192;
+	/* the pcap PMD in infinite_rx mode keeps its whole file in mbufs: room for 8k frames by
+	 * default, --mbufs for more */
+	unsigned nmbuf = n_mbufs_opt ? n_mbufs_opt
+				     : 16384 * ofs_dp.n_workers + 4096 * n_port_specs + 8192;
 	struct rte_mempool *pool = rte_pktmbuf_pool_create("ofs_pool", nmbuf, 256, 0,
 		RTE_MBUF_DEFAULT_BUF_SIZE, rte_socket_id());
 	if (!pool)
