@@ -58,3 +58,35 @@ def test_replay_feed_equals_softgen(lab):
     assert rep["ports"][2]["tx_packets"] == sg["ports"][2]["tx_packets"] == r["expect"]
     assert len(rep["flows"]) == 1000 and sum(rep["flows"].values()) == r["expect"]
     assert rep["flows"] == sg["flows"]
+
+
+# issue 16 part 2: workloads that do not flatter the flow cache (long: make nightly)
+PART2 = ["pipeline_64b_100k_flows_distinct", "pipeline_64b_100k_flows_zipf1.0",
+         "pipeline_64b_100k_flows_zipf0.8", "pipeline_64b_100k_flows_multitable",
+         "pipeline_64b_100k_flows_setfield", "pipeline_64b_100k_flows_pushvlan"]
+
+
+@pytest.mark.bench
+@pytest.mark.nightly
+@pytest.mark.features("hugepages", "ovs_dpdk")
+@pytest.mark.parametrize("record", PART2)
+def test_pipeline_workload(lab, profile, results, progress, record):
+    kinds = [k for k in ("ofbench", "ovs-dpdk") if switch_available(k, profile) is None]
+    if "ofbench" not in kinds:
+        pytest.skip(switch_available("ofbench", profile))
+    from suites.switch.pipeline import WORKLOADS, metrics_of, run_pipeline_bench
+    wl = WORKLOADS[record]
+    progress(f"pipeline bench {record}: {wl}, {' vs '.join(kinds)}")
+    res = run_pipeline_bench(lab, kinds=tuple(kinds), n_flows=100_000, workload=wl)
+    metrics = metrics_of(res)
+    progress(f"pipeline bench {record}: {metrics}")
+    results.record(record, metrics,
+                   params={"flows": 100_000, "frame_size_b": 64, "lcores": 1, "windows": 3,
+                           "actions": wl.kind, "mix": wl.mix, "frames": wl.n_frames,
+                           **({"zipf_s": wl.zipf_s, "distinct_frames": wl.n_distinct}
+                              if wl.mix == "zipf" else {}),
+                           "io": "ofbench: replay (replay-copy when rewriting) and net_pcap "
+                                 "infinite_rx; OVS-DPDK: net_pcap infinite_rx; -> net_null"},
+                   provenance={"dut_switch_kind": "ofbench", "generator": "drivers/replay+net_pcap",
+                               "generator_version": "dpdk-22.11", "port_kind": "ring/pcap/null"})
+    assert metrics.get("ofbench_mpps", 0) > 0, f"ofbench forwarded nothing: {res}"
