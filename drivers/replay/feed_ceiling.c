@@ -3,9 +3,10 @@
  * benchmark can show beside the switch's rate what its feed alone reaches on the same core.
  *
  * Usage: feed_ceiling <EAL args incl. --vdev for non-replay ports> -- --rx SPEC --tx NAME
- *          [--seconds S] [--warmup S]
+ *          [--seconds S] [--warmup S] [--mbufs N]
  * SPEC: a replay spec (drivers/replay/replay.h: replay:<pcap>[,loops=K][,copy=1]) or the
- * name of a DPDK port given with --vdev (e.g. net_pcap0 with infinite_rx=1).
+ * name of a DPDK port given with --vdev (e.g. net_pcap0 with infinite_rx=1, which keeps its
+ * whole pcap in mbufs of the pool: --mbufs must exceed its frame count).
  * Prints one JSON line: {"mpps": R, "rx_packets": N, "tx_packets": M, "seconds": S}.
  */
 #include <getopt.h>
@@ -56,9 +57,10 @@ int main(int argc, char **argv)
 	argc -= ret;
 	argv += ret;
 	static const struct option opts[] = {{"rx", 1, 0, 'r'}, {"tx", 1, 0, 't'},
-		{"seconds", 1, 0, 's'}, {"warmup", 1, 0, 'w'}, {0, 0, 0, 0}};
+		{"seconds", 1, 0, 's'}, {"warmup", 1, 0, 'w'}, {"mbufs", 1, 0, 'm'}, {0, 0, 0, 0}};
 	const char *rx_spec = NULL, *tx_spec = NULL;
 	double seconds = 3.0, warmup = 0.5;
+	unsigned n_mbufs = 32768;
 	int c;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
@@ -66,12 +68,13 @@ int main(int argc, char **argv)
 		case 't': tx_spec = optarg; break;
 		case 's': seconds = atof(optarg); break;
 		case 'w': warmup = atof(optarg); break;
+		case 'm': n_mbufs = (unsigned)strtoul(optarg, NULL, 10); break;
 		default: rte_exit(2, "usage: feed_ceiling <EAL> -- --rx SPEC --tx NAME [--seconds S]\n");
 		}
 	}
-	if (!rx_spec || !tx_spec || seconds <= 0)
+	if (!rx_spec || !tx_spec || seconds <= 0 || n_mbufs < 4096)
 		rte_exit(2, "usage: feed_ceiling <EAL> -- --rx SPEC --tx NAME [--seconds S]\n");
-	struct rte_mempool *pool = rte_pktmbuf_pool_create("ceiling_pool", 32768, 256, 0,
+	struct rte_mempool *pool = rte_pktmbuf_pool_create("ceiling_pool", n_mbufs, 256, 0,
 		RTE_MBUF_DEFAULT_BUF_SIZE, rte_socket_id());
 	if (!pool)
 		rte_exit(EXIT_FAILURE, "mbuf pool: %s\n", rte_strerror(rte_errno));

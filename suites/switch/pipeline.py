@@ -315,7 +315,7 @@ def rx_spec(feed: str, pcap: Path) -> str:
 
 
 def feed_ceiling(lab, feed: str, pcap: Path, *, lcore: int, seconds: float = 2.0,
-                 tag: str = "bench") -> float:
+                 tag: str = "bench", n_frames: int = 8192) -> float:
     """Mpps the feed alone delivers to net_null on `lcore` (drivers/replay/feed_ceiling: rx
     burst -> tx burst, no switch work): the rate above which a switch fed by it cannot go."""
     spec = rx_spec(feed, pcap)
@@ -325,7 +325,8 @@ def feed_ceiling(lab, feed: str, pcap: Path, *, lcore: int, seconds: float = 2.0
         spec = "net_pcap0"
     argv = [str(lab.build_path("drivers/replay/feed_ceiling")),
             *lab.eal_args(f"{tag}-ceiling", mem_mb=1024, lcores=str(lcore)), *vdevs, "--",
-            "--rx", spec, "--tx", "net_null9", "--seconds", str(seconds)]
+            "--rx", spec, "--tx", "net_null9", "--seconds", str(seconds),
+            "--mbufs", str(n_frames + 32768)]
     out = lab.run(argv, timeout=60 + seconds)
     line = [ln for ln in out.stdout.splitlines() if ln.startswith("{")][-1]
     return float(json.loads(line)["mpps"])
@@ -546,7 +547,8 @@ def run_pipeline_bench(lab, kinds=("ofbench", "ovs-dpdk"), n_flows: int = 100_00
                                             n_frames=len(frames))
     if ceilings:
         for feed in sorted({f for k, f in plan if k in kinds}):
-            runs = [feed_ceiling(lab, feed, pcap, lcore=lcore, tag=tag) for _ in range(reps)]
+            runs = [feed_ceiling(lab, feed, pcap, lcore=lcore, tag=tag, n_frames=len(frames))
+                    for _ in range(reps)]
             out[f"ceiling/{feed}"] = {"mpps": round(statistics.median(runs), 3),
                                       "mpps_best": round(max(runs), 3)}
     return out

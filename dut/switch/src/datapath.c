@@ -1065,6 +1065,20 @@ static void run_pipeline(struct pkt_ctx *c, uint8_t table, struct ofs_flow *firs
 			c->dropped = true;
 			break;
 		}
+		/* The common flow: apply-actions = one output to another switch port, nothing
+		 * else to do; what exec_actions + emit would do, without their generality. */
+		if (f->apply_len == 16 && !f->write_len && !f->clear_actions && !f->has_write_md &&
+		    f->goto_table == 0xff && !c->aset_any && c->pending == NO_PORT &&
+		    !c->csum_dirty && rd16(f->apply) == OFPAT_OUTPUT && len >= 60 &&
+		    c->m->nb_segs == 1) {
+			uint32_t out = rd32(f->apply + 4);
+			int idx = ofs_port_idx(out);
+			if (out != c->in_port && idx >= 0) {
+				tx_one(c->w, idx, c->m);
+				c->m = NULL;
+				return;
+			}
+		}
 		if (f->apply_len)
 			exec_actions(c, f->apply, f->apply_len);
 		if (!c->m || c->dropped)
