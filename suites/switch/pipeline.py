@@ -155,7 +155,7 @@ class Workload:
 
     kind: ``output`` (table 0, output:2), ``multitable`` (table 0 writes metadata = i % 1024
     and goes to table 1, whose 1024 flows match that metadata and output:2: two lookups per
-    packet), ``setfield`` (set ipv4_dst and udp_dst, so the IPv4 checksum is fixed, then
+    packet), ``setfield`` (set ipv4_dst and ip_dscp, so the IPv4 checksum is fixed, then
     output:2), ``pushvlan`` (push 802.1Q, set vlan_vid 100, output:2).
     mix: ``uniform`` (``n_frames`` distinct frames, each once per pass, each matching a random
     flow) or ``zipf`` (``n_frames`` frames drawn with Zipf exponent ``zipf_s`` from
@@ -174,8 +174,10 @@ class Workload:
     def actions(self) -> bytes:
         out = w.action_output(2, 0)
         if self.kind == "setfield":
+            # IPv4 fields only: 3 of the 4 flow shapes do not match ip_proto, so a UDP port
+            # would be inconsistent with their match (OFPBAC_MATCH_INCONSISTENT)
             return (action_set_field(w.oxm(12, bytes([198, 18, 0, 1])))
-                    + action_set_field(w.oxm(16, struct.pack("!H", 4789))) + out)
+                    + action_set_field(w.oxm(8, bytes([46]))) + out)
         if self.kind == "pushvlan":
             return action_push_vlan() + action_set_field(w.oxm(6, struct.pack("!H", 0x1000 | 100))) + out
         return out
@@ -335,12 +337,14 @@ def feed_ceiling(lab, feed: str, pcap: Path, *, lcore: int, seconds: float = 2.0
 def run_one(lab, kind: str, flows: list[BenchFlow], pcap: Path, *, lcore: int,
             warmup_s: float = 3.0, duration_s: float = 5.0, lookup: str = "trie",
             tag: str = "bench", feed: str = "pcap", reps: int = 3,
-            workload: Workload | None = None, n_frames: int = 8192) -> dict:
+            workload: Workload | None = None, n_frames: int = 8192, workers: int = 1) -> dict:
     """One switch fed by ``feed`` (rx_spec), ``reps`` measurement windows of ``duration_s``:
     median and best Mpps. ``tag`` names its processes and state (OVS db, stats socket):
     unique per run of the bench in a lab, since OVS state dirs outlive a stop."""
     if kind != "ofbench" and feed != "pcap":
         raise ValueError(f"{kind}: only the pcap feed loads into it (replay is ofswitch's)")
+    if workers > 1 and (kind != "ofbench" or not feed.startswith("replay")):
+        raise ValueError("several workers: ofbench on a replay feed only (one feed port each)")
     listener = socket.socket()
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", 0))
@@ -353,10 +357,15 @@ def run_one(lab, kind: str, flows: list[BenchFlow], pcap: Path, *, lcore: int,
     try:
         if kind == "ofbench":
             from drivers.lab.switches import start_switch
+            # worker w polls the ports whose index % workers == w (main.c): one feed port
+            # per worker first (OpenFlow ports 1, 3, 4, ...), the sink (port 2) last
+            feeds = [(1, {"devargs": rx_devargs})] + \
+                [(2 + k, {"devargs": rx_devargs}) for k in range(1, workers)]
+            lcores = str(lcore) if workers == 1 else None  # several: the lab's next cores
             proc = start_switch(lab, "ofbench", name=f"{tag}-ofswitch", ports=[],
-                                extra_ports=[(1, {"devargs": rx_devargs}), (2, {"devargs": SINK})],
+                                extra_ports=feeds + [(2, {"devargs": SINK})],
                                 controller=("127.0.0.1", port), dpid=0xB1, lookup=lookup,
-                                idle_sleep_us=0, lcores=str(lcore), mem_mb=2048,
+                                idle_sleep_us=0, lcores=lcores, mem_mb=2048, workers=workers,
                                 mbufs=max(n_frames + 32768, 40960) if feed == "pcap" else None).proc
             stop = lambda: lab.supervisor.stop(proc)  # noqa: E731
             from dut.switch.launcher import read_stats
@@ -526,7 +535,8 @@ REWRITE_PLAN = (("ofbench", "replay-copy"), ("ofbench", "pcap"), ("ovs-dpdk", "p
 def run_pipeline_bench(lab, kinds=("ofbench", "ovs-dpdk"), n_flows: int = 100_000,
                        n_frames: int = 8192, lcore: int = 1, duration_s: float = 5.0,
                        lookup: str = "trie", plan=None, reps: int = 3,
-                       ceilings: bool = True, workload: Workload | None = None) -> dict:
+                       ceilings: bool = True, workload: Workload | None = None,
+                       workers: int = 1) -> dict:
     """Every (kind, feed) of ``plan`` whose kind is in ``kinds``, then each feed's ceiling on the
     same lcore: {"ofbench/replay": {...}, ..., "ceiling/replay": Mpps, ...}. ``workload``
     (default: output-only flows, ``n_frames`` uniform frames) sets flows and frames; ``plan``
@@ -544,7 +554,8 @@ def run_pipeline_bench(lab, kinds=("ofbench", "ovs-dpdk"), n_flows: int = 100_00
             out[f"{kind}/{feed}"] = run_one(lab, kind, flows, pcap, lcore=lcore,
                                             duration_s=duration_s, lookup=lookup, tag=tag,
                                             feed=feed, reps=reps, workload=workload,
-                                            n_frames=len(frames))
+                                            n_frames=len(frames),
+                                            workers=workers if kind == "ofbench" else 1)
     if ceilings:
         for feed in sorted({f for k, f in plan if k in kinds}):
             runs = [feed_ceiling(lab, feed, pcap, lcore=lcore, tag=tag, n_frames=len(frames))
@@ -608,6 +619,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="kind/feed pairs to measure (feeds: replay, replay-copy, pcap); "
                         "default: both switches, ofbench on replay (replay-copy when the "
                         "workload rewrites) and pcap, OVS-DPDK on pcap")
+    p.add_argument("--workers", type=int, default=1,
+                   help="ofbench worker lcores, one replay feed port each (plan: ofbench/replay)")
     p.add_argument("--workload", default=None, choices=sorted(WORKLOADS),
                    help="a named workload of issue 16 (sets frames and flows' actions)")
     a = p.parse_args(argv)
@@ -625,7 +638,8 @@ def main(argv: list[str] | None = None) -> int:
         plan = tuple(tuple(x.split("/")) for x in a.plan.split(",")) if a.plan else None
         res = run_pipeline_bench(lab, tuple(a.kinds.split(",")), a.flows, n_frames=a.frames,
                                  duration_s=a.duration, lookup=a.lookup, plan=plan,
-                                 reps=a.reps, workload=WORKLOADS.get(a.workload))
+                                 reps=a.reps, workload=WORKLOADS.get(a.workload),
+                                 workers=a.workers)
     finally:
         lab.close()
     print(json.dumps({"suite": "switch", "name": a.workload or f"pipeline_64b_{a.flows // 1000}k_flows",
