@@ -3,7 +3,9 @@
  * under the workers. Per packet: no lock, no allocation except copies for multi-output and
  * packets for the controller. Per poll loop: each table's lookup structure is entered (its
  * reader protocol) at its first lookup and left before the QSBR quiescent report; table 0's
- * cache misses of a burst are looked up together (lookup_burst). */
+ * cache misses of a burst are looked up together (lookup_burst). Transmission goes through
+ * per-worker tx buffers: a full one is sent at once, partial ones when the loop found nothing
+ * to do or every OFS_TX_DRAIN_US (DPDK l2fwd's drain timer), and at exit. */
 #include <string.h>
 #include <time.h>
 #include <unistd.h>

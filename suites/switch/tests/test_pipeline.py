@@ -56,14 +56,17 @@ def test_metrics_of():
         "frames": {"in_pcap": 10, "distinct": 8},
         "ofbench/replay": {"mpps": 9.0, "mpps_best": 9.5, "install_s": 1.0,
                            "cache_hit_ratio": 0.99},
-        "ofbench/pcap": {"mpps": 3.0, "mpps_best": 3.1, "install_s": 1.0},
-        "ovs-dpdk/pcap": {"mpps": 0.6, "mpps_best": 0.7, "install_s": 2.0},
+        "ofbench/pcap": {"mpps": 3.0, "mpps_best": 3.1, "install_s": 1.0, "cpu_share": 0.5,
+                         "mpps_per_cpu": 6.0},
+        "ovs-dpdk/pcap": {"mpps": 0.6, "mpps_best": 0.7, "install_s": 2.0, "cpu_share": 1.0,
+                          "mpps_per_cpu": 0.6},
         "ceiling/replay": {"mpps": 100.0, "mpps_best": 110.0}})
     # the ratio compares the same feed; ofbench_mpps is its best feed
     assert m["speedup_vs_ovs_dpdk"] == 5.0
     assert m["ofbench_mpps"] == 9.0 and m["ofbench_replay_best_mpps"] == 9.5
     assert m["ofbench_cache_hit_ratio"] == 0.99 and m["ovs_dpdk_mpps"] == 0.6
     assert m["feed_replay_ceiling_mpps"] == 100.0 and m["frames_distinct"] == 8
+    assert m["ofbench_pcap_cpu_share"] == 0.5 and m["speedup_per_cpu_vs_ovs_dpdk"] == 10.0
     assert "speedup_vs_ovs_dpdk" not in bench.metrics_of({"ofbench/replay": {
         "mpps": 1.0, "mpps_best": 1.0, "install_s": 1.0}})
 
