@@ -491,7 +491,7 @@ def _flow_packets(s: w.Session, xid: int = 0xF10) -> dict[tuple[int, bytes], int
 
 
 def _counts_after(lab, rx_devargs: str, flows: list[BenchFlow], expect: int, tag: str,
-                  lcore: int, send=None) -> dict:
+                  lcore: int, send=None, before_stop=None) -> dict:
     """Start ofswitch with port 1 = rx_devargs and port 2 = net_null, install flows, call
     send() (when the feed is external), wait until port 2 sent `expect` frames or 20 s pass,
     and return its port counters and per-flow packet counts."""
@@ -518,6 +518,8 @@ def _counts_after(lab, rx_devargs: str, flows: list[BenchFlow], expect: int, tag
         time.sleep(0.3)  # nothing more may come
         out = {"ports": s.port_stats(), "flows": _flow_packets(s)}
         s.close()
+        if before_stop:  # e.g. the generator's counters, while its memif peer is still up
+            out["generator"] = before_stop()
         return out
     finally:
         listener.close()
@@ -562,8 +564,9 @@ def feed_check(lab, n_flows: int = 1000, n_frames: int = 2000, loops: int = 3,
                     raise RuntimeError(f"softgen refused {line[:40]}: {r}")
         res["softgen"] = _counts_after(
             lab, f"net_memif0,role=client,socket={sock},socket-abstract=no,id=0", flows,
-            expect, f"{tag}s", lcore, send=send)
-        st = gen.control.request("stats")
+            expect, f"{tag}s", lcore, send=send,
+            before_stop=lambda: gen.control.request("stats"))
+        st = res["softgen"].pop("generator")
         res["softgen_tx"] = sum(p["tx"] for p in st["ports"])
         res["softgen_unsent"] = sum(p["unsent"] for p in st["ports"])
     finally:
