@@ -269,7 +269,7 @@ int ofb_replay_create(const char *spec, unsigned n_txq, int socket, char *err, s
 		return -1;
 	}
 	char pname[32];
-	snprintf(pname, sizeof(pname), "net_replay%u", id);
+	snprintf(pname, sizeof(pname), "replay%u", id);  /* the ethdev: net_ring_replayN */
 	int port = rte_eth_from_rings(pname, &r->ring, 1, tx, (unsigned)n_txq, socket);
 	if (port < 0) {
 		snprintf(err, errlen, "replay: %s: cannot create the ring port (%s)", spec,

@@ -180,10 +180,15 @@ static void port_init(unsigned i, struct rte_mempool *pool)
 	p->ofport = port_nums[i];
 	p->dpdk_id = id;
 	p->n_txq = ntx;
-	char dev_name[RTE_ETH_NAME_MAX_LEN] = "";
-	if (replay)
-		rte_eth_dev_get_name_by_port(id, dev_name);  /* net_replayN */
-	snprintf(p->name, sizeof(p->name), "%s", replay ? dev_name : spec);
+	if (replay) {
+		char dev_name[RTE_ETH_NAME_MAX_LEN];  /* net_ring_replayN: shown as replayN */
+		if (rte_eth_dev_get_name_by_port(id, dev_name) != 0)
+			snprintf(dev_name, sizeof(dev_name), "replay");
+		const char *shown = strncmp(dev_name, "net_ring_", 9) == 0 ? dev_name + 9 : dev_name;
+		snprintf(p->name, sizeof(p->name), "%.15s", shown);
+	} else {
+		snprintf(p->name, sizeof(p->name), "%s", spec);
+	}
 	struct rte_ether_addr mac;
 	rte_eth_macaddr_get(id, &mac);
 	memcpy(p->mac, mac.addr_bytes, 6);
