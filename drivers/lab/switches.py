@@ -90,7 +90,7 @@ def start_switch(lab, kind: str, *, name: str, ports: list[tuple[int, str]],
                  lookup: str | None = None, workers: int | None = None,
                  lcores: str | None = None, idle_sleep_us: int | None = None,
                  mem_mb: int = 512, wait_connected: bool = False,
-                 ready_timeout_s: float = 30.0) -> SwitchHandle:
+                 ready_timeout_s: float = 30.0, mbufs: int | None = None) -> SwitchHandle:
     """Start switch ``kind`` connected to ``controller`` with ``ports``; the one way every
     suite starts a switch, of any kind, on any host.
 
@@ -101,7 +101,7 @@ def start_switch(lab, kind: str, *, name: str, ports: list[tuple[int, str]],
     ``host`` is the lab host (default: the profile's switch host; a local lab's is this box).
     ``lookup``/``workers``/``lcores`` default to the profile's ``switch`` section when ``kind``
     is the profile's switch; ``idle_sleep_us=0`` busy-polls (rate tests), default sleeps 50 us
-    when idle (functional tests on shared cores).
+    when idle (functional tests on shared cores); ``mbufs`` sizes ofbench's mbuf pool.
     """
     host = host or switch_host(lab)
     if kind in ("ovs", "ovs-dpdk"):
@@ -132,7 +132,7 @@ def start_switch(lab, kind: str, *, name: str, ports: list[tuple[int, str]],
         proc = start_ofswitch(lab, name, ports=devports, controller=controller, dpid=dpid,
                               netns=netns, idle_sleep_us=idle_sleep_us, mem_mb=mem_mb,
                               wait_connected=wait_connected, ready_timeout_s=ready_timeout_s,
-                              host=host, **settings)
+                              host=host, mbufs=mbufs, **settings)
         return SwitchHandle(kind, name, dpid, lambda: host.stop(proc), proc=proc,
                             info=settings, host=host)
     raise ValueError(f"unknown switch kind {kind!r}")

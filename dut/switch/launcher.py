@@ -21,6 +21,8 @@ from pathlib import Path
 from dut.profiles.schema import DEFAULT_LOOKUP, SWITCH_LOOKUPS as LOOKUPS
 
 REPO = Path(__file__).resolve().parents[2]
+# a port spec the switch builds itself: the pcap replay feed of drivers/replay (replay.h)
+REPLAY_PREFIX = "replay:"
 
 
 def build_dir() -> Path:
@@ -71,12 +73,14 @@ def switch_argv(binary: str | Path, eal_args: list[str], ports: list[tuple[int, 
                 controller: tuple[str, int] | list[tuple[str, int]], dpid: int,
                 workers: int = 1, lookup: str = DEFAULT_LOOKUP,
                 stats_sock: str | Path | None = None, idle_sleep_us: int = 0,
-                fail_mode: str | None = None, echo_interval_ms: int | None = None) -> list[str]:
+                fail_mode: str | None = None, echo_interval_ms: int | None = None,
+                mbufs: int | None = None) -> list[str]:
     """Command line of ofswitch. ``ports`` = [(openflow port number, devargs or port id)];
     ``controller`` one (host, port) or a list of them (one connection each, roles per OF1.3.5
     6.3.6); ``fail_mode`` secure (the binary's default) or standalone (a learning switch while
     no controller is connected); ``echo_interval_ms`` the keepalive (default 5000 in the
-    binary, 0 off)."""
+    binary, 0 off); ``mbufs``: size of the switch's mbuf pool (default: the switch's own
+    sizing; a net_pcap ``infinite_rx`` port keeps its whole pcap in it)."""
     if not ports:
         raise ValueError("ofswitch needs at least one port")
     if lookup not in LOOKUPS:
@@ -91,8 +95,10 @@ def switch_argv(binary: str | Path, eal_args: list[str], ports: list[tuple[int, 
         if ofport in seen:
             raise ValueError(f"OpenFlow port number {ofport} given twice")
         seen.add(ofport)
-        name = device_name(spec)
-        if name is not None:
+        name = None if spec.startswith(REPLAY_PREFIX) else device_name(spec)
+        if spec.startswith(REPLAY_PREFIX):
+            port_opts += ["--port", f"{ofport}={spec}"]  # the switch creates it (drivers/replay)
+        elif name is not None:
             vdevs += ["--vdev", spec]
             port_opts += ["--port", f"{ofport}={name}"]
         else:
@@ -115,6 +121,8 @@ def switch_argv(binary: str | Path, eal_args: list[str], ports: list[tuple[int, 
         argv += ["--fail-mode", fail_mode]
     if echo_interval_ms is not None:
         argv += ["--echo-interval-ms", str(echo_interval_ms)]
+    if mbufs:
+        argv += ["--mbufs", str(int(mbufs))]
     return argv
 
 
@@ -148,7 +156,8 @@ def start_ofswitch(lab, name: str, ports: list[tuple[int, str]], controller: tup
                    lookup: str = DEFAULT_LOOKUP, wait_connected: bool = False,
                    idle_sleep_us: int | None = None, mem_mb: int = 512,
                    lcores: str | None = None, ready_timeout_s: float = 30.0, host=None,
-                   fail_mode: str | None = None, echo_interval_ms: int | None = None):
+                   fail_mode: str | None = None, echo_interval_ms: int | None = None,
+                   mbufs: int | None = None):
     """Start ofswitch on ``host`` (a lab host; default: ``lab`` itself, the local box) with
     that host's own build; returns the host's process handle once the switch answers on its
     stats socket (and, if asked, has its OpenFlow session up). ``proc.stats_sock`` is the
@@ -163,7 +172,8 @@ def start_ofswitch(lab, name: str, ports: list[tuple[int, str]], controller: tup
     if lcores is None:
         lcores = ",".join(str(host.next_core()) for _ in range(workers)) if workers > 1 else None
     # PCI ports (a lab's NICs) need the PCI bus; vdev-only switches keep --no-pci.
-    no_pci = all(device_name(spec) is not None for _, spec in ports)
+    no_pci = all(device_name(spec) is not None or spec.startswith(REPLAY_PREFIX)
+                 for _, spec in ports)
     eal = host.eal_args(name, mem_mb=mem_mb, lcores=lcores, no_pci=no_pci)
     if idle_sleep_us is None:
         idle_sleep_us = 50
@@ -172,7 +182,7 @@ def start_ofswitch(lab, name: str, ports: list[tuple[int, str]], controller: tup
     argv = switch_argv(binary, eal, ports, controller=controller, dpid=dpid,
                        workers=workers, lookup=lookup, stats_sock=stats_sock,
                        idle_sleep_us=idle_sleep_us, fail_mode=fail_mode,
-                       echo_interval_ms=echo_interval_ms)
+                       echo_interval_ms=echo_interval_ms, mbufs=mbufs)
     if not host.exists(binary):
         raise FileNotFoundError(f"{binary} not built on {getattr(host, 'role', 'this box')} "
                                 "(run `make setup` or set OFBENCH_BUILD_DIR)")

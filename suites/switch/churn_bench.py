@@ -88,7 +88,7 @@ def run_one(lab, kind: str, flows, pcap: Path, *, lcore: int, rate: float, windo
         if kind == "ofbench":
             from drivers.lab.switches import start_switch
             proc = start_switch(lab, "ofbench", name=f"{tag}-ofswitch", ports=[],
-                                extra_ports=[(1, {"devargs": rx_devargs}), (2, {"devargs": "net_null0"})],
+                                extra_ports=[(1, {"devargs": rx_devargs}), (2, {"devargs": pb.SINK})],
                                 controller=("127.0.0.1", port), dpid=0xC1, lookup="tuple",
                                 idle_sleep_us=0, lcores=str(lcore), mem_mb=1024).proc
             stop = lambda: lab.supervisor.stop(proc)  # noqa: E731
@@ -101,7 +101,7 @@ def run_one(lab, kind: str, flows, pcap: Path, *, lcore: int, rate: float, windo
             ovs.start()
             ovs.add_bridge("br0", dpid=0xC2, controller=f"tcp:127.0.0.1:{port}")
             ovs.add_port("br0", "p1", ofport=1, type="dpdk", options={"dpdk-devargs": rx_devargs})
-            ovs.add_port("br0", "p2", ofport=2, type="dpdk", options={"dpdk-devargs": "net_null0"})
+            ovs.add_port("br0", "p2", ofport=2, type="dpdk", options={"dpdk-devargs": pb.SINK})
         else:
             raise ValueError(f"churn bench: unsupported switch kind {kind!r}")
         s = pb._accept(ls)

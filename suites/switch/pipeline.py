@@ -22,6 +22,7 @@ import itertools
 import os
 import random
 import socket
+import statistics
 import struct
 import sys
 import time
@@ -117,12 +118,123 @@ def make_pcap(path: Path, flows: list[BenchFlow], n_frames: int, seed: int = 2) 
     path.write_bytes(pcap_bytes(frames))
 
 
+def zipf_sequence(n_items: int, length: int, s: float, seed: int = 3) -> list[int]:
+    """`length` draws of item indexes 0..n_items-1 with P(rank k) ~ 1 / k**s (rank 1 = item 0;
+    the items are shuffled frames, so popularity is not tied to a flow's shape)."""
+    rng = random.Random(seed)
+    weights = [1.0 / (k ** s) for k in range(1, n_items + 1)]
+    return rng.choices(range(n_items), weights=weights, k=length)
+
+
+def _pad8(b: bytes) -> bytes:
+    return b + bytes(-len(b) % 8)
+
+
+def action_set_field(o: bytes) -> bytes:
+    body = _pad8(struct.pack("!HH", 25, 0) + o)
+    return struct.pack("!HH", 25, len(body)) + body[4:]
+
+
+def action_push_vlan(ethertype: int = 0x8100) -> bytes:
+    return struct.pack("!HHH2x", 17, 8, ethertype)
+
+
+def inst_goto(table: int) -> bytes:
+    return struct.pack("!HHB3x", 1, 8, table)
+
+
+def inst_write_metadata(value: int, mask: int = 0xFFFFFFFFFFFFFFFF) -> bytes:
+    return struct.pack("!HH4xQQ", 2, 24, value, mask)
+
+
+N_MD_FLOWS = 1024  # table 1 of the multi-table workload: one flow per metadata value
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What one pipeline record measures: the flows' instructions (``kind``) and the frame mix.
+
+    kind: ``output`` (table 0, output:2), ``multitable`` (table 0 writes metadata = i % 1024
+    and goes to table 1, whose 1024 flows match that metadata and output:2: two lookups per
+    packet), ``setfield`` (set ipv4_dst and ip_dscp, so the IPv4 checksum is fixed, then
+    output:2), ``pushvlan`` (push 802.1Q, set vlan_vid 100, output:2).
+    mix: ``uniform`` (``n_frames`` distinct frames, each once per pass, each matching a random
+    flow) or ``zipf`` (``n_frames`` frames drawn with Zipf exponent ``zipf_s`` from
+    ``n_distinct`` distinct frames). Rewriting kinds need a feed that copies (replay-copy)."""
+    name: str
+    kind: str = "output"
+    mix: str = "uniform"
+    n_frames: int = 8192
+    n_distinct: int = 0
+    zipf_s: float = 1.0
+
+    @property
+    def rewrites(self) -> bool:
+        return self.kind in ("setfield", "pushvlan")
+
+    def actions(self) -> bytes:
+        out = w.action_output(2, 0)
+        if self.kind == "setfield":
+            # IPv4 fields only: 3 of the 4 flow shapes do not match ip_proto, so a UDP port
+            # would be inconsistent with their match (OFPBAC_MATCH_INCONSISTENT)
+            return (action_set_field(w.oxm(12, bytes([198, 18, 0, 1])))
+                    + action_set_field(w.oxm(8, bytes([46]))) + out)
+        if self.kind == "pushvlan":
+            return action_push_vlan() + action_set_field(w.oxm(6, struct.pack("!H", 0x1000 | 100))) + out
+        return out
+
+    def flow_mods(self, flows: list[BenchFlow]):
+        if self.kind == "multitable":
+            for k in range(N_MD_FLOWS):
+                yield w.flow_mod(table=1, priority=100, match_=w.match(w.oxm(2, struct.pack("!Q", k))),
+                                 instructions=w.apply_actions(w.action_output(2, 0)), xid=50 + k)
+            for i, f in enumerate(flows):
+                yield w.flow_mod(priority=f.priority, match_=flow_match(f),
+                                 instructions=inst_write_metadata(i % N_MD_FLOWS) + inst_goto(1),
+                                 xid=i + 100)
+            return
+        acts = w.apply_actions(self.actions())
+        for i, f in enumerate(flows):
+            yield w.flow_mod(priority=f.priority, match_=flow_match(f), instructions=acts,
+                             xid=i + 100)
+
+    def frames(self, flows: list[BenchFlow], seed: int = 2) -> list[bytes]:
+        rng = random.Random(seed)
+        if self.mix == "uniform":
+            return [frame_for(rng.choice(flows), rng) for _ in range(self.n_frames)]
+        distinct = [frame_for(rng.choice(flows), rng) for _ in range(self.n_distinct)]
+        return [distinct[i] for i in zipf_sequence(self.n_distinct, self.n_frames, self.zipf_s)]
+
+
+# the workloads of issue 16 part 2 (record name -> workload); the first two are part 1's
+WORKLOADS = {
+    "pipeline_64b_100k_flows": Workload("pipeline_64b_100k_flows"),
+    "pipeline_64b_100k_flows_24k_frames": Workload("pipeline_64b_100k_flows_24k_frames",
+                                                   n_frames=24576),
+    "pipeline_64b_100k_flows_distinct": Workload("pipeline_64b_100k_flows_distinct",
+                                                 n_frames=100_000),
+    "pipeline_64b_100k_flows_zipf1.0": Workload("pipeline_64b_100k_flows_zipf1.0", mix="zipf",
+                                               n_frames=131072, n_distinct=100_000, zipf_s=1.0),
+    "pipeline_64b_100k_flows_zipf0.8": Workload("pipeline_64b_100k_flows_zipf0.8", mix="zipf",
+                                               n_frames=131072, n_distinct=100_000, zipf_s=0.8),
+    "pipeline_64b_100k_flows_multitable": Workload("pipeline_64b_100k_flows_multitable",
+                                                   kind="multitable"),
+    "pipeline_64b_100k_flows_setfield": Workload("pipeline_64b_100k_flows_setfield",
+                                                 kind="setfield"),
+    "pipeline_64b_100k_flows_pushvlan": Workload("pipeline_64b_100k_flows_pushvlan",
+                                                 kind="pushvlan"),
+}
+
+
 # ---- I/O ------------------------------------------------------------------------------------
-def _install(s: w.Session, flows: list[BenchFlow], batch: int = 2000) -> float:
+def _install(s: w.Session, flows: list[BenchFlow], batch: int = 2000,
+             workload: "Workload | None" = None) -> float:
     t0 = time.monotonic()
     buf = []
-    for i, f in enumerate(flows):
-        buf.append(flow_mod_msg(f, xid=i + 100))
+    msgs = workload.flow_mods(flows) if workload else \
+        (flow_mod_msg(f, xid=i + 100) for i, f in enumerate(flows))
+    for m in msgs:
+        buf.append(m)
         if len(buf) >= batch:
             s.send(b"".join(buf))
             buf = []
@@ -184,27 +296,114 @@ def _accept(listener: socket.socket, timeout_s: float = 60) -> w.Session:
     return s
 
 
+FEEDS = ("replay", "replay-copy", "pcap")
+# port 2: discards what it is given and receives nothing (a plain net_null hands out 32 empty
+# frames per rx poll, which a switch polling every port then parses and drops: until
+# 2026-11-24 both switches of this benchmark spent part of their core on that)
+SINK = "net_null0,no-rx=1"
+
+
+def rx_spec(feed: str, pcap: Path) -> str:
+    """Port 1's spec for a feed: ``replay`` = drivers/replay handing out the pcap's frames from
+    memory by reference (no copy; ofswitch only), ``replay-copy`` = the same frames copied into
+    fresh mbufs (what a NIC's DMA costs; for rewriting workloads), ``pcap`` = DPDK's net_pcap
+    ``infinite_rx`` (copies; loads into any DPDK application, so OVS-DPDK gets it too)."""
+    if feed == "replay":
+        return f"replay:{pcap}"
+    if feed == "replay-copy":
+        return f"replay:{pcap},copy=1"
+    if feed == "pcap":
+        return f"net_pcap0,rx_pcap={pcap},infinite_rx=1"
+    raise ValueError(f"feed {feed!r}: expected one of {FEEDS}")
+
+
+def feed_ceiling(lab, feed: str, pcap: Path, *, lcore: int, seconds: float = 2.0,
+                 tag: str = "bench", n_frames: int = 8192) -> float:
+    """Mpps the feed alone delivers to net_null on `lcore` (drivers/replay/feed_ceiling: rx
+    burst -> tx burst, no switch work): the rate above which a switch fed by it cannot go."""
+    spec = rx_spec(feed, pcap)
+    vdevs = ["--vdev", "net_null9"]
+    if feed == "pcap":
+        vdevs += ["--vdev", spec]
+        spec = "net_pcap0"
+    argv = [str(lab.build_path("drivers/replay/feed_ceiling")),
+            *lab.eal_args(f"{tag}-ceiling", mem_mb=1024, lcores=str(lcore)), *vdevs, "--",
+            "--rx", spec, "--tx", "net_null9", "--seconds", str(seconds),
+            "--mbufs", str(n_frames + 32768)]
+    out = lab.run(argv, timeout=60 + seconds)
+    line = [ln for ln in out.stdout.splitlines() if ln.startswith("{")][-1]
+    return float(json.loads(line)["mpps"])
+
+
+def _busy_threads(kind: str, pid: int | None = None, marker: str | None = None) -> list[str]:
+    """schedstat files of the switch's forwarding threads on this box: ofswitch's main thread
+    (worker 0), or the pmd threads of the ovs-vswitchd whose command line names `marker`."""
+    if kind == "ofbench" and pid:
+        out = [f"/proc/{pid}/task/{pid}/schedstat"]  # worker 0 runs on the main thread
+        for t in Path(f"/proc/{pid}/task").iterdir():   # and the others on EAL lcore threads
+            try:
+                if t.name != str(pid) and (t / "comm").read_text().startswith("lcore-worker"):
+                    out.append(str(t / "schedstat"))
+            except OSError:
+                continue
+        return out
+    out = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            cmd = (d / "cmdline").read_bytes()
+            if b"ovs-vswitchd" not in cmd or (marker and marker.encode() not in cmd):
+                continue
+            for t in (d / "task").iterdir():
+                if (t / "comm").read_text().startswith("pmd"):
+                    out.append(str(t / "schedstat"))
+        except OSError:
+            continue
+    return out
+
+
+def _cpu_ns(files: list[str]) -> int | None:
+    """CPU time (ns) the threads have run so far (first field of schedstat), None if unknown."""
+    try:
+        return sum(int(Path(f).read_text().split()[0]) for f in files) if files else None
+    except (OSError, ValueError):
+        return None
+
+
 def run_one(lab, kind: str, flows: list[BenchFlow], pcap: Path, *, lcore: int,
             warmup_s: float = 3.0, duration_s: float = 5.0, lookup: str = DEFAULT_LOOKUP,
-            tag: str = "bench") -> dict:
-    """One switch, one measurement. ``tag`` names its processes and state (OVS db, stats
-    socket): unique per run of the bench in a lab, since OVS state dirs outlive a stop."""
+            tag: str = "bench", feed: str = "pcap", reps: int = 3,
+            workload: Workload | None = None, n_frames: int = 8192, workers: int = 1) -> dict:
+    """One switch fed by ``feed`` (rx_spec), ``reps`` measurement windows of ``duration_s``:
+    median and best Mpps. ``tag`` names its processes and state (OVS db, stats socket):
+    unique per run of the bench in a lab, since OVS state dirs outlive a stop."""
+    if kind != "ofbench" and feed != "pcap":
+        raise ValueError(f"{kind}: only the pcap feed loads into it (replay is ofswitch's)")
+    if workers > 1 and (kind != "ofbench" or not feed.startswith("replay")):
+        raise ValueError("several workers: ofbench on a replay feed only (one feed port each)")
     listener = socket.socket()
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", 0))
     listener.listen(2)
     port = listener.getsockname()[1]
-    rx_devargs = f"net_pcap0,rx_pcap={pcap},infinite_rx=1"
+    rx_devargs = rx_spec(feed, pcap)
     stop = None
     stats_of = lambda: None  # noqa: E731
     during = None
     try:
         if kind == "ofbench":
             from drivers.lab.switches import start_switch
+            # worker w polls the ports whose index % workers == w (main.c): one feed port
+            # per worker first (OpenFlow ports 1, 3, 4, ...), the sink (port 2) last
+            feeds = [(1, {"devargs": rx_devargs})] + \
+                [(2 + k, {"devargs": rx_devargs}) for k in range(1, workers)]
+            lcores = str(lcore) if workers == 1 else None  # several: the lab's next cores
             proc = start_switch(lab, "ofbench", name=f"{tag}-ofswitch", ports=[],
-                                extra_ports=[(1, {"devargs": rx_devargs}), (2, {"devargs": "net_null0"})],
+                                extra_ports=feeds + [(2, {"devargs": SINK})],
                                 controller=("127.0.0.1", port), dpid=0xB1, lookup=lookup,
-                                idle_sleep_us=0, lcores=str(lcore), mem_mb=1024).proc
+                                idle_sleep_us=0, lcores=lcores, mem_mb=2048, workers=workers,
+                                mbufs=max(n_frames + 32768, 40960) if feed == "pcap" else None).proc
             stop = lambda: lab.supervisor.stop(proc)  # noqa: E731
             from dut.switch.launcher import read_stats
             sock = Path(lab.state_dir) / f"{tag}-ofswitch.stats"
@@ -213,25 +412,42 @@ def run_one(lab, kind: str, flows: list[BenchFlow], pcap: Path, *, lcore: int,
                 during = _perf_during(proc.pid, os.environ["OFBENCH_BENCH_PERF"])
         elif kind == "ovs-dpdk":
             from drivers.lab.ovs import OvsInstance
-            ovs = OvsInstance(lab, f"{tag}-ovsdpdk", dpdk=True, dpdk_mem_mb=1024,
+            ovs = OvsInstance(lab, f"{tag}-ovsdpdk", dpdk=True, dpdk_mem_mb=2048,
                               dpdk_lcore=0, pmd_cpu_mask=hex(1 << lcore))
             stop = ovs.stop
             ovs.start()
             ovs.add_bridge("br0", dpid=0xB2, controller=f"tcp:127.0.0.1:{port}")
             ovs.add_port("br0", "p1", ofport=1, type="dpdk",
                          options={"dpdk-devargs": rx_devargs})
-            ovs.add_port("br0", "p2", ofport=2, type="dpdk", options={"dpdk-devargs": "net_null0"})
+            ovs.add_port("br0", "p2", ofport=2, type="dpdk", options={"dpdk-devargs": SINK})
         else:
             raise ValueError(f"bench: unsupported switch kind {kind!r}")
         s = _accept(listener)
         s.send(w.flow_mod(command=3, table=0xFF))
-        install_s = _install(s, flows)
+        install_s = _install(s, flows, workload=workload)
         time.sleep(warmup_s)
         st0 = stats_of()
-        mpps = _measure(s, 2, 0, duration_s, during)
+        # how much of its core the forwarding thread really got in each window: on a shared
+        # box another busy thread on the same core halves the rate without any change here
+        threads = _busy_threads(kind, proc.pid if kind == "ofbench" else None,
+                                None if kind == "ofbench" else str(ovs.dir)) \
+            if getattr(lab, "kind", "local") == "local" else []
+        runs, shares = [], []
+        for i in range(reps):
+            c0, t0 = _cpu_ns(threads), time.monotonic_ns()
+            runs.append(_measure(s, 2, 0, duration_s, during if i == 0 else None))
+            c1, t1 = _cpu_ns(threads), time.monotonic_ns()
+            if c0 is not None and c1 is not None:
+                shares.append((c1 - c0) / (t1 - t0) / max(1, len(threads)))
         st1 = stats_of()
         s.close()
-        out = {"mpps": round(mpps, 3), "install_s": round(install_s, 2)}
+        out = {"mpps": round(statistics.median(runs), 3), "mpps_best": round(max(runs), 3),
+               "mpps_runs": [round(r, 3) for r in runs], "install_s": round(install_s, 2),
+               "feed": feed}
+        if len(shares) == len(runs):
+            out["cpu_share"] = round(statistics.median(shares), 3)
+            out["mpps_per_cpu"] = round(statistics.median(r / max(sh, 1e-3) for r, sh in
+                                                          zip(runs, shares)), 3)
         hit = cache_hit_ratio(st0, st1)
         if hit is not None:
             out["cache_hit_ratio"] = hit
@@ -242,35 +458,212 @@ def run_one(lab, kind: str, flows: list[BenchFlow], pcap: Path, *, lcore: int,
             stop()
 
 
+def flow_stats_request(xid: int) -> bytes:
+    """OFPMP_FLOW for every flow of every table."""
+    return w.multipart(1, struct.pack("!B3xII4xQQ", 0xFF, 0xFFFFFFFF, 0xFFFFFFFF, 0, 0)
+                       + struct.pack("!HH4x", 1, 4), xid)
+
+
+def parse_flow_packets(bodies: list[bytes]) -> dict[tuple[int, bytes], int]:
+    """Flow-stats reply bodies (after the multipart header) -> {(priority, match): packets}."""
+    out = {}
+    for body in bodies:
+        off = 0
+        while off + 56 <= len(body):
+            length, = struct.unpack_from("!H", body, off)
+            prio, = struct.unpack_from("!H", body, off + 12)
+            packets, = struct.unpack_from("!Q", body, off + 32)
+            mlen, = struct.unpack_from("!H", body, off + 50)
+            out[(prio, body[off + 48: off + 48 + mlen])] = packets
+            off += length
+    return out
+
+
+def _flow_packets(s: w.Session, xid: int = 0xF10) -> dict[tuple[int, bytes], int]:
+    s.send(flow_stats_request(xid))
+    bodies = []
+    while True:
+        m = s.wait_for(w.MULTIPART_REPLY, xid, 10)
+        if m is None:
+            raise TimeoutError("no flow stats reply")
+        bodies.append(m[2][8:])
+        if not struct.unpack_from("!H", m[2], 2)[0] & 1:  # OFPMPF_REPLY_MORE
+            return bodies and parse_flow_packets(bodies)
+
+
+def _counts_after(lab, rx_devargs: str, flows: list[BenchFlow], expect: int, tag: str,
+                  lcore: int, send=None, before_stop=None) -> dict:
+    """Start ofswitch with port 1 = rx_devargs and port 2 = net_null, install flows, call
+    send() (when the feed is external), wait until port 2 sent `expect` frames or 20 s pass,
+    and return its port counters and per-flow packet counts."""
+    from drivers.lab.switches import start_switch
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(2)
+    proc = start_switch(lab, "ofbench", name=f"{tag}-ofswitch", ports=[],
+                        extra_ports=[(1, {"devargs": rx_devargs}), (2, {"devargs": SINK})],
+                        controller=("127.0.0.1", listener.getsockname()[1]), dpid=0xB3,
+                        idle_sleep_us=0, lcores=str(lcore), mem_mb=512).proc
+    try:
+        s = _accept(listener)
+        _install(s, flows)
+        if send:
+            send()
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            ps = s.port_stats()
+            if ps[2]["tx_packets"] >= expect:
+                break
+            time.sleep(0.1)
+        time.sleep(0.3)  # nothing more may come
+        out = {"ports": s.port_stats(), "flows": _flow_packets(s)}
+        s.close()
+        if before_stop:  # e.g. the generator's counters, while its memif peer is still up
+            out["generator"] = before_stop()
+        return out
+    finally:
+        listener.close()
+        lab.supervisor.stop(proc)
+
+
+def feed_check(lab, n_flows: int = 1000, n_frames: int = 2000, loops: int = 3,
+               pps: int = 20_000, lcore: int = 1) -> dict:
+    """The replay feed against a real generator: the same frames, `loops` times, once from
+    drivers/replay (``loops=K``) and once from softgen over memif at a low rate (`pps`) into a
+    fresh ofswitch each; returns both switches' port counters and per-flow packet counts and
+    softgen's own tx/unsent counts. Equal counters say the feed hands the switch exactly the
+    pcap's frames, in order, as a generator would."""
+    from drivers.softgen.driver import SoftgenPort, start_on_host, wait_links_up, Softgen
+    tag = f"check{next(_RUNS)}"
+    flows = make_flows(n_flows, seed=7)
+    pcap = Path(lab.state_dir) / f"{tag}.pcap"
+    rng = random.Random(8)
+    frames = [frame_for(rng.choice(flows), rng) for _ in range(n_frames)]
+    pcap.write_bytes(pcap_bytes(frames))
+    expect = n_frames * loops
+    res = {"expect": expect}
+    res["replay"] = _counts_after(lab, f"replay:{pcap},loops={loops},wait_ms=4000", flows, expect,
+                                  f"{tag}r", lcore)
+    sock = Path(lab.sock_path(f"{tag}-memif.sock"))
+    sock.unlink(missing_ok=True)
+    gen = start_on_host(lab, f"{tag}-softgen",
+                        [SoftgenPort("p0", f"net_memif0,role=server,socket={sock},"
+                                           "socket-abstract=no,id=0")], (lcore, 1 - lcore))
+    try:
+        gen.connect()
+        sg = Softgen([gen])
+
+        def send():
+            if not wait_links_up(sg, 15):
+                raise RuntimeError("feed check: the memif link to ofswitch did not come up")
+            c = gen.control
+            for line in [f"stream id=0 port=0 pps={pps} count={expect}"] + \
+                        [f"tpl id=0 hex={fr.hex()}" for fr in frames] + ["start"]:
+                r = c.request(line)
+                if not r.get("ok"):
+                    raise RuntimeError(f"softgen refused {line[:40]}: {r}")
+        res["softgen"] = _counts_after(
+            lab, f"net_memif0,role=client,socket={sock},socket-abstract=no,id=0", flows,
+            expect, f"{tag}s", lcore, send=send,
+            before_stop=lambda: gen.control.request("stats"))
+        st = res["softgen"].pop("generator")
+        res["softgen_tx"] = sum(p["tx"] for p in st["ports"])
+        res["softgen_unsent"] = sum(p["unsent"] for p in st["ports"])
+    finally:
+        gen.control and gen.control.close()
+        lab.supervisor.stop(gen.managed)
+    return res
+
+
 _RUNS = itertools.count()  # bench runs in this process: a unique tag for each
+
+# what each switch is measured with: ofbench on the feed that is not its limit (replay, by
+# reference) and on the feed OVS-DPDK can load too (pcap), so the ratio compares equal feeds
+DEFAULT_PLAN = (("ofbench", "replay"), ("ofbench", "pcap"), ("ovs-dpdk", "pcap"))
+
+
+# rewriting workloads: ofbench must not write into the replay feed's shared frames
+REWRITE_PLAN = (("ofbench", "replay-copy"), ("ofbench", "pcap"), ("ovs-dpdk", "pcap"))
 
 
 def run_pipeline_bench(lab, kinds=("ofbench", "ovs-dpdk"), n_flows: int = 100_000,
                        n_frames: int = 8192, lcore: int = 1, duration_s: float = 5.0,
-                       lookup: str = DEFAULT_LOOKUP) -> dict:
+                       lookup: str = DEFAULT_LOOKUP, plan=None, reps: int = 3,
+                       ceilings: bool = True, workload: Workload | None = None,
+                       workers: int = 1) -> dict:
+    """Every (kind, feed) of ``plan`` whose kind is in ``kinds``, then each feed's ceiling on the
+    same lcore: {"ofbench/replay": {...}, ..., "ceiling/replay": Mpps, ...}. ``workload``
+    (default: output-only flows, ``n_frames`` uniform frames) sets flows and frames; ``plan``
+    defaults to DEFAULT_PLAN, or REWRITE_PLAN for a rewriting workload."""
     tag = f"bench{next(_RUNS)}"
+    workload = workload or Workload("pipeline", n_frames=n_frames)
+    plan = plan or (REWRITE_PLAN if workload.rewrites else DEFAULT_PLAN)
     flows = make_flows(n_flows)
     pcap = Path(lab.state_dir) / f"{tag}-64b.pcap"
-    make_pcap(pcap, flows, n_frames)
-    out = {}
-    for kind in kinds:
-        out[kind] = run_one(lab, kind, flows, pcap, lcore=lcore, duration_s=duration_s,
-                            lookup=lookup, tag=tag)
+    frames = workload.frames(flows)
+    pcap.write_bytes(pcap_bytes(frames))
+    out: dict = {"frames": {"in_pcap": len(frames), "distinct": len(set(frames))}}
+    for kind, feed in plan:
+        if kind in kinds:
+            out[f"{kind}/{feed}"] = run_one(lab, kind, flows, pcap, lcore=lcore,
+                                            duration_s=duration_s, lookup=lookup, tag=tag,
+                                            feed=feed, reps=reps, workload=workload,
+                                            n_frames=len(frames),
+                                            workers=workers if kind == "ofbench" else 1)
+    if ceilings:
+        for feed in sorted({f for k, f in plan if k in kinds}):
+            runs = [feed_ceiling(lab, feed, pcap, lcore=lcore, tag=tag, n_frames=len(frames))
+                    for _ in range(reps)]
+            out[f"ceiling/{feed}"] = {"mpps": round(statistics.median(runs), 3),
+                                      "mpps_best": round(max(runs), 3)}
     return out
 
 
+def _key(name: str) -> str:
+    return name.replace("-", "_")
+
+
 def metrics_of(res: dict) -> dict:
-    m = {}
-    if "ofbench" in res:
-        m["ofbench_mpps"] = res["ofbench"]["mpps"]
-        m["ofbench_install_s"] = res["ofbench"]["install_s"]
-        if "cache_hit_ratio" in res["ofbench"]:
-            m["ofbench_cache_hit_ratio"] = res["ofbench"]["cache_hit_ratio"]
-    if "ovs-dpdk" in res:
-        m["ovs_dpdk_mpps"] = res["ovs-dpdk"]["mpps"]
-        m["ovs_dpdk_install_s"] = res["ovs-dpdk"]["install_s"]
-    if m.get("ofbench_mpps") and m.get("ovs_dpdk_mpps"):
+    """Record metrics: ``<kind>_<feed>_mpps`` (median of the windows) and ``..._best_mpps``;
+    ``ofbench_mpps`` is ofbench on its best feed (replay when measured), ``ovs_dpdk_mpps``
+    OVS-DPDK's; ``speedup_vs_ovs_dpdk`` compares them on the SAME feed (pcap) when both ran on
+    it; ``feed_<feed>_ceiling_mpps`` is the feed alone on the same lcore."""
+    m: dict = {}
+    for name, r in res.items():
+        if name == "frames":
+            m["frames_in_pcap"] = r["in_pcap"]
+            m["frames_distinct"] = r["distinct"]
+            continue
+        who, feed = name.split("/")
+        if who == "ceiling":
+            m[f"feed_{_key(feed)}_ceiling_mpps"] = r["mpps"]
+            m[f"feed_{_key(feed)}_ceiling_best_mpps"] = r["mpps_best"]
+            continue
+        k = f"{_key(who)}_{_key(feed)}"
+        m[f"{k}_mpps"] = r["mpps"]
+        m[f"{k}_best_mpps"] = r["mpps_best"]
+        m[f"{_key(who)}_install_s"] = r["install_s"]
+        if "cache_hit_ratio" in r:
+            m[f"{k}_cache_hit_ratio"] = r["cache_hit_ratio"]
+        if "cpu_share" in r:
+            m[f"{k}_cpu_share"] = r["cpu_share"]
+            m[f"{k}_mpps_per_cpu"] = r["mpps_per_cpu"]
+    for who in ("ofbench", "ovs_dpdk"):
+        for feed in ("replay", "replay_copy", "pcap"):
+            if f"{who}_{feed}_mpps" in m:
+                m[f"{who}_mpps"] = m[f"{who}_{feed}_mpps"]
+                if f"{who}_{feed}_cache_hit_ratio" in m:
+                    m[f"{who}_cache_hit_ratio"] = m[f"{who}_{feed}_cache_hit_ratio"]
+                break
+    if m.get("ofbench_pcap_mpps") and m.get("ovs_dpdk_pcap_mpps"):
+        m["speedup_vs_ovs_dpdk"] = round(m["ofbench_pcap_mpps"] / m["ovs_dpdk_pcap_mpps"], 2)
+    elif m.get("ofbench_mpps") and m.get("ovs_dpdk_mpps"):
         m["speedup_vs_ovs_dpdk"] = round(m["ofbench_mpps"] / m["ovs_dpdk_mpps"], 2)
+    # the same per CPU-second each forwarding thread really got (a shared core halves a rate)
+    if m.get("ofbench_pcap_mpps_per_cpu") and m.get("ovs_dpdk_pcap_mpps_per_cpu"):
+        m["speedup_per_cpu_vs_ovs_dpdk"] = round(m["ofbench_pcap_mpps_per_cpu"]
+                                                 / m["ovs_dpdk_pcap_mpps_per_cpu"], 2)
     return m
 
 
@@ -283,6 +676,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--frames", type=int, default=8192,
                    help="distinct frames in the pcap (the flow cache's working set)")
     p.add_argument("--profile", default="local")
+    p.add_argument("--reps", type=int, default=3, help="measurement windows per switch")
+    p.add_argument("--plan", default=None,
+                   help="kind/feed pairs to measure (feeds: replay, replay-copy, pcap); "
+                        "default: both switches, ofbench on replay (replay-copy when the "
+                        "workload rewrites) and pcap, OVS-DPDK on pcap")
+    p.add_argument("--workers", type=int, default=1,
+                   help="ofbench worker lcores, one replay feed port each (plan: ofbench/replay)")
+    p.add_argument("--workload", default=None, choices=sorted(WORKLOADS),
+                   help="a named workload of issue 16 (sets frames and flows' actions)")
     a = p.parse_args(argv)
     from datetime import datetime, timezone
     import secrets
@@ -295,13 +697,17 @@ def main(argv: list[str] | None = None) -> int:
     run_dir.mkdir(parents=True)
     lab = LocalLab(prof, run_id, run_dir)
     try:
+        plan = tuple(tuple(x.split("/")) for x in a.plan.split(",")) if a.plan else None
         res = run_pipeline_bench(lab, tuple(a.kinds.split(",")), a.flows, n_frames=a.frames,
-                                 duration_s=a.duration, lookup=a.lookup)
+                                 duration_s=a.duration, lookup=a.lookup, plan=plan,
+                                 reps=a.reps, workload=WORKLOADS.get(a.workload),
+                                 workers=a.workers)
     finally:
         lab.close()
-    print(json.dumps({"suite": "switch", "name": f"pipeline_64b_{a.flows // 1000}k_flows",
+    print(json.dumps({"suite": "switch", "name": a.workload or f"pipeline_64b_{a.flows // 1000}k_flows",
                       "metrics": metrics_of(res), "params": {"flows": a.flows,
-                      "lookup": a.lookup, "frames": a.frames, "io": "pcap infinite_rx -> null", "logs": str(run_dir)}}))
+                      "lookup": a.lookup, "frames": a.frames, "io": "feed -> one lcore -> net_null",
+                      "plan": a.plan, "logs": str(run_dir)}, "raw": res}))
     return 0
 
 

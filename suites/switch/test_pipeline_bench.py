@@ -1,6 +1,12 @@
-"""Switch pipeline benchmark (issue 4): 64-byte packets through one switch lcore with 100k
-wildcard flows of mixed masks installed by FLOW_MOD, the same pcap replayed into both switches
-with the same I/O (net_pcap infinite_rx -> net_null), ofbench vs OVS-DPDK in the same run.
+"""Switch pipeline benchmark (issues 4, 16): 64-byte packets through one switch lcore with 100k
+wildcard flows of mixed masks installed by FLOW_MOD, ofbench vs OVS-DPDK in the same run, the
+sink net_null (no rx).
+
+Feeds (suites/switch/pipeline.py rx_spec): ofbench is measured on drivers/replay (frames handed
+out from memory by reference: the feed whose own ceiling is far above the switch) and on DPDK's
+net_pcap infinite_rx, the feed OVS-DPDK can load too (its memif ports do not come up here, see
+suites/throughput/topology.py), so the ofbench / OVS-DPDK ratio compares equal feeds. Each
+feed's ceiling (feed -> net_null on the same lcore, no switch work) is in the same record.
 
 Two working sets: 8192 distinct frames (what OVS's exact-match cache holds) and 24576 (most of
 our switch's 32k-entry flow cache, where misses go to the wildcard lookup), so the report shows
@@ -24,14 +30,63 @@ def test_pipeline_64b_100k_flows(lab, profile, results, progress, n_frames):
         pytest.skip(switch_available("ofbench", profile))
     from suites.switch.pipeline import metrics_of, run_pipeline_bench
     progress(f"pipeline bench: 100k flows, {n_frames} distinct 64 B frames, one lcore, "
-             f"{' vs '.join(kinds)}")
+             f"{' vs '.join(kinds)}, 3 windows each, feed ceilings")
     res = run_pipeline_bench(lab, kinds=tuple(kinds), n_flows=100_000, n_frames=n_frames)
     metrics = metrics_of(res)
     progress(f"pipeline bench: {metrics}")
     results.record(WORKING_SETS[n_frames], metrics,
                    params={"flows": 100_000, "frame_size_b": 64, "lcores": 1,
-                           "distinct_frames": n_frames,
-                           "io": "net_pcap infinite_rx -> net_null"},
-                   provenance={"dut_switch_kind": "ofbench", "generator": "net_pcap",
-                               "generator_version": "dpdk-22.11", "port_kind": "pcap/null"})
+                           "distinct_frames": n_frames, "windows": 3,
+                           "io": "ofbench: replay (by reference) and net_pcap infinite_rx; "
+                                 "OVS-DPDK: net_pcap infinite_rx; -> net_null,no-rx=1"},
+                   provenance={"dut_switch_kind": "ofbench", "generator": "drivers/replay+net_pcap",
+                               "generator_version": "dpdk-22.11", "port_kind": "ring/pcap/null"})
+    assert metrics.get("ofbench_mpps", 0) > 0, f"ofbench forwarded nothing: {res}"
+
+
+@pytest.mark.quick
+def test_replay_feed_equals_softgen(lab):
+    """The replay feed is not a toy: the same 2000 frames three times, once from drivers/replay
+    and once from softgen over memif (20 kpps), give a fresh ofswitch the same port counters
+    and the same packet count on each of its 1000 flows."""
+    from suites.switch.pipeline import feed_check
+    r = feed_check(lab)
+    assert r["softgen_unsent"] == 0 and r["softgen_tx"] == r["expect"], \
+        f"softgen did not send every frame: {r['softgen_tx']} of {r['expect']}"
+    rep, sg = r["replay"], r["softgen"]
+    assert rep["ports"][1]["rx_packets"] == sg["ports"][1]["rx_packets"] == r["expect"]
+    assert rep["ports"][2]["tx_packets"] == sg["ports"][2]["tx_packets"] == r["expect"]
+    assert len(rep["flows"]) == 1000 and sum(rep["flows"].values()) == r["expect"]
+    assert rep["flows"] == sg["flows"]
+
+
+# issue 16 part 2: workloads that do not flatter the flow cache (long: make nightly)
+PART2 = ["pipeline_64b_100k_flows_distinct", "pipeline_64b_100k_flows_zipf1.0",
+         "pipeline_64b_100k_flows_zipf0.8", "pipeline_64b_100k_flows_multitable",
+         "pipeline_64b_100k_flows_setfield", "pipeline_64b_100k_flows_pushvlan"]
+
+
+@pytest.mark.bench
+@pytest.mark.nightly
+@pytest.mark.features("hugepages", "ovs_dpdk")
+@pytest.mark.parametrize("record", PART2)
+def test_pipeline_workload(lab, profile, results, progress, record):
+    kinds = [k for k in ("ofbench", "ovs-dpdk") if switch_available(k, profile) is None]
+    if "ofbench" not in kinds:
+        pytest.skip(switch_available("ofbench", profile))
+    from suites.switch.pipeline import WORKLOADS, metrics_of, run_pipeline_bench
+    wl = WORKLOADS[record]
+    progress(f"pipeline bench {record}: {wl}, {' vs '.join(kinds)}")
+    res = run_pipeline_bench(lab, kinds=tuple(kinds), n_flows=100_000, workload=wl)
+    metrics = metrics_of(res)
+    progress(f"pipeline bench {record}: {metrics}")
+    results.record(record, metrics,
+                   params={"flows": 100_000, "frame_size_b": 64, "lcores": 1, "windows": 3,
+                           "actions": wl.kind, "mix": wl.mix, "frames": wl.n_frames,
+                           **({"zipf_s": wl.zipf_s, "distinct_frames": wl.n_distinct}
+                              if wl.mix == "zipf" else {}),
+                           "io": "ofbench: replay (replay-copy when rewriting) and net_pcap "
+                                 "infinite_rx; OVS-DPDK: net_pcap infinite_rx; -> net_null"},
+                   provenance={"dut_switch_kind": "ofbench", "generator": "drivers/replay+net_pcap",
+                               "generator_version": "dpdk-22.11", "port_kind": "ring/pcap/null"})
     assert metrics.get("ofbench_mpps", 0) > 0, f"ofbench forwarded nothing: {res}"

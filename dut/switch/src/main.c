@@ -3,8 +3,13 @@
  *
  * Usage: ofswitch <EAL args> -- --dpid 0x1 --controller tcp:127.0.0.1:6653 [--controller ...]
  *          --port 1=<dpdk port name or id> [--port 2=...] [--workers N]
- *          [--lookup tuple|trie|simple] [--stats-sock PATH] [--idle-sleep-us N]
+ *          [--lookup tuple|trie|simple] [--stats-sock PATH] [--idle-sleep-us N] [--mbufs N]
  *          [--echo-interval-ms N] [--fail-mode secure|standalone]
+ *
+ * A port may also be the pcap replay feed of drivers/replay (built with it):
+ * --port 1=replay:<pcap>[,loops=K][,copy=1] -- frames handed out from memory without copies
+ * (or copied, copy=1, for workloads that rewrite headers), for benchmarks whose feed must not
+ * be the limit (suites/switch/pipeline.py).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -28,6 +33,9 @@
 #include <rte_mbuf.h>
 #include "ofswitch.h"
 #include "agent.h"
+#ifdef OFB_HAVE_REPLAY
+#include "replay.h"
+#endif
 
 
 
@@ -35,6 +43,7 @@ static struct ofs_agent_cfg agent_cfg;
 static const char *port_specs[OFS_MAX_PORTS];
 static uint32_t port_nums[OFS_MAX_PORTS];
 static unsigned n_port_specs;
+static unsigned n_mbufs_opt;     /* --mbufs: 0 = sized below */
 
 static void on_signal(int sig)
 {
@@ -46,7 +55,7 @@ static __rte_noreturn void usage(const char *why)
 {
 	fprintf(stderr, "ofswitch: %s\nusage: ofswitch <EAL args> -- --dpid HEX --controller "
 		"tcp:HOST:PORT [--controller ...] --port OFPORT=DEVNAME|ID [...] [--workers N] "
-		"[--lookup " OFS_LOOKUP_NAMES "] [--stats-sock PATH] [--idle-sleep-us N] "
+		"[--lookup " OFS_LOOKUP_NAMES "] [--stats-sock PATH] [--idle-sleep-us N] [--mbufs N] "
 		"[--echo-interval-ms N] [--fail-mode secure|standalone]\n", why);
 	exit(2);
 }
@@ -57,7 +66,7 @@ static void parse_args(int argc, char **argv)
 		{"dpid", 1, 0, 'd'}, {"controller", 1, 0, 'c'}, {"port", 1, 0, 'p'},
 		{"workers", 1, 0, 'w'}, {"lookup", 1, 0, 'l'}, {"stats-sock", 1, 0, 's'},
 		{"idle-sleep-us", 1, 0, 'i'}, {"echo-interval-ms", 1, 0, 'e'},
-		{"fail-mode", 1, 0, 'f'}, {0, 0, 0, 0}};
+		{"fail-mode", 1, 0, 'f'}, {"mbufs", 1, 0, 'm'}, {0, 0, 0, 0}};
 	int c;
 	ofs_dp.dpid = 1;
 	ofs_dp.n_workers = 1;
@@ -107,6 +116,14 @@ static void parse_args(int argc, char **argv)
 				usage("--fail-mode: 'secure' or 'standalone'");
 			agent_cfg.fail_standalone = strcmp(optarg, "standalone") == 0;
 			break;
+		case 'm': {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+			if (*end || v < 4096 || v > (1ul << 24))
+				usage("--mbufs wants a count in 4096..16777216");
+			n_mbufs_opt = (unsigned)v;
+			break;
+		}
 		default: usage("unknown option");
 		}
 	}
@@ -138,7 +155,20 @@ static void port_init(unsigned i, struct rte_mempool *pool)
 	const char *spec = port_specs[i];
 	char *end;
 	unsigned long v = strtoul(spec, &end, 10);
-	if (*end == 0)
+	bool replay = strncmp(spec, "replay:", 7) == 0;
+	if (replay) {
+#ifdef OFB_HAVE_REPLAY
+		char err[512];
+		int r = ofb_replay_create(spec, ofs_dp.n_workers, (int)rte_socket_id(), err,
+					  sizeof(err));
+		if (r < 0)
+			rte_exit(EXIT_FAILURE, "port %u: %s\n", port_nums[i], err);
+		id = (uint16_t)r;
+#else
+		rte_exit(EXIT_FAILURE, "port %u: this ofswitch was built without the replay feed "
+			 "(drivers/replay needs DPDK's net_ring library)\n", port_nums[i]);
+#endif
+	} else if (*end == 0)
 		id = (uint16_t)v;
 	else if (rte_eth_dev_get_port_by_name(spec, &id) != 0)
 		rte_exit(EXIT_FAILURE, "port %u: no DPDK port named '%s'\n", port_nums[i], spec);
@@ -165,10 +195,22 @@ static void port_init(unsigned i, struct rte_mempool *pool)
 	rte_eth_promiscuous_enable(id);
 	if (rte_eth_dev_start(id) < 0)
 		rte_exit(EXIT_FAILURE, "port %u: start failed\n", port_nums[i]);
+#ifdef OFB_HAVE_REPLAY
+	if (replay && ofb_replay_arm(id) != 0)
+		rte_exit(EXIT_FAILURE, "port %u: replay rx callback failed\n", port_nums[i]);
+#endif
 	p->ofport = port_nums[i];
 	p->dpdk_id = id;
 	p->n_txq = ntx;
-	snprintf(p->name, sizeof(p->name), "%s", spec);
+	if (replay) {
+		char dev_name[RTE_ETH_NAME_MAX_LEN];  /* net_ring_replayN: shown as replayN */
+		if (rte_eth_dev_get_name_by_port(id, dev_name) != 0)
+			snprintf(dev_name, sizeof(dev_name), "replay");
+		const char *shown = strncmp(dev_name, "net_ring_", 9) == 0 ? dev_name + 9 : dev_name;
+		snprintf(p->name, sizeof(p->name), "%.15s", shown);
+	} else {
+		snprintf(p->name, sizeof(p->name), "%s", spec);
+	}
 	struct rte_ether_addr mac;
 	rte_eth_macaddr_get(id, &mac);
 	memcpy(p->mac, mac.addr_bytes, 6);
@@ -198,8 +240,10 @@ int main(int argc, char **argv)
 	if (ofs_dp.n_workers > rte_lcore_count())
 		rte_exit(EXIT_FAILURE, "--workers %u but only %u lcores\n", ofs_dp.n_workers,
 			 rte_lcore_count());
-	/* the pcap PMD in infinite_rx mode keeps its whole file in mbufs: room for 8k frames */
-	unsigned nmbuf = 16384 * ofs_dp.n_workers + 4096 * n_port_specs + 8192;
+	/* the pcap PMD in infinite_rx mode keeps its whole file in mbufs: room for 8k frames by
+	 * default, --mbufs for more */
+	unsigned nmbuf = n_mbufs_opt ? n_mbufs_opt
+				     : 16384 * ofs_dp.n_workers + 4096 * n_port_specs + 8192;
 	struct rte_mempool *pool = rte_pktmbuf_pool_create("ofs_pool", nmbuf, 256, 0,
 		RTE_MBUF_DEFAULT_BUF_SIZE, rte_socket_id());
 	if (!pool)

@@ -34,6 +34,15 @@ def test_argv_pci_and_port_id():
     assert "1=0000:3b:00.0" in argv and "2=1" in argv
 
 
+def test_argv_replay_port_needs_no_eal_device():
+    argv = launcher.switch_argv("b", ["-l", "1"], [(1, "replay:/t/x.pcap,copy=1"),
+                                                   (2, "net_null0")],
+                                controller=("h", 1), dpid=1)
+    sep = argv.index("--")
+    assert argv[1:sep] == ["-l", "1", "--vdev", "net_null0"]
+    assert "1=replay:/t/x.pcap,copy=1" in argv and "2=net_null0" in argv
+
+
 @pytest.mark.parametrize("ports, why", [
     ([], "at least one port"),
     ([(0, "net_ring0")], "out of 1..254"),

@@ -52,9 +52,52 @@ def test_cache_hit_ratio():
 
 
 def test_metrics_of():
-    m = bench.metrics_of({"ofbench": {"mpps": 3.0, "install_s": 1.0, "cache_hit_ratio": 0.99},
-                          "ovs-dpdk": {"mpps": 0.6, "install_s": 2.0}})
+    m = bench.metrics_of({
+        "frames": {"in_pcap": 10, "distinct": 8},
+        "ofbench/replay": {"mpps": 9.0, "mpps_best": 9.5, "install_s": 1.0,
+                           "cache_hit_ratio": 0.99},
+        "ofbench/pcap": {"mpps": 3.0, "mpps_best": 3.1, "install_s": 1.0, "cpu_share": 0.5,
+                         "mpps_per_cpu": 6.0},
+        "ovs-dpdk/pcap": {"mpps": 0.6, "mpps_best": 0.7, "install_s": 2.0, "cpu_share": 1.0,
+                          "mpps_per_cpu": 0.6},
+        "ceiling/replay": {"mpps": 100.0, "mpps_best": 110.0}})
+    # the ratio compares the same feed; ofbench_mpps is its best feed
     assert m["speedup_vs_ovs_dpdk"] == 5.0
-    assert m["ofbench_cache_hit_ratio"] == 0.99
-    assert "speedup_vs_ovs_dpdk" not in bench.metrics_of({"ofbench": {"mpps": 1.0,
-                                                                      "install_s": 1.0}})
+    assert m["ofbench_mpps"] == 9.0 and m["ofbench_replay_best_mpps"] == 9.5
+    assert m["ofbench_cache_hit_ratio"] == 0.99 and m["ovs_dpdk_mpps"] == 0.6
+    assert m["feed_replay_ceiling_mpps"] == 100.0 and m["frames_distinct"] == 8
+    assert m["ofbench_pcap_cpu_share"] == 0.5 and m["speedup_per_cpu_vs_ovs_dpdk"] == 10.0
+    assert "speedup_vs_ovs_dpdk" not in bench.metrics_of({"ofbench/replay": {
+        "mpps": 1.0, "mpps_best": 1.0, "install_s": 1.0}})
+
+
+def test_rx_spec_per_feed():
+    from pathlib import Path
+    assert bench.rx_spec("replay", Path("/x.pcap")) == "replay:/x.pcap"
+    assert bench.rx_spec("replay-copy", Path("/x.pcap")) == "replay:/x.pcap,copy=1"
+    assert bench.rx_spec("pcap", Path("/x.pcap")).startswith("net_pcap0,rx_pcap=/x.pcap")
+    with pytest.raises(ValueError):
+        bench.rx_spec("nic", Path("/x.pcap"))
+
+
+def test_zipf_sequence_is_skewed_and_deterministic():
+    a = bench.zipf_sequence(1000, 20000, 1.0)
+    assert a == bench.zipf_sequence(1000, 20000, 1.0)
+    top = a.count(0) / len(a)
+    # P(rank 1) = 1 / H(1000) ~ 0.134 for s = 1.0; flatter for s = 0.8
+    assert 0.12 < top < 0.15
+    assert a.count(0) > bench.zipf_sequence(1000, 20000, 0.8).count(0)
+
+
+def test_workload_messages():
+    flows = bench.make_flows(8)
+    mt = list(bench.WORKLOADS["pipeline_64b_100k_flows_multitable"].flow_mods(flows))
+    assert len(mt) == bench.N_MD_FLOWS + 8
+    # a goto-table instruction (type 1 -> table 1) after a write-metadata (type 2)
+    assert struct.pack("!HH4xQQ", 2, 24, 7, 2**64 - 1) + struct.pack("!HHB3x", 1, 8, 1) in mt[-1]
+    sf = bench.action_set_field(bench.w.oxm(12, bytes(4)))
+    assert len(sf) == 16 and struct.unpack_from("!HH", sf) == (25, 16)
+    assert bench.WORKLOADS["pipeline_64b_100k_flows_pushvlan"].rewrites
+    z = bench.Workload("z", mix="zipf", n_frames=500, n_distinct=100)
+    fr = z.frames(flows)
+    assert len(fr) == 500 and len(set(fr)) <= 100
