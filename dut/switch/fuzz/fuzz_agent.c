@@ -266,12 +266,12 @@ static void reset(void)
 	for (unsigned t = 0; t < OFS_N_TABLES; t++)
 		if (ofs_dp.tables[t].n_flows)
 			die("reset: DELETE of every flow left flows");
-	for (unsigned i = 0; i < OFS_MAX_GROUPS; i++)
-		if (ofs_dp.groups[i])
-			die("reset: DELETE of OFPG_ALL left a group");
-	for (unsigned i = 0; i < OFS_MAX_METERS; i++)
-		if (ofs_dp.meters[i])
-			die("reset: DELETE of OFPM_ALL left a meter");
+	unsigned it = 0;
+	if (ofs_idt_next(&ofs_dp.groups, &it))
+		die("reset: DELETE of OFPG_ALL left a group");
+	it = 0;
+	if (ofs_idt_next(&ofs_dp.meters, &it))
+		die("reset: DELETE of OFPM_ALL left a meter");
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
