@@ -118,13 +118,18 @@ def dpdk_runtime_in_use(d: Path) -> bool:
         os.close(fd)
 
 
-def remove_dpdk_runtime(short: str, runtime_dir: Path | None = None) -> int:
+def remove_dpdk_runtime(short: str, runtime_dir: Path | None = None, wait_s: float = 0.0) -> int:
     """Remove the DPDK runtime folders of run ``short`` (file prefixes ``ofb<short>...``),
-    never one a live DPDK process still holds."""
+    never one a live DPDK process still holds. ``wait_s``: how long to wait for a holder that
+    was just killed to be gone (a process tearing down a large hugepage mapping keeps its lock
+    for a while after SIGKILL)."""
     root = runtime_dir or DPDK_RUNTIME_DIR
     n = 0
     if root.is_dir():
+        deadline = time.monotonic() + wait_s
         for d in root.glob(f"ofb{short}*"):
+            while dpdk_runtime_in_use(d) and time.monotonic() < deadline:
+                time.sleep(0.05)
             if dpdk_runtime_in_use(d):
                 continue
             shutil.rmtree(d, ignore_errors=True)
@@ -147,7 +152,7 @@ def remove_run_state(state_dir: Path, short: str) -> list[str]:
     n = remove_hugepage_files(short)
     if n:
         removed.append(f"{n} hugepage files")
-    n = remove_dpdk_runtime(short)
+    n = remove_dpdk_runtime(short, wait_s=10.0)  # its processes were killed just above
     if n:
         removed.append(f"{n} DPDK runtime folders")
     shutil.rmtree(state_dir, ignore_errors=True)

@@ -38,7 +38,8 @@ from drivers.lab import hostside  # noqa: E402
 from drivers.supervisor import await_ready, proc_start_time
 
 # What a role builds on its host (ninja targets of the meson project).
-ROLE_TARGETS = {"switch": ["dut/switch/ofswitch", "dut/classifier/cls-bench"],
+ROLE_TARGETS = {"switch": ["dut/switch/ofswitch", "dut/classifier/cls-bench",
+                           "drivers/replay/feed_ceiling"],
                 "generator": ["drivers/softgen/softgen"]}
 # The snippets of drivers.lab.hostside run with the host's system Python (Debian: python3).
 HOST_PYTHON = "/usr/bin/python3"

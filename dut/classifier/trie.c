@@ -684,7 +684,8 @@ struct ofb_trie *ofb_trie_build(enum ofb_trie_mode mode, enum ofb_trie_layout la
         next_items.n = next_refs.n = 0;
         for (size_t k = 0; k < cur_items.n; k++) {
             struct item it = ((struct item *)cur_items.p)[k];
-            uint32_t *S = (uint32_t *)cur_refs.p + it.off;
+            /* an empty rule set has no refs array yet (p NULL: no pointer arithmetic on it) */
+            uint32_t *S = it.n ? (uint32_t *)cur_refs.p + it.off : NULL;
             struct tn v = { 0, NONE, it.n ? S[0] : NONE, 0, 0, 0 };
             uint32_t m = 0;   /* rules before the first one that ends here */
             if (keep) {

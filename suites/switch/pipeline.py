@@ -286,9 +286,25 @@ def _perf_during(pid: int, out: str):
     return run
 
 
-def _accept(listener: socket.socket, timeout_s: float = 60) -> w.Session:
-    listener.settimeout(timeout_s)
-    conn, _ = listener.accept()
+def _listener(host):
+    """(listener, port) the switch on ``host`` connects to at 127.0.0.1: a socket here on a
+    local lab, the host's loopback forwarded here over SSH on a remote one (listen_here)."""
+    if getattr(host, "kind", "local") != "local" or hasattr(host, "facts"):  # a RemoteHost
+        ls = host.listen_here()
+        return ls, ls.port
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(2)
+    return listener, listener.getsockname()[1]
+
+
+def _accept(listener, timeout_s: float = 60) -> w.Session:
+    if isinstance(listener, socket.socket):
+        listener.settimeout(timeout_s)
+        conn, _ = listener.accept()
+    else:
+        conn = listener.accept(timeout_s)
     s = w.Session(conn)
     s.handshake()
     s.send(w.msg(w.FEATURES_REQUEST, xid=2))
@@ -320,7 +336,11 @@ def rx_spec(feed: str, pcap: Path) -> str:
 def feed_ceiling(lab, feed: str, pcap: Path, *, lcore: int, seconds: float = 2.0,
                  tag: str = "bench", n_frames: int = 8192) -> float:
     """Mpps the feed alone delivers to net_null on `lcore` (drivers/replay/feed_ceiling: rx
-    burst -> tx burst, no switch work): the rate above which a switch fed by it cannot go."""
+    burst -> tx burst, no switch work): the rate above which a switch fed by it cannot go.
+    ``lab``: any lab host (this box's local lab, or the switch host of a remote one; there the
+    host's own first core)."""
+    if hasattr(lab, "facts"):  # a RemoteHost
+        lcore = lab.cores()[0]
     spec = rx_spec(feed, pcap)
     vdevs = ["--vdev", "net_null9"]
     if feed == "pcap":
@@ -374,19 +394,22 @@ def _cpu_ns(files: list[str]) -> int | None:
 def run_one(lab, kind: str, flows: list[BenchFlow], pcap: Path, *, lcore: int,
             warmup_s: float = 3.0, duration_s: float = 5.0, lookup: str = DEFAULT_LOOKUP,
             tag: str = "bench", feed: str = "pcap", reps: int = 3,
-            workload: Workload | None = None, n_frames: int = 8192, workers: int = 1) -> dict:
+            workload: Workload | None = None, n_frames: int = 8192, workers: int = 1,
+            host=None) -> dict:
     """One switch fed by ``feed`` (rx_spec), ``reps`` measurement windows of ``duration_s``:
     median and best Mpps. ``tag`` names its processes and state (OVS db, stats socket):
-    unique per run of the bench in a lab, since OVS state dirs outlive a stop."""
+    unique per run of the bench in a lab, since OVS state dirs outlive a stop. ``host``: the
+    lab host the switch runs on (default this box; ``pcap`` is a path there); on a remote
+    one the switch takes the profile's cores, and only ofbench runs."""
+    host = host if host is not None else lab
+    remote = host is not lab
     if kind != "ofbench" and feed != "pcap":
         raise ValueError(f"{kind}: only the pcap feed loads into it (replay is ofswitch's)")
+    if remote and kind != "ofbench":
+        raise ValueError(f"{kind} on a lab host: only ofbench (OVS-DPDK runs on a local lab)")
     if workers > 1 and (kind != "ofbench" or not feed.startswith("replay")):
         raise ValueError("several workers: ofbench on a replay feed only (one feed port each)")
-    listener = socket.socket()
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(2)
-    port = listener.getsockname()[1]
+    listener, port = _listener(host)
     rx_devargs = rx_spec(feed, pcap)
     stop = None
     stats_of = lambda: None  # noqa: E731
@@ -398,17 +421,17 @@ def run_one(lab, kind: str, flows: list[BenchFlow], pcap: Path, *, lcore: int,
             # per worker first (OpenFlow ports 1, 3, 4, ...), the sink (port 2) last
             feeds = [(1, {"devargs": rx_devargs})] + \
                 [(2 + k, {"devargs": rx_devargs}) for k in range(1, workers)]
-            lcores = str(lcore) if workers == 1 else None  # several: the lab's next cores
-            proc = start_switch(lab, "ofbench", name=f"{tag}-ofswitch", ports=[],
-                                extra_ports=feeds + [(2, {"devargs": SINK})],
-                                controller=("127.0.0.1", port), dpid=0xB1, lookup=lookup,
-                                idle_sleep_us=0, lcores=lcores, mem_mb=2048, workers=workers,
-                                mbufs=max(n_frames + 32768, 40960) if feed == "pcap" else None).proc
-            stop = lambda: lab.supervisor.stop(proc)  # noqa: E731
-            from dut.switch.launcher import read_stats
-            sock = Path(lab.state_dir) / f"{tag}-ofswitch.stats"
-            stats_of = lambda: read_stats(sock)  # noqa: E731
-            if os.environ.get("OFBENCH_BENCH_PERF"):
+            # several workers, or a lab host: the lab's next cores / the profile's cores
+            lcores = str(lcore) if workers == 1 and not remote else None
+            handle = start_switch(lab, "ofbench", name=f"{tag}-ofswitch", ports=[], host=host,
+                                  extra_ports=feeds + [(2, {"devargs": SINK})],
+                                  controller=("127.0.0.1", port), dpid=0xB1, lookup=lookup,
+                                  idle_sleep_us=0, lcores=lcores, mem_mb=2048, workers=workers,
+                                  mbufs=max(n_frames + 32768, 40960) if feed == "pcap" else None)
+            proc = handle.proc
+            stop = handle.stop
+            stats_of = handle.stats
+            if os.environ.get("OFBENCH_BENCH_PERF") and not remote:
                 during = _perf_during(proc.pid, os.environ["OFBENCH_BENCH_PERF"])
         elif kind == "ovs-dpdk":
             from drivers.lab.ovs import OvsInstance
@@ -596,24 +619,34 @@ def run_pipeline_bench(lab, kinds=("ofbench", "ovs-dpdk"), n_flows: int = 100_00
     same lcore: {"ofbench/replay": {...}, ..., "ceiling/replay": Mpps, ...}. ``workload``
     (default: output-only flows, ``n_frames`` uniform frames) sets flows and frames; ``plan``
     defaults to DEFAULT_PLAN, or REWRITE_PLAN for a rewriting workload."""
+    from drivers.lab.switches import switch_host
+    host = switch_host(lab)   # this box on a local lab, the switch host over SSH on a remote one
+    remote = host is not lab
+    if remote:
+        kinds = tuple(k for k in kinds if k == "ofbench")
     tag = f"bench{next(_RUNS)}"
     workload = workload or Workload("pipeline", n_frames=n_frames)
     plan = plan or (REWRITE_PLAN if workload.rewrites else DEFAULT_PLAN)
     flows = make_flows(n_flows)
-    pcap = Path(lab.state_dir) / f"{tag}-64b.pcap"
     frames = workload.frames(flows)
-    pcap.write_bytes(pcap_bytes(frames))
+    local_pcap = Path(lab.run_dir if remote else lab.state_dir) / f"{tag}-64b.pcap"
+    local_pcap.write_bytes(pcap_bytes(frames))
+    pcap = local_pcap
+    if remote:  # the feed reads it on the switch host
+        pcap = Path(host.state_dir) / local_pcap.name
+        host.put(local_pcap, pcap)
+        local_pcap.unlink()
     out: dict = {"frames": {"in_pcap": len(frames), "distinct": len(set(frames))}}
     for kind, feed in plan:
         if kind in kinds:
             out[f"{kind}/{feed}"] = run_one(lab, kind, flows, pcap, lcore=lcore,
                                             duration_s=duration_s, lookup=lookup, tag=tag,
                                             feed=feed, reps=reps, workload=workload,
-                                            n_frames=len(frames),
+                                            n_frames=len(frames), host=host,
                                             workers=workers if kind == "ofbench" else 1)
     if ceilings:
         for feed in sorted({f for k, f in plan if k in kinds}):
-            runs = [feed_ceiling(lab, feed, pcap, lcore=lcore, tag=tag, n_frames=len(frames))
+            runs = [feed_ceiling(host, feed, pcap, lcore=lcore, tag=tag, n_frames=len(frames))
                     for _ in range(reps)]
             out[f"ceiling/{feed}"] = {"mpps": round(statistics.median(runs), 3),
                                       "mpps_best": round(max(runs), 3)}

@@ -30,7 +30,8 @@
  *
  * EAL: once, --no-huge --no-shconf --no-pci, a unique --file-prefix; its runtime folder is
  * removed right after init (it holds nothing).
- * Env OFS_FUZZ_LOOKUP=simple|trie picks the tables' lookup backend (default: the switch's). */
+ * Env OFS_FUZZ_LOOKUP=tuple|trie|simple picks the tables' lookup backend (default: the
+ * switch's, OFS_LOOKUP_DEFAULT). */
 #define _GNU_SOURCE
 #include <sched.h>
 #include <stdio.h>
@@ -142,13 +143,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	ofs_dp.n_workers = 1;
 	ofs_dp.miss_send_len = 128;
 	const char *lk = getenv("OFS_FUZZ_LOOKUP");
-#ifdef OFS_HAVE_CLASSIFIER
-	ofs_dp.lookup_ops = lk && strcmp(lk, "simple") == 0 ? &ofs_lookup_simple : &ofs_lookup_trie;
-#else
-	if (lk && strcmp(lk, "trie") == 0)
-		die("OFS_FUZZ_LOOKUP=trie but built without the classifier");
-	ofs_dp.lookup_ops = &ofs_lookup_simple;
-#endif
+	ofs_dp.lookup_ops = ofs_lookup_find(lk && *lk ? lk : OFS_LOOKUP_DEFAULT);
+	if (!ofs_dp.lookup_ops)
+		die("OFS_FUZZ_LOOKUP: not a lookup backend of this build (" OFS_LOOKUP_NAMES ")");
 	struct rte_mempool *pool = rte_pktmbuf_pool_create("fuzz_pool", 2047, 0, 0,
 		RTE_MBUF_DEFAULT_BUF_SIZE + OFS_MAX_PKT, rte_socket_id());
 	if (!pool)

@@ -33,7 +33,7 @@ REGRESS = HERE / "regress"
 CACHE = Path(os.environ.get("OFBENCH_FUZZ_CACHE") or "/var/cache/ofbench/fuzz-agent")
 SHORT_S = 60
 LONG_S = 1800
-LOOKUPS = ("trie", "simple")
+LOOKUPS = ("tuple", "trie", "simple")   # dut/profiles/schema.py SWITCH_LOOKUPS
 ASAN_OPTIONS = "abort_on_error=1:detect_leaks=1:symbolize=1:handle_abort=1"
 UBSAN_OPTIONS = "print_stacktrace=1:halt_on_error=1"
 
@@ -42,7 +42,7 @@ def binary() -> Path:
     return launcher.san_build_dir() / "dut" / "switch" / "fuzz_agent"
 
 
-def env(lookup: str = "trie") -> dict:
+def env(lookup: str = "tuple") -> dict:
     e = dict(os.environ)
     e.setdefault("ASAN_OPTIONS", ASAN_OPTIONS)
     e.setdefault("UBSAN_OPTIONS", UBSAN_OPTIONS)
@@ -101,7 +101,7 @@ def parse(log: str, run: FuzzRun) -> FuzzRun:
     return run
 
 
-def fuzz(seconds: float, workdir: Path, artifacts: Path, lookup: str = "trie",
+def fuzz(seconds: float, workdir: Path, artifacts: Path, lookup: str = "tuple",
          extra: list[str] | None = None) -> FuzzRun:
     """One libFuzzer run of ``seconds`` from the seeds and reproducers; new inputs go to
     ``workdir``, findings to ``artifacts``."""
@@ -123,7 +123,7 @@ def fuzz(seconds: float, workdir: Path, artifacts: Path, lookup: str = "trie",
     return run
 
 
-def replay(files: list[Path], lookup: str = "trie") -> FuzzRun:
+def replay(files: list[Path], lookup: str = "tuple") -> FuzzRun:
     """Every file once (libFuzzer runs inputs given as files and exits)."""
     exe = binary()
     if not exe.exists():
@@ -151,7 +151,7 @@ SOURCES = ["dut/switch/src/flowkey.c", "dut/switch/src/flowtable.c", "dut/switch
            "dut/classifier/classifier.c", "dut/classifier/trie.c"]
 
 
-def coverage(dirs: list[Path], lookup: str = "trie") -> str:
+def coverage(dirs: list[Path], lookup: str = "tuple") -> str:
     """llvm-cov's per-file report (regions, functions, lines, branches) of running the inputs
     in ``dirs`` once. The fuzzer's own counters include the sanitizers' check branches, so its
     coverage is measured on a separate build of the same sources with clang's source-based

@@ -80,12 +80,27 @@ static uint16_t csum_fold(uint32_t s)
 	return (uint16_t)~s;
 }
 
-/* CRC32c (Castagnoli) as SCTP uses it: DPDK's rte_hash_crc is the raw CRC32c update (SSE4.2
- * crc32 instructions, or its table fallback, chosen once at DPDK start-up), so nothing here
- * needs initialising on the fast path. */
+/* CRC32c (Castagnoli) as SCTP uses it: DPDK's rte_hash_crc_*byte are the raw CRC32c update
+ * (SSE4.2 crc32 instructions, or its table fallback, chosen once at DPDK start-up), so nothing
+ * here needs initialising on the fast path. Packet bytes have any alignment: words are read
+ * through memcpy (rte_hash_crc itself loads through a uint64_t pointer, a misaligned load
+ * that UBSan reports; the agent's fuzzer found it on an SCTP set-field). */
 static uint32_t crc32c(const uint8_t *p, uint32_t n)
 {
-	return ~rte_hash_crc(p, n, 0xffffffffu);
+	uint32_t c = 0xffffffffu;
+	for (; n >= 8; p += 8, n -= 8) {
+		uint64_t v;
+		memcpy(&v, p, 8);
+		c = rte_hash_crc_8byte(v, c);
+	}
+	for (; n >= 4; p += 4, n -= 4) {
+		uint32_t v;
+		memcpy(&v, p, 4);
+		c = rte_hash_crc_4byte(v, c);
+	}
+	while (n--)
+		c = rte_hash_crc_1byte(*p++, c);
+	return ~c;
 }
 
 static void fix_checksums(struct pkt_ctx *c)
