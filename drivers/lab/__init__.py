@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from drivers.lab.base import Host, Lab, LabError  # noqa: F401  (the package's public names)
+from drivers.lab.base import Host, Lab, LabError, is_remote  # noqa: F401  (public names)
 
 
 def open_lab(profile, run_id: str, run_dir: Path, progress=None):

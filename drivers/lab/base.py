@@ -5,6 +5,11 @@ from pathlib import Path
 from typing import Protocol
 
 
+def is_remote(lab) -> bool:
+    """True for a lab whose hosts are reached over SSH (lab.kind: remote), False for this box."""
+    return getattr(lab, "kind", "local") != "local"
+
+
 class LabError(RuntimeError):
     """A lab step failed or a lab cannot be used; the message names the command or the
     profile file and key."""

@@ -13,7 +13,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from drivers.lab.base import LabError
+from drivers.lab.base import LabError, is_remote
 from drivers.lab.ovs import OvsInstance
 from harness.paths import REPO, build_dir
 
@@ -141,7 +141,7 @@ def start_switch(lab, kind: str, *, name: str, ports: list[tuple[int, str]],
 def section_host(lab, section: str):
     """The host that runs the profile's ``section`` (switch, generator: its ``host`` role);
     every role of a local lab is this box."""
-    if getattr(lab, "kind", "local") == "local":
+    if not is_remote(lab):
         return lab
     return lab.host(lab.role_of(section))
 
@@ -153,7 +153,7 @@ def switch_host(lab):
 
 def controller_host(lab):
     """The host that runs the controller apps: the ``controller`` role of a remote lab."""
-    if getattr(lab, "kind", "local") == "local":
+    if not is_remote(lab):
         return lab
     return lab.host("controller")
 

@@ -116,7 +116,8 @@ class BenchHost:
     def __init__(self, lab):
         from drivers.lab.switches import switch_host
         self.host = switch_host(lab)
-        self.remote = getattr(lab, "kind", "local") != "local"
+        from drivers.lab.base import is_remote
+        self.remote = is_remote(lab)
         self.bench = Path(self.host.build_path("dut/classifier/cls-bench")) if self.remote \
             else BENCH
         self._copied: dict[Path, str] = {}

@@ -46,6 +46,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from drivers.lab.base import is_remote
 from drivers.lab.ovs import OvsInstance
 
 REPO = Path(__file__).resolve().parents[2]
@@ -199,10 +200,6 @@ def _wait_all(run: list[_Shard], t0: float, timeout_s: float, progress, total_ca
 
 
 CTL_TOOL_IP, CTL_TARGET_IP = "10.254.0.1", "10.254.0.2"  # inside our two namespaces only
-
-
-def is_remote(lab) -> bool:
-    return getattr(lab, "kind", "local") != "local"
 
 
 def unavailable(lab, profile, kind: str) -> str | None:

@@ -29,7 +29,8 @@ import os
 import pytest
 
 from suites.conformance import ryu_results as rr
-from suites.conformance.runner import is_remote, of13_dir, required_file, run_tool, unavailable
+from drivers.lab.base import is_remote
+from suites.conformance.runner import of13_dir, required_file, run_tool, unavailable
 
 KINDS_WITH_FIGURE = ("ofbench", "ovs")
 DEFAULT_SHARDS = 3

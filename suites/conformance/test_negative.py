@@ -34,6 +34,7 @@ import subprocess
 
 import pytest
 
+from drivers.lab.base import is_remote
 from drivers.lab.switches import start_switch, switch_available
 from suites.conformance import negative_cases as nc
 from suites.conformance import negative_runner as nr
@@ -43,15 +44,11 @@ TAGS = {"ofbench": "nb", "ovs": "no"}
 
 
 
-def _remote(lab) -> bool:
-    return getattr(lab, "kind", "local") != "local"
-
-
 def _unavailable(lab, profile) -> str | None:
     """Local lab: namespaces for the switch's two ports. Remote lab: the switch on its host
     with the first two conformance cables as its ports (conformance.links), its controller
     (this probe) reached through the host's loopback (SSH remote forwarding)."""
-    if not _remote(lab):
+    if not is_remote(lab):
         return None if profile.has("netns") else f"profile {profile.name!r} lacks feature(s): netns"
     if not profile.data.get("conformance"):
         return (f"profile {profile.name!r} has no conformance section: on a remote lab the "
@@ -60,7 +57,7 @@ def _unavailable(lab, profile) -> str | None:
 
 
 def _run_switch(lab, kind: str, cases: list[nc.Case], progress) -> tuple[list, dict]:
-    if _remote(lab):
+    if is_remote(lab):
         from drivers.lab.switches import switch_host
         host = switch_host(lab)
         links = lab.profile.data["conformance"]["links"]
@@ -127,7 +124,7 @@ def _kinds(lab, profile) -> list[str]:
     why = switch_available("ofbench", profile) or _unavailable(lab, profile)
     if why:
         pytest.skip(why)
-    if _remote(lab):  # the cables go to the profile's switch; OVS is measured on a local lab
+    if is_remote(lab):  # the cables go to the profile's switch; OVS is measured on a local lab
         return ["ofbench"]
     return [k for k in KINDS if switch_available(k, profile) is None]
 

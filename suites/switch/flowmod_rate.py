@@ -34,7 +34,6 @@ SHAPES = ("ethtype_dst32_udp", "dst24", "src16_dst16", "dst28_proto")
 BATCH = 1000
 OFPMP_FLOW = 1
 OFPMPF_REPLY_MORE = 1
-REPO = Path(__file__).resolve().parents[2]
 
 
 # ---- flows (pure) ---------------------------------------------------------------------------
@@ -326,34 +325,38 @@ def _accept(ls: socket.socket, timeout_s: float = 60) -> Client:
     return c
 
 
+def start_target(lab, host, kind: str, plan: Plan, tag: str, addr: str, port: int, stops: list):
+    """Switch ``kind`` (ofbench with null ports, OVS netdev, or the null switch) on ``host``,
+    connecting to the client at addr:port; its stop goes into ``stops`` as soon as it exists."""
+    if kind == "ofbench":
+        from drivers.lab.switches import start_switch
+        handle = start_switch(lab, "ofbench", name=f"{tag}-ofswitch", ports=[], host=host,
+                              extra_ports=[(1, {"devargs": "net_null0,no-rx=1"}),
+                                           (2, {"devargs": "net_null1,no-rx=1"})],
+                              controller=(addr, port), dpid=0xF1, lookup="tuple",
+                              mem_mb=1024 if plan.n_flows < 500_000 else 2048)
+        stops.append(handle.stop)
+    elif kind == "ovs":
+        from drivers.lab.ovs import OvsInstance
+        ovs = OvsInstance(lab, f"{tag}-ovs", host=host)
+        stops.append(ovs.stop)
+        ovs.start()
+        ovs.add_bridge("br0", dpid=0xF2, controller=f"tcp:{addr}:{port}")
+    elif kind == "null":
+        proc = host.start(f"{tag}-nullswitch", [host.python, "-m", "suites.switch.flowmod_sink",
+                                                addr, str(port)],
+                          cwd=str(host.workdir), env={"PYTHONPATH": str(host.workdir)})
+        stops.append(lambda: host.stop(proc))
+    else:
+        raise ValueError(f"flowmod bench: unsupported switch kind {kind!r}")
+
+
 def run_one(lab, kind: str, plan: Plan, tag: str, progress=print) -> dict:
     ls = _listener()
-    port = ls.getsockname()[1]
-    stop = None
+    stops: list = []
     c = None
     try:
-        if kind == "ofbench":
-            from drivers.lab.switches import start_switch
-            proc = start_switch(lab, "ofbench", name=f"{tag}-ofswitch", ports=[],
-                                extra_ports=[(1, {"devargs": "net_null0,no-rx=1"}),
-                                             (2, {"devargs": "net_null1,no-rx=1"})],
-                                controller=("127.0.0.1", port), dpid=0xF1, lookup="tuple",
-                                mem_mb=1024 if plan.n_flows < 500_000 else 2048).proc
-            stop = lambda: lab.supervisor.stop(proc)  # noqa: E731
-        elif kind == "ovs":
-            from drivers.lab.ovs import OvsInstance
-            ovs = OvsInstance(lab, f"{tag}-ovs")
-            stop = ovs.stop
-            ovs.start()
-            ovs.add_bridge("br0", dpid=0xF2, controller=f"tcp:127.0.0.1:{port}")
-        elif kind == "null":
-            proc = lab.supervisor.start(f"{tag}-nullswitch",
-                                        [sys.executable, "-m", "suites.switch.flowmod_sink",
-                                         "127.0.0.1", str(port)],
-                                        env={"PYTHONPATH": str(REPO)}, cwd=str(REPO))
-            stop = lambda: lab.supervisor.stop(proc)  # noqa: E731
-        else:
-            raise ValueError(f"flowmod bench: unsupported switch kind {kind!r}")
+        start_target(lab, lab, kind, plan, tag, "127.0.0.1", ls.getsockname()[1], stops)
         c = _accept(ls)
         if kind == "null":
             return sender_ceiling(c, plan)
@@ -362,7 +365,7 @@ def run_one(lab, kind: str, plan: Plan, tag: str, progress=print) -> dict:
         if c:
             c.close()
         ls.close()
-        if stop:
+        for stop in stops:
             stop()
 
 
@@ -372,7 +375,7 @@ def run_one_remote(lab, kind: str, plan: Plan, tag: str, progress=print,
     lab's controller sits; ``client`` below), the switch on the switch host connects to it at
     the profile's ``controller.host``; the result comes back as JSON."""
     import json
-    from drivers.lab.switches import controller_host, start_switch, switch_host
+    from drivers.lab.switches import controller_host, switch_host
     ctl, sw = controller_host(lab), switch_host(lab)
     addr = lab.profile.controller["host"]
     port_file, out = ctl.state_dir / f"{tag}-{kind}.port", ctl.state_dir / f"{tag}-{kind}.json"
@@ -386,29 +389,10 @@ def run_one_remote(lab, kind: str, plan: Plan, tag: str, progress=print,
                         "--out", str(out)],
                        cwd=ctl.workdir, env=env, ready=lambda: ctl.exists(port_file),
                        ready_timeout_s=120)
-    stop = None
+    stops: list = []
     try:
         port = int(ctl.run(["cat", str(port_file)]).stdout.strip())
-        if kind == "ofbench":
-            handle = start_switch(lab, "ofbench", name=f"{tag}-ofswitch", ports=[], host=sw,
-                                  extra_ports=[(1, {"devargs": "net_null0,no-rx=1"}),
-                                               (2, {"devargs": "net_null1,no-rx=1"})],
-                                  controller=(addr, port), dpid=0xF1, lookup="tuple",
-                                  mem_mb=1024 if plan.n_flows < 500_000 else 2048)
-            stop = handle.stop
-        elif kind == "ovs":
-            from drivers.lab.ovs import OvsInstance
-            ovs = OvsInstance(lab, f"{tag}-ovs", host=sw)
-            stop = ovs.stop
-            ovs.start()
-            ovs.add_bridge("br0", dpid=0xF2, controller=f"tcp:{addr}:{port}")
-        elif kind == "null":
-            proc = sw.start(f"{tag}-nullswitch", [sw.python, "-m", "suites.switch.flowmod_sink",
-                                                  addr, str(port)],
-                            cwd=sw.workdir, env={"PYTHONPATH": str(sw.workdir)})
-            stop = lambda: sw.stop(proc)  # noqa: E731
-        else:
-            raise ValueError(f"flowmod bench: unsupported switch kind {kind!r}")
+        start_target(lab, sw, kind, plan, tag, addr, port, stops)
         rc = client.wait(timeout_s)
         if rc != 0:
             raise RuntimeError(f"flowmod client on {ctl.role} exited {rc}: "
@@ -418,7 +402,7 @@ def run_one_remote(lab, kind: str, plan: Plan, tag: str, progress=print,
         return res
     finally:
         ctl.stop(client)
-        if stop:
+        for stop in stops:
             stop()
 
 
@@ -426,7 +410,8 @@ def run_flowmod_bench(lab, n_flows: int, kinds=("ofbench", "ovs"), progress=prin
                       **plan_kw) -> dict:
     plan = Plan(n_flows, **plan_kw).build()
     tag = f"fm{n_flows}-{int(time.time() * 1000) % 100000}"
-    one = run_one if getattr(lab, "kind", "local") == "local" else run_one_remote
+    from drivers.lab.base import is_remote
+    one = run_one_remote if is_remote(lab) else run_one
     res = {"sender": one(lab, "null", plan, tag, progress)}
     progress(f"sender ceiling N={n_flows}: {res['sender']}")
     for kind in kinds:

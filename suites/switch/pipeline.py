@@ -21,7 +21,6 @@ import json
 import itertools
 import os
 import random
-import socket
 import statistics
 import struct
 import sys
@@ -286,26 +285,9 @@ def _perf_during(pid: int, out: str):
     return run
 
 
-def _listener(host):
-    """(listener, port) the switch on ``host`` connects to at 127.0.0.1: a socket here on a
-    local lab, the host's loopback forwarded here over SSH on a remote one (listen_here)."""
-    if getattr(host, "kind", "local") != "local" or hasattr(host, "facts"):  # a RemoteHost
-        ls = host.listen_here()
-        return ls, ls.port
-    listener = socket.socket()
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(2)
-    return listener, listener.getsockname()[1]
-
-
 def _accept(listener, timeout_s: float = 60) -> w.Session:
-    if isinstance(listener, socket.socket):
-        listener.settimeout(timeout_s)
-        conn, _ = listener.accept()
-    else:
-        conn = listener.accept(timeout_s)
-    s = w.Session(conn)
+    """The switch's connection on a lab host's listener (drivers/lab: listen_here)."""
+    s = w.Session(listener.accept(timeout_s))
     s.handshake()
     s.send(w.msg(w.FEATURES_REQUEST, xid=2))
     s.wait_for(6, 2)
@@ -337,10 +319,7 @@ def feed_ceiling(lab, feed: str, pcap: Path, *, lcore: int, seconds: float = 2.0
                  tag: str = "bench", n_frames: int = 8192) -> float:
     """Mpps the feed alone delivers to net_null on `lcore` (drivers/replay/feed_ceiling: rx
     burst -> tx burst, no switch work): the rate above which a switch fed by it cannot go.
-    ``lab``: any lab host (this box's local lab, or the switch host of a remote one; there the
-    host's own first core)."""
-    if hasattr(lab, "facts"):  # a RemoteHost
-        lcore = lab.cores()[0]
+    ``lab``: any lab host (this box's local lab, or the switch host of a remote one)."""
     spec = rx_spec(feed, pcap)
     vdevs = ["--vdev", "net_null9"]
     if feed == "pcap":
@@ -409,7 +388,10 @@ def run_one(lab, kind: str, flows: list[BenchFlow], pcap: Path, *, lcore: int,
         raise ValueError(f"{kind} on a lab host: only ofbench (OVS-DPDK runs on a local lab)")
     if workers > 1 and (kind != "ofbench" or not feed.startswith("replay")):
         raise ValueError("several workers: ofbench on a replay feed only (one feed port each)")
-    listener, port = _listener(host)
+    # the switch on ``host`` connects to 127.0.0.1: a socket here on a local lab, the host's
+    # loopback forwarded here over SSH on a remote one
+    listener = host.listen_here()
+    port = listener.port
     rx_devargs = rx_spec(feed, pcap)
     stop = None
     stats_of = lambda: None  # noqa: E731
@@ -454,7 +436,7 @@ def run_one(lab, kind: str, flows: list[BenchFlow], pcap: Path, *, lcore: int,
         # box another busy thread on the same core halves the rate without any change here
         threads = _busy_threads(kind, proc.pid if kind == "ofbench" else None,
                                 None if kind == "ofbench" else str(ovs.dir)) \
-            if getattr(lab, "kind", "local") == "local" else []
+            if not remote else []
         runs, shares = [], []
         for i in range(reps):
             c0, t0 = _cpu_ns(threads), time.monotonic_ns()
@@ -520,13 +502,10 @@ def _counts_after(lab, rx_devargs: str, flows: list[BenchFlow], expect: int, tag
     send() (when the feed is external), wait until port 2 sent `expect` frames or 20 s pass,
     and return its port counters and per-flow packet counts."""
     from drivers.lab.switches import start_switch
-    listener = socket.socket()
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(2)
+    listener = lab.listen_here()
     proc = start_switch(lab, "ofbench", name=f"{tag}-ofswitch", ports=[],
                         extra_ports=[(1, {"devargs": rx_devargs}), (2, {"devargs": SINK})],
-                        controller=("127.0.0.1", listener.getsockname()[1]), dpid=0xB3,
+                        controller=("127.0.0.1", listener.port), dpid=0xB3,
                         idle_sleep_us=0, lcores=str(lcore), mem_mb=512).proc
     try:
         s = _accept(listener)
@@ -645,8 +624,10 @@ def run_pipeline_bench(lab, kinds=("ofbench", "ovs-dpdk"), n_flows: int = 100_00
                                             n_frames=len(frames), host=host,
                                             workers=workers if kind == "ofbench" else 1)
     if ceilings:
+        ceiling_lcore = host.cores()[0] if remote else lcore  # a lab host: its own first core
         for feed in sorted({f for k, f in plan if k in kinds}):
-            runs = [feed_ceiling(host, feed, pcap, lcore=lcore, tag=tag, n_frames=len(frames))
+            runs = [feed_ceiling(host, feed, pcap, lcore=ceiling_lcore, tag=tag,
+                                 n_frames=len(frames))
                     for _ in range(reps)]
             out[f"ceiling/{feed}"] = {"mpps": round(statistics.median(runs), 3),
                                       "mpps_best": round(max(runs), 3)}

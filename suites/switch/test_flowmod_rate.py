@@ -8,6 +8,7 @@ Figures never fail the test; the goals (single FLOW_MOD + BARRIER p99 < 1 ms at 
 the record. A FLOW_MOD refused by either switch does fail it (the figures would be wrong)."""
 import pytest
 
+from drivers.lab.base import is_remote
 from drivers.lab.switches import switch_available
 from suites.switch import flowmod_rate as fr
 
@@ -41,8 +42,8 @@ def test_flow_mod_rate(lab, profile, results, progress, n_flows):
                            "ofbench_lookup": "tuple", "ovs_datapath": "netdev",
                            "ofbench_ports": "net_null no-rx", **plan,
                            "client": "python, synchronous, pre-serialised messages",
-                           "client_at": "this box" if getattr(lab, "kind", "local") == "local"
-                           else "controller host, switches on the switch host"},
+                           "client_at": "controller host, switches on the switch host"
+                           if is_remote(lab) else "this box"},
                    provenance={"dut_switch_kind": "ofbench", "peer": "ovs"})
     for kind in kinds:
         assert res[kind]["errors"] == 0, f"{kind} refused FLOW_MODs: {res[kind]}"

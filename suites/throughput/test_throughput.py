@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+from drivers.lab.base import is_remote
 from drivers.softgen.driver import VERSION as SOFTGEN_VERSION
 from drivers.softgen.driver import SoftgenPort, binary as softgen_binary
 from drivers.trafficgen.base import make_measure
@@ -421,14 +422,10 @@ def _record_name(size, flows):
     return f"ndr_{size}{'' if size == 'imix' else 'b'}_{flows}flows"
 
 
-def _remote(lab) -> bool:
-    return getattr(lab, "kind", "local") != "local"
-
-
 def _gen_unavailable(profile, lab=None) -> str | None:
     """Why the profile's generator cannot run here (a skip reason), or None."""
     gen = profile.generator
-    if lab is not None and _remote(lab):
+    if lab is not None and is_remote(lab):
         from drivers.lab.links import why_not
         return why_not(profile)
     if gen["kind"] == "trex":
@@ -446,7 +443,7 @@ def _gen_unavailable(profile, lab=None) -> str | None:
 
 
 def _switch_topology(lab, profile, kind, flows, tag):
-    if _remote(lab):
+    if is_remote(lab):
         if kind != profile.switch["kind"]:
             pytest.skip(f"on a remote lab the links go to the profile's switch; {kind} is "
                         f"measured on a local lab")
