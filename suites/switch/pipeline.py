@@ -85,8 +85,11 @@ def _csum(b: bytes) -> int:
     return ~s & 0xFFFF
 
 
-def frame_for(f: BenchFlow, rng: random.Random) -> bytes:
-    """A 60-byte (64 with FCS) Ethernet/IPv4/UDP frame that matches flow f."""
+def frame_for(f: BenchFlow, rng: random.Random, tag: bytes = b"") -> bytes:
+    """A 60-byte (64 with FCS) Ethernet/IPv4/UDP frame that matches flow f. ``tag`` (an
+    802.1Q tag or an MPLS label stack entry with its ethertype, 4k+2 bytes... see
+    ``vlan_tag`` / ``mpls_tag``) goes after the MAC addresses; the UDP payload shrinks by as
+    much, so the frame stays 60 bytes."""
     eth_dst = f.eth_dst[:3] + bytes(rng.randrange(256) for _ in range(3))
     dst = f.ipv4_dst
     if f.shape == "dst24":
@@ -97,11 +100,21 @@ def frame_for(f: BenchFlow, rng: random.Random) -> bytes:
         dst = (dst & 0xFFFFFFF0) | rng.randrange(16)
     src = f.ipv4_src | rng.randrange(65536)
     udp_dst = f.udp_dst if f.shape == "dst32_udp" else rng.randint(1, 65535)
-    payload = bytes(18)
+    payload = bytes(18 - (len(tag) - 2 if tag else 0))
     udp = struct.pack("!HHHH", rng.randint(1024, 65535), udp_dst, 8 + len(payload), 0) + payload
     ip = bytearray(struct.pack("!BBHHHBBHII", 0x45, 0, 20 + len(udp), 0, 0, 64, 17, 0, src, dst))
     struct.pack_into("!H", ip, 10, _csum(bytes(ip)))
-    return eth_dst + b"\x02\x00\x00\x00\x00\x01" + b"\x08\x00" + bytes(ip) + udp
+    return eth_dst + b"\x02\x00\x00\x00\x00\x01" + (tag or b"\x08\x00") + bytes(ip) + udp
+
+
+def vlan_tag(vid: int) -> bytes:
+    """802.1Q TPID + TCI (priority 0) + the inner ethertype (IPv4): 6 bytes."""
+    return struct.pack("!HHH", 0x8100, vid & 0xFFF, 0x0800)
+
+
+def mpls_tag(label: int, ttl: int = 64) -> bytes:
+    """MPLS unicast ethertype + one label stack entry (bottom of stack) over IPv4: 6 bytes."""
+    return struct.pack("!HI", 0x8847, (label & 0xFFFFF) << 12 | 1 << 8 | ttl)
 
 
 def pcap_bytes(frames: list[bytes]) -> bytes:
@@ -138,6 +151,21 @@ def action_push_vlan(ethertype: int = 0x8100) -> bytes:
     return struct.pack("!HHH2x", 17, 8, ethertype)
 
 
+def action_pop_vlan() -> bytes:
+    return struct.pack("!HH4x", 18, 8)
+
+
+def action_push_mpls(ethertype: int = 0x8847) -> bytes:
+    return struct.pack("!HHH2x", 19, 8, ethertype)
+
+
+def action_pop_mpls(ethertype: int = 0x0800) -> bytes:
+    return struct.pack("!HHH2x", 20, 8, ethertype)
+
+
+VLAN_VID = 100  # the popvlan workload's frames carry this VLAN
+
+
 def inst_goto(table: int) -> bytes:
     return struct.pack("!HHB3x", 1, 8, table)
 
@@ -149,6 +177,19 @@ def inst_write_metadata(value: int, mask: int = 0xFFFFFFFFFFFFFFFF) -> bytes:
 N_MD_FLOWS = 1024  # table 1 of the multi-table workload: one flow per metadata value
 
 
+def _oxms_of(match: bytes) -> list[bytes]:
+    """The OXM TLVs inside an ofp_match built by ``w.match``."""
+    (length,) = struct.unpack_from("!H", match, 2)
+    body, out, o = match[4:length], [], 0
+    while o < len(body):
+        out.append(body[o:o + 4 + body[o + 3]])
+        o += 4 + body[o + 3]
+    return out
+
+
+REWRITING_KINDS = ("setfield", "pushvlan", "pushmpls", "popvlan", "popmpls")
+
+
 @dataclass(frozen=True)
 class Workload:
     """What one pipeline record measures: the flows' instructions (``kind``) and the frame mix.
@@ -156,7 +197,12 @@ class Workload:
     kind: ``output`` (table 0, output:2), ``multitable`` (table 0 writes metadata = i % 1024
     and goes to table 1, whose 1024 flows match that metadata and output:2: two lookups per
     packet), ``setfield`` (set ipv4_dst and ip_dscp, so the IPv4 checksum is fixed, then
-    output:2), ``pushvlan`` (push 802.1Q, set vlan_vid 100, output:2).
+    output:2), ``pushvlan`` (push 802.1Q, set vlan_vid 100, output:2), ``pushmpls`` (push an
+    MPLS label stack entry, set mpls_label to the flow's index, output:2), ``popvlan`` (frames
+    tagged with VLAN 100; the flows match it (vlan_vid = 100 beside their own fields), pop the
+    tag, output:2), ``popmpls`` (frames carrying one MPLS label over IPv4; flow i matches
+    eth_type 0x8847 + mpls_label i, pops the label (ethertype IPv4), output:2: one exact-match
+    shape, as an LSR's label table).
     mix: ``uniform`` (``n_frames`` distinct frames, each once per pass, each matching a random
     flow) or ``zipf`` (``n_frames`` frames drawn with Zipf exponent ``zipf_s`` from
     ``n_distinct`` distinct frames). Rewriting kinds need a feed that copies (replay-copy)."""
@@ -169,7 +215,7 @@ class Workload:
 
     @property
     def rewrites(self) -> bool:
-        return self.kind in ("setfield", "pushvlan")
+        return self.kind in REWRITING_KINDS
 
     def actions(self) -> bytes:
         out = w.action_output(2, 0)
@@ -180,7 +226,27 @@ class Workload:
                     + action_set_field(w.oxm(8, bytes([46]))) + out)
         if self.kind == "pushvlan":
             return action_push_vlan() + action_set_field(w.oxm(6, struct.pack("!H", 0x1000 | 100))) + out
+        if self.kind == "popvlan":
+            return action_pop_vlan() + out
+        if self.kind == "popmpls":
+            return action_pop_mpls() + out
         return out
+
+    def _match(self, i: int, f: BenchFlow) -> bytes:
+        if self.kind == "popmpls":
+            return w.match(w.oxm(5, b"\x88\x47"), w.oxm(34, struct.pack("!I", i)))
+        m = flow_match(f)
+        if self.kind == "popvlan":  # + vlan_vid = 100 (OFPVID_PRESENT): pop_vlan's prerequisite
+            vid = w.oxm(6, struct.pack("!H", 0x1000 | VLAN_VID))
+            m = w.match(vid, *_oxms_of(m))
+        return m
+
+    def _instructions(self, i: int) -> bytes:
+        if self.kind == "pushmpls":
+            return w.apply_actions(action_push_mpls()
+                                   + action_set_field(w.oxm(34, struct.pack("!I", i & 0xFFFFF)))
+                                   + w.action_output(2, 0))
+        return w.apply_actions(self.actions())
 
     def flow_mods(self, flows: list[BenchFlow]):
         if self.kind == "multitable":
@@ -194,14 +260,20 @@ class Workload:
             return
         acts = w.apply_actions(self.actions())
         for i, f in enumerate(flows):
-            yield w.flow_mod(priority=f.priority, match_=flow_match(f), instructions=acts,
+            ins = acts if self.kind != "pushmpls" else self._instructions(i)
+            yield w.flow_mod(priority=f.priority, match_=self._match(i, f), instructions=ins,
                              xid=i + 100)
 
     def frames(self, flows: list[BenchFlow], seed: int = 2) -> list[bytes]:
         rng = random.Random(seed)
+
+        def one() -> bytes:
+            i = rng.randrange(len(flows))
+            tag = {"popvlan": vlan_tag(VLAN_VID), "popmpls": mpls_tag(i)}.get(self.kind, b"")
+            return frame_for(flows[i], rng, tag)
         if self.mix == "uniform":
-            return [frame_for(rng.choice(flows), rng) for _ in range(self.n_frames)]
-        distinct = [frame_for(rng.choice(flows), rng) for _ in range(self.n_distinct)]
+            return [one() for _ in range(self.n_frames)]
+        distinct = [one() for _ in range(self.n_distinct)]
         return [distinct[i] for i in zipf_sequence(self.n_distinct, self.n_frames, self.zipf_s)]
 
 
@@ -222,6 +294,12 @@ WORKLOADS = {
                                                  kind="setfield"),
     "pipeline_64b_100k_flows_pushvlan": Workload("pipeline_64b_100k_flows_pushvlan",
                                                  kind="pushvlan"),
+    "pipeline_64b_100k_flows_popvlan": Workload("pipeline_64b_100k_flows_popvlan",
+                                                kind="popvlan"),
+    "pipeline_64b_100k_flows_pushmpls": Workload("pipeline_64b_100k_flows_pushmpls",
+                                                 kind="pushmpls"),
+    "pipeline_64b_100k_flows_popmpls": Workload("pipeline_64b_100k_flows_popmpls",
+                                                kind="popmpls"),
 }
 
 

@@ -66,7 +66,9 @@ def test_replay_feed_equals_softgen(lab):
 # issue 16 part 2: workloads that do not flatter the flow cache (long: make nightly)
 PART2 = ["pipeline_64b_100k_flows_distinct", "pipeline_64b_100k_flows_zipf1.0",
          "pipeline_64b_100k_flows_zipf0.8", "pipeline_64b_100k_flows_multitable",
-         "pipeline_64b_100k_flows_setfield", "pipeline_64b_100k_flows_pushvlan"]
+         "pipeline_64b_100k_flows_setfield", "pipeline_64b_100k_flows_pushvlan",
+         "pipeline_64b_100k_flows_popvlan", "pipeline_64b_100k_flows_pushmpls",
+         "pipeline_64b_100k_flows_popmpls"]
 
 
 @pytest.mark.bench

@@ -101,3 +101,32 @@ def test_workload_messages():
     z = bench.Workload("z", mix="zipf", n_frames=500, n_distinct=100)
     fr = z.frames(flows)
     assert len(fr) == 500 and len(set(fr)) <= 100
+
+
+def test_encapsulated_frames_and_flows():
+    """popvlan / popmpls frames carry their tag and stay 60 bytes; their flows match the tag;
+    pushmpls sets the flow's own label."""
+    flows = bench.make_flows(8)
+    pv = bench.WORKLOADS["pipeline_64b_100k_flows_popvlan"]
+    fr = pv.frames(flows)
+    assert all(len(f) == 60 and f[12:18] == bench.vlan_tag(bench.VLAN_VID) for f in fr)
+    assert all(f[18 + 9] == 17 for f in fr)  # IPv4 protocol UDP below the tag
+    m = list(pv.flow_mods(flows))[0]
+    assert bench.w.oxm(6, struct.pack("!H", 0x1000 | bench.VLAN_VID)) in m
+    assert bench.action_pop_vlan() in m
+    pm = bench.WORKLOADS["pipeline_64b_100k_flows_popmpls"]
+    for f in pm.frames(flows):
+        assert len(f) == 60 and f[12:14] == b"\x88\x47"
+        lse = struct.unpack_from("!I", f, 14)[0]
+        assert lse & 0x100 and lse & 0xFF == 64 and lse >> 12 < 8  # bottom of stack, ttl, label
+        assert f[18] == 0x45
+    mods = list(pm.flow_mods(flows))
+    assert bench.w.oxm(34, struct.pack("!I", 5)) in mods[5] and bench.action_pop_mpls() in mods[5]
+    push = list(bench.WORKLOADS["pipeline_64b_100k_flows_pushmpls"].flow_mods(flows))
+    assert bench.action_push_mpls() in push[3]
+    assert bench.action_set_field(bench.w.oxm(34, struct.pack("!I", 3))) in push[3]
+    assert all(bench.WORKLOADS[n].rewrites for n in (
+        "pipeline_64b_100k_flows_popvlan", "pipeline_64b_100k_flows_popmpls",
+        "pipeline_64b_100k_flows_pushmpls"))
+    assert bench._oxms_of(bench.w.match(bench.w.oxm(5, b"\x08\x00"), bench.w.oxm(10, b"\x11"))) == [
+        bench.w.oxm(5, b"\x08\x00"), bench.w.oxm(10, b"\x11")]
