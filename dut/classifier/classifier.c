@@ -17,9 +17,7 @@
 
 #define MAXW (OFB_CLS_MAX_KEY_LEN / 8)
 #define V_INF UINT64_MAX
-#define CAND_MAX 63
-#define PF_EXTRA_DEFAULT 2              /* 4 prefilter bits per bucket (2-4 per rule) */
-#define PF_MIN_FILTER_BYTES (384u << 10) /* auto: prefilter when band 0's filter exceeds this */   /* +1 slot: collect() writes one past the last kept */
+#define CAND_MAX 63   /* +1 slot: collect() writes one past the last kept */
 #define BATCH_CHUNK 16
 #define likely(x) __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
@@ -54,13 +52,6 @@ struct tbl {
     size_t bytes;
     uint64_t *filter;   /* per bucket: 4 x 16-bit (q << 9 | fingerprint), q desc */
     _Atomic(struct blk *) *bk;
-    /* prefilter: bit (h & pf_mask) set for the hash h of every entry held
-     * (set before the entry is visible, cleared only by a rebuild at grow);
-     * 2^pf_extra bits per bucket, so phase 1 reads this L2-sized bitmap and
-     * the bucket's filter word only when the bit is set (see classifier.h) */
-    uint32_t pf_mask;   /* bits - 1 */
-    size_t pf_words;
-    _Atomic uint64_t *pf;
 };
 
 /* What phase 1 of a lookup reads per table, packed (32 B, two per cache line)
@@ -81,8 +72,6 @@ struct snap {           /* what readers iterate: tables (TSS: by max_prio desc) 
     uint32_t bs[OFB_CLS_MAX_BANDS + 1];
     bool simd_ok;       /* every table hashes <= 2 words */
     bool one_word;      /* every table hashes 1 word (m1 == 0): AVX2 skips the second */
-    bool use_pf;        /* phase 1 (scalar, AVX2) tests the tables' prefilter bitmaps */
-    uint64_t *spf, *spm;  /* prefilter bitmap base and bit mask per slot */
     uint64_t *sm0, *sm1, *sw0, *sw1, *sfm, *sfb;  /* SIMD phase 1 inputs */
     uint64_t *sp0, *sp1;  /* AVX2: dword pair (2w, 2w+1) of sw0/sw1 for vpermd */
     struct pdesc d[];   /* n descriptors, same order */
@@ -127,8 +116,6 @@ struct ofb_cls {
     uint64_t qscale;                  /* qfine = (p - qmin) * qscale >> 32 */
     uint32_t nbands;                  /* OURS priority bands (power of two) */
     bool bands_auto;
-    uint8_t pf_extra;                 /* prefilter bits per bucket = 2^pf_extra */
-    int8_t pf_force;                  /* OFB_CLS_PREFILTER: -1 auto, 0 off, 1 on */
     _Atomic uint64_t version __attribute__((aligned(64)));
     _Atomic(struct snap *) snap;
     _Atomic(struct lin *) lin;
@@ -723,23 +710,17 @@ static struct tbl *tbl_alloc(struct ofb_cls *c, const uint64_t *cm, uint32_t nb_
         t->bits += (uint32_t)__builtin_popcountll(cm[i]);
     }
     t->nb_log = nb_log;
-    uint32_t pf_log = nb_log + c->pf_extra > 31 ? 31 : nb_log + c->pf_extra;
-    t->pf_mask = (uint32_t)(((uint64_t)1 << pf_log) - 1);
-    t->pf_words = pf_log >= 6 ? (size_t)1 << (pf_log - 6) : 1;
-    t->bytes = bytes + t->pf_words * 8;
+    t->bytes = bytes;
     t->filter = xalloc(c, nb * 8);
     t->bk = xalloc(c, nb * sizeof(void *));
-    t->pf = xalloc(c, t->pf_words * 8);
-    if (!t->filter || !t->bk || !t->pf) {
+    if (!t->filter || !t->bk) {
         xfree(c, t->filter, nb * 8);
         xfree(c, t->bk, nb * sizeof(void *));
-        xfree(c, (void *)t->pf, t->pf_words * 8);
         xfree(c, t, sizeof(struct tbl));
         return NULL;
     }
     memset(t->filter, 0, nb * 8);
     memset((void *)t->bk, 0, nb * sizeof(void *));
-    memset((void *)t->pf, 0, t->pf_words * 8);
     return t;
 }
 
@@ -749,7 +730,6 @@ static void tbl_retire(struct ofb_cls *c, struct tbl *t)
     size_t nb = (size_t)1 << t->nb_log;
     retire(c, t->filter, nb * 8);
     retire(c, (void *)t->bk, nb * sizeof(void *));
-    retire(c, (void *)t->pf, t->pf_words * 8);
     retire(c, t, sizeof(struct tbl));
 }
 
@@ -757,19 +737,6 @@ static void tbl_retire(struct ofb_cls *c, struct tbl *t)
 static inline uint32_t fslot(const struct tbl *t, uint32_t h)
 {
     return (h & ((1u << t->nb_log) - 1)) << 3;
-}
-
-/* prefilter bit of hash h: set for every entry, tested by phase 1 */
-static inline void pf_set(struct tbl *t, uint32_t h)
-{
-    uint32_t b = h & t->pf_mask;
-    atomic_fetch_or_explicit(&t->pf[b >> 6], (uint64_t)1 << (b & 63), memory_order_relaxed);
-}
-
-static inline bool pf_may(const uint64_t *pf, uint32_t pf_mask, uint32_t h)
-{
-    uint32_t b = h & pf_mask;
-    return (atomic_load_explicit((_Atomic uint64_t *)&pf[b >> 6], memory_order_relaxed) >> (b & 63)) & 1;
 }
 
 static uint32_t ent_hash(const struct ofb_cls *c, const struct tbl *t, const struct ent *e)
@@ -813,7 +780,7 @@ static int snap_rebuild(struct ofb_cls *c)
     /* multiple of 8: each SoA array must stay 64-byte aligned for the AVX-512 loads */
     size_t slots_max = ((size_t)c->nwt + 8 * (size_t)nb + 7) & ~(size_t)7;
     size_t bytes = sizeof(struct snap) + slots_max * (sizeof(struct pdesc) + sizeof(void *)) +
-                   10 * slots_max * sizeof(uint64_t) + 64;
+                   8 * slots_max * sizeof(uint64_t) + 64;
     struct snap *s = xalloc(c, bytes);
     if (!s)
         return -1;
@@ -826,7 +793,6 @@ static int snap_rebuild(struct ofb_cls *c)
     s->sm0 = soa; s->sm1 = soa + slots_max; s->sw0 = soa + 2 * slots_max;
     s->sw1 = soa + 3 * slots_max; s->sfm = soa + 4 * slots_max; s->sfb = soa + 5 * slots_max;
     s->sp0 = soa + 6 * slots_max; s->sp1 = soa + 7 * slots_max;
-    s->spf = soa + 8 * slots_max; s->spm = soa + 9 * slots_max;
     struct tbl **live = malloc((c->nwt + 1) * sizeof(*live));
     if (!live) {
         xfree(c, s, bytes);
@@ -854,19 +820,12 @@ static int snap_rebuild(struct ofb_cls *c)
     free(live);
     s->simd_ok = true;
     s->one_word = true;
-    size_t band0_filter_bytes = 0;
     for (uint32_t i = 0; i < s->npad; i++) {
         const struct tbl *t = s->t[i];
         struct pdesc *d = &s->d[i];
         memset(d, 0, sizeof(*d));
         d->filter = zero_filter;
-        s->spf[i] = (uint64_t)(uintptr_t)zero_filter;  /* padding: bit 0 of a zero word, never passes */
-        s->spm[i] = 0;
         if (t) {
-            s->spf[i] = (uint64_t)(uintptr_t)t->pf;
-            s->spm[i] = t->pf_mask;
-            if (i < s->bs[1])
-                band0_filter_bytes += (size_t)8 << t->nb_log;
             d->nw = t->nw;
             d->w0 = t->nw > 0 ? t->wi[0] : 0;
             d->m0 = t->nw > 0 ? t->cm[t->wi[0]] : 0;
@@ -888,9 +847,6 @@ static int snap_rebuild(struct ofb_cls *c)
         s->sp0[i] = (uint64_t)(2u * d->w0) | (uint64_t)(2u * d->w0 + 1) << 32;
         s->sp1[i] = (uint64_t)(2u * d->w1) | (uint64_t)(2u * d->w1 + 1) << 32;
     }
-    /* the prefilter pays when band 0's filter words no longer fit in L2 */
-    s->use_pf = c->algo == OFB_CLS_ALGO_OURS &&
-                (c->pf_force >= 0 ? c->pf_force == 1 : band0_filter_bytes > PF_MIN_FILTER_BYTES);
     struct snap *old = atomic_load_explicit(&c->snap, memory_order_relaxed);
     atomic_store_explicit(&c->snap, s, memory_order_release);
     if (old)
@@ -946,7 +902,7 @@ static int tbl_grow(struct ofb_cls *c, uint32_t idx, uint32_t new_log)
             struct blk *nk = atomic_load_explicit(&t->bk[fs >> 3], memory_order_relaxed);
             struct ent *d = ent_at(c, nk->data, nk->n++);
             memcpy(d, e, c->es);
-            pf_set(t, h);
+            (void)h;
         }
         retire(c, k, k->bytes);
     }
@@ -1073,7 +1029,6 @@ static int tbl_put(struct ofb_cls *c, uint32_t idx, const uint8_t *ebuf, uint32_
     }
     if (pos)
         memcpy(nk->data, ok->data, (size_t)pos * c->es);
-    pf_set(t, h);
     memcpy(ent_at(c, nk->data, pos), e, c->es);
     if (on > pos)
         memcpy(ent_at(c, nk->data, pos + 1), ent_at(c, ok->data, pos), (size_t)(on - pos) * c->es);
@@ -1768,7 +1723,6 @@ static inline uint32_t collect_scalar(const struct ofb_cls *c, const struct snap
 {
     uint32_t nc = 0;
     const uint32_t n = hi - lo;
-    const bool pf = s->use_pf;
     const struct pdesc *restrict d = s->d + lo;
     struct tbl *const *tp = s->t + lo;
     uint64_t ev[PROBE_CHUNK];
@@ -1779,9 +1733,7 @@ static inline uint32_t collect_scalar(const struct ofb_cls *c, const struct snap
             const struct pdesc *x = &d[base + i];
             uint32_t h = hash_desc(kw, x, tp[base + i]);
             hv[i] = h;
-            ev[i] = 0;
-            if (!pf || pf_may((const uint64_t *)(uintptr_t)s->spf[lo + base + i], (uint32_t)s->spm[lo + base + i], h))
-                ev[i] = atomic_load_explicit((_Atomic uint64_t *)&x->filter[h & x->fmask], memory_order_relaxed);
+            ev[i] = atomic_load_explicit((_Atomic uint64_t *)&x->filter[h & x->fmask], memory_order_relaxed);
         }
         atomic_thread_fence(memory_order_acquire);
         for (uint32_t i = 0; i < m; i++) {
@@ -1890,8 +1842,7 @@ static uint32_t collect_avx2(const struct ofb_cls *c, const struct snap *s, uint
                              struct cand *cd, uint64_t v, uint32_t *bp, uint32_t *bid, uint64_t *bh)
 {
     uint32_t nc = 0;
-    const bool perm = c->nwk <= 4, one = s->one_word, pf = s->use_pf;
-    const __m256i c63 = _mm256_set1_epi64x(63);
+    const bool perm = c->nwk <= 4, one = s->one_word;
     uint64_t kbuf[4] = { 0, 0, 0, 0 };
     memcpy(kbuf, kw, (c->nwk < 4 ? c->nwk : 4) * 8);
     const __m256i kv = _mm256_loadu_si256((const __m256i *)kbuf);
@@ -1928,20 +1879,7 @@ static uint32_t collect_avx2(const struct ofb_cls *c, const struct snap *s, uint
         }
         __m256i slot = _mm256_and_si256(h64, _mm256_load_si256((const __m256i *)(s->sfm + b)));
         __m256i addr = _mm256_add_epi64(_mm256_load_si256((const __m256i *)(s->sfb + b)), _mm256_slli_epi64(slot, 3));
-        __m256i w;
-        if (pf) {
-            /* prefilter bit (h & pf_mask) of each table; the filter word only
-             * for the tables whose bit is set (masked gather, 0 elsewhere) */
-            __m256i pb = _mm256_and_si256(h64, _mm256_load_si256((const __m256i *)(s->spm + b)));
-            __m256i pa = _mm256_add_epi64(_mm256_load_si256((const __m256i *)(s->spf + b)),
-                                          _mm256_slli_epi64(_mm256_srli_epi64(pb, 6), 3));
-            __m256i pw = _mm256_i64gather_epi64((const long long *)0, pa, 1);
-            pw = _mm256_srlv_epi64(pw, _mm256_and_si256(pb, c63));
-            __m256i pass = _mm256_cmpeq_epi64(_mm256_and_si256(pw, one64), one64);
-            w = _mm256_mask_i64gather_epi64(zero, (const long long *)0, addr, pass, 1);
-        } else {
-            w = _mm256_i64gather_epi64((const long long *)0, addr, 1);
-        }
+        __m256i w = _mm256_i64gather_epi64((const long long *)0, addr, 1);
         __m256i fp = _mm256_and_si256(_mm256_srli_epi64(h64, 23), c1ff);
         fp = _mm256_max_epi32(fp, one64);   /* 0 -> 1; upper dwords stay 0 */
         fp = _mm256_or_si256(fp, _mm256_slli_epi64(fp, 16));
@@ -2028,35 +1966,6 @@ static int simd_choose(void)
     return SIMD_SCALAR;
 }
 
-
-/* OFB_CLS_PREFILTER=auto|0|1 (default 0; auto: on when band 0's filter words
- * exceed PF_MIN_FILTER_BYTES), OFB_CLS_PF_BITS=1..5 (log2 prefilter bits per
- * bucket, default PF_EXTRA_DEFAULT).  -1 with a message on a bad value. */
-static int pf_choose(struct ofb_cls *c)
-{
-    const char *e = getenv("OFB_CLS_PREFILTER"), *b = getenv("OFB_CLS_PF_BITS");
-    c->pf_force = 0;  /* measured slower on the AVX2 box (README): off unless forced */
-    c->pf_extra = PF_EXTRA_DEFAULT;
-    if (e && *e && strcmp(e, "auto")) {
-        if (strcmp(e, "0") && strcmp(e, "1")) {
-            fprintf(stderr, "ofb_cls: OFB_CLS_PREFILTER=%s: want auto, 0 or 1\n", e);
-            return -1;
-        }
-        c->pf_force = (int8_t)(*e - '0');
-    } else if (e && !strcmp(e, "auto")) {
-        c->pf_force = -1;
-    }
-    if (b && *b) {
-        char *end;
-        long v = strtol(b, &end, 10);
-        if (*end || v < 1 || v > 5) {
-            fprintf(stderr, "ofb_cls: OFB_CLS_PF_BITS=%s: want 1..5 (log2 bits per bucket)\n", b);
-            return -1;
-        }
-        c->pf_extra = (uint8_t)v;
-    }
-    return 0;
-}
 
 /* phase 1 over band b's slots */
 static inline uint32_t collect(const struct ofb_cls *c, const struct snap *s, uint32_t b, const uint64_t *kw,
@@ -2295,11 +2204,6 @@ struct ofb_cls *ofb_cls_create(const struct ofb_cls_params *p)
         return NULL;
     }
     c->simd = (uint8_t)simd;
-    if (pf_choose(c)) {
-        free(c);
-        errno = EINVAL;
-        return NULL;
-    }
     atomic_store(&c->bytes, sizeof(*c));
     atomic_store(&c->version, 1);
     c->wv = 2;
@@ -2326,7 +2230,6 @@ void ofb_cls_destroy(struct ofb_cls *c)
         }
         sized_free(t->filter, nb * 8);
         sized_free((void *)t->bk, nb * sizeof(void *));
-        sized_free((void *)t->pf, t->pf_words * 8);
         sized_free(t, sizeof(struct tbl));
     }
     {

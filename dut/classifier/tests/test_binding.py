@@ -54,31 +54,6 @@ def test_simd_path_unknown_or_missing_is_a_clear_error(monkeypatch):
 def test_differential_against_python_reference(algo, bands, simd, key_len):
     """bands: OURS priority bands (0 = auto = 1 for a classifier filled by inserts);
     simd: OURS' phase-1 path (None = the CPU's best); key_len 40 takes AVX2's gather path."""
-    _differential(algo, bands, simd, key_len)
-
-
-@pytest.mark.parametrize("simd", binding.SIMD_PATHS)
-@pytest.mark.parametrize("key_len", [4, 13, 40])
-@pytest.mark.parametrize("pf_bits", ["1", "3"])
-def test_differential_with_the_prefilter_forced(monkeypatch, simd, key_len, pf_bits):
-    """OURS' per-table prefilter bitmap (OFB_CLS_PREFILTER=1; auto turns it on only for large
-    filters) on every phase-1 path: the same answers as the reference, across table growth
-    (bitmaps rebuilt) and deletes (stale bits)."""
-    _path(simd)
-    monkeypatch.setenv("OFB_CLS_PREFILTER", "1")
-    monkeypatch.setenv("OFB_CLS_PF_BITS", pf_bits)
-    _differential("ours", 0, simd, key_len)
-
-
-def test_prefilter_bad_setting_is_a_clear_error(monkeypatch):
-    for var, val in [("OFB_CLS_PREFILTER", "yes"), ("OFB_CLS_PF_BITS", "9")]:
-        monkeypatch.setenv(var, val)
-        with pytest.raises(ValueError, match="ofb_cls_create refused"):
-            Classifier(4)
-        monkeypatch.delenv(var)
-
-
-def _differential(algo, bands, simd, key_len):
     if simd is not None:
         _path(simd)
     rnd = random.Random(key_len * 7 + len(algo) + bands)
@@ -168,17 +143,6 @@ def test_c_differential_and_concurrency_binary(simd):
                        env={**os.environ, "OFB_CLS_SIMD": simd})
     assert r.returncode == 0, r.stdout + r.stderr
     assert f"simd path: {simd}" in r.stdout
-    assert "differential: 0 failures" in r.stdout and r.stdout.strip().endswith("OK")
-
-
-@pytest.mark.parametrize("simd", binding.SIMD_PATHS)
-def test_c_differential_and_concurrency_binary_prefilter_on(simd):
-    """the same C differential and 1-writer/2-reader run with OURS' prefilter forced on"""
-    _path(simd)
-    exe = binding.build_dir() / "dut" / "classifier" / "cls-test"
-    r = subprocess.run([str(exe), "--quick"], capture_output=True, text=True, timeout=120,
-                       env={**os.environ, "OFB_CLS_SIMD": simd, "OFB_CLS_PREFILTER": "1"})
-    assert r.returncode == 0, r.stdout + r.stderr
     assert "differential: 0 failures" in r.stdout and r.stdout.strip().endswith("OK")
 
 

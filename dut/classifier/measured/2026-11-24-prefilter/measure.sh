@@ -1,6 +1,8 @@
 #!/bin/bash
 # OURS with and without the per-table prefilter bitmap (AVX2 and scalar), ntt (slide 19) 100k/1M,
 # 3 repetitions interleaved.  Files as in ../2026-11-24-epyc-avx2 (CLSB dir, default /tmp/clsb-fast).
+# Needs the prefilter of commit e3adb33 (reverted after this measurement: slower); on a later tree the
+# OFB_CLS_PREFILTER/OFB_CLS_PF_BITS variables are ignored and every row measures plain OURS.
 # flock /tmp/ofbench-bench.lock dut/classifier/measured/2026-11-24-prefilter/measure.sh
 B=${B:-$(cd "$(dirname "$0")/../../../.." && pwd)/build/dut/classifier/cls-bench}
 cd "${CLSB:-/tmp/clsb-fast}" || exit 1
