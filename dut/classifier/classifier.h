@@ -114,6 +114,17 @@
  *     are quantised to 127 * bands levels: the band is the high part, the
  *     filter's 7-bit q the low part, so q (compared only within a band) keeps
  *     its full resolution whatever the band count.
+ *  6. Key32 bitmaps (keys <= 4 bytes: document 003's 32-bit condition; not on
+ *     the AVX-512 path).  Each table also keeps a bitmap of 64 bits per
+ *     bucket (32-64 per rule), bit ((value & C) * 0x9E3779B1) >> shift set for
+ *     every entry before it becomes visible, never cleared (a deleted rule's
+ *     bit only costs false passes) until the table grows and the bitmap is
+ *     rebuilt from its entries.  Phase 1 then tests one bitmap bit per table
+ *     (AVX2: 8 tables per step, vpmulld + two vpgatherqq; scalar: one load),
+ *     and only the ~1-3 tables per key that pass compute the table hash and
+ *     read their filter word (prefetched, tested after the sweep).  The
+ *     bitmap is 2^(nb_log + 6) bits, so it is a superset filter with ~2 %
+ *     false passes per table.  OFB_CLS_KEY32=0 turns it off (measurement).
  *
  * Measured (CPU time, shared 2-core VMs; README.md has the tables and
  * commands).  AVX-512 Zen 4, p = 1/2 masks (ntt_half) 1M: 1.0-1.5 Mlps single,
