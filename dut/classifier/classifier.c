@@ -1843,12 +1843,11 @@ static inline uint32_t bm_drain(const struct ofb_cls *c, const struct snap *s, c
 }
 
 /* key32 phase 1 (keys <= 4 bytes), scalar: one bitmap bit per table */
-static uint32_t collect_bm_scalar(const struct ofb_cls *c, const struct snap *s, uint32_t lo, uint32_t hi,
-                                  const uint64_t *kw,
-                                  struct cand *cd, uint64_t v, uint32_t *bp, uint32_t *bid, uint64_t *bh)
+static inline uint32_t sweep_bm_scalar(const struct ofb_cls *c, const struct snap *s, uint32_t lo, uint32_t hi,
+                                const uint64_t *kw, struct bm_pass *pl, uint32_t *np_out,
+                                struct cand *cd, uint64_t v, uint32_t *bp, uint32_t *bid, uint64_t *bh)
 {
     uint32_t nc = 0, np = 0;
-    struct bm_pass pl[BM_PASS_MAX];
     const uint32_t k32 = (uint32_t)kw[0];
     for (uint32_t i = lo; i < hi; i++) {
         uint32_t b = bm_bit(k32 & s->scm[i], s->ssh[i]);
@@ -1861,7 +1860,8 @@ static uint32_t collect_bm_scalar(const struct ofb_cls *c, const struct snap *s,
             }
         }
     }
-    return bm_drain(c, s, pl, np, kw, cd, nc, v, bp, bid, bh);
+    *np_out = np;
+    return nc;
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -1870,12 +1870,11 @@ static uint32_t collect_bm_scalar(const struct ofb_cls *c, const struct snap *s,
  * vpgatherqq of bitmap words, bit test); the few tables that pass read their
  * filter word (bm_pass) */
 __attribute__((target("avx2,bmi")))
-static uint32_t collect_bm_avx2(const struct ofb_cls *c, const struct snap *s, uint32_t lo, uint32_t hi,
-                                const uint64_t *kw,
-                                struct cand *cd, uint64_t v, uint32_t *bp, uint32_t *bid, uint64_t *bh)
+static uint32_t sweep_bm_avx2(const struct ofb_cls *c, const struct snap *s, uint32_t lo, uint32_t hi,
+                              const uint64_t *kw, struct bm_pass *pl, uint32_t *np_out,
+                              struct cand *cd, uint64_t v, uint32_t *bp, uint32_t *bid, uint64_t *bh)
 {
     uint32_t nc = 0, np = 0;
-    struct bm_pass pl[BM_PASS_MAX];
     const __m256i kv = _mm256_set1_epi32((int)(uint32_t)kw[0]), K = _mm256_set1_epi32((int)BM_K);
     const __m256i c63 = _mm256_set1_epi64x(63);
     for (uint32_t b = lo; b < hi; b += 8) {
@@ -1904,7 +1903,8 @@ static uint32_t collect_bm_avx2(const struct ofb_cls *c, const struct snap *s, u
             np = 0;
         }
     }
-    return bm_drain(c, s, pl, np, kw, cd, nc, v, bp, bid, bh);
+    *np_out = np;
+    return nc;
 }
 
 /* Phase 1 for 8 tables per step: gather the two key words of each table
@@ -2122,16 +2122,26 @@ static int simd_choose(void)
 }
 
 
+/* key32 sweep over band b's slots: passes (filter words prefetched) to pl[0..*np) */
+static inline uint32_t sweep_bm(const struct ofb_cls *c, const struct snap *s, uint32_t b, const uint64_t *kw,
+                                struct bm_pass *pl, uint32_t *np, struct cand *cd, uint64_t v, uint32_t *bp,
+                                uint32_t *bid, uint64_t *bh)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (c->simd == SIMD_AVX2)
+        return sweep_bm_avx2(c, s, s->bs[b], s->bs[b + 1], kw, pl, np, cd, v, bp, bid, bh);
+#endif
+    return sweep_bm_scalar(c, s, s->bs[b], s->bs[b + 1], kw, pl, np, cd, v, bp, bid, bh);
+}
+
 /* phase 1 over band b's slots */
 static inline uint32_t collect(const struct ofb_cls *c, const struct snap *s, uint32_t b, const uint64_t *kw,
                                struct cand *cd, uint64_t v, uint32_t *bp, uint32_t *bid, uint64_t *bh)
 {
     if (s->use_bm) {  /* key32: never on the AVX-512 path (c->key32) */
-#if defined(__x86_64__) && defined(__GNUC__)
-        if (c->simd == SIMD_AVX2)
-            return collect_bm_avx2(c, s, s->bs[b], s->bs[b + 1], kw, cd, v, bp, bid, bh);
-#endif
-        return collect_bm_scalar(c, s, s->bs[b], s->bs[b + 1], kw, cd, v, bp, bid, bh);
+        struct bm_pass pl[BM_PASS_MAX];
+        uint32_t np, nc = sweep_bm(c, s, b, kw, pl, &np, cd, v, bp, bid, bh);
+        return bm_drain(c, s, pl, np, kw, cd, nc, v, bp, bid, bh);
     }
 #if defined(__x86_64__) && defined(__GNUC__)
     if (c->simd == SIMD_AVX512 && s->simd_ok)
@@ -2248,11 +2258,26 @@ static size_t batch_ours(const struct ofb_cls *c, const uint8_t *const keys[], s
     uint64_t bh[BATCH_CHUNK];
     const struct blk *tb[BATCH_CHUNK];
     size_t hits = 0;
+    /* AVX2 only: the scalar sweep measured slower this way (README) */
+    const bool bm = s && s->use_bm && c->simd == SIMD_AVX2;
+    struct bm_pass pl[BATCH_CHUNK][BM_PASS_MAX];
+    uint32_t np[BATCH_CHUNK];
+    if (bm)  /* key32: every key's sweep first, so their filter-word misses overlap */
+        for (size_t i = 0; i < n; i++) {
+            load_key(c, keys[i], kw[i]);
+            bp[i] = bid[i] = 0;
+            bh[i] = 0;
+            nc[i] = sweep_bm(c, s, 0, kw[i], pl[i], &np[i], cd[i], v, &bp[i], &bid[i], &bh[i]);
+        }
     for (size_t i = 0; i < n; i++) {
-        load_key(c, keys[i], kw[i]);
-        bp[i] = bid[i] = 0;
-        bh[i] = 0;
-        nc[i] = s ? collect(c, s, 0, kw[i], cd[i], v, &bp[i], &bid[i], &bh[i]) : 0;
+        if (bm) {
+            nc[i] = bm_drain(c, s, pl[i], np[i], kw[i], cd[i], nc[i], v, &bp[i], &bid[i], &bh[i]);
+        } else {
+            load_key(c, keys[i], kw[i]);
+            bp[i] = bid[i] = 0;
+            bh[i] = 0;
+            nc[i] = s ? collect(c, s, 0, kw[i], cd[i], v, &bp[i], &bid[i], &bh[i]) : 0;
+        }
         uint32_t j = 0;
         for (uint32_t x = 1; x < nc[i]; x++)
             if (cd[i][x].q > cd[i][j].q)

@@ -122,7 +122,8 @@
  *     rebuilt from its entries.  Phase 1 then tests one bitmap bit per table
  *     (AVX2: 8 tables per step, vpmulld + two vpgatherqq; scalar: one load),
  *     and only the ~1-3 tables per key that pass compute the table hash and
- *     read their filter word (prefetched, tested after the sweep).  The
+ *     read their filter word (prefetched, tested after the sweep; AVX2
+ *     batches sweep all keys of a chunk before any filter word).  The
  *     bitmap is 2^(nb_log + 6) bits, so it is a superset filter with ~2 %
  *     false passes per table.  OFB_CLS_KEY32=0 turns it off (measurement).
  *
