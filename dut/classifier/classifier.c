@@ -17,7 +17,9 @@
 
 #define MAXW (OFB_CLS_MAX_KEY_LEN / 8)
 #define V_INF UINT64_MAX
-#define CAND_MAX 63   /* +1 slot: collect() writes one past the last kept */
+#define CAND_MAX 63
+#define BM_EXTRA 6          /* key32 bitmap: 2^6 bits per bucket = 32-64 bits per rule */
+#define BM_K 0x9E3779B1u    /* key32 bitmap hash: bit = ((value & cm) * BM_K) >> shift */   /* +1 slot: collect() writes one past the last kept */
 #define BATCH_CHUNK 16
 #define likely(x) __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
@@ -52,6 +54,13 @@ struct tbl {
     size_t bytes;
     uint64_t *filter;   /* per bucket: 4 x 16-bit (q << 9 | fingerprint), q desc */
     _Atomic(struct blk *) *bk;
+    /* key32 bitmap (keys <= 4 bytes, else NULL): bit ((value & cm) * BM_K) >>
+     * bm_shift set for every entry held, before it is visible; never cleared
+     * (deleted entries leave stale bits: false passes only) until the table
+     * grows and the bitmap is rebuilt from the entries */
+    uint32_t bm_shift;
+    size_t bm_words;
+    _Atomic uint64_t *bm;
 };
 
 /* What phase 1 of a lookup reads per table, packed (32 B, two per cache line)
@@ -72,6 +81,9 @@ struct snap {           /* what readers iterate: tables (TSS: by max_prio desc) 
     uint32_t bs[OFB_CLS_MAX_BANDS + 1];
     bool simd_ok;       /* every table hashes <= 2 words */
     bool one_word;      /* every table hashes 1 word (m1 == 0): AVX2 skips the second */
+    bool use_bm;        /* key32: phase 1 (scalar, AVX2) tests the tables' bitmaps */
+    uint64_t *sbm;      /* key32 bitmap base per slot (zero_filter for padding) */
+    uint32_t *scm, *ssh;  /* key32: common mask (low 32 bits) and bitmap shift per slot */
     uint64_t *sm0, *sm1, *sw0, *sw1, *sfm, *sfb;  /* SIMD phase 1 inputs */
     uint64_t *sp0, *sp1;  /* AVX2: dword pair (2w, 2w+1) of sw0/sw1 for vpermd */
     struct pdesc d[];   /* n descriptors, same order */
@@ -116,6 +128,7 @@ struct ofb_cls {
     uint64_t qscale;                  /* qfine = (p - qmin) * qscale >> 32 */
     uint32_t nbands;                  /* OURS priority bands (power of two) */
     bool bands_auto;
+    bool key32;                       /* OURS, key_len <= 4: tables carry key32 bitmaps */
     _Atomic uint64_t version __attribute__((aligned(64)));
     _Atomic(struct snap *) snap;
     _Atomic(struct lin *) lin;
@@ -710,17 +723,26 @@ static struct tbl *tbl_alloc(struct ofb_cls *c, const uint64_t *cm, uint32_t nb_
         t->bits += (uint32_t)__builtin_popcountll(cm[i]);
     }
     t->nb_log = nb_log;
-    t->bytes = bytes;
+    if (c->key32) {
+        uint32_t bm_log = nb_log + BM_EXTRA > 31 ? 31 : nb_log + BM_EXTRA;
+        t->bm_shift = 32 - bm_log;
+        t->bm_words = bm_log > 6 ? (size_t)1 << (bm_log - 6) : 1;
+    }
+    t->bytes = bytes + t->bm_words * 8;
     t->filter = xalloc(c, nb * 8);
     t->bk = xalloc(c, nb * sizeof(void *));
-    if (!t->filter || !t->bk) {
+    t->bm = t->bm_words ? xalloc(c, t->bm_words * 8) : NULL;
+    if (!t->filter || !t->bk || (t->bm_words && !t->bm)) {
         xfree(c, t->filter, nb * 8);
         xfree(c, t->bk, nb * sizeof(void *));
+        xfree(c, (void *)t->bm, t->bm_words * 8);
         xfree(c, t, sizeof(struct tbl));
         return NULL;
     }
     memset(t->filter, 0, nb * 8);
     memset((void *)t->bk, 0, nb * sizeof(void *));
+    if (t->bm)
+        memset((void *)t->bm, 0, t->bm_words * 8);
     return t;
 }
 
@@ -730,6 +752,8 @@ static void tbl_retire(struct ofb_cls *c, struct tbl *t)
     size_t nb = (size_t)1 << t->nb_log;
     retire(c, t->filter, nb * 8);
     retire(c, (void *)t->bk, nb * sizeof(void *));
+    if (t->bm)
+        retire(c, (void *)t->bm, t->bm_words * 8);
     retire(c, t, sizeof(struct tbl));
 }
 
@@ -737,6 +761,20 @@ static void tbl_retire(struct ofb_cls *c, struct tbl *t)
 static inline uint32_t fslot(const struct tbl *t, uint32_t h)
 {
     return (h & ((1u << t->nb_log) - 1)) << 3;
+}
+
+/* key32 bitmap: the bit of a masked 32-bit value */
+static inline uint32_t bm_bit(uint32_t x, uint32_t shift)
+{
+    return (x * BM_K) >> shift;
+}
+
+static inline void bm_set(struct tbl *t, const struct ent *e)
+{
+    if (!t->bm)
+        return;
+    uint32_t b = bm_bit((uint32_t)(e->w[0] & t->cm[0]), t->bm_shift);
+    atomic_fetch_or_explicit(&t->bm[b >> 6], (uint64_t)1 << (b & 63), memory_order_relaxed);
 }
 
 static uint32_t ent_hash(const struct ofb_cls *c, const struct tbl *t, const struct ent *e)
@@ -780,7 +818,7 @@ static int snap_rebuild(struct ofb_cls *c)
     /* multiple of 8: each SoA array must stay 64-byte aligned for the AVX-512 loads */
     size_t slots_max = ((size_t)c->nwt + 8 * (size_t)nb + 7) & ~(size_t)7;
     size_t bytes = sizeof(struct snap) + slots_max * (sizeof(struct pdesc) + sizeof(void *)) +
-                   8 * slots_max * sizeof(uint64_t) + 64;
+                   10 * slots_max * sizeof(uint64_t) + 64;
     struct snap *s = xalloc(c, bytes);
     if (!s)
         return -1;
@@ -793,6 +831,9 @@ static int snap_rebuild(struct ofb_cls *c)
     s->sm0 = soa; s->sm1 = soa + slots_max; s->sw0 = soa + 2 * slots_max;
     s->sw1 = soa + 3 * slots_max; s->sfm = soa + 4 * slots_max; s->sfb = soa + 5 * slots_max;
     s->sp0 = soa + 6 * slots_max; s->sp1 = soa + 7 * slots_max;
+    s->sbm = soa + 8 * slots_max;
+    s->scm = (uint32_t *)(soa + 9 * slots_max);
+    s->ssh = s->scm + slots_max;
     struct tbl **live = malloc((c->nwt + 1) * sizeof(*live));
     if (!live) {
         xfree(c, s, bytes);
@@ -820,12 +861,24 @@ static int snap_rebuild(struct ofb_cls *c)
     free(live);
     s->simd_ok = true;
     s->one_word = true;
+    s->use_bm = c->key32;
     for (uint32_t i = 0; i < s->npad; i++) {
         const struct tbl *t = s->t[i];
         struct pdesc *d = &s->d[i];
         memset(d, 0, sizeof(*d));
         d->filter = zero_filter;
+        /* padding: bit 0 or 1 of a zero word, never passes */
+        s->sbm[i] = (uint64_t)(uintptr_t)zero_filter;
+        s->scm[i] = 0;
+        s->ssh[i] = 31;
         if (t) {
+            if (t->bm) {
+                s->sbm[i] = (uint64_t)(uintptr_t)t->bm;
+                s->scm[i] = (uint32_t)t->cm[0];
+                s->ssh[i] = t->bm_shift;
+            } else {
+                s->use_bm = false;
+            }
             d->nw = t->nw;
             d->w0 = t->nw > 0 ? t->wi[0] : 0;
             d->m0 = t->nw > 0 ? t->cm[t->wi[0]] : 0;
@@ -902,6 +955,7 @@ static int tbl_grow(struct ofb_cls *c, uint32_t idx, uint32_t new_log)
             struct blk *nk = atomic_load_explicit(&t->bk[fs >> 3], memory_order_relaxed);
             struct ent *d = ent_at(c, nk->data, nk->n++);
             memcpy(d, e, c->es);
+            bm_set(t, e);
             (void)h;
         }
         retire(c, k, k->bytes);
@@ -1029,6 +1083,7 @@ static int tbl_put(struct ofb_cls *c, uint32_t idx, const uint8_t *ebuf, uint32_
     }
     if (pos)
         memcpy(nk->data, ok->data, (size_t)pos * c->es);
+    bm_set(t, e);
     memcpy(ent_at(c, nk->data, pos), e, c->es);
     if (on > pos)
         memcpy(ent_at(c, nk->data, pos + 1), ent_at(c, ok->data, pos), (size_t)(on - pos) * c->es);
@@ -1750,8 +1805,108 @@ static inline uint32_t collect_scalar(const struct ofb_cls *c, const struct snap
     return nc;
 }
 
+/* key32 phase 1: a table whose bitmap bit is set goes to the pass list with
+ * its hash, and its filter word is prefetched (the misses of a key's passes
+ * overlap the rest of its phase 1) */
+#define BM_PASS_MAX 64
+struct bm_pass { uint32_t i, h; };
+
+static inline uint32_t bm_pass(const struct snap *s, uint32_t i, const uint64_t *kw, struct bm_pass *pl,
+                               uint32_t np)
+{
+    const struct pdesc *d = &s->d[i];
+    uint32_t h = hash_desc(kw, d, s->t[i]);  /* padding slots never pass */
+    __builtin_prefetch(&d->filter[h & d->fmask]);
+    pl[np] = (struct bm_pass){ i, h };
+    return np + 1;
+}
+
+/* the passes' filter words, as phase 1 reads them otherwise */
+static inline uint32_t bm_drain(const struct ofb_cls *c, const struct snap *s, const struct bm_pass *pl,
+                                uint32_t np, const uint64_t *kw, struct cand *cd, uint32_t nc, uint64_t v,
+                                uint32_t *bp, uint32_t *bid, uint64_t *bh)
+{
+    for (uint32_t x = 0; x < np; x++) {
+        const struct pdesc *d = &s->d[pl[x].i];
+        uint32_t h = pl[x].h;
+        uint64_t w = atomic_load_explicit((_Atomic uint64_t *)&d->filter[h & d->fmask], memory_order_acquire);
+        uint32_t q = word_may(w, h);
+        if (q) {
+            cd[nc++] = (struct cand){ q, h, s->t[pl[x].i] };
+            if (unlikely(nc == CAND_MAX)) {
+                drain(c, cd, nc, kw, v, bp, bid, bh);
+                nc = 0;
+            }
+        }
+    }
+    return nc;
+}
+
+/* key32 phase 1 (keys <= 4 bytes), scalar: one bitmap bit per table */
+static inline uint32_t sweep_bm_scalar(const struct ofb_cls *c, const struct snap *s, uint32_t lo, uint32_t hi,
+                                const uint64_t *kw, struct bm_pass *pl, uint32_t *np_out,
+                                struct cand *cd, uint64_t v, uint32_t *bp, uint32_t *bid, uint64_t *bh)
+{
+    uint32_t nc = 0, np = 0;
+    const uint32_t k32 = (uint32_t)kw[0];
+    for (uint32_t i = lo; i < hi; i++) {
+        uint32_t b = bm_bit(k32 & s->scm[i], s->ssh[i]);
+        const uint64_t *bm = (const uint64_t *)(uintptr_t)s->sbm[i];
+        if ((atomic_load_explicit((_Atomic uint64_t *)&bm[b >> 6], memory_order_relaxed) >> (b & 63)) & 1) {
+            np = bm_pass(s, i, kw, pl, np);
+            if (unlikely(np == BM_PASS_MAX)) {
+                nc = bm_drain(c, s, pl, np, kw, cd, nc, v, bp, bid, bh);
+                np = 0;
+            }
+        }
+    }
+    *np_out = np;
+    return nc;
+}
+
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
+/* key32 phase 1 with AVX2: 8 tables per step (vpand, vpmulld, vpsrlvd, two
+ * vpgatherqq of bitmap words, bit test); the few tables that pass read their
+ * filter word (bm_pass) */
+__attribute__((target("avx2,bmi")))
+static uint32_t sweep_bm_avx2(const struct ofb_cls *c, const struct snap *s, uint32_t lo, uint32_t hi,
+                              const uint64_t *kw, struct bm_pass *pl, uint32_t *np_out,
+                              struct cand *cd, uint64_t v, uint32_t *bp, uint32_t *bid, uint64_t *bh)
+{
+    uint32_t nc = 0, np = 0;
+    const __m256i kv = _mm256_set1_epi32((int)(uint32_t)kw[0]), K = _mm256_set1_epi32((int)BM_K);
+    const __m256i c63 = _mm256_set1_epi64x(63);
+    for (uint32_t b = lo; b < hi; b += 8) {
+        __m256i x = _mm256_and_si256(kv, _mm256_loadu_si256((const __m256i *)(s->scm + b)));
+        __m256i bit = _mm256_srlv_epi32(_mm256_mullo_epi32(x, K), _mm256_loadu_si256((const __m256i *)(s->ssh + b)));
+        __m256i blo = _mm256_cvtepu32_epi64(_mm256_castsi256_si128(bit));
+        __m256i bhi = _mm256_cvtepu32_epi64(_mm256_extracti128_si256(bit, 1));
+        __m256i alo = _mm256_add_epi64(_mm256_loadu_si256((const __m256i *)(s->sbm + b)),
+                                       _mm256_slli_epi64(_mm256_srli_epi64(blo, 6), 3));
+        __m256i ahi = _mm256_add_epi64(_mm256_loadu_si256((const __m256i *)(s->sbm + b + 4)),
+                                       _mm256_slli_epi64(_mm256_srli_epi64(bhi, 6), 3));
+        __m256i wlo = _mm256_i64gather_epi64((const long long *)0, alo, 1);
+        __m256i whi = _mm256_i64gather_epi64((const long long *)0, ahi, 1);
+        /* the tested bit to the sign bit of its lane */
+        wlo = _mm256_slli_epi64(_mm256_srlv_epi64(wlo, _mm256_and_si256(blo, c63)), 63);
+        whi = _mm256_slli_epi64(_mm256_srlv_epi64(whi, _mm256_and_si256(bhi, c63)), 63);
+        uint32_t pm = (uint32_t)_mm256_movemask_pd(_mm256_castsi256_pd(wlo)) |
+                      (uint32_t)_mm256_movemask_pd(_mm256_castsi256_pd(whi)) << 4;
+        while (pm) {
+            uint32_t j = (uint32_t)__builtin_ctz(pm);
+            pm &= pm - 1;
+            np = bm_pass(s, b + j, kw, pl, np);
+        }
+        if (unlikely(np > BM_PASS_MAX - 8)) {
+            nc = bm_drain(c, s, pl, np, kw, cd, nc, v, bp, bid, bh);
+            np = 0;
+        }
+    }
+    *np_out = np;
+    return nc;
+}
+
 /* Phase 1 for 8 tables per step: gather the two key words of each table
  * (vpermt2q), mask, multiply-hash (vpmullq), gather the 16-bit filter slots
  * (vpgatherqd), test q != 0 and fingerprint in-vector; only the few
@@ -1967,10 +2122,27 @@ static int simd_choose(void)
 }
 
 
+/* key32 sweep over band b's slots: passes (filter words prefetched) to pl[0..*np) */
+static inline uint32_t sweep_bm(const struct ofb_cls *c, const struct snap *s, uint32_t b, const uint64_t *kw,
+                                struct bm_pass *pl, uint32_t *np, struct cand *cd, uint64_t v, uint32_t *bp,
+                                uint32_t *bid, uint64_t *bh)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (c->simd == SIMD_AVX2)
+        return sweep_bm_avx2(c, s, s->bs[b], s->bs[b + 1], kw, pl, np, cd, v, bp, bid, bh);
+#endif
+    return sweep_bm_scalar(c, s, s->bs[b], s->bs[b + 1], kw, pl, np, cd, v, bp, bid, bh);
+}
+
 /* phase 1 over band b's slots */
 static inline uint32_t collect(const struct ofb_cls *c, const struct snap *s, uint32_t b, const uint64_t *kw,
                                struct cand *cd, uint64_t v, uint32_t *bp, uint32_t *bid, uint64_t *bh)
 {
+    if (s->use_bm) {  /* key32: never on the AVX-512 path (c->key32) */
+        struct bm_pass pl[BM_PASS_MAX];
+        uint32_t np, nc = sweep_bm(c, s, b, kw, pl, &np, cd, v, bp, bid, bh);
+        return bm_drain(c, s, pl, np, kw, cd, nc, v, bp, bid, bh);
+    }
 #if defined(__x86_64__) && defined(__GNUC__)
     if (c->simd == SIMD_AVX512 && s->simd_ok)
         return collect_avx512(c, s, s->bs[b], s->bs[b + 1], kw, cd, v, bp, bid, bh);
@@ -2086,11 +2258,26 @@ static size_t batch_ours(const struct ofb_cls *c, const uint8_t *const keys[], s
     uint64_t bh[BATCH_CHUNK];
     const struct blk *tb[BATCH_CHUNK];
     size_t hits = 0;
+    /* AVX2 only: the scalar sweep measured slower this way (README) */
+    const bool bm = s && s->use_bm && c->simd == SIMD_AVX2;
+    struct bm_pass pl[BATCH_CHUNK][BM_PASS_MAX];
+    uint32_t np[BATCH_CHUNK];
+    if (bm)  /* key32: every key's sweep first, so their filter-word misses overlap */
+        for (size_t i = 0; i < n; i++) {
+            load_key(c, keys[i], kw[i]);
+            bp[i] = bid[i] = 0;
+            bh[i] = 0;
+            nc[i] = sweep_bm(c, s, 0, kw[i], pl[i], &np[i], cd[i], v, &bp[i], &bid[i], &bh[i]);
+        }
     for (size_t i = 0; i < n; i++) {
-        load_key(c, keys[i], kw[i]);
-        bp[i] = bid[i] = 0;
-        bh[i] = 0;
-        nc[i] = s ? collect(c, s, 0, kw[i], cd[i], v, &bp[i], &bid[i], &bh[i]) : 0;
+        if (bm) {
+            nc[i] = bm_drain(c, s, pl[i], np[i], kw[i], cd[i], nc[i], v, &bp[i], &bid[i], &bh[i]);
+        } else {
+            load_key(c, keys[i], kw[i]);
+            bp[i] = bid[i] = 0;
+            bh[i] = 0;
+            nc[i] = s ? collect(c, s, 0, kw[i], cd[i], v, &bp[i], &bid[i], &bh[i]) : 0;
+        }
         uint32_t j = 0;
         for (uint32_t x = 1; x < nc[i]; x++)
             if (cd[i][x].q > cd[i][j].q)
@@ -2204,6 +2391,11 @@ struct ofb_cls *ofb_cls_create(const struct ofb_cls_params *p)
         return NULL;
     }
     c->simd = (uint8_t)simd;
+    {
+        const char *e = getenv("OFB_CLS_KEY32");  /* 0 = no key32 bitmap (measurement) */
+        c->key32 = c->algo == OFB_CLS_ALGO_OURS && c->key_len <= 4 && c->simd != SIMD_AVX512 &&
+                   !(e && !strcmp(e, "0"));
+    }
     atomic_store(&c->bytes, sizeof(*c));
     atomic_store(&c->version, 1);
     c->wv = 2;
@@ -2230,6 +2422,8 @@ void ofb_cls_destroy(struct ofb_cls *c)
         }
         sized_free(t->filter, nb * 8);
         sized_free((void *)t->bk, nb * sizeof(void *));
+        if (t->bm)
+            sized_free((void *)t->bm, t->bm_words * 8);
         sized_free(t, sizeof(struct tbl));
     }
     {

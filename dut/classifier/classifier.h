@@ -114,12 +114,24 @@
  *     are quantised to 127 * bands levels: the band is the high part, the
  *     filter's 7-bit q the low part, so q (compared only within a band) keeps
  *     its full resolution whatever the band count.
+ *  6. Key32 bitmaps (keys <= 4 bytes: document 003's 32-bit condition; not on
+ *     the AVX-512 path).  Each table also keeps a bitmap of 64 bits per
+ *     bucket (32-64 per rule), bit ((value & C) * 0x9E3779B1) >> shift set for
+ *     every entry before it becomes visible, never cleared (a deleted rule's
+ *     bit only costs false passes) until the table grows and the bitmap is
+ *     rebuilt from its entries.  Phase 1 then tests one bitmap bit per table
+ *     (AVX2: 8 tables per step, vpmulld + two vpgatherqq; scalar: one load),
+ *     and only the ~1-3 tables per key that pass compute the table hash and
+ *     read their filter word (prefetched, tested after the sweep; AVX2
+ *     batches sweep all keys of a chunk before any filter word).  The
+ *     bitmap is 2^(nb_log + 6) bits, so it is a superset filter with ~2 %
+ *     false passes per table.  OFB_CLS_KEY32=0 turns it off (measurement).
  *
  * Measured (CPU time, shared 2-core VMs; README.md has the tables and
  * commands).  AVX-512 Zen 4, p = 1/2 masks (ntt_half) 1M: 1.0-1.5 Mlps single,
  * 1.7-2.1 batched (8 bands).  AVX2 Zen 3, document 003's own condition
- * (rand()|rand() masks, ~23 care bits, ntt): 100k 1.64 batched (scalar 0.57),
- * 1M 0.74 (scalar 0.33), 6x TSS; ClassBench-like 100k 2.2-3.6 vs rte_acl's
+ * (rand()|rand() masks, ~23 care bits, ntt), before key32 bitmaps: 100k 1.64
+ * batched (scalar 0.57), 1M 0.74 (scalar 0.33), 6x TSS; ClassBench-like 100k 2.2-3.6 vs rte_acl's
  * 27-36.  NOT the 10 Mlps goal, nor rte_acl's rate.  Bands do not help the
  * document's condition (a key matches ~0.5 rules at 1M: auto picks 1 band).
  * What bounds it: one filter probe per table of band 0 (~100 per key: random
@@ -133,13 +145,23 @@
  * Tried outside the library (README.md, measured/2026-11-24-bitmap): one bit
  * per mask group in an L2-sized bitmap before exact per-mask tables: 14 Mlps
  * at 10k and 6.8 at 100k rules (4-5x OURS), but 1.4 at 1M (a filter that
- * rejects enough misses at 1M is ~25 MB, far past L2).
+ * rejects enough misses at 1M is ~25 MB, far past L2).  Then (measured/
+ * 2026-11-24-filters, batched, 3 runs): best 4.32 Mlps at 1M, 7.09 at 100k;
+ * 100 bitmap probes alone cost 71 ns in L1, 132 ns in L2, 180-215 ns in L3,
+ * and a filter passing ~1 mask per key at 1M needs >= 6.6 bits per rule (>
+ * L2): ~5 Mlps is the ceiling of any design that tests every mask here.
+ * Key32 bitmaps (point 6) took that into OURS: ntt AVX2 batched 1M 1.66 ->
+ * 2.62, 100k 1.80 -> 3.88; scalar 0.64 -> 2.11, 0.68 -> 3.27 (medians of 3,
+ * measured/2026-11-24-key32).  Still 3.8x short of 10 Mlps at 1M.  Dropped:
+ * an L2-sized bitmap gating OURS' filter-word gather in the same vector step
+ * (slower: the dependent gather stopped the misses overlapping; e3adb33).
  *
  * Invariants
  * ----------
  *  - A rule visible at version v is physically present in its table, and its
  *    bucket's filter word covers it (an entry with its fingerprint or "any",
- *    q >= its quantised priority), and the readers' snapshot lists that table
+ *    q >= its quantised priority), its table's key32 bitmap bit is set
+ *    (keys <= 4 bytes), and the readers' snapshot lists that table
  *    (in its band's slots), before version v is published.  Inside a batch or
  *    bulk build the snapshot rebuild is deferred to publish/reclaim (a 1M
  *    build grows tables thousands of times).
@@ -181,7 +203,9 @@
  *  - Phase 1 has three paths with identical results, chosen per classifier at
  *    ofb_cls_create: AVX-512 (F, DQ, VL, BW; 8 tables per step), AVX2 (4 tables
  *    per step; vpmuludq for the 64-bit multiply, vpermd for the key words when
- *    key_len <= 32), scalar.  Default: the best the CPU has
+ *    key_len <= 32), scalar.  With key_len <= 4, scalar and AVX2 run the
+ *    key32 bitmap sweep first (point 6; AVX2 8 tables per step).  Default:
+ *    the best the CPU has
  *    (__builtin_cpu_supports).  OFB_CLS_SIMD=scalar|avx2|avx512|auto in the
  *    environment forces one (create fails with ENOTSUP and a message on stderr
  *    if the CPU lacks it); OFB_CLS_NO_SIMD=1 = scalar (older switch).

@@ -53,7 +53,12 @@ def test_simd_path_unknown_or_missing_is_a_clear_error(monkeypatch):
 @pytest.mark.parametrize("key_len", [4, 13, 40])
 def test_differential_against_python_reference(algo, bands, simd, key_len):
     """bands: OURS priority bands (0 = auto = 1 for a classifier filled by inserts);
-    simd: OURS' phase-1 path (None = the CPU's best); key_len 40 takes AVX2's gather path."""
+    simd: OURS' phase-1 path (None = the CPU's best); key_len 40 takes AVX2's gather path,
+    key_len 4 the key32 bitmaps (scalar, AVX2)."""
+    _differential(algo, bands, simd, key_len)
+
+
+def _differential(algo, bands, simd, key_len):
     if simd is not None:
         _path(simd)
     rnd = random.Random(key_len * 7 + len(algo) + bands)
@@ -144,6 +149,13 @@ def test_c_differential_and_concurrency_binary(simd):
     assert r.returncode == 0, r.stdout + r.stderr
     assert f"simd path: {simd}" in r.stdout
     assert "differential: 0 failures" in r.stdout and r.stdout.strip().endswith("OK")
+
+
+@pytest.mark.parametrize("simd", ["scalar", "avx2"])
+def test_key32_bitmaps_off_still_matches_the_reference(monkeypatch, simd):
+    """OFB_CLS_KEY32=0 (the measurement switch): 4-byte keys take the generic phase 1 again"""
+    monkeypatch.setenv("OFB_CLS_KEY32", "0")
+    _differential("ours", 0, simd, 4)
 
 
 def test_c_differential_tries_binary():
