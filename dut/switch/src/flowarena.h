@@ -11,9 +11,10 @@
  * (a chunk: the slots, then one array of struct ofs_flow_ctr per worker, OFS_ARENA_CHUNK each).
  * Free slots are kept on a list threaded through the slots. The cold parts of a flow that are
  * not in struct ofs_flow (match_raw, insts) stay in ordinary malloc.
- * Without hugepages (ofs_arena_init not called: unit tests, the fuzz harness) every flow is
- * its own aligned_alloc with its counters behind it, so AddressSanitizer still sees each flow's
- * lifetime; the interface is the same.
+ * Heap mode (ofs_arena_init not called: unit tests, the fuzz harness; and the switch itself in
+ * the sanitizer build): every flow is its own aligned_alloc with its counters behind it, so
+ * AddressSanitizer sees each flow's lifetime and LeakSanitizer what it points to (it does not
+ * scan hugepage memory); the interface is the same.
  *
  * Per-worker counters (issue 16 part 4): with one worker, the worker adds to the flow's own
  * packets/bytes (hot line, plain adds, as before); with several, worker w adds to
@@ -40,6 +41,18 @@
 #include "ofswitch.h"
 
 #define OFS_ARENA_CHUNK 4096         /* flows per hugepage chunk */
+
+/* Built with AddressSanitizer: the switch uses heap mode (main.c). */
+#if defined(__SANITIZE_ADDRESS__)
+#define OFS_ARENA_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define OFS_ARENA_SANITIZED 1
+#endif
+#endif
+#ifndef OFS_ARENA_SANITIZED
+#define OFS_ARENA_SANITIZED 0
+#endif
 
 /* One worker's counters of one flow (workers > 1). */
 struct ofs_flow_ctr { uint64_t packets, bytes; };

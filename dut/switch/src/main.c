@@ -265,8 +265,10 @@ int main(int argc, char **argv)
 	ofs_dp.pin_ring = rte_ring_create("ofs_pin", 4096, rte_socket_id(), RING_F_SC_DEQ);
 	ofs_dp.pout_ring = rte_ring_create("ofs_pout", 1024, rte_socket_id(),
 					   RING_F_SP_ENQ | RING_F_SC_DEQ);
-	/* flows in hugepage chunks (flowarena.h), grown as FLOW_MODs come, within the EAL's -m */
-	ofs_arena_init(true, ofs_dp.n_workers, max_flows_opt);
+	/* flows in hugepage chunks (flowarena.h), grown as FLOW_MODs come, within the EAL's -m;
+	 * the sanitizer build keeps one heap block per flow, so ASan sees each flow's lifetime
+	 * and LeakSanitizer the cold parts it points to */
+	ofs_arena_init(!OFS_ARENA_SANITIZED, ofs_dp.n_workers, max_flows_opt);
 	size_t qsz = rte_rcu_qsbr_get_memsize(ofs_dp.n_workers);
 	ofs_dp.qsbr = rte_zmalloc("ofs_qsbr", qsz, RTE_CACHE_LINE_SIZE);
 	if (!ofs_dp.pin_ring || !ofs_dp.pout_ring || !ofs_dp.qsbr ||
