@@ -78,7 +78,7 @@
 #define OFS_MAX_WORKERS 16
 #define OFS_BURST 32
 #define OFS_TX_DRAIN_US 100  /* partial tx buffers wait at most this long while busy */
-#define OFS_CACHE_SIZE 8192 /* buckets per worker (x OFS_CACHE_WAYS entries), power of 2 */
+#define OFS_CACHE_SIZE 32768 /* buckets per worker (x OFS_CACHE_WAYS entries), power of 2 */
 #define OFS_MAX_PKT 9216
 #define OFS_MAC_TABLE 4096  /* per worker, power of 2: fail-standalone MAC learning */
 
