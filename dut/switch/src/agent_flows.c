@@ -26,6 +26,7 @@
 #include <rte_hash_crc.h>
 #include "agent_internal.h"
 #include "flowtable.h"
+#include "flowarena.h"
 
 /* OFPFF_*: the flags a FLOW_MOD may carry (7.3.4.1) */
 #define OFS_FLOW_MOD_FLAGS_ALL (OFPFF_SEND_FLOW_REM | OFPFF_CHECK_OVERLAP | OFPFF_RESET_COUNTS | \
@@ -35,11 +36,60 @@
 static struct ofs_flow *dead_flows;  /* unlinked, not yet handed to the deferred frees */
 static uint32_t n_timed_flows; /* flows with an idle or hard timeout, in all tables */
 
+/* A flow and its cold parts; arena flows go back to the arena (flowarena.h), the request's
+ * scratch flow (flow_mod) to the heap. */
 static void free_flow(struct ofs_flow *f)
 {
 	free(f->match_raw);
 	free(f->insts);
+	if (f->in_arena)
+		ofs_flow_release(f);
+	else
+		free(f);
+}
+
+/* A slot of the flow arena for an ADD, or NULL when it is exhausted. Before giving up, the
+ * removed flows are committed and the agent waits one grace period for their slots (a table
+ * at the cap whose flows are replaced by DELETE + ADD in one batch). Only between messages'
+ * changes: nothing of the current FLOW_MOD may be staged yet. */
+static struct ofs_flow *arena_flow(void)
+{
+	struct ofs_flow *f = ofs_flow_alloc(true);
+	if (!f && dead_flows) {
+		ofs_flows_commit();
+		ofs_reclaim(true);  /* waits for the workers' quiescent states */
+		f = ofs_flow_alloc(true);
+	}
+	return f;
+}
+
+/* Move the request's scratch flow f (heap) into an arena slot: the slot takes f's fields and
+ * its cold parts (match_raw, insts; apply/write point into insts), f's struct is freed. NULL
+ * (and f untouched) when the arena is exhausted. */
+static struct ofs_flow *into_arena(struct ofs_flow *f)
+{
+	struct ofs_flow *a = arena_flow();
+	if (!a)
+		return NULL;
+	struct ofs_flow_ctr *ctr = a->ctr;
+	*a = *f;
+	a->ctr = ctr;
+	a->in_arena = true;
 	free(f);
+	return a;
+}
+
+/* What the datapath reads instead of the instructions and the match (ofswitch.h, the hot
+ * line): whether f is the common flow (one OUTPUT to a port, nothing else), whether it is a
+ * table-miss flow. After insts_parse. */
+static void decode_hot(struct ofs_flow *f)
+{
+	f->table_miss = f->priority == 0 && f->match.fields == 0;
+	f->fast_out = 0;
+	if (f->apply_len == 16 && rd16(f->apply) == OFPAT_OUTPUT && rd16(f->apply + 2) == 16 &&
+	    !f->write_len && !f->clear_actions && !f->has_write_md && f->goto_table == 0xff &&
+	    !f->meter_id && rd32(f->apply + 4) >= 1 && rd32(f->apply + 4) <= OFPP_MAX)
+		f->fast_out = rd32(f->apply + 4);
 }
 
 static void free_flow_cb(void *f) { free_flow(f); }
@@ -440,8 +490,10 @@ static void send_flow_removed(struct obuf *out, struct ofs_flow *f, uint8_t reas
 	wr32(p + 16, (uint32_t)(d % 1000000000ull));
 	wr16(p + 20, f->idle_timeout);
 	wr16(p + 22, f->hard_timeout);
-	wr64(p + 24, f->packets);
-	wr64(p + 32, f->bytes);
+	uint64_t pk, by;
+	ofs_flow_counts(f, &pk, &by);
+	wr64(p + 24, pk);
+	wr64(p + 32, by);
 	memcpy(ob_put(out, f->match_raw_len), f->match_raw, f->match_raw_len);
 	ofs_msg_end(out, at);
 }
@@ -531,18 +583,19 @@ static int modify_flows(struct ofs_table *tb, struct fm_req *r, const struct ofs
 	bool ok = copy && ofs_table_prepare(tb) == 0;
 	for (; ok && made < n; made++) {
 		const struct ofs_flow *g = sel[made];
-		struct ofs_flow *c = malloc(sizeof(*c));
+		/* (not arena_flow: a commit here would publish part of this MODIFY) */
+		struct ofs_flow *c = ofs_flow_alloc(false);
 		if (c) {
+			struct ofs_flow_ctr *ctr = c->ctr;
 			*c = *g;
+			c->ctr = ctr;  /* its own counters, zeroed by the arena */
+			c->in_arena = true;
 			c->match_raw = malloc(g->match_raw_len);
 			c->insts = malloc(f->insts_len + 1u);
 		}
 		if (!c || !c->match_raw || !c->insts) {
-			if (c) {
-				free(c->match_raw);
-				free(c->insts);
-			}
-			free(c);
+			if (c)
+				free_flow(c);
 			ok = false;
 			break;
 		}
@@ -555,12 +608,12 @@ static int modify_flows(struct ofs_table *tb, struct fm_req *r, const struct ofs
 		c->meter_id = 0;
 		c->goto_table = 0xff;
 		insts_parse(c, c->insts, c->insts_len);
+		decode_hot(c);
+		/* g's counts (all workers') carry over into c's own */
 		if (flags & OFPFF_RESET_COUNTS)
 			c->packets = c->bytes = 0;
-		else {
-			c->packets = __atomic_load_n(&g->packets, __ATOMIC_RELAXED);
-			c->bytes = __atomic_load_n(&g->bytes, __ATOMIC_RELAXED);
-		}
+		else
+			ofs_flow_counts(g, &c->packets, &c->bytes);
 		if (ofs_table_stage_add(tb, c)) {
 			free_flow(c);
 			ok = false;
@@ -684,6 +737,7 @@ static void flow_mod(struct obuf *out, const uint8_t *msg, size_t len)
 		/* the wire may carry garbage in the match padding: zero it for stats */
 		memset(f->match_raw + rd16(msg + 50), 0, mlen - rd16(msg + 50));
 		f->created_ns = f->last_used_ns = ofs_now_ns();
+		decode_hot(f);
 	}
 	struct ofs_table *tb = table < OFS_N_TABLES ? &ofs_dp.tables[table] : NULL;
 	if (cmd == OFPFC_ADD) {
@@ -692,6 +746,15 @@ static void flow_mod(struct obuf *out, const uint8_t *msg, size_t len)
 			free_flow(f);
 			return;
 		}
+		/* the flow moves into the arena (a full arena: TABLE_FULL, flowarena.h) */
+		struct ofs_flow *a = into_arena(f);
+		if (!a) {
+			ofs_send_error(out, msg, len, OFS_ERR(OFPET_FLOW_MOD_FAILED,
+							      OFPFMFC_TABLE_FULL));
+			free_flow(f);
+			return;
+		}
+		f = a;
 		/* the new flow is staged before the one it replaces is removed: a failure leaves
 		 * the table as it was */
 		if (ofs_table_prepare(tb) || htab_reserve(tb, 1) ||

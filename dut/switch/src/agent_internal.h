@@ -22,7 +22,8 @@
  * returns an OFS_ERR() code to a caller that does); it never both refuses and applies part of
  * a message: every check runs before the first change.
  * Out of memory (one policy): a message whose handling cannot get memory is refused with an
- * OFPT_ERROR and leaves the state it found: FLOW_MOD add TABLE_FULL, modify/delete
+ * OFPT_ERROR and leaves the state it found: FLOW_MOD add TABLE_FULL (also when the flow
+ * arena is full, flowarena.h), modify/delete
  * FLOW_MOD_FAILED/UNKNOWN (flowtable.h: also when the next published index cannot be
  * reserved), GROUP_MOD OUT_OF_GROUPS, METER_MOD OUT_OF_METERS, anything else
  * OFS_ERR_NO_MEMORY (BAD_REQUEST/EPERM). Start-up (main.c, a worker's first allocation)

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "agent_internal.h"
+#include "flowarena.h"
 
 #define OFS_MP_SPLIT 65000u          /* bytes: start a new reply before this size */
 #define OFS_MP_HDR_LEN 16u           /* ofp_multipart_request: header, type 2, flags 2, pad 4 */
@@ -231,8 +232,8 @@ static void mp_flow(const struct mp_req *q)
 		for (struct ofs_flow *f = ofs_dp.tables[t].flows; f; f = f->next) {
 			if (!stats_selects(f, &s))
 				continue;
-			uint64_t fp = __atomic_load_n(&f->packets, __ATOMIC_RELAXED);
-			uint64_t fb = __atomic_load_n(&f->bytes, __ATOMIC_RELAXED);
+			uint64_t fp, fb;
+			ofs_flow_counts(f, &fp, &fb);  /* all workers' (flowarena.h) */
 			pk += fp; by += fb; nf++;
 			if (q->type == OFPMP_AGGREGATE)
 				continue;

@@ -18,6 +18,7 @@
 #include <rte_cycles.h>
 #include <rte_prefetch.h>
 #include "ofswitch.h"
+#include "flowarena.h"
 
 struct ofs_dp ofs_dp;
 
@@ -1044,33 +1045,33 @@ static void run_pipeline(struct pkt_ctx *c, uint8_t table, struct ofs_flow *firs
 			break; /* table miss without a table-miss entry: drop */
 		c->w->matched_count[t]++;
 		uint32_t len = plen(c);
+		/* sole writer: plain adds on the flow's hot line (the agent's aligned 64-bit
+		 * reads are not torn); several workers: each its own counters (flowarena.h) */
 		if (ofs_dp.n_workers == 1) {
-			/* sole writer: plain adds (the agent's aligned 64-bit reads are not torn) */
 			f->packets++;
 			f->bytes += len;
 		} else {
-			__atomic_fetch_add(&f->packets, 1, __ATOMIC_RELAXED);
-			__atomic_fetch_add(&f->bytes, len, __ATOMIC_RELAXED);
+			struct ofs_flow_ctr *k = f->ctr + c->w->ctr_off;
+			k->packets++;
+			k->bytes += len;
 		}
-		if (f->idle_timeout) {
+		if (unlikely(f->idle_timeout)) {
 			if (!now) now = ofs_now_ns();
 			f->last_used_ns = now;
 		}
 		c->table_id = t;
 		c->cookie = f->cookie;
-		c->pin_reason = (f->priority == 0 && f->match.fields == 0) ? OFPR_NO_MATCH
-									      : OFPR_ACTION;
+		c->pin_reason = f->table_miss ? OFPR_NO_MATCH : OFPR_ACTION;
 		if (f->meter_id && !apply_meter(c, f->meter_id)) {
 			c->dropped = true;
 			break;
 		}
-		/* The common flow: apply-actions = one output to another switch port, nothing
-		 * else to do; what exec_actions + emit would do, without their generality. */
-		if (f->apply_len == 16 && !f->write_len && !f->clear_actions && !f->has_write_md &&
-		    f->goto_table == 0xff && !c->aset_any && c->pending == NO_PORT &&
-		    !c->csum_dirty && rd16(f->apply) == OFPAT_OUTPUT && len >= 60 &&
-		    c->m->nb_segs == 1) {
-			uint32_t out = rd32(f->apply + 4);
+		/* The common flow (f->fast_out): apply-actions = one output to a switch port,
+		 * nothing else to do; what exec_actions + emit would do, without their
+		 * generality, and without reading the action bytes. */
+		if (f->fast_out && !c->aset_any && c->pending == NO_PORT && !c->csum_dirty &&
+		    len >= 60 && c->m->nb_segs == 1) {
+			uint32_t out = f->fast_out;
 			int idx = ofs_port_idx(out);
 			if (out != c->in_port && idx >= 0) {
 				tx_one(c->w, idx, c->m);
@@ -1289,9 +1290,10 @@ static void process_burst(struct ofs_worker *w, int pidx, struct rte_mbuf **pkts
 	for (uint16_t j = 0; j < n; j++)
 		if (live[j] && first[j])
 			rte_prefetch0(first[j]);
-	/* the flows' actions: one more dependent load per packet, overlapped across the burst */
+	/* the actions of flows that are not the common one (fast_out): one more dependent load
+	 * per packet, overlapped across the burst */
 	for (uint16_t j = 0; j < n; j++)
-		if (live[j] && first[j] && first[j]->apply)
+		if (live[j] && first[j] && !first[j]->fast_out && first[j]->apply)
 			rte_prefetch0(first[j]->apply);
 	for (uint16_t j = 0; j < n; j++)
 		if (live[j])
@@ -1311,6 +1313,7 @@ int ofs_worker_main(void *arg)
 	unsigned idle = 0;
 	const uint64_t drain_tsc = rte_get_tsc_hz() * OFS_TX_DRAIN_US / 1000000;
 	uint64_t last_drain = rte_rdtsc();
+	w->ctr_off = (size_t)w->idx * ofs_arena_ctr_stride;
 	rte_rcu_qsbr_thread_register(ofs_dp.qsbr, w->idx);
 	rte_rcu_qsbr_thread_online(ofs_dp.qsbr, w->idx);
 	while (!ofs_dp.force_quit) {

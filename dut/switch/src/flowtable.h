@@ -28,7 +28,9 @@
  *     opens a new epoch.
  *  3. The old view and the removed flows are handed to ofs_defer_free() with a QSBR token and
  *     freed by a later commit or housekeeping tick once every worker has passed a quiescent
- *     state; the commit itself never waits for the workers, except in step 4.
+ *     state (a flow's slot goes back to the flow arena then, flowarena.h, and only then may
+ *     its counters be reset for a new flow); the commit itself never waits for the workers,
+ *     except in step 4 and when an ADD finds the arena full (agent_flows.c arena_flow).
  *  4. Mask-union growth: a cached answer is keyed on the packet key ANDed with the published
  *     union. A worker that still holds the previous view (old union, old serial) while the
  *     structure already answers with a flow whose mask reaches beyond that union could cache

@@ -4,7 +4,7 @@
  * Usage: ofswitch <EAL args> -- --dpid 0x1 --controller tcp:127.0.0.1:6653 [--controller ...]
  *          --port 1=<dpdk port name or id> [--port 2=...] [--workers N]
  *          [--lookup tuple|trie|simple] [--stats-sock PATH] [--idle-sleep-us N] [--mbufs N]
- *          [--echo-interval-ms N] [--fail-mode secure|standalone]
+ *          [--max-flows N] [--echo-interval-ms N] [--fail-mode secure|standalone]
  *
  * A port may also be the pcap replay feed of drivers/replay (built with it):
  * --port 1=replay:<pcap>[,loops=K][,copy=1] -- frames handed out from memory without copies
@@ -33,6 +33,7 @@
 #include <rte_mbuf.h>
 #include "ofswitch.h"
 #include "agent.h"
+#include "flowarena.h"
 #ifdef OFB_HAVE_REPLAY
 #include "replay.h"
 #endif
@@ -44,6 +45,7 @@ static const char *port_specs[OFS_MAX_PORTS];
 static uint32_t port_nums[OFS_MAX_PORTS];
 static unsigned n_port_specs;
 static unsigned n_mbufs_opt;     /* --mbufs: 0 = sized below */
+static uint32_t max_flows_opt;   /* --max-flows: 0 = as many as the EAL memory holds */
 
 static void on_signal(int sig)
 {
@@ -56,7 +58,7 @@ static __rte_noreturn void usage(const char *why)
 	fprintf(stderr, "ofswitch: %s\nusage: ofswitch <EAL args> -- --dpid HEX --controller "
 		"tcp:HOST:PORT [--controller ...] --port OFPORT=DEVNAME|ID [...] [--workers N] "
 		"[--lookup " OFS_LOOKUP_NAMES "] [--stats-sock PATH] [--idle-sleep-us N] [--mbufs N] "
-		"[--echo-interval-ms N] [--fail-mode secure|standalone]\n", why);
+		"[--max-flows N] [--echo-interval-ms N] [--fail-mode secure|standalone]\n", why);
 	exit(2);
 }
 
@@ -66,7 +68,8 @@ static void parse_args(int argc, char **argv)
 		{"dpid", 1, 0, 'd'}, {"controller", 1, 0, 'c'}, {"port", 1, 0, 'p'},
 		{"workers", 1, 0, 'w'}, {"lookup", 1, 0, 'l'}, {"stats-sock", 1, 0, 's'},
 		{"idle-sleep-us", 1, 0, 'i'}, {"echo-interval-ms", 1, 0, 'e'},
-		{"fail-mode", 1, 0, 'f'}, {"mbufs", 1, 0, 'm'}, {0, 0, 0, 0}};
+		{"fail-mode", 1, 0, 'f'}, {"mbufs", 1, 0, 'm'}, {"max-flows", 1, 0, 'M'},
+		{0, 0, 0, 0}};
 	int c;
 	ofs_dp.dpid = 1;
 	ofs_dp.n_workers = 1;
@@ -122,6 +125,14 @@ static void parse_args(int argc, char **argv)
 			if (*end || v < 4096 || v > (1ul << 24))
 				usage("--mbufs wants a count in 4096..16777216");
 			n_mbufs_opt = (unsigned)v;
+			break;
+		}
+		case 'M': {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+			if (*end || !*optarg || v > UINT32_MAX)
+				usage("--max-flows wants a count (0: no cap)");
+			max_flows_opt = (uint32_t)v;
 			break;
 		}
 		default: usage("unknown option");
@@ -254,6 +265,10 @@ int main(int argc, char **argv)
 	ofs_dp.pin_ring = rte_ring_create("ofs_pin", 4096, rte_socket_id(), RING_F_SC_DEQ);
 	ofs_dp.pout_ring = rte_ring_create("ofs_pout", 1024, rte_socket_id(),
 					   RING_F_SP_ENQ | RING_F_SC_DEQ);
+	/* flows in hugepage chunks (flowarena.h), grown as FLOW_MODs come, within the EAL's -m;
+	 * the sanitizer build keeps one heap block per flow, so ASan sees each flow's lifetime
+	 * and LeakSanitizer the cold parts it points to */
+	ofs_arena_init(!OFS_ARENA_SANITIZED, ofs_dp.n_workers, max_flows_opt);
 	size_t qsz = rte_rcu_qsbr_get_memsize(ofs_dp.n_workers);
 	ofs_dp.qsbr = rte_zmalloc("ofs_qsbr", qsz, RTE_CACHE_LINE_SIZE);
 	if (!ofs_dp.pin_ring || !ofs_dp.pout_ring || !ofs_dp.qsbr ||

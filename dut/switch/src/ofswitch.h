@@ -6,9 +6,11 @@
  * Threads and who may call what:
  *  - Worker lcores (1..N, the EAL main lcore is worker 0) own the rx queue 0 of a subset of
  *    ports and their own tx queue on every port. They only READ flows, tables, groups, meters
- *    config and ports; they WRITE only per-worker counters (struct ofs_worker), per-flow and
- *    per-group counters (relaxed atomics, no locks), and meter buckets (one spinlock per
- *    meter, taken only by packets that hit that meter).
+ *    config and ports; they WRITE only per-worker counters (struct ofs_worker), per-flow
+ *    counters (plain adds: with one worker on the flow's hot line, with several each worker
+ *    in its own array, flowarena.h, summed by the agent), per-group counters (relaxed
+ *    atomics, no locks), a flow's last_used_ns (idle timeouts), and meter buckets (one
+ *    spinlock per meter, taken only by packets that hit that meter).
  *  - The agent thread (a DPDK control thread, ofs_agent_main) is the ONLY writer of flows, tables,
  *    groups and meters. Flow tables: see flowtable.h (staged incremental updates, one publish
  *    per commit, deferred frees). Groups and meters: objects in an id table (idtable.h, O(1)
@@ -24,6 +26,10 @@
  *    pin_ring; a worker that enqueued a Packet-In and sees agent_sleeping set clears it and
  *    writes the eventfd (ofs_wake_agent), so there is one wake-up per sleep at most and a
  *    busy datapath costs the agent's core ~10 wake-ups/s instead of a 2 ms poll's 500+.
+ *
+ * Flows live in the flow arena (flowarena.h: hugepage memory, 64-byte aligned slots); a packet
+ * that hits the common flow (one output, nothing else) reads only its first cache line, which
+ * carries the decoded output (fast_out), never the action bytes.
  *
  * Flow lookup: a wildcard lookup per table reached through struct ofs_lookup_ops (so
  * dut/classifier can replace the simple priority-sorted list), behind one exact-match flow cache
@@ -72,25 +78,37 @@
 #define OFS_MAX_WORKERS 16
 #define OFS_BURST 32
 #define OFS_TX_DRAIN_US 100  /* partial tx buffers wait at most this long while busy */
-#define OFS_CACHE_SIZE 8192 /* buckets per worker (x OFS_CACHE_WAYS entries), power of 2 */
+#define OFS_CACHE_SIZE 32768 /* buckets per worker (x OFS_CACHE_WAYS entries), power of 2 */
 #define OFS_MAX_PKT 9216
 #define OFS_MAC_TABLE 4096  /* per worker, power of 2: fail-standalone MAC learning */
 
+struct ofs_flow_ctr;
+/* A flow: one slot of the flow arena (flowarena.h: hugepage memory, 64-byte aligned slots).
+ * The first cache line is all a packet that hits the flow reads or writes in the common case
+ * (OFS_FLOW_HOT_END); the rest is read by packets with less common instructions or by the
+ * agent. */
 struct ofs_flow {
-	/* ---- hot: what a cache hit touches, in the first cache line ---- */
-	uint64_t packets, bytes;     /* written by workers */
+	/* ---- hot: the first cache line ---- */
+	uint64_t packets, bytes;     /* one worker: its plain adds; several: unused (0) */
+	struct ofs_flow_ctr *ctr;    /* per-worker counters (flowarena.h), worker w at
+				      * ctr[w * ofs_arena_ctr_stride] */
+	uint64_t cookie;
 	const uint8_t *apply;        /* decoded instructions (point into insts) */
-	const uint8_t *write;
+	uint32_t fast_out;           /* the common flow: apply-actions are one OUTPUT to this
+				      * port (1..OFPP_MAX) and nothing else to do (no write,
+				      * clear, metadata, goto, meter); 0: not that flow */
+	uint32_t meter_id;           /* 0: none */
 	uint16_t apply_len, write_len;
 	uint16_t priority;
+	uint16_t idle_timeout;
 	uint8_t goto_table;          /* 0xff: none */
 	uint8_t table_id;
 	bool has_write_md, clear_actions;
-	uint16_t idle_timeout;
-	uint32_t meter_id;           /* 0: none */
-	uint64_t last_used_ns;       /* written by workers when idle_timeout */
-	uint64_t cookie;
+	bool table_miss;             /* priority 0, no match field: Packet-Ins say NO_MATCH */
+	bool in_arena;               /* from ofs_flow_alloc (agent-private) */
 	/* ---- cold ---- */
+	const uint8_t *write;
+	uint64_t last_used_ns;       /* written by workers when idle_timeout */
 	uint16_t hard_timeout, flags;
 	uint64_t md_value, md_mask;
 	struct ofs_match match;
@@ -104,6 +122,8 @@ struct ofs_flow {
 	uint32_t lookup_id;          /* the lookup backend's handle (agent-private) */
 	uint32_t mgroup, mpos;       /* its mask group and place there (agent-private, flowtable.c) */
 };
+#define OFS_FLOW_HOT_END offsetof(struct ofs_flow, write)
+_Static_assert(offsetof(struct ofs_flow, write) <= 64, "a flow's hot part is one cache line");
 
 /* What workers load of one table (see "Flow lookup" above): immutable once published, replaced
  * by every commit of the table, freed after a QSBR grace period.
@@ -295,6 +315,7 @@ struct ofs_cache_keys {          /* the keys of one bucket */
 struct ofs_worker {
 	unsigned lcore_id;
 	unsigned idx;                /* RCU thread id */
+	size_t ctr_off;              /* its flow counters: f->ctr + ctr_off (flowarena.h) */
 	uint16_t rx_ports[OFS_MAX_PORTS];
 	uint16_t n_rx_ports;         /* indexes into ofs_dp.ports */
 	struct rte_eth_dev_tx_buffer *txb[OFS_MAX_PORTS];

@@ -10,6 +10,7 @@
 #include "../src/ofswitch.h"
 #include "../src/agent.h"
 #include "../src/flowtable.h"
+#include "../src/flowarena.h"
 
 static int failures, checks;
 #define CHECK(cond, ...) do { checks++; if (!(cond)) { failures++; \
@@ -1315,11 +1316,102 @@ static void test_agent_wakeup(void)
 	ofs_dp.agent_wake_fd = -1;
 }
 
+/* The flow arena (flowarena.h): an ADD past the cap is refused with TABLE_FULL and changes
+ * nothing; a DELETE + ADD in one batch at the cap gets the deleted flow's slot; a MODIFY at the
+ * cap still works; per-worker counters are summed into flow stats and carried over by MODIFY;
+ * the hot line says which flow is the common one (fast_out) and which the table-miss one. */
+static uint16_t arena_tp(uint8_t *ox, uint16_t port)
+{
+	uint16_t et = htons(0x0800), p = htons(port);
+	uint8_t proto = 6;
+	size_t n = oxm(ox, OXM_ETH_TYPE, &et, NULL, 2);
+	n += oxm(ox + n, OXM_IP_PROTO, &proto, NULL, 1);
+	n += oxm(ox + n, OXM_TCP_DST, &p, NULL, 2);
+	return (uint16_t)n;
+}
+static uint64_t flow_stats_packets(void)
+{
+	struct mb m;
+	mb_hdr(&m, OFPT_MULTIPART_REQUEST, 12);
+	uint8_t *q = mb_put(&m, 8 + 40);
+	wr16(q, OFPMP_AGGREGATE); q[8] = OFPTT_ALL; wr32(q + 12, OFPP_ANY); wr32(q + 16, OFPG_ANY);
+	wr16(q + 40, 1); wr16(q + 42, 4);
+	mb_end(&m);
+	send_msg(&m);
+	return reply_type() == OFPT_MULTIPART_REPLY ? rd64(out.data + 16) : ~0ull;
+}
+static void test_flow_arena(void)
+{
+	struct mb m;
+	uint8_t ox[64];
+	reset_tables();
+	ofs_arena_init(false, 2, 3);
+	for (uint16_t i = 0; i < 3; i++) {
+		flow_mod(&m, OFPFC_ADD, 0, 10, ox, arena_tp(ox, 100 + i), 2, 0);
+		send_msg(&m);
+	}
+	ofs_commit();
+	CHECK(flows_in(0) == 3 && ofs_arena_in_use() == 3, "3 flows under a cap of 3");
+	flow_mod(&m, OFPFC_ADD, 0, 10, ox, arena_tp(ox, 200), 2, 0);
+	send_msg(&m);
+	CHECK(reply_err() == OFS_ERR(OFPET_FLOW_MOD_FAILED, OFPFMFC_TABLE_FULL) && flows_in(0) == 3,
+	      "an ADD past the cap: TABLE_FULL, table unchanged (0x%x)", reply_err());
+	struct ofs_flow *f = ofs_dp.tables[0].flows;
+	CHECK(f && f->in_arena && f->fast_out == 2 && !f->table_miss,
+	      "one output to port 2 is the common flow (fast_out %u)", f ? f->fast_out : 0);
+	/* counters: worker 0 on the hot line, worker 1 in its own array */
+	for (struct ofs_flow *g = ofs_dp.tables[0].flows; g; g = g->next) {
+		g->packets = 2;
+		g->ctr[1 * ofs_arena_ctr_stride].packets = 5;
+	}
+	CHECK(flow_stats_packets() == 21, "aggregate sums every worker's counters");
+	/* MODIFY at the cap: copies are not capped; counts carry over */
+	flow_mod(&m, OFPFC_MODIFY, 0, 0, NULL, 0, 3, 0);
+	send_msg(&m);
+	CHECK(out.len == 0, "MODIFY at the cap works (0x%x)", reply_err());
+	ofs_commit();
+	CHECK(flow_stats_packets() == 21 && ofs_arena_in_use() == 3,
+	      "MODIFY keeps the counts (%llu), the old flows are released (%u in use)",
+	      (unsigned long long)flow_stats_packets(), ofs_arena_in_use());
+	CHECK(ofs_dp.tables[0].flows->fast_out == 3, "the copy's fast_out is its own");
+	/* DELETE + ADD in one batch, at the cap */
+	flow_mod(&m, OFPFC_DELETE_STRICT, 0, 10, ox, arena_tp(ox, 100), 0, 0);
+	send_msg(&m);
+	flow_mod(&m, OFPFC_ADD, 0, 10, ox, arena_tp(ox, 201), 2, 0);
+	send_msg(&m);
+	CHECK(out.len == 0 && flows_in(0) == 3, "DELETE + ADD at the cap: the slot is reused (0x%x)",
+	      reply_err());
+	ofs_commit();
+	/* not the common flow: a write-actions flow, which is also the table-miss flow */
+	flow_mod(&m, OFPFC_DELETE, OFPTT_ALL, 0, NULL, 0, 0, 0);
+	send_msg(&m);
+	struct mb w;
+	mb_hdr(&w, OFPT_FLOW_MOD, 8);
+	uint8_t *b = mb_put(&w, 40);
+	b[17] = OFPFC_ADD; wr32(b + 24, OFP_NO_BUFFER); wr32(b + 28, OFPP_ANY); wr32(b + 32, OFPG_ANY);
+	uint8_t *mt = mb_put(&w, 8);
+	wr16(mt, 1); wr16(mt + 2, 4);
+	uint8_t *in = mb_put(&w, 8 + 16);
+	wr16(in, OFPIT_WRITE_ACTIONS); wr16(in + 2, 24);
+	wr16(in + 8, OFPAT_OUTPUT); wr16(in + 10, 16); wr32(in + 12, 2); wr16(in + 16, 0xffff);
+	mb_end(&w);
+	send_msg(&w);
+	ofs_commit();
+	f = ofs_dp.tables[0].flows;
+	CHECK(out.len == 0 && f && f->fast_out == 0 && f->table_miss,
+	      "write-actions: not the common flow; priority 0, no match: table-miss (0x%x)",
+	      reply_err());
+	reset_tables();
+	CHECK(ofs_arena_in_use() == 0, "every slot back (%u)", ofs_arena_in_use());
+	ofs_arena_init(false, OFS_MAX_WORKERS, 0);
+}
+
 int main(void)
 {
 	setup();
 	test_hello_echo_features();
 	test_flow_mod();
+	test_flow_arena();
 	test_group_meter();
 	test_group_loops();
 	test_multipart_misc();
