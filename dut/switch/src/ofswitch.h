@@ -253,15 +253,18 @@ struct ofs_meter {
 _Static_assert(offsetof(struct ofs_group, id) == 0, "an idtable object starts with its id");
 _Static_assert(offsetof(struct ofs_meter, id) == 0, "an idtable object starts with its id");
 
+struct ofs_vhost;
+
 struct ofs_port {
 	uint32_t ofport;
-	uint16_t dpdk_id;
+	uint16_t dpdk_id;            /* an ethdev port; unused when vhost is set */
 	uint16_t n_txq;
 	char name[16];
 	uint8_t mac[6];
 	uint32_t config;             /* OFPPC_* */
 	bool link_up;
 	uint64_t created_ns;
+	struct ofs_vhost *vhost;     /* a vhost-user port on librte_vhost (vhost_port.h), or NULL */
 };
 
 struct ofs_port_stats { uint64_t rx_packets, rx_bytes, tx_packets, tx_bytes, tx_dropped, rx_dropped; };
