@@ -18,6 +18,8 @@
  *  - Workers hand packets for the controller to the agent through pin_ring (MP/SC); the agent
  *    hands PACKET_OUTs to worker 0 through pout_ring (SP/SC). So workers never touch the TCP
  *    socket and the agent never touches a NIC queue.
+ *  - librte_vhost's event thread (vhost-user ports, vhost_port.h) only publishes or clears a
+ *    port's guest device id; clearing waits for a QSBR grace period of the workers.
  *  - The agent does not poll: it sleeps in poll() on the controller sockets, the stats socket
  *    and agent_wake_fd (an eventfd) until a message, a 100 ms housekeeping tick (flow expiry,
  *    link state, keepalive, reconnects) or a Packet-In.  Before it sleeps it sets agent_sleeping and re-checks
