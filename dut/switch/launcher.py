@@ -21,8 +21,11 @@ from pathlib import Path
 from dut.profiles.schema import DEFAULT_LOOKUP, SWITCH_LOOKUPS as LOOKUPS
 
 REPO = Path(__file__).resolve().parents[2]
-# a port spec the switch builds itself: the pcap replay feed of drivers/replay (replay.h)
+# port specs the switch builds itself: the pcap replay feed of drivers/replay (replay.h) and a
+# vhost-user socket driven through librte_vhost without the net_vhost PMD (src/vhost_port.h)
 REPLAY_PREFIX = "replay:"
+VHOST_PREFIX = "vhost:"
+OWN_PORT_PREFIXES = (REPLAY_PREFIX, VHOST_PREFIX)
 
 
 def build_dir() -> Path:
@@ -95,9 +98,10 @@ def switch_argv(binary: str | Path, eal_args: list[str], ports: list[tuple[int, 
         if ofport in seen:
             raise ValueError(f"OpenFlow port number {ofport} given twice")
         seen.add(ofport)
-        name = None if spec.startswith(REPLAY_PREFIX) else device_name(spec)
-        if spec.startswith(REPLAY_PREFIX):
-            port_opts += ["--port", f"{ofport}={spec}"]  # the switch creates it (drivers/replay)
+        own = spec.startswith(OWN_PORT_PREFIXES)
+        name = None if own else device_name(spec)
+        if own:
+            port_opts += ["--port", f"{ofport}={spec}"]  # the switch creates it, no --vdev
         elif name is not None:
             vdevs += ["--vdev", spec]
             port_opts += ["--port", f"{ofport}={name}"]
@@ -172,7 +176,7 @@ def start_ofswitch(lab, name: str, ports: list[tuple[int, str]], controller: tup
     if lcores is None:
         lcores = ",".join(str(host.next_core()) for _ in range(workers)) if workers > 1 else None
     # PCI ports (a lab's NICs) need the PCI bus; vdev-only switches keep --no-pci.
-    no_pci = all(device_name(spec) is not None or spec.startswith(REPLAY_PREFIX)
+    no_pci = all(spec.startswith(OWN_PORT_PREFIXES) or device_name(spec) is not None
                  for _, spec in ports)
     eal = host.eal_args(name, mem_mb=mem_mb, lcores=lcores, no_pci=no_pci)
     if idle_sleep_us is None:

@@ -5,8 +5,10 @@ of the ofbench switch (``spec["devargs"]``), so the same topology runs on every 
 
 * vhost-user (the fast path): OVS-DPDK ``dpdkvhostuserclient`` (OVS is always the client,
   the guest owns the socket, OVS reconnects when the guest restarts); ofbench
-  ``net_vhost<N>,iface=<sock>,queues=1,client=<0|1>,legacy-ol-flags=1`` (client=1 reconnects
-  likewise; see :func:`vhost_port` for the offload-flag mode).
+  ``vhost:<sock>,client=<0|1>``, its own port on librte_vhost as OVS-DPDK drives it
+  (dut/switch/src/vhost_port.h; client=1 reconnects likewise), or with ``driver="net_vhost"``
+  DPDK's vhost PMD ``net_vhost<N>,iface=<sock>,queues=1,client=<0|1>,legacy-ol-flags=1``
+  (see :func:`vhost_port` for the offload-flag mode and why the PMD is not the default).
 * kernel path: a tap or veth that the switch reads with DPDK's af_packet PMD
   (``net_af_packet<N>,iface=<if>``; OVS-DPDK: ``type=dpdk`` with those devargs).
 
@@ -30,8 +32,19 @@ def switch_support(kind: str, path: str) -> str | None:
     return None
 
 
-def vhost_port(name: str, ofport: int, sock: str | Path, *, switch_client: bool = True) -> tuple:
-    """A vhost-user port; ``switch_client=True``: the guest side is the socket server."""
+OFBENCH_VHOST_DRIVERS = ("rte_vhost", "net_vhost")
+
+
+def vhost_port(name: str, ofport: int, sock: str | Path, *, switch_client: bool = True,
+               driver: str = "rte_vhost") -> tuple:
+    """A vhost-user port; ``switch_client=True``: the guest side is the socket server.
+
+    ``driver`` (ofbench only): ``rte_vhost`` (default) is the switch's own port on librte_vhost,
+    as OVS-DPDK's netdev-dpdk drives it; ``net_vhost`` goes through DPDK's vhost PMD, whose
+    per-burst queue-state handshake, per-packet counters and one-by-one mbuf frees cost ~10 %
+    of the switch core in the vmwire loop (dut/vmwire/README.md)."""
+    if driver not in OFBENCH_VHOST_DRIVERS:
+        raise ValueError(f"vhost driver {driver!r}: expected one of {OFBENCH_VHOST_DRIVERS}")
     if not switch_client:
         # OVS-DPDK's server-mode ports (dpdkvhostuser) live in its vhost-sock-dir under a
         # name it picks; the suites always use client mode for OVS.
@@ -44,9 +57,14 @@ def vhost_port(name: str, ofport: int, sock: str | Path, *, switch_client: bool 
     # (testpmd io fwd as the switch, A/B in one run: 3.7/7.8 vs 11.3/15.2 Mpps). Legacy mode is
     # also the right one for guest-to-guest forwarding: a guest's "checksum left to the host"
     # (NEEDS_CSUM) stays a tx offload flag on the mbuf and reaches the receiving guest as such.
-    devargs = f"net_vhost{ofport},iface={sock},queues=1,client={1 if switch_client else 0}" \
-        ",legacy-ol-flags=1"
-    return ofport, {"ovs": ovs, "devargs": devargs, "path": VHOST, "sock": str(sock)}
+    # The switch's own port uses librte_vhost's legacy offload-flag mode too (vhost_port.h).
+    client = 1 if switch_client else 0
+    if driver == "rte_vhost":
+        devargs = f"vhost:{sock},client={client}"
+    else:
+        devargs = f"net_vhost{ofport},iface={sock},queues=1,client={client},legacy-ol-flags=1"
+    return ofport, {"ovs": ovs, "devargs": devargs, "path": VHOST, "sock": str(sock),
+                    "driver": driver}
 
 
 def af_packet_port(name: str, ofport: int, ifname: str, *, create: str | None = None,

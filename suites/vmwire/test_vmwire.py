@@ -186,6 +186,74 @@ def test_vhost_vs_kernel_virtio_user(lab, switch_kind, results):
                      "statistic": "median trial"}, mbps_key="rx_mbps")
 
 
+# ---- ofbench vs OVS-DPDK on the same guests, trial by trial (issue 16 part 3) --------------------
+# (label, switch kind, ofbench's vhost port driver): the switch's own librte_vhost port, the
+# net_vhost PMD it replaced (so a reader sees what the port kind is worth), OVS-DPDK
+SIDE_BY_SIDE = (("ofbench", "ofbench", "rte_vhost"), ("ofbench_net_vhost", "ofbench", "net_vhost"),
+                ("ovs_dpdk", "ovs-dpdk", None))
+
+
+@pytest.mark.bench
+@pytest.mark.features("netns", "ovs_dpdk")
+def test_vhost_user_ofbench_vs_ovs_dpdk(lab, profile, results, progress):
+    """The virtio_user loop of test_vhost_vs_kernel_virtio_user (same guests, same port set,
+    64 B), through ofbench and OVS-DPDK alternating trial by trial, TRIALS rounds, a fresh
+    topology per trial: a slow spell of the shared box lands on one trial of one switch
+    instead of on every trial of the switch that ran second. Record
+    ``vhost_user_ofbench_vs_ovs_dpdk``: each variant's median trial and the ratios."""
+    from drivers.lab.switches import switch_available
+    for kind in ("ofbench", "ovs-dpdk"):
+        why = switch_available(kind, profile)
+        if why:
+            pytest.skip(why)
+    trials: dict[str, list[dict]] = {label: [] for label, _, _ in SIDE_BY_SIDE}
+    for trial in range(1, TRIALS + 1):
+        for label, kind, driver in SIDE_BY_SIDE:
+            tag = f"sb{TAGS[kind]}{trial}{'n' if driver == 'net_vhost' else ''}"
+            s1, s2 = lab.sock_path(f"{tag}-v1.sock"), lab.sock_path(f"{tag}-v2.sock")
+            cfg = parse_config({"ports": {"v1": 1, "v2": 2, "k1": 3, "k2": 4},
+                                "tenants": {"fast": ["v1", "v2"], "kern": ["k1", "k2"]}}, tag)
+            drv = {"driver": driver} if driver else {}
+            ports = [vhost_port("v1", 1, s1, **drv), vhost_port("v2", 2, s2, **drv),
+                     af_packet_port("k1", 3, "k1s", create="veth", peer="k1g"),
+                     af_packet_port("k2", 4, "k2s", create="veth", peer="k2g")]
+            with VmwireTopology(lab, kind, tag, ports, cfg, busy_poll=True) as topo:
+                guest = None
+                try:
+                    guest = PmdGuest.start(lab, f"{tag}-vh",
+                                           [virtio_user_vdev(0, s1, server=True),
+                                            virtio_user_vdev(1, s2, server=True)],
+                                           fwd="io", cpu=0, netns=topo.ns,
+                                           extra=["--port-topology=paired"])
+                    m = _measure_loop(guest, topo.switch_pids())
+                finally:
+                    if guest:
+                        lab.supervisor.stop(guest.proc)
+            trials[label].append(m)
+            progress(f"vhost side by side, trial {trial}/{TRIALS}: {label} {m['rx_mpps']} Mpps")
+    med = {label: median_trial(ts, "rx_mpps") for label, ts in trials.items()}
+    rows = [{"variant": label, "rx_mpps": m["rx_mpps"], "trials_mpps": m["rx_mpps_trials"],
+             "cpu_us_per_pkt": m.get("proc_cpu_us_per_pkt")} for label, m in med.items()]
+    results.add_table(rows, "vhost-user loop, 64 B, median trial per variant (alternating)")
+
+    def ratio(a, b):
+        return round(med[a]["rx_mpps"] / med[b]["rx_mpps"], 3) if med[b]["rx_mpps"] else None
+    metrics = {"ofbench_mpps": med["ofbench"]["rx_mpps"],
+               "ofbench_net_vhost_mpps": med["ofbench_net_vhost"]["rx_mpps"],
+               "ovs_dpdk_mpps": med["ovs_dpdk"]["rx_mpps"],
+               "ofbench_vs_ovs_dpdk": ratio("ofbench", "ovs_dpdk"),
+               "own_port_vs_net_vhost": ratio("ofbench", "ofbench_net_vhost")}
+    results.record(name="vhost_user_ofbench_vs_ovs_dpdk", metrics=metrics,
+                   params={"frame_bytes": 64, "measure_s": MEASURE_S, "trials": TRIALS,
+                           "statistic": "median trial", "order": "alternating per trial",
+                           **{f"{label}_trials_mpps": m["rx_mpps_trials"]
+                              for label, m in med.items()},
+                           "guest_cpu": 0, "switch_busy_poll": True},
+                   provenance={"port_kind": "vhost-user", "generator": "dpdk-testpmd",
+                               "dut_switch_kind": "ofbench"})
+    assert all(m["rx_mpps"] > 0 for m in med.values()), f"a variant forwarded nothing: {rows}"
+
+
 def _record_summary(results, name, vhost: dict, kernel: dict, params: dict, *, mbps_key: str):
     def ratio(a, b):
         return round(a / b, 3) if a is not None and b else None

@@ -46,6 +46,7 @@
 #include <sys/un.h>
 #include "ofswitch.h"
 #include "agent.h"
+#include "vhost_port.h"
 
 #define OFS_RX_BUF (1u << 17)  /* receive buffer: more than one 64 KiB message */
 static volatile int of_connected;
@@ -152,9 +153,13 @@ static void check_links(struct obuf *out)
 {
 	for (unsigned i = 0; i < ofs_dp.n_ports; i++) {
 		struct rte_eth_link link;
-		if (rte_eth_link_get_nowait(ofs_dp.ports[i].dpdk_id, &link) != 0)
+		bool up;
+		if (ofs_dp.ports[i].vhost)
+			up = ofs_vhost_link_up(ofs_dp.ports[i].vhost);
+		else if (rte_eth_link_get_nowait(ofs_dp.ports[i].dpdk_id, &link) != 0)
 			continue;
-		bool up = link.link_status == RTE_ETH_LINK_UP;
+		else
+			up = link.link_status == RTE_ETH_LINK_UP;
 		if (up != ofs_dp.ports[i].link_up) {
 			__atomic_store_n(&ofs_dp.ports[i].link_up, up, __ATOMIC_RELEASE);
 			ofs_send_port_status(out, i, OFPPR_MODIFY);

@@ -19,6 +19,7 @@
 #include <rte_prefetch.h>
 #include "ofswitch.h"
 #include "flowarena.h"
+#include "vhost_port.h"
 
 struct ofs_dp ofs_dp;
 
@@ -193,7 +194,33 @@ void __rte_cold ofs_wake_agent(void)
 	}
 }
 
-/* ---- output ------------------------------------------------------------------------------- */
+/* ---- ports: rx, tx buffering ---------------------------------------------------------------- */
+/* A burst from a port's rx queue 0: an ethdev's, or a vhost-user guest's tx ring. */
+static inline uint16_t port_rx(struct ofs_worker *w, int pidx, struct rte_mbuf **pkts)
+{
+	struct ofs_port *p = &ofs_dp.ports[pidx];
+	if (p->vhost)
+		return ofs_vhost_rx(p->vhost, w->pool, pkts, OFS_BURST);
+	return rte_eth_rx_burst(p->dpdk_id, 0, pkts, OFS_BURST);
+}
+
+/* Send what the worker buffered for a port (DPDK's rte_eth_tx_buffer_flush, with a vhost-user
+ * port's tx beside the ethdev's); the rest a queue did not take goes to the buffer's error
+ * callback (ofs_tx_unsent). */
+static void port_tx_flush(struct ofs_worker *w, int pidx)
+{
+	struct rte_eth_dev_tx_buffer *b = w->txb[pidx];
+	uint16_t n = b->length;
+	if (n == 0)
+		return;
+	struct ofs_port *p = &ofs_dp.ports[pidx];
+	uint16_t sent = p->vhost ? ofs_vhost_tx(p->vhost, b->pkts, n)
+				 : rte_eth_tx_burst(p->dpdk_id, w->txq[pidx].queue_id, b->pkts, n);
+	b->length = 0;
+	if (unlikely(sent < n))
+		b->error_callback(&b->pkts[sent], (uint16_t)(n - sent), b->error_userdata);
+}
+
 static void tx_one(struct ofs_worker *w, int pidx, struct rte_mbuf *m)
 {
 	struct ofs_port *p = &ofs_dp.ports[pidx];
@@ -204,7 +231,10 @@ static void tx_one(struct ofs_worker *w, int pidx, struct rte_mbuf *m)
 	}
 	w->port_stats[pidx].tx_packets++;
 	w->port_stats[pidx].tx_bytes += rte_pktmbuf_pkt_len(m);
-	rte_eth_tx_buffer(p->dpdk_id, w->idx < p->n_txq ? w->idx : 0, w->txb[pidx], m);
+	struct rte_eth_dev_tx_buffer *b = w->txb[pidx];
+	b->pkts[b->length++] = m;
+	if (b->length == b->size)
+		port_tx_flush(w, pidx);
 }
 
 /* The tx buffer's error callback: the queue took only part of a burst (e.g. a vhost-user
@@ -1320,7 +1350,7 @@ int ofs_worker_main(void *arg)
 		unsigned got = 0;
 		for (unsigned i = 0; i < w->n_rx_ports; i++) {
 			int pidx = w->rx_ports[i];
-			uint16_t n = rte_eth_rx_burst(ofs_dp.ports[pidx].dpdk_id, 0, pkts, OFS_BURST);
+			uint16_t n = port_rx(w, pidx, pkts);
 			got += n;
 			if (n)
 				process_burst(w, pidx, pkts, n, c);
@@ -1341,9 +1371,7 @@ int ofs_worker_main(void *arg)
 		if (got == 0 || now_tsc - last_drain >= drain_tsc) {
 			last_drain = now_tsc;
 			for (unsigned p = 0; p < ofs_dp.n_ports; p++)
-				if (w->txb[p]->length)
-					rte_eth_tx_buffer_flush(ofs_dp.ports[p].dpdk_id,
-						w->idx < ofs_dp.ports[p].n_txq ? w->idx : 0, w->txb[p]);
+				port_tx_flush(w, (int)p);
 		}
 		ofs_reader_leave_all(w);
 		rte_rcu_qsbr_quiescent(ofs_dp.qsbr, w->idx);
@@ -1359,8 +1387,7 @@ int ofs_worker_main(void *arg)
 		}
 	}
 	for (unsigned p = 0; p < ofs_dp.n_ports; p++)
-		rte_eth_tx_buffer_flush(ofs_dp.ports[p].dpdk_id,
-					w->idx < ofs_dp.ports[p].n_txq ? w->idx : 0, w->txb[p]);
+		port_tx_flush(w, (int)p);
 	rte_rcu_qsbr_thread_offline(ofs_dp.qsbr, w->idx);
 	rte_rcu_qsbr_thread_unregister(ofs_dp.qsbr, w->idx);
 	rte_free(c);

@@ -6,6 +6,9 @@
  *          [--lookup tuple|trie|simple] [--stats-sock PATH] [--idle-sleep-us N] [--mbufs N]
  *          [--max-flows N] [--echo-interval-ms N] [--fail-mode secure|standalone]
  *
+ * A port may be a vhost-user socket driven through librte_vhost directly (vhost_port.h):
+ * --port 1=vhost:<socket path>[,client=0|1] (client=1, the default: the guest owns the socket).
+ *
  * A port may also be the pcap replay feed of drivers/replay (built with it):
  * --port 1=replay:<pcap>[,loops=K][,copy=1] -- frames handed out from memory without copies
  * (or copied, copy=1, for workloads that rewrite headers), for benchmarks whose feed must not
@@ -34,6 +37,7 @@
 #include "ofswitch.h"
 #include "agent.h"
 #include "flowarena.h"
+#include "vhost_port.h"
 #ifdef OFB_HAVE_REPLAY
 #include "replay.h"
 #endif
@@ -159,6 +163,26 @@ static void parse_args(int argc, char **argv)
 	ofs_dp.lookup_ops->destroy(probe);
 }
 
+/* A vhost-user port on librte_vhost (vhost_port.h): no ethdev, the link is up while a guest
+ * is attached. The MAC is net_vhost's scheme ("VHOST" + index). */
+static void vhost_port_init(unsigned i)
+{
+	struct ofs_port *p = &ofs_dp.ports[i];
+	char err[512];
+	p->vhost = ofs_vhost_open(port_specs[i], ofs_dp.n_workers, err, sizeof(err));
+	if (!p->vhost)
+		rte_exit(EXIT_FAILURE, "port %u: %s\n", port_nums[i], err);
+	p->ofport = port_nums[i];
+	p->dpdk_id = UINT16_MAX;
+	p->n_txq = 1;
+	snprintf(p->name, sizeof(p->name), "vhost%u", port_nums[i]);
+	const uint8_t mac[6] = {0x56, 0x48, 0x4f, 0x53, 0x54, (uint8_t)i};
+	memcpy(p->mac, mac, 6);
+	p->link_up = ofs_vhost_link_up(p->vhost);
+	p->created_ns = ofs_now_ns();
+	ofs_dp.port_by_of[p->ofport] = (int8_t)i;
+}
+
 static void port_init(unsigned i, struct rte_mempool *pool)
 {
 	struct ofs_port *p = &ofs_dp.ports[i];
@@ -167,6 +191,10 @@ static void port_init(unsigned i, struct rte_mempool *pool)
 	char *end;
 	unsigned long v = strtoul(spec, &end, 10);
 	bool replay = strncmp(spec, "replay:", 7) == 0;
+	if (ofs_vhost_is_spec(spec)) {
+		vhost_port_init(i);
+		return;
+	}
 	if (replay) {
 #ifdef OFB_HAVE_REPLAY
 		char err[512];
@@ -259,6 +287,12 @@ int main(int argc, char **argv)
 		RTE_MBUF_DEFAULT_BUF_SIZE, rte_socket_id());
 	if (!pool)
 		rte_exit(EXIT_FAILURE, "mbuf pool: %s\n", rte_strerror(rte_errno));
+	/* The QSBR state first: a vhost-user port's detach waits for the workers' grace period
+	 * (vhost_port.h), and a guest may attach and detach as soon as its port exists. */
+	size_t qsz = rte_rcu_qsbr_get_memsize(ofs_dp.n_workers);
+	ofs_dp.qsbr = rte_zmalloc("ofs_qsbr", qsz, RTE_CACHE_LINE_SIZE);
+	if (!ofs_dp.qsbr || rte_rcu_qsbr_init(ofs_dp.qsbr, ofs_dp.n_workers) != 0)
+		rte_exit(EXIT_FAILURE, "rcu init failed\n");
 	for (unsigned i = 0; i < n_port_specs; i++)
 		port_init(i, pool);
 	ofs_dp.n_ports = n_port_specs;
@@ -269,11 +303,8 @@ int main(int argc, char **argv)
 	 * the sanitizer build keeps one heap block per flow, so ASan sees each flow's lifetime
 	 * and LeakSanitizer the cold parts it points to */
 	ofs_arena_init(!OFS_ARENA_SANITIZED, ofs_dp.n_workers, max_flows_opt);
-	size_t qsz = rte_rcu_qsbr_get_memsize(ofs_dp.n_workers);
-	ofs_dp.qsbr = rte_zmalloc("ofs_qsbr", qsz, RTE_CACHE_LINE_SIZE);
-	if (!ofs_dp.pin_ring || !ofs_dp.pout_ring || !ofs_dp.qsbr ||
-	    rte_rcu_qsbr_init(ofs_dp.qsbr, ofs_dp.n_workers) != 0)
-		rte_exit(EXIT_FAILURE, "rings/rcu init failed\n");
+	if (!ofs_dp.pin_ring || !ofs_dp.pout_ring)
+		rte_exit(EXIT_FAILURE, "rings init failed\n");
 	for (unsigned w = 0; w < ofs_dp.n_workers; w++) {
 		struct ofs_worker *wk = &ofs_dp.workers[w];
 		wk->idx = w;
@@ -329,6 +360,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ofswitch: port %u (%s): rx %llu, tx %llu, tx_dropped %llu\n",
 			ofs_dp.ports[i].ofport, ofs_dp.ports[i].name, (unsigned long long)rx,
 			(unsigned long long)tx, (unsigned long long)drop);
+		if (ofs_dp.ports[i].vhost) {
+			ofs_vhost_close(ofs_dp.ports[i].vhost);
+			continue;
+		}
 		rte_eth_dev_stop(ofs_dp.ports[i].dpdk_id);
 		rte_eth_dev_close(ofs_dp.ports[i].dpdk_id);
 	}

@@ -20,6 +20,8 @@
  *  - Workers hand packets for the controller to the agent through pin_ring (MP/SC); the agent
  *    hands PACKET_OUTs to worker 0 through pout_ring (SP/SC). So workers never touch the TCP
  *    socket and the agent never touches a NIC queue.
+ *  - librte_vhost's event thread (vhost-user ports, vhost_port.h) only publishes or clears a
+ *    port's guest device id; clearing waits for a QSBR grace period of the workers.
  *  - The agent does not poll: it sleeps in poll() on the controller sockets, the stats socket
  *    and agent_wake_fd (an eventfd) until a message, a 100 ms housekeeping tick (flow expiry,
  *    link state, keepalive, reconnects) or a Packet-In.  Before it sleeps it sets agent_sleeping and re-checks
@@ -273,15 +275,18 @@ struct ofs_meter {
 _Static_assert(offsetof(struct ofs_group, id) == 0, "an idtable object starts with its id");
 _Static_assert(offsetof(struct ofs_meter, id) == 0, "an idtable object starts with its id");
 
+struct ofs_vhost;
+
 struct ofs_port {
 	uint32_t ofport;
-	uint16_t dpdk_id;
+	uint16_t dpdk_id;            /* an ethdev port; unused when vhost is set */
 	uint16_t n_txq;
 	char name[16];
 	uint8_t mac[6];
 	uint32_t config;             /* OFPPC_* */
 	bool link_up;
 	uint64_t created_ns;
+	struct ofs_vhost *vhost;     /* a vhost-user port on librte_vhost (vhost_port.h), or NULL */
 };
 
 struct ofs_port_stats { uint64_t rx_packets, rx_bytes, tx_packets, tx_bytes, tx_dropped, rx_dropped; };

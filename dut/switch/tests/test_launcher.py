@@ -43,6 +43,14 @@ def test_argv_replay_port_needs_no_eal_device():
     assert "1=replay:/t/x.pcap,copy=1" in argv and "2=net_null0" in argv
 
 
+def test_argv_vhost_port_is_the_switchs_own():
+    argv = launcher.switch_argv("b", ["-l", "1"], [(1, "vhost:/r/g1.sock,client=1")],
+                                controller=("h", 1), dpid=1)
+    sep = argv.index("--")
+    assert argv[1:sep] == ["-l", "1"]  # no --vdev, no -a: librte_vhost, not an EAL device
+    assert "1=vhost:/r/g1.sock,client=1" in argv
+
+
 @pytest.mark.parametrize("ports, why", [
     ([], "at least one port"),
     ([(0, "net_ring0")], "out of 1..254"),

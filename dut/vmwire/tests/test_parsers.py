@@ -51,7 +51,11 @@ def test_testpmd_stats_and_argv():
 def test_port_specs_for_every_switch_kind():
     n, spec = vhost_port("g1", 3, "/r/g1.sock")
     assert n == 3 and spec["ovs"]["type"] == "dpdkvhostuserclient"
-    assert spec["devargs"] == "net_vhost3,iface=/r/g1.sock,queues=1,client=1,legacy-ol-flags=1"
+    assert spec["devargs"] == "vhost:/r/g1.sock,client=1"  # the switch's own librte_vhost port
+    _, spec = vhost_port("g1", 3, "/r/g1.sock", switch_client=False, driver="net_vhost")
+    assert spec["devargs"] == "net_vhost3,iface=/r/g1.sock,queues=1,client=0,legacy-ol-flags=1"
+    with pytest.raises(ValueError, match="vhost driver"):
+        vhost_port("g1", 3, "/r/g1.sock", driver="virtio")
     _, spec = af_packet_port("k1", 4, "k1s", create="veth", peer="k1g")
     assert spec["ovs"]["options"]["dpdk-devargs"] == "net_af_packet4,iface=k1s"
     assert pcap_port("c", 9, "/x.pcap")[1]["devargs"] == "net_pcap9,tx_pcap=/x.pcap"
