@@ -474,7 +474,12 @@ class RemoteHost:
         return cmd
 
     def sync_tree(self, repo: Path) -> None:
-        """rsync the ofbench tree and its venv to ``workdir`` (only what changed moves)."""
+        """rsync the ofbench tree and its venv to ``workdir`` (only what changed moves).
+
+        The tree goes by content (``--checksum``) without its modification times: a file whose
+        content changed lands with the time of the copy, so the host's ninja rebuilds what
+        depends on it even when this checkout's file is older than the host's last build (a
+        tree synced from another checkout or commit would otherwise keep a stale binary)."""
         user = self.spec.get("user", "root")
         dest = f"{user}@{self.address}:{self.workdir}/"
         self.run(["mkdir", "-p", str(self.workdir)])
@@ -482,8 +487,10 @@ class RemoteHost:
         excludes = sum((["--exclude", e] for e in SYNC_EXCLUDES), [])
         for src, dst in ((f"{repo}/", dest), (f"{Path(repo, '.venv').resolve()}/",
                                               f"{dest}.venv/")):
-            cp = subprocess.run(["rsync", "-a", "--delete", *([] if dst.endswith(".venv/")
-                                 else excludes), "--exclude", "__pycache__", "-e", ssh, src, dst],
+            venv = dst.endswith(".venv/")
+            cp = subprocess.run(["rsync", "-a", "--delete",
+                                 *([] if venv else ["--no-times", "--checksum", *excludes]),
+                                 "--exclude", "__pycache__", "-e", ssh, src, dst],
                                 capture_output=True, text=True, timeout=600)
             if cp.returncode != 0:
                 raise LabError(f"{self.key('workdir')}: rsync of {src} to {dst} failed "
