@@ -217,7 +217,8 @@ class Workload:
     def rewrites(self) -> bool:
         return self.kind in REWRITING_KINDS
 
-    def actions(self) -> bytes:
+    def actions(self, i: int = 0) -> bytes:
+        """The apply-actions of flow ``i`` (only push MPLS differs per flow: its label)."""
         out = w.action_output(2, 0)
         if self.kind == "setfield":
             # IPv4 fields only: 3 of the 4 flow shapes do not match ip_proto, so a UDP port
@@ -226,6 +227,9 @@ class Workload:
                     + action_set_field(w.oxm(8, bytes([46]))) + out)
         if self.kind == "pushvlan":
             return action_push_vlan() + action_set_field(w.oxm(6, struct.pack("!H", 0x1000 | 100))) + out
+        if self.kind == "pushmpls":
+            return (action_push_mpls()
+                    + action_set_field(w.oxm(34, struct.pack("!I", i & 0xFFFFF))) + out)
         if self.kind == "popvlan":
             return action_pop_vlan() + out
         if self.kind == "popmpls":
@@ -241,13 +245,6 @@ class Workload:
             m = w.match(vid, *_oxms_of(m))
         return m
 
-    def _instructions(self, i: int) -> bytes:
-        if self.kind == "pushmpls":
-            return w.apply_actions(action_push_mpls()
-                                   + action_set_field(w.oxm(34, struct.pack("!I", i & 0xFFFFF)))
-                                   + w.action_output(2, 0))
-        return w.apply_actions(self.actions())
-
     def flow_mods(self, flows: list[BenchFlow]):
         if self.kind == "multitable":
             for k in range(N_MD_FLOWS):
@@ -260,7 +257,7 @@ class Workload:
             return
         acts = w.apply_actions(self.actions())
         for i, f in enumerate(flows):
-            ins = acts if self.kind != "pushmpls" else self._instructions(i)
+            ins = w.apply_actions(self.actions(i)) if self.kind == "pushmpls" else acts
             yield w.flow_mod(priority=f.priority, match_=self._match(i, f), instructions=ins,
                              xid=i + 100)
 
