@@ -133,6 +133,33 @@ def _measure_loop(guest: PmdGuest, extra_pids, seconds=MEASURE_S) -> dict:
     return m
 
 
+def _loop_ports(lab, tag: str, driver: str | None = None):
+    """The virtio_user loop's wiring: two vhost-user ports (``driver``: ofbench's vhost port
+    kind, None: the default) and two af_packet veths, one tenant each; (sock1, sock2, ports,
+    config)."""
+    s1, s2 = lab.sock_path(f"{tag}-v1.sock"), lab.sock_path(f"{tag}-v2.sock")
+    cfg = parse_config({"ports": {"v1": 1, "v2": 2, "k1": 3, "k2": 4},
+                        "tenants": {"fast": ["v1", "v2"], "kern": ["k1", "k2"]}}, tag)
+    drv = {"driver": driver} if driver else {}
+    ports = [vhost_port("v1", 1, s1, **drv), vhost_port("v2", 2, s2, **drv),
+             af_packet_port("k1", 3, "k1s", create="veth", peer="k1g"),
+             af_packet_port("k2", 4, "k2s", create="veth", peer="k2g")]
+    return s1, s2, ports, cfg
+
+
+def _guest_loop(lab, topo, name: str, vdevs: list[str]) -> dict:
+    """One trial: a testpmd guest forwarding 64 B frames around the loop through ``vdevs``,
+    measured by _measure_loop, stopped whatever happens."""
+    guest = None
+    try:
+        guest = PmdGuest.start(lab, name, vdevs, fwd="io", cpu=0, netns=topo.ns,
+                               extra=["--port-topology=paired"])
+        return _measure_loop(guest, topo.switch_pids())
+    finally:
+        if guest:
+            lab.supervisor.stop(guest.proc)
+
+
 @pytest.mark.bench
 @pytest.mark.features("netns")
 def test_vhost_vs_kernel_virtio_user(lab, switch_kind, results):
@@ -141,12 +168,7 @@ def test_vhost_vs_kernel_virtio_user(lab, switch_kind, results):
     each; same run, same switch; each path's median trial goes into the summary."""
     _need(switch_kind, VHOST)
     tag = f"vk{TAGS[switch_kind]}"
-    s1, s2 = lab.sock_path(f"{tag}-v1.sock"), lab.sock_path(f"{tag}-v2.sock")
-    cfg = parse_config({"ports": {"v1": 1, "v2": 2, "k1": 3, "k2": 4},
-                        "tenants": {"fast": ["v1", "v2"], "kern": ["k1", "k2"]}}, tag)
-    ports = [vhost_port("v1", 1, s1), vhost_port("v2", 2, s2),
-             af_packet_port("k1", 3, "k1s", create="veth", peer="k1g"),
-             af_packet_port("k2", 4, "k2s", create="veth", peer="k2g")]
+    s1, s2, ports, cfg = _loop_ports(lab, tag)
     trials: dict[str, list[dict]] = {"vhost_user": [], "kernel": []}
     # busy_poll: our switch polls like OVS-DPDK's PMD thread (no idle sleep), on its core.
     with VmwireTopology(lab, switch_kind, tag, ports, cfg, busy_poll=True) as topo:
@@ -158,15 +180,8 @@ def test_vhost_vs_kernel_virtio_user(lab, switch_kind, results):
                     ("vhost_user", virtio_user_vdev(0, s1, server=True),
                      virtio_user_vdev(1, s2, server=True)),
                     ("kernel", "net_af_packet0,iface=k1g", "net_af_packet1,iface=k2g")):
-                guest = None
-                try:
-                    guest = PmdGuest.start(lab, f"{tag}-{path[:2]}{trial}", [vtx, vrx],
-                                           fwd="io", cpu=0, netns=topo.ns,
-                                           extra=["--port-topology=paired"])
-                    trials[path].append(_measure_loop(guest, topo.switch_pids()))
-                finally:
-                    if guest:
-                        lab.supervisor.stop(guest.proc)
+                trials[path].append(_guest_loop(lab, topo, f"{tag}-{path[:2]}{trial}",
+                                                [vtx, vrx]))
     per_path = {path: median_trial(ts, "rx_mbps") for path, ts in trials.items()}
     for path, m in per_path.items():
         every_trial = m.pop("rx_mbps_trials")  # a list: params, metrics stay flat numbers
@@ -210,25 +225,10 @@ def test_vhost_user_ofbench_vs_ovs_dpdk(lab, profile, results, progress):
     for trial in range(1, TRIALS + 1):
         for label, kind, driver in SIDE_BY_SIDE:
             tag = f"sb{TAGS[kind]}{trial}{'n' if driver == 'net_vhost' else ''}"
-            s1, s2 = lab.sock_path(f"{tag}-v1.sock"), lab.sock_path(f"{tag}-v2.sock")
-            cfg = parse_config({"ports": {"v1": 1, "v2": 2, "k1": 3, "k2": 4},
-                                "tenants": {"fast": ["v1", "v2"], "kern": ["k1", "k2"]}}, tag)
-            drv = {"driver": driver} if driver else {}
-            ports = [vhost_port("v1", 1, s1, **drv), vhost_port("v2", 2, s2, **drv),
-                     af_packet_port("k1", 3, "k1s", create="veth", peer="k1g"),
-                     af_packet_port("k2", 4, "k2s", create="veth", peer="k2g")]
+            s1, s2, ports, cfg = _loop_ports(lab, tag, driver)
             with VmwireTopology(lab, kind, tag, ports, cfg, busy_poll=True) as topo:
-                guest = None
-                try:
-                    guest = PmdGuest.start(lab, f"{tag}-vh",
-                                           [virtio_user_vdev(0, s1, server=True),
-                                            virtio_user_vdev(1, s2, server=True)],
-                                           fwd="io", cpu=0, netns=topo.ns,
-                                           extra=["--port-topology=paired"])
-                    m = _measure_loop(guest, topo.switch_pids())
-                finally:
-                    if guest:
-                        lab.supervisor.stop(guest.proc)
+                m = _guest_loop(lab, topo, f"{tag}-vh", [virtio_user_vdev(0, s1, server=True),
+                                                         virtio_user_vdev(1, s2, server=True)])
             trials[label].append(m)
             progress(f"vhost side by side, trial {trial}/{TRIALS}: {label} {m['rx_mpps']} Mpps")
     med = {label: median_trial(ts, "rx_mpps") for label, ts in trials.items()}
