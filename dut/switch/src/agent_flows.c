@@ -63,6 +63,16 @@ static struct ofs_flow *arena_flow(void)
 	return f;
 }
 
+/* Arena slot a takes src's fields (pointers included) and keeps its own counters, which the
+ * arena zeroed. */
+static void fill_slot(struct ofs_flow *a, const struct ofs_flow *src)
+{
+	struct ofs_flow_ctr *ctr = a->ctr;
+	*a = *src;
+	a->ctr = ctr;
+	a->in_arena = true;
+}
+
 /* Move the request's scratch flow f (heap) into an arena slot: the slot takes f's fields and
  * its cold parts (match_raw, insts; apply/write point into insts), f's struct is freed. NULL
  * (and f untouched) when the arena is exhausted. */
@@ -71,10 +81,7 @@ static struct ofs_flow *into_arena(struct ofs_flow *f)
 	struct ofs_flow *a = arena_flow();
 	if (!a)
 		return NULL;
-	struct ofs_flow_ctr *ctr = a->ctr;
-	*a = *f;
-	a->ctr = ctr;
-	a->in_arena = true;
+	fill_slot(a, f);
 	free(f);
 	return a;
 }
@@ -586,10 +593,7 @@ static int modify_flows(struct ofs_table *tb, struct fm_req *r, const struct ofs
 		/* (not arena_flow: a commit here would publish part of this MODIFY) */
 		struct ofs_flow *c = ofs_flow_alloc(false);
 		if (c) {
-			struct ofs_flow_ctr *ctr = c->ctr;
-			*c = *g;
-			c->ctr = ctr;  /* its own counters, zeroed by the arena */
-			c->in_arena = true;
+			fill_slot(c, g);
 			c->match_raw = malloc(g->match_raw_len);
 			c->insts = malloc(f->insts_len + 1u);
 		}
