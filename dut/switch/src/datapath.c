@@ -49,6 +49,9 @@ struct pkt_ctx {
 	uint8_t pin_reason;
 	uint32_t depth;             /* group recursion */
 	bool pre_looked_up;         /* table 0 was looked up by the burst pre-pass (maybe miss) */
+	bool parse_stale;           /* a push/pop moved the headers: key/lay are re-extracted by
+				     * ensure_parsed() before anything reads them (an output
+				     * right after a pop never pays for the parse) */
 	/* action set (write-actions): one slot per action type, set-fields per field */
 	const uint8_t *aset[32];
 	const uint8_t *aset_setf[OXM_N_FIELDS];
@@ -63,7 +66,15 @@ static inline uint32_t plen(struct pkt_ctx *c) { return rte_pktmbuf_data_len(c->
 
 static void reparse(struct pkt_ctx *c)
 {
+	c->parse_stale = false;
 	ofs_key_extract(pdata(c), plen(c), &c->key, &c->lay);
+}
+
+/* Every reader of c->key / c->lay after an action may have moved the headers calls this. */
+static inline void ensure_parsed(struct pkt_ctx *c)
+{
+	if (unlikely(c->parse_stale))
+		reparse(c);
 }
 
 /* ---- checksums ---------------------------------------------------------------------------- */
@@ -110,6 +121,7 @@ static void fix_checksums(struct pkt_ctx *c)
 	if (!c->csum_dirty)
 		return;
 	c->csum_dirty = false;
+	ensure_parsed(c);
 	uint8_t *p = pdata(c);
 	uint32_t len = plen(c);
 	int l3 = c->lay.l3_ofs, l4 = c->lay.l4_ofs;
@@ -256,23 +268,24 @@ void ofs_tx_unsent(struct rte_mbuf **pkts, uint16_t n, void *arg)
 
 /* End of the IP packet (offset), or 0 when unknown. Bytes after it are Ethernet padding
  * added by a sender to reach 60 bytes; they are not part of the packet. */
-static uint32_t ip_end(struct pkt_ctx *c)
+/* End of the IP packet whose header starts at l3 (ethertype et, host order), or 0 when
+ * there is none: the same conditions under which ofs_key_extract sets lay.l3_ofs. */
+static uint32_t ip_end_at(struct pkt_ctx *c, int l3, uint16_t et)
 {
-	int l3 = c->lay.l3_ofs;
-	uint16_t et = ntohs(c->key.eth_type);
 	const uint8_t *p = pdata(c);
 	if (l3 < 0)
 		return 0;
-	if (et == OFS_ETH_P_IPV4 && (uint32_t)l3 + 20 <= plen(c))
+	if (et == OFS_ETH_P_IPV4 && (uint32_t)l3 + 20 <= plen(c) && (p[l3] & 0xf) >= 5)
 		return (uint32_t)l3 + rd16(p + l3 + 2);
 	if (et == OFS_ETH_P_IPV6 && (uint32_t)l3 + 40 <= plen(c))
 		return (uint32_t)l3 + 40 + rd16(p + l3 + 4);
 	return 0;
 }
 
-static void trim_l2_padding(struct pkt_ctx *c)
+/* Drop the Ethernet padding behind an IP packet that a pop uncovered (l3, et as above). */
+static void trim_l2_padding(struct pkt_ctx *c, int l3, uint16_t et)
 {
-	uint32_t end = ip_end(c);
+	uint32_t end = ip_end_at(c, l3, et);
 	if (end && end < plen(c) && c->m->nb_segs == 1)
 		rte_pktmbuf_trim(c->m, (uint16_t)(plen(c) - end));
 }
@@ -381,6 +394,30 @@ static void flush_pending(struct pkt_ctx *c)
 }
 
 /* ---- header edits ------------------------------------------------------------------------- */
+/* memmove(dst, src, len) for the header moves of a push or pop: the bytes in front of the
+ * tag (12-22 of them) move by its size. 8 <= len <= 32 is two 8- or 16-byte loads
+ * before two stores (overlap-safe, no call); anything else goes to memmove. */
+static inline void move_head(uint8_t *dst, const uint8_t *src, uint32_t len)
+{
+	if (likely(len >= 8 && len <= 16)) {
+		uint64_t a, b;
+		memcpy(&a, src, 8);
+		memcpy(&b, src + len - 8, 8);
+		memcpy(dst, &a, 8);
+		memcpy(dst + len - 8, &b, 8);
+		return;
+	}
+	if (len > 16 && len <= 32) {  /* behind one or two VLAN tags */
+		uint8_t a[16], b[16];
+		memcpy(a, src, 16);
+		memcpy(b, src + len - 16, 16);
+		memcpy(dst, a, 16);
+		memcpy(dst + len - 16, b, 16);
+		return;
+	}
+	memmove(dst, src, len);
+}
+
 static uint8_t *insert_bytes(struct pkt_ctx *c, uint32_t ofs, uint32_t n)
 {
 	if (rte_pktmbuf_linearize(c->m) != 0)
@@ -388,7 +425,7 @@ static uint8_t *insert_bytes(struct pkt_ctx *c, uint32_t ofs, uint32_t n)
 	uint8_t *p = (uint8_t *)rte_pktmbuf_prepend(c->m, (uint16_t)n);
 	if (!p)
 		return NULL;
-	memmove(p, p + n, ofs);
+	move_head(p, p + n, ofs);
 	return p;
 }
 
@@ -397,7 +434,7 @@ static void remove_bytes(struct pkt_ctx *c, uint32_t ofs, uint32_t n)
 	uint8_t *p = pdata(c);
 	if (ofs + n > plen(c))
 		return;
-	memmove(p + n, p, ofs);
+	move_head(p + n, p, ofs);
 	rte_pktmbuf_adj(c->m, (uint16_t)n);
 }
 
@@ -562,6 +599,8 @@ static bool exec_one(struct pkt_ctx *c, const uint8_t *a)
 		flush_pending(c);
 	if (!c->m)
 		return false;
+	if (type != OFPAT_OUTPUT)
+		ensure_parsed(c);
 	switch (type) {
 	case OFPAT_OUTPUT:
 		flush_pending(c);
@@ -644,13 +683,13 @@ static bool exec_one(struct pkt_ctx *c, const uint8_t *a)
 		if (!p) return false;
 		wr16(p + 12, rd16(a + 4));
 		wr16(p + 14, tci);
-		reparse(c);
+		c->parse_stale = true;
 		break;
 	}
 	case OFPAT_POP_VLAN:
 		if (c->lay.vlan_ofs >= 0) {
 			remove_bytes(c, (uint32_t)c->lay.vlan_ofs, 4);
-			reparse(c);
+			c->parse_stale = true;
 		}
 		break;
 	case OFPAT_PUSH_MPLS: {
@@ -672,16 +711,19 @@ static bool exec_one(struct pkt_ctx *c, const uint8_t *a)
 		if (!p) return false;
 		wr16(p + ofs, rd16(a + 4));
 		wr32(p + ofs + 2, shim);
-		reparse(c);
+		c->parse_stale = true;
 		break;
 	}
 	case OFPAT_POP_MPLS:
 		if (c->lay.mpls_ofs >= 0) {
+			/* the shim sits right behind the ethertype (flowkey.c), so what it covered
+			 * starts at mpls_ofs once it is gone, with the action's ethertype */
+			int under = c->lay.mpls_ofs;
 			p = pdata(c);
 			wr16(p + c->lay.l2_end, rd16(a + 4));
-			remove_bytes(c, (uint32_t)c->lay.mpls_ofs, 4);
-			reparse(c);
-			trim_l2_padding(c);
+			remove_bytes(c, (uint32_t)under, 4);
+			trim_l2_padding(c, under, rd16(a + 4));
+			c->parse_stale = true;
 		}
 		break;
 	case OFPAT_PUSH_PBB: {
@@ -692,13 +734,13 @@ static bool exec_one(struct pkt_ctx *c, const uint8_t *a)
 		memcpy(p, p + 18, 12);
 		wr16(p + 12, rd16(a + 4));
 		memcpy(p + 14, itag, 4);
-		reparse(c);
+		c->parse_stale = true;
 		break;
 	}
 	case OFPAT_POP_PBB:
 		if (c->lay.pbb_ofs >= 0) {
 			uint32_t n = (uint32_t)c->lay.pbb_ofs + 4;
-			if (n <= plen(c)) { rte_pktmbuf_adj(c->m, (uint16_t)n); reparse(c); }
+			if (n <= plen(c)) { rte_pktmbuf_adj(c->m, (uint16_t)n); c->parse_stale = true; }
 		}
 		break;
 	case OFPAT_SET_MPLS_TTL:
@@ -860,6 +902,7 @@ static bool apply_meter(struct pkt_ctx *c, uint32_t meter_id)
 		return true;
 	struct ofs_band *b = &m->bands[hit];
 	if (b->type == OFPMBT_DSCP_REMARK) {
+		ensure_parsed(c);
 		int l3 = c->lay.l3_ofs;
 		uint16_t et = ntohs(c->key.eth_type);
 		uint8_t *p = pdata(c);
@@ -1056,6 +1099,7 @@ static struct ofs_flow *table_lookup(struct pkt_ctx *c, uint8_t t)
 	const struct ofs_table_view *v = __atomic_load_n(&ofs_dp.tables[t].view, __ATOMIC_ACQUIRE);
 	if (v)
 		reader_enter(c->w, t, v);
+	ensure_parsed(c);
 	ck_prepare(&c->key, v, &p);
 	return ck_lookup(c->w, &c->key, &p);
 }
