@@ -96,3 +96,60 @@ def test_pipeline_workload(lab, profile, results, progress, record):
                    provenance={"dut_switch_kind": "ofbench", "generator": "drivers/replay+net_pcap",
                                "generator_version": "dpdk-22.11", "port_kind": "ring/pcap/null"})
     assert metrics.get("ofbench_mpps", 0) > 0, f"ofbench forwarded nothing: {res}"
+
+
+def worker_counts(n_cores: int) -> list[int]:
+    """1, 2, 4, 8 workers, as many as the switch host has cores (at least 1 and 2: on a
+    2-core box the second worker shares its core with the agent)."""
+    return [n for n in (1, 2, 4, 8) if n <= max(2, n_cores)]
+
+
+# issue 16 part 4: the same 100k flows and 8192 frames through 1, 2, ... workers, one replay
+# port per worker (main.c: worker w polls the ports whose index % workers == w). The rate of
+# each count, each worker thread's share of its core in the windows, and the per-CPU
+# efficiency (rate per CPU-second at n workers / n x that of one worker): a shared core
+# halves a rate without saying anything about the switch, the share shows it.
+@pytest.mark.bench
+@pytest.mark.features("hugepages")
+def test_pipeline_worker_scaling(lab, profile, results, progress):
+    if switch_available("ofbench", profile) is not None:
+        pytest.skip(switch_available("ofbench", profile))
+    import os
+    from drivers.lab.switches import switch_host
+    from suites.switch.pipeline import run_pipeline_bench
+    host = switch_host(lab)
+    n_cores = len(host.cores()) if host is not lab else len(os.sched_getaffinity(0))
+    counts = worker_counts(n_cores)
+    metrics: dict = {}
+    for n in counts:
+        progress(f"pipeline bench, {n} worker(s): 100k flows, 8192 distinct 64 B frames, "
+                 f"one replay port per worker, 3 windows")
+        res = run_pipeline_bench(lab, kinds=("ofbench",), n_flows=100_000, n_frames=8192,
+                                 plan=(("ofbench", "replay"),), workers=n, ceilings=(n == 1))
+        r = res["ofbench/replay"]
+        metrics[f"workers_{n}_mpps"] = r["mpps"]
+        metrics[f"workers_{n}_best_mpps"] = r["mpps_best"]
+        if "cpu_share" in r:
+            metrics[f"workers_{n}_cpu_share"] = r["cpu_share"]
+            metrics[f"workers_{n}_mpps_per_cpu"] = r["mpps_per_cpu"]
+        if "ceiling/replay" in res:
+            metrics["feed_replay_ceiling_mpps"] = res["ceiling/replay"]["mpps"]
+        progress(f"pipeline bench, {n} worker(s): {r['mpps']} Mpps "
+                 f"(share {r.get('cpu_share', '?')})")
+    top = counts[-1]
+    metrics["workers_max"] = top
+    metrics["speedup_max_vs_1_worker"] = round(metrics[f"workers_{top}_mpps"]
+                                               / max(metrics["workers_1_mpps"], 1e-9), 3)
+    if f"workers_{top}_mpps_per_cpu" in metrics and "workers_1_mpps_per_cpu" in metrics:
+        metrics["per_cpu_efficiency_max"] = round(
+            metrics[f"workers_{top}_mpps_per_cpu"]
+            / (top * max(metrics["workers_1_mpps_per_cpu"], 1e-9)), 3)
+    progress(f"pipeline bench, worker scaling: {metrics}")
+    results.record("pipeline_64b_100k_flows_worker_scaling", metrics,
+                   params={"flows": 100_000, "frame_size_b": 64, "distinct_frames": 8192,
+                           "workers": counts, "host_cores": n_cores, "windows": 3,
+                           "io": "ofbench: one replay port per worker (by reference) -> "
+                                 "net_null,no-rx=1"},
+                   provenance={"dut_switch_kind": "ofbench", "generator": "drivers/replay",
+                               "generator_version": "dpdk-22.11", "port_kind": "ring/null"})
+    assert metrics["workers_1_mpps"] > 0 and metrics[f"workers_{top}_mpps"] > 0, metrics

@@ -4,7 +4,7 @@
                        softgen A [memif server] ---- [memif client] softgen B  (latency floor)
   switch (ovs-dpdk):   OVS-DPDK dpdkvhostuser ports (server: <ovs rundir>/<port>) == softgen
                        virtio_user clients p0, p1
-  switch (ofbench):    ofswitch net_vhost ports (server) == softgen virtio_user clients p0, p1
+  switch (ofbench):    ofswitch's own vhost-user ports (server, librte_vhost) == softgen virtio_user clients p0, p1
                        (wire="memif": softgen memif servers == ofswitch net_memif clients)
   switch (ovs):        softgen [af_packet] -- veth -- OVS netdev (no DPDK: the kernel path)
   TRex (generator.kind trex, switch_p2p_trex): a TRex v3.08 server with two memif servers ==
@@ -218,10 +218,11 @@ def switch_p2p(lab, kind: str, flows: int, tag: str = "sw", wire: str = "vhost",
                 socks = [Path(lab.state_dir) / f"ovs-{tag}-{kind}" / n for n in names]
             else:
                 socks = [fresh_sock(lab, f"{tag}-vhost{i}") for i in (0, 1)]
-            # legacy-ol-flags=1: DPDK 22.11's net_vhost "compliant" offload-flag default is
-            # much slower here (see dut/vmwire/wiring.py); OVS drives rte_vhost itself
+            # ofbench drives librte_vhost itself as OVS-DPDK does (its own "vhost:" port,
+            # dut/switch/src/vhost_port.h; server: the switch owns the socket), not the
+            # net_vhost PMD (dut/vmwire/wiring.py says why)
             extra = [(i + 1, {"ovs": {"name": names[i], "type": "dpdkvhostuser"},
-                              "devargs": f"net_vhost{i + 1},iface={sock},queues=1,legacy-ol-flags=1"})
+                              "devargs": f"vhost:{sock},client=0"})
                      for i, sock in enumerate(socks)]
             gen_ports = [SoftgenPort("p0", virtio_user(0, socks[0])), SoftgenPort("p1", virtio_user(1, socks[1]))]
         elif kind == "ofbench" and wire == "memif":
