@@ -22,6 +22,7 @@ import itertools
 import os
 import random
 import statistics
+import subprocess
 import struct
 import sys
 import time
@@ -437,6 +438,27 @@ def _busy_threads(kind: str, pid: int | None = None, marker: str | None = None) 
     return out
 
 
+def _remote_cpu_clock(host, pid: int):
+    """() -> (CPU ns so far, thread count) of ofswitch's forwarding threads on a lab host
+    (worker 0 = the main thread, the others EAL lcore-worker threads), read with one SSH
+    command; (None, 0) if the host does not answer. ``pid`` is the lab's process: the shell
+    that runs ofswitch as its child (drivers/lab/remote.py RemoteHost.start)."""
+    script = (f"p={pid}; c=$(cat /proc/$p/task/$p/children 2>/dev/null); "
+              f"[ -n \"$c\" ] && p=${{c%% *}}; "
+              f"cat /proc/$p/task/$p/schedstat; for t in /proc/$p/task/*; do "
+              f"[ \"$t\" = /proc/$p/task/$p ] && continue; "
+              f"case $(cat $t/comm 2>/dev/null) in lcore-worker*) cat $t/schedstat;; esac; done")
+
+    def read() -> tuple[int | None, int]:
+        try:
+            r = host.run(["sh", "-c", script], check=False, timeout=10)
+            vals = [int(line.split()[0]) for line in r.stdout.splitlines() if line.split()]
+        except (OSError, ValueError, subprocess.SubprocessError):
+            return None, 0
+        return (sum(vals), len(vals)) if vals else (None, 0)
+    return read
+
+
 def _cpu_ns(files: list[str]) -> int | None:
     """CPU time (ns) the threads have run so far (first field of schedstat), None if unknown."""
     try:
@@ -509,16 +531,19 @@ def run_one(lab, kind: str, flows: list[BenchFlow], pcap: Path, *, lcore: int,
         st0 = stats_of()
         # how much of its core the forwarding thread really got in each window: on a shared
         # box another busy thread on the same core halves the rate without any change here
-        threads = _busy_threads(kind, proc.pid if kind == "ofbench" else None,
-                                None if kind == "ofbench" else str(ovs.dir)) \
-            if not remote else []
+        if remote:  # ofbench on a lab host: its threads' schedstat read there over SSH
+            cpu_clock = _remote_cpu_clock(host, proc.pid)
+        else:
+            threads = _busy_threads(kind, proc.pid if kind == "ofbench" else None,
+                                    None if kind == "ofbench" else str(ovs.dir))
+            cpu_clock = lambda: (_cpu_ns(threads), len(threads))  # noqa: E731
         runs, shares = [], []
         for i in range(reps):
-            c0, t0 = _cpu_ns(threads), time.monotonic_ns()
+            (c0, _), t0 = cpu_clock(), time.monotonic_ns()
             runs.append(_measure(s, 2, 0, duration_s, during if i == 0 else None))
-            c1, t1 = _cpu_ns(threads), time.monotonic_ns()
+            (c1, n_threads), t1 = cpu_clock(), time.monotonic_ns()
             if c0 is not None and c1 is not None:
-                shares.append((c1 - c0) / (t1 - t0) / max(1, len(threads)))
+                shares.append((c1 - c0) / (t1 - t0) / max(1, n_threads))
         st1 = stats_of()
         s.close()
         out = {"mpps": round(statistics.median(runs), 3), "mpps_best": round(max(runs), 3),
