@@ -2751,7 +2751,7 @@ struct ofb_cls *ofb_cls_create(const struct ofb_cls_params *p)
         c->gf_on = c->key32 && !(g && !strcmp(g, "0"));
         c->gf_k4 = gk && atoi(gk) == 4;
         c->gf_maxg = gm && atoi(gm) >= 1 && atoi(gm) <= GF_MAXG ? (uint32_t)atoi(gm) : 4;
-        c->gf_bpe = gb && atoi(gb) >= 1 && atoi(gb) <= 256 ? (uint32_t)atoi(gb) : 12;
+        c->gf_bpe = gb && atoi(gb) >= 1 && atoi(gb) <= 256 ? (uint32_t)atoi(gb) : 16;
         c->gf_slack = gs && atoi(gs) >= 0 && atoi(gs) <= 16 ? (uint32_t)atoi(gs) : 2;
         c->gf_min = gn && atoi(gn) >= 1 ? (uint32_t)atoi(gn) : GF_MIN_RULES;
     }
