@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #ifdef __SSE4_2__
 #include <nmmintrin.h>
 #endif
@@ -566,8 +567,18 @@ static void publish(struct ofb_cls *c)
 {
     if (is_trie(c) && c->trie_dirty)
         trie_refresh(c);
-    if (gf_due(c))
+    if (gf_due(c)) {
+        struct timespec t0, t1;
+        bool dbg = getenv("OFB_CLS_GF_DEBUG") != NULL;
+        if (dbg)
+            clock_gettime(CLOCK_MONOTONIC, &t0);
         gf_build(c);  /* out of memory: the old grouping stays (exact either way) */
+        if (dbg) {
+            clock_gettime(CLOCK_MONOTONIC, &t1);
+            fprintf(stderr, "gf regroup at %lu rules: %.1f ms\n", (unsigned long)c->n_rules,
+                    (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-6);
+        }
+    }
     /* the snapshot goes first: a reader that sees the new version then sees
      * the new snapshot (release/acquire on version).  Out of memory here
      * leaves snap_dirty set and retries at the next publish. */

@@ -5,6 +5,8 @@
 # ntt_half (p = 1/2 masks) 1M and cb_acl 100k (13-byte keys: the filter does not apply) as
 # regression checks.  Files: see dut/classifier/README.md (CLSB dir, default /tmp/clsb-ntt).
 # flock /tmp/ofbench-bench.lock dut/classifier/measured/2026-11-24-grouped/measure.sh > measure.out
+# (measure.out: commit e190e81, the scalar path grouping from 1024 rules; measure2.out: e267aae,
+# the scalar path grouping from 2^18 rules, otherwise the same code)
 B=${B:-$(cd "$(dirname "$0")/../../../.." && pwd)/build/dut/classifier/cls-bench}
 cd "${CLSB:-/tmp/clsb-ntt}" || exit 1
 date -u +"start %FT%TZ"; uptime
