@@ -130,16 +130,18 @@
  *     it off).  Point 6 costs one random probe per table (~100 per key) into
  *     32-64 bits per rule (6.4 MB at 1M).  Here the tables of a band are
  *     grouped greedily (largest first, then the table sharing the most care
- *     bits with the group, at most 4 per group, while the group's common mask
+ *     bits with the group, at most 4 per group (OFB_CLS_GF_MAXG: up to 8),
+ *     while the group's common mask
  *     G keeps >= log2(lines) + 2 bits); a group owns 2^l lines of 64 B,
  *     indexed by ((key & G) * K) >> (32 - l), sized for ~16 bits per entry
- *     (l = log2(entries of its largest table * 16 * 4 / 512), rounded up);
- *     lane j of a line (16/4 = 4 dwords when the group has 3-4 tables, 8 for
- *     2, 16 for 1) belongs to its j-th table.  An entry sets 3 bits (OFB_CLS_GF_K=4:
+ *     (2^l >= entries of its largest table * 16 * g' / 512, g' = the group
+ *     size rounded up to a power of two); lane j of a line (16 / g' dwords:
+ *     4 when the group has 3-4 tables, 8 for 2, 16 for 1) belongs to its j-th
+ *     table.  An entry sets 3 bits (OFB_CLS_GF_K=4:
  *     4) in one dword of its lane, dword and bits from two multiplicative
  *     hashes of (value & C): a blocked Bloom filter per table and line.  So a
- *     key reads one line per group (~27 at ntt 1M instead of 96 bitmap words
- *     spread over 6.4 MB; the lines total ~3.5 MB), and a table passes with
+ *     key reads one line per group (29 at ntt 1M instead of 96 bitmap words
+ *     spread over 6.4 MB; the lines total 4 MB), and a table passes with
  *     ~0.5 % false passes (ntt 1M: 0.99 passes per key, 0.47 of them true;
  *     point 6 alone 2.2).  Phase 1 tests 8 tables per AVX2 step (vpmulld x3,
  *     vpsrlvd, one vpgatherdd: a group's 4 dwords come from one line;
@@ -183,9 +185,11 @@
  * 2.62, 100k 1.80 -> 3.88; scalar 0.64 -> 2.11, 0.68 -> 3.27 (medians of 3,
  * measured/2026-11-24-key32).  Still 3.8x short of 10 Mlps at 1M.  The grouped
  * line filter (point 7; measured/2026-11-24-grouped, README.md), same binary
- * with OFB_CLS_GF=0 beside it, medians of 3 on a loaded box: AVX2 batched 1M
- * 1.54 -> 2.27 (best 3.07; 4.2-4.7 in quieter single runs), 100k 3.30 -> 5.72,
- * still short of 10 Mlps (see README.md for where the time goes).
+ * with OFB_CLS_GF=0 beside it, medians / best of 3 on a loaded box: AVX2
+ * batched 1M 1.99 / 2.63 -> 3.89 / 4.19 (4.2-4.76 in quieter single runs),
+ * 100k 3.29 -> 5.49 / 6.43: 2.1-2.6x short of 10 Mlps at 1M.  What is left
+ * per key at 1M: ~29 line misses (the lines are 4 MB, past L2) and ~1 pass
+ * (0.47 true), each a filter word, bucket pointer and block from DRAM.
  * Tried with it and dropped: prefetching the next key's lines in a batch (no
  * gain: the misses already saturate), 4-slot groups read with two plain
  * loads + vpermd instead of the gather (no gain), scalar loads instead of
