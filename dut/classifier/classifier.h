@@ -185,9 +185,10 @@
  * 2.62, 100k 1.80 -> 3.88; scalar 0.64 -> 2.11, 0.68 -> 3.27 (medians of 3,
  * measured/2026-11-24-key32).  Still 3.8x short of 10 Mlps at 1M.  The grouped
  * line filter (point 7; measured/2026-11-24-grouped, README.md), same binary
- * with OFB_CLS_GF=0 beside it, medians / best of 3 on a loaded box: AVX2
- * batched 1M 1.99 / 2.63 -> 3.89 / 4.19 (4.2-4.76 in quieter single runs),
- * 100k 3.29 -> 5.49 / 6.43: 2.1-2.6x short of 10 Mlps at 1M.  What is left
+ * with OFB_CLS_GF=0 beside it, medians / best of 6 on a shared box: AVX2
+ * batched 1M 1.71 / 2.63 -> 3.81 / 4.19 (4.2-4.76 in quieter single runs),
+ * 100k 3.42 -> 5.96 / 6.76: 2.1-2.6x short of 10 Mlps at 1M.  Scalar: no
+ * clear gain at 1M (0.96x uniform, 1.3x hit-heavy).  What is left
  * per key at 1M: ~29 line misses (the lines are 4 MB, past L2) and ~1 pass
  * (0.47 true), each a filter word, bucket pointer and block from DRAM.
  * Tried with it and dropped: prefetching the next key's lines in a batch (no

@@ -1,4 +1,4 @@
-"""median / best of the repetitions in measure.out: python3 summary.py measure.out"""
+"""median / best of the repetitions in the given outputs (pooled): python3 summary.py measure2.out [measure3.out ...]"""
 import json
 import re
 import statistics
@@ -7,11 +7,12 @@ from collections import defaultdict
 
 runs = defaultdict(list)
 head = None
-for line in open(sys.argv[1] if len(sys.argv) > 1 else "measure.out"):
-    if line.startswith("## "):
-        head = dict(re.findall(r"(\w+)=(\S+)", line))
-    elif line.startswith("{") and head:
-        runs[(head["set"], head["trace"], head["path"], head["gf"])].append(json.loads(line))
+for path in sys.argv[1:] or ["measure.out"]:
+    for line in open(path):
+        if line.startswith("## "):
+            head = dict(re.findall(r"(\w+)=(\S+)", line))
+        elif line.startswith("{") and head:
+            runs[(head["set"], head["trace"], head["path"], head["gf"])].append(json.loads(line))
 
 
 def mb(rs, k, f="{:.2f}"):
