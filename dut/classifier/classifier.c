@@ -1233,6 +1233,8 @@ static int gf_build(struct ofb_cls *c)
     free(cnt);
     return 0;
 fail:
+    c->gf_rules = c->n_rules;
+    c->gf_puts = 0;
     free(order);
     free(okey);
     free(used);
@@ -1248,7 +1250,9 @@ static inline bool gf_due(const struct ofb_cls *c)
 {
     if (!c->gf_on || c->n_rules < c->gf_min)
         return false;
-    return !c->gf || c->n_rules > 2 * c->gf_rules || c->gf_puts > c->gf_rules;
+    /* gf_rules starts at 0; a failed build sets it too, so it is retried only
+     * once the rules doubled, not at every publish */
+    return c->n_rules > 2 * c->gf_rules || (c->gf && c->gf_puts > c->gf_rules);
 }
 
 static int tbl_create(struct ofb_cls *c, const uint64_t *cm, uint32_t hint, uint32_t band)
