@@ -126,6 +126,37 @@
  *     batches sweep all keys of a chunk before any filter word).  The
  *     bitmap is 2^(nb_log + 6) bits, so it is a superset filter with ~2 %
  *     false passes per table.  OFB_CLS_KEY32=0 turns it off (measurement).
+ *  7. Grouped line filter (keys <= 4 bytes, with point 6; OFB_CLS_GF=0 turns
+ *     it off).  Point 6 costs one random probe per table (~100 per key) into
+ *     32-64 bits per rule (6.4 MB at 1M).  Here the tables of a band are
+ *     grouped greedily (largest first, then the table sharing the most care
+ *     bits with the group, at most 4 per group (OFB_CLS_GF_MAXG: up to 8),
+ *     while the group's common mask
+ *     G keeps >= log2(lines) + 2 bits); a group owns 2^l lines of 64 B,
+ *     indexed by ((key & G) * K) >> (32 - l), sized for ~16 bits per entry
+ *     (2^l >= entries of its largest table * 16 * g' / 512, g' = the group
+ *     size rounded up to a power of two); lane j of a line (16 / g' dwords:
+ *     4 when the group has 3-4 tables, 8 for 2, 16 for 1) belongs to its j-th
+ *     table.  An entry sets 3 bits (OFB_CLS_GF_K=4:
+ *     4) in one dword of its lane, dword and bits from two multiplicative
+ *     hashes of (value & C): a blocked Bloom filter per table and line.  So a
+ *     key reads one line per group (29 at ntt 1M instead of 96 bitmap words
+ *     spread over 6.4 MB; the lines total 4 MB), and a table passes with
+ *     ~0.5 % false passes (ntt 1M: 0.99 passes per key, 0.47 of them true;
+ *     point 6 alone 2.2).  Phase 1 tests 8 tables per AVX2 step (vpmulld x3,
+ *     vpsrlvd, one vpgatherdd: a group's 4 dwords come from one line;
+ *     scalar: one load per table); passes go on exactly as in point 6.
+ *     Tables not in a group (created since the last grouping, or past the
+ *     4096 largest of a band) keep using their bitmap.  Bits are set (atomic
+ *     OR) before a rule is visible and never cleared; the grouping is rebuilt
+ *     at a publish once the rules reach 1024 (scalar path: 2^18, where its
+ *     ~3x dearer test starts to pay; OFB_CLS_GF_MIN sets both), then whenever
+ *     they doubled or as many entries were put as there were rules (churn),
+ *     from every entry physically present (a superset of the visible rules):
+ *     new lines, tables re-pointed, the snapshot rebuilt, the old lines
+ *     retired with the old snapshot (RCU).  A bulk build of >= the current
+ *     rule count regroups at its publish.  OFB_CLS_GF_BPE / _MAXG / _SLACK
+ *     are the sizing knobs (measurement).
  *
  * Measured (CPU time, shared 2-core VMs; README.md has the tables and
  * commands).  AVX-512 Zen 4, p = 1/2 masks (ntt_half) 1M: 1.0-1.5 Mlps single,
@@ -152,7 +183,18 @@
  * L2): ~5 Mlps is the ceiling of any design that tests every mask here.
  * Key32 bitmaps (point 6) took that into OURS: ntt AVX2 batched 1M 1.66 ->
  * 2.62, 100k 1.80 -> 3.88; scalar 0.64 -> 2.11, 0.68 -> 3.27 (medians of 3,
- * measured/2026-11-24-key32).  Still 3.8x short of 10 Mlps at 1M.  Dropped:
+ * measured/2026-11-24-key32).  Still 3.8x short of 10 Mlps at 1M.  The grouped
+ * line filter (point 7; measured/2026-11-24-grouped, README.md), same binary
+ * with OFB_CLS_GF=0 beside it, medians / best of 6 on a shared box: AVX2
+ * batched 1M 1.71 / 2.63 -> 3.81 / 4.19 (4.2-4.76 in quieter single runs),
+ * 100k 3.42 -> 5.96 / 6.76: 2.1-2.6x short of 10 Mlps at 1M.  Scalar: no
+ * clear gain at 1M (0.96x uniform, 1.3x hit-heavy).  What is left
+ * per key at 1M: ~29 line misses (the lines are 4 MB, past L2) and ~1 pass
+ * (0.47 true), each a filter word, bucket pointer and block from DRAM.
+ * Tried with it and dropped: prefetching the next key's lines in a batch (no
+ * gain: the misses already saturate), 4-slot groups read with two plain
+ * loads + vpermd instead of the gather (no gain), scalar loads instead of
+ * the gather (-15 %).  Dropped:
  * an L2-sized bitmap gating OURS' filter-word gather in the same vector step
  * (slower: the dependent gather stopped the misses overlapping; e3adb33).
  *
@@ -161,7 +203,8 @@
  *  - A rule visible at version v is physically present in its table, and its
  *    bucket's filter word covers it (an entry with its fingerprint or "any",
  *    q >= its quantised priority), its table's key32 bitmap bit is set
- *    (keys <= 4 bytes), and the readers' snapshot lists that table
+ *    (keys <= 4 bytes) and, when the table is grouped, its bits in the group's
+ *    line (point 7), and the readers' snapshot lists that table
  *    (in its band's slots), before version v is published.  Inside a batch or
  *    bulk build the snapshot rebuild is deferred to publish/reclaim (a 1M
  *    build grows tables thousands of times).
@@ -196,7 +239,8 @@
  *    merge (relax() looks at bytes, most significant first).
  *  - Up to OFB_CLS_MAX_READERS registered readers, 2^32-2 rule ids.
  *  - Memory: ~70-130 bytes per rule (see ofb_cls_stats.bytes) plus per-table
- *    overhead; no explicit budget is enforced (mem_budget_bytes is advisory).
+ *    overhead (4-byte keys: + ~2-4 B/rule of grouped lines); no explicit budget
+ *    is enforced (mem_budget_bytes is advisory).
  *  - Bands are fixed after the first bulk build (or at creation): a rule set
  *    whose priority mix changes later keeps working, only less well.
  *    OFB_CLS_BANDS=N in the environment overrides the automatic choice.
@@ -204,7 +248,8 @@
  *    ofb_cls_create: AVX-512 (F, DQ, VL, BW; 8 tables per step), AVX2 (4 tables
  *    per step; vpmuludq for the 64-bit multiply, vpermd for the key words when
  *    key_len <= 32), scalar.  With key_len <= 4, scalar and AVX2 run the
- *    key32 bitmap sweep first (point 6; AVX2 8 tables per step).  Default:
+ *    grouped line filter and key32 bitmap sweeps first (points 6-7; AVX2 8
+ *    tables per step).  Default:
  *    the best the CPU has
  *    (__builtin_cpu_supports).  OFB_CLS_SIMD=scalar|avx2|avx512|auto in the
  *    environment forces one (create fails with ENOTSUP and a message on stderr

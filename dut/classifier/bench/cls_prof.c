@@ -14,7 +14,8 @@
 #include <time.h>
 #include "binfile.h"
 
-extern unsigned long ofb_prof_blocks, ofb_prof_bands, ofb_prof_ents, ofb_prof_found, ofb_prof_cands;
+extern unsigned long ofb_prof_blocks, ofb_prof_bands, ofb_prof_ents, ofb_prof_found, ofb_prof_cands,
+    ofb_prof_pass;
 
 static void *read_all(const char *path, const char *magic, uint32_t *kl, uint32_t *n)
 {
@@ -58,10 +59,10 @@ int main(int argc, char **argv)
     double d = nk;
     printf("{\"rules\":%u,\"tables\":%lu,\"bands\":%lu,\"ns_per_lookup\":%.0f,\"bands_per_lookup\":%.2f,"
            "\"candidates_per_lookup\":%.2f,\"blocks_per_lookup\":%.2f,\"entries_per_lookup\":%.2f,"
-           "\"found_per_lookup\":%.2f,\"sink\":%lu}\n",
+           "\"found_per_lookup\":%.2f,\"key32_passes_per_lookup\":%.2f,\"bytes_per_rule\":%.1f,\"sink\":%lu}\n",
            n, (unsigned long)st.tables, (unsigned long)st.bands, t * 1e9 / d, ofb_prof_bands / d,
            ofb_prof_cands / d, ofb_prof_blocks / d, ofb_prof_ents / d, ofb_prof_found / d,
-           (unsigned long)(sink & 1));
+           ofb_prof_pass / d, (double)ofb_cls_memory_bytes(c) / n, (unsigned long)(sink & 1));
     ofb_cls_destroy(c);
     return 0;
 }

@@ -501,6 +501,28 @@ int main(int argc, char **argv)
         CHECK(ofb_cls_create(&p) == NULL, "louds took a %u-byte key", p.key_len);
         printf("louds: %d rule sets compared with hybrid (DA+vEB) and linear\n", louds_sets);
     }
+    if (!tries) {
+        /* OURS' grouped line filter at key_len 4 from the first rule on (it
+         * needs 1024 otherwise): regrouped as rules double and churn, new masks
+         * ungrouped in between; then tiny lines (2 bits per entry, saturated),
+         * 8 masks per group (2-dword lanes) and 4 bits per probe */
+        const char *vars[2][4] = { { "1", "4", "12", "3" }, { "1", "8", "2", "4" } };
+        for (int v = 0; v < 2; v++) {
+            setenv("OFB_CLS_GF_MIN", vars[v][0], 1);
+            setenv("OFB_CLS_GF_MAXG", vars[v][1], 1);
+            setenv("OFB_CLS_GF_BPE", vars[v][2], 1);
+            setenv("OFB_CLS_GF_K", vars[v][3], 1);
+            for (int sh = 0; sh < SH_N; sh++)
+                for (int bulk = 0; bulk < 2; bulk++) {
+                    differential(4, (enum shape)sh, nops, bulk, 0, 0);
+                    differential(4, (enum shape)sh, nops, bulk, bulk ? 4 : 32, 0);
+                }
+        }
+        unsetenv("OFB_CLS_GF_MIN");
+        unsetenv("OFB_CLS_GF_MAXG");
+        unsetenv("OFB_CLS_GF_BPE");
+        unsetenv("OFB_CLS_GF_K");
+    }
     printf("differential: %d failures (SP-Trie over its %u MiB limit in %d rule sets: refused cleanly)\n",
            failures, SP_LIMIT >> 20, sp_refusals);
     if (!tries) {

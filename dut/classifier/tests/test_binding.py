@@ -158,6 +158,19 @@ def test_key32_bitmaps_off_still_matches_the_reference(monkeypatch, simd):
     _differential("ours", 0, simd, 4)
 
 
+@pytest.mark.parametrize("simd", ["scalar", "avx2"])
+@pytest.mark.parametrize("maxg,bpe,k", [("4", "12", "3"), ("8", "2", "4")])
+def test_grouped_line_filter_matches_the_reference(monkeypatch, simd, maxg, bpe, k):
+    """4-byte keys with the grouped line filter from the first rule on (OFB_CLS_GF_MIN=1; it
+    needs 1024 rules otherwise), regrouped as the rules grow and churn; the second set makes
+    the lines tiny (saturated), 8 masks a group and 4 bits a probe"""
+    monkeypatch.setenv("OFB_CLS_GF_MIN", "1")
+    monkeypatch.setenv("OFB_CLS_GF_MAXG", maxg)
+    monkeypatch.setenv("OFB_CLS_GF_BPE", bpe)
+    monkeypatch.setenv("OFB_CLS_GF_K", k)
+    _differential("ours", 0, simd, 4)
+
+
 def test_c_differential_tries_binary():
     """htrie/sptrie/hybrid against linear (and ours/tss) in C; the SP-Trie refuses cleanly
     what exceeds its limit (never runs the box out of memory)."""
