@@ -649,8 +649,14 @@ static void after_update(struct ofb_cls *c)
 
 void ofb_cls_synchronize(struct ofb_cls *c)
 {
-    if (c->algo == OFB_CLS_ALGO_DTREE && !c->in_batch)
-        dt_poll(c, true);   /* a rebuild in flight is adopted now */
+    /* DTREE: a rebuild in flight is adopted now, and the delta merged until it
+     * is below its threshold (each publish may start the next rebuild) */
+    for (int k = 0; c->algo == OFB_CLS_ALGO_DTREE && !c->in_batch && k < 8; k++) {
+        dt_poll(c, true);
+        publish(c);
+        if (!c->job)
+            break;
+    }
     for (int round = 0; round < 3; round++) {
         if (!c->in_batch)
             publish(c);

@@ -156,6 +156,7 @@ static void build_node(struct bctx *b, uint32_t si, uint32_t *idx, uint32_t n, u
         return;
     }
     uint32_t best_max = n, best_sum = 2 * n, bd = 0, bp = 0;
+    uint64_t best_cost = UINT64_MAX;   /* max(left, right) first, then left + right */
     uint32_t ca[256], cb[256];
     for (uint32_t d = 0; d < kl; d++) {
         unsigned L = rlo[d], H = rhi[d];
@@ -175,7 +176,11 @@ static void build_node(struct bctx *b, uint32_t si, uint32_t *idx, uint32_t n, u
             sb += cb[p];      /* rules ending <= p: not right */
             uint32_t nl = sa, nr = n - sb;
             uint32_t mx = nl > nr ? nl : nr, sm = nl + nr;
-            if (mx < best_max || (mx == best_max && sm < best_sum)) {
+            if (mx >= n)
+                continue;
+            uint64_t cost = (uint64_t)mx * 4 * n + sm;   /* max(left, right) first, then the copies */
+            if (cost < best_cost) {
+                best_cost = cost;
                 best_max = mx;
                 best_sum = sm;
                 bd = d;
@@ -238,6 +243,15 @@ static int cmp_idrank(const void *x, const void *y)
  * The group of a rule is the first of up to DT_MAX_TREES - 1 chosen bytes it is
  * specific on (chosen greedily: the byte most of the still ungrouped rules are
  * specific on), else the last group.  OFB_DTREE_TREES=1 puts all in one. */
+/* rule i is "small" at byte d: its range there spans < 16 values (the top
+ * nibble of the mask byte set).  Measured on cb_fw 100k: 35.8 copies per
+ * rule; "the two bytes from d exact" 52, "three bytes" 64 (cb_acl: 4.6, 2.5,
+ * 7.3); README.md, dtree. */
+static inline bool small_at(uint32_t kl, const uint8_t *lo, const uint8_t *hi, uint32_t i, uint32_t d)
+{
+    return hi[(size_t)i * kl + d] - lo[(size_t)i * kl + d] < 16;
+}
+
 static unsigned choose_groups(uint32_t kl, const uint8_t *lo, const uint8_t *hi, uint32_t n, uint8_t *grp)
 {
     unsigned maxg = DT_MAX_TREES;
@@ -272,15 +286,17 @@ static unsigned choose_groups(uint32_t kl, const uint8_t *lo, const uint8_t *hi,
                 continue;
             uint32_t c = 0;
             for (uint32_t i = 0; i < n; i++)
-                c += grp[i] == 0xff && hi[(size_t)i * kl + d] - lo[(size_t)i * kl + d] < 16;
+                c += grp[i] == 0xff && small_at(kl, lo, hi, i, d);
             if (c > bestc)
                 bestc = c, bd = d;
         }
         if (bestc < n / 20)
             break;
         for (uint32_t i = 0; i < n; i++)
-            if (grp[i] == 0xff && hi[(size_t)i * kl + bd] - lo[(size_t)i * kl + bd] < 16)
+            if (grp[i] == 0xff && small_at(kl, lo, hi, i, bd))
                 grp[i] = (uint8_t)g, left--;
+        if (getenv("OFB_DTREE_STATS"))
+            fprintf(stderr, "group %u: byte %u, %u rules\n", g, bd, bestc);
         diverse[bd] = false;
         g++;
     }
