@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #ifndef DT_LEAF
 #define DT_LEAF 8            /* stop splitting at this many rules */
@@ -15,7 +16,9 @@
 #define DT_MAX_DEPTH 48
 #define DT_MAX_TREES 4
 #define DT_MAX_COPIES 64     /* leaf entries per rule, on average, before the build gives up */
-#define DT_LANES 16          /* keys walked interleaved by the batch lookup */
+#ifndef DT_LANES
+#define DT_LANES 16          /* keys walked interleaved by the batch lookup (<= 32) */
+#endif
 #define DT_LEAF_BIT 0x80000000u
 #define DT_MAXW 16
 #define OFB_DT_KL_MAX_ANY 128
@@ -65,6 +68,8 @@ struct ofb_dtree {
     uint64_t nlb, cap_lb;
     uint64_t *rk;                    /* per rank: value words, mask words (2 * nwk) */
     uint32_t *lmemo;                 /* build: binary leaf slot -> ref (0 = not yet) */
+    void *region;                    /* sn, lb, ri, rk moved into one huge-page mapping (or NULL) */
+    size_t region_bytes;
 };
 
 /* Super node: a complete binary subtree of 3 levels (7 splits at positions
@@ -341,6 +346,49 @@ static void print_stats(const struct ofb_dtree *t, FILE *f)
     }
 }
 
+/* What lookups read (super nodes, leaf blocks, rule info and words) moved
+ * into one 2 MiB-aligned mapping advised MADV_HUGEPAGE: the walks and leaf
+ * reads are random over ~10-40 MB at 100k rules, a TLB miss each on 4 KiB
+ * pages (measured: cb_acl 100k batched 2.98 -> 4.75 Mlps with huge pages,
+ * before super nodes).  OFB_CLS_HUGEPAGES=0 keeps the heap copies. */
+static void to_hugepages(struct ofb_dtree *t)
+{
+    const char *e = getenv("OFB_CLS_HUGEPAGES");
+    if (e && !strcmp(e, "0"))
+        return;
+    size_t w2 = 2 * t->nwk;
+    size_t sz[4] = { sizeof(struct snode) * t->nsn, sizeof(uint64_t) * w2 * t->nlb, sizeof(struct rinfo) * t->n,
+                     sizeof(uint64_t) * w2 * t->n };
+    size_t off[4], total = 0;
+    for (int i = 0; i < 4; i++) {
+        off[i] = total;
+        total += (sz[i] + 63) & ~(size_t)63;
+    }
+    size_t hp = (size_t)2 << 20;
+    total = (total + hp - 1) & ~(hp - 1);
+    if (total < hp)
+        return;   /* small: not worth a mapping */
+    char *base = mmap(NULL, total + hp, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (base == MAP_FAILED)
+        return;
+    char *r = (char *)(((uintptr_t)base + hp - 1) & ~(uintptr_t)(hp - 1));   /* 2 MiB-aligned */
+#ifdef MADV_HUGEPAGE
+    madvise(r, total, MADV_HUGEPAGE);
+#endif
+    memcpy(r + off[0], t->sn, sz[0]);
+    memcpy(r + off[1], t->lb, sz[1]);
+    memcpy(r + off[2], t->ri, sz[2]);
+    memcpy(r + off[3], t->rk, sz[3]);
+    free(t->sn), free(t->lb), free(t->ri), free(t->rk);
+    t->sn = (struct snode *)(r + off[0]);
+    t->lb = (uint64_t *)(r + off[1]);
+    t->ri = (struct rinfo *)(r + off[2]);
+    t->rk = (uint64_t *)(r + off[3]);
+    t->cap_sn = t->nsn, t->cap_lb = t->nlb;
+    t->region = base;
+    t->region_bytes = total + hp;
+}
+
 struct ofb_dtree *ofb_dtree_build(uint32_t key_len, const struct ofb_dtree_rule *rules, size_t n, unsigned flags,
                                   char *err, size_t errlen)
 {
@@ -446,6 +494,7 @@ struct ofb_dtree *ofb_dtree_build(uint32_t key_len, const struct ofb_dtree_rule 
     /* the binary tree and its entries were build-only */
     free(t->s), free(t->ew), free(t->er);
     t->s = NULL, t->ew = NULL, t->er = NULL;
+    to_hugepages(t);
     t->bytes = sizeof(*t) + sizeof(struct snode) * t->cap_sn + sizeof(uint64_t) * w2 * (t->cap_lb + n) +
                (sizeof(struct rinfo) + sizeof(struct idrank)) * n;
     return t;
@@ -459,6 +508,10 @@ void ofb_dtree_free(struct ofb_dtree *t)
 {
     if (!t)
         return;
+    if (t->region) {
+        munmap(t->region, t->region_bytes);
+        t->sn = NULL, t->lb = NULL, t->rk = NULL, t->ri = NULL;
+    }
     free(t->s);
     free(t->sn);
     free(t->lb);
@@ -835,6 +888,9 @@ void ofb_dtree_lookup_batch(const struct ofb_dtree *t, const uint8_t *const keys
                 best[j] = scan_leaf(t, cur[j], kw[j], v, best[j]);
             }
         }
+        for (unsigned j = 0; j < m; j++)   /* the caller reads the winners' rule info next */
+            if (best[j] != DT_NONE)
+                __builtin_prefetch(&t->ri[best[j]]);
         memcpy(rank_out + base, best, sizeof(uint32_t) * m);
     }
 }
