@@ -64,8 +64,12 @@ struct ofb_dtree {
     uint32_t sroot[DT_MAX_TREES];    /* ref of each tree's root */
     struct snode *sn;                /* super nodes */
     uint32_t nsn, cap_sn;
-    uint64_t *lb;                    /* leaf blocks (records of 2 * nwk words, see emit_leaf) */
+    struct lhead *lh;                /* leaf headers (one cache line each, see emit_leaf) */
+    uint64_t nlh, cap_lh;
+    uint64_t *lb;                    /* leaf entries: records of 2 * nwk words (value, mask) */
     uint64_t nlb, cap_lb;
+    uint32_t *lr;                    /* rank of each leaf entry */
+    uint64_t cap_lr;
     uint64_t *rk;                    /* per rank: value words, mask words (2 * nwk) */
     uint32_t *lmemo;                 /* build: binary leaf slot -> ref (0 = not yet) */
     void *region;                    /* sn, lb, ri, rk moved into one huge-page mapping (or NULL) */
@@ -82,6 +86,19 @@ struct snode {
     uint8_t pad[16];
 } __attribute__((aligned(64)));
 #define SN_LEAF 0x80000000u
+
+/* Leaf header, one cache line: the leaf's entries are lb[e .. e+n); for n <=
+ * LH_FILTER a one-byte filter per entry (key byte d & m[i] == v[i]: the byte
+ * where the leaf's entries differ most) and their ranks, so a lookup reads
+ * this line and then only the entries that pass (usually one line). */
+#define LH_FILTER 8
+struct lhead {
+    uint32_t n, e;
+    uint8_t d, pad[3];
+    uint8_t v[LH_FILTER], m[LH_FILTER];
+    uint32_t rank[LH_FILTER];
+    uint32_t pad2;
+} __attribute__((aligned(64)));
 
 /* ---------- build ---------- */
 
@@ -357,10 +374,10 @@ static void to_hugepages(struct ofb_dtree *t)
     if (e && !strcmp(e, "0"))
         return;
     size_t w2 = 2 * t->nwk;
-    size_t sz[4] = { sizeof(struct snode) * t->nsn, sizeof(uint64_t) * w2 * t->nlb, sizeof(struct rinfo) * t->n,
-                     sizeof(uint64_t) * w2 * t->n };
-    size_t off[4], total = 0;
-    for (int i = 0; i < 4; i++) {
+    size_t sz[6] = { sizeof(struct snode) * t->nsn, sizeof(uint64_t) * w2 * t->nlb, sizeof(struct rinfo) * t->n,
+                     sizeof(uint64_t) * w2 * t->n, sizeof(struct lhead) * t->nlh, sizeof(uint32_t) * t->nlb };
+    size_t off[6], total = 0;
+    for (int i = 0; i < 6; i++) {
         off[i] = total;
         total += (sz[i] + 63) & ~(size_t)63;
     }
@@ -379,7 +396,12 @@ static void to_hugepages(struct ofb_dtree *t)
     memcpy(r + off[1], t->lb, sz[1]);
     memcpy(r + off[2], t->ri, sz[2]);
     memcpy(r + off[3], t->rk, sz[3]);
-    free(t->sn), free(t->lb), free(t->ri), free(t->rk);
+    memcpy(r + off[4], t->lh, sz[4]);
+    memcpy(r + off[5], t->lr, sz[5]);
+    free(t->sn), free(t->lb), free(t->ri), free(t->rk), free(t->lh), free(t->lr);
+    t->lh = (struct lhead *)(r + off[4]);
+    t->lr = (uint32_t *)(r + off[5]);
+    t->cap_lh = t->nlh, t->cap_lr = t->nlb;
     t->sn = (struct snode *)(r + off[0]);
     t->lb = (uint64_t *)(r + off[1]);
     t->ri = (struct rinfo *)(r + off[2]);
@@ -496,6 +518,7 @@ struct ofb_dtree *ofb_dtree_build(uint32_t key_len, const struct ofb_dtree_rule 
     t->s = NULL, t->ew = NULL, t->er = NULL;
     to_hugepages(t);
     t->bytes = sizeof(*t) + sizeof(struct snode) * t->cap_sn + sizeof(uint64_t) * w2 * (t->cap_lb + n) +
+               sizeof(struct lhead) * t->cap_lh + sizeof(uint32_t) * t->cap_lb +
                (sizeof(struct rinfo) + sizeof(struct idrank)) * n;
     return t;
 oom:
@@ -510,11 +533,13 @@ void ofb_dtree_free(struct ofb_dtree *t)
         return;
     if (t->region) {
         munmap(t->region, t->region_bytes);
-        t->sn = NULL, t->lb = NULL, t->rk = NULL, t->ri = NULL;
+        t->sn = NULL, t->lb = NULL, t->rk = NULL, t->ri = NULL, t->lh = NULL, t->lr = NULL;
     }
     free(t->s);
     free(t->sn);
     free(t->lb);
+    free(t->lh);
+    free(t->lr);
     free(t->rk);
     free(t->lmemo);
     free(t->ew);
@@ -605,44 +630,71 @@ static void sn_path_init(void)
     }
 }
 
-/* Leaf block, starting on a record boundary: u32 n, u32 ranks[n] (ascending),
- * padded to a record, then n records (value words, mask words).  Its ref:
- * SN_LEAF | record index << 4 | cache lines to prefetch (<= 15). */
-#define LB_SHIFT 4
+static bool grow(void **p, uint64_t *cap, uint64_t need, size_t elem, size_t align)
+{
+    if (need <= *cap)
+        return true;
+    uint64_t nc = *cap ? *cap * 2 : 4096;
+    while (nc < need)
+        nc *= 2;
+    void *x = aligned_alloc(align, (elem * nc + align - 1) & ~(align - 1));
+    if (!x)
+        return false;
+    if (*cap)
+        memcpy(x, *p, elem * *cap);
+    free(*p);
+    *p = x;
+    *cap = nc;
+    return true;
+}
+
+/* a leaf: its entries (records) and ranks, and its header (filter byte: the
+ * one with the most distinct (value, mask) pairs among the entries) */
 static uint32_t emit_leaf(struct bctx *b, const struct slot *x)
 {
     struct ofb_dtree *t = b->t;
-    uint32_t n = x->n & ~DT_LEAF_BIT, w2 = 2 * t->nwk, rb = 8 * w2;
-    uint64_t hrec = (4 + 4 * (uint64_t)n + rb - 1) / rb, recs = hrec + n;
-    if (t->nlb + recs > t->cap_lb) {
-        uint64_t nc = t->cap_lb ? t->cap_lb * 2 : 4096;
-        while (nc < t->nlb + recs)
-            nc *= 2;
-        uint64_t *lb = (t->nlb + recs) < (SN_LEAF >> LB_SHIFT)
-                           ? aligned_alloc(64, ((sizeof(uint64_t) * w2 * nc) + 63) & ~(size_t)63) : NULL;
-        if (!lb) {
-            b->fail = true;
-            return 0;
-        }
-        if (t->nlb)
-            memcpy(lb, t->lb, sizeof(uint64_t) * w2 * t->nlb);
-        free(t->lb);
-        t->lb = lb;
-        t->cap_lb = nc;
+    uint32_t n = x->n & ~DT_LEAF_BIT, w2 = 2 * t->nwk;
+    if (t->nlh + 1 >= SN_LEAF || !grow((void **)&t->lh, &t->cap_lh, t->nlh + 1, sizeof(struct lhead), 64) ||
+        !grow((void **)&t->lb, &t->cap_lb, t->nlb + n, sizeof(uint64_t) * w2, 64) ||
+        !grow((void **)&t->lr, &t->cap_lr, t->nlb + n, sizeof(uint32_t), 64)) {
+        b->fail = true;
+        return 0;
     }
-    uint64_t *r = t->lb + t->nlb * w2;
-    memset(r, 0, sizeof(uint64_t) * w2 * hrec);
-    uint32_t *h = (uint32_t *)r;
-    h[0] = n;
+    struct lhead *h = &t->lh[t->nlh];
+    memset(h, 0, sizeof(*h));
+    h->n = n;
+    h->e = (uint32_t)t->nlb;
     for (uint32_t i = 0; i < n; i++) {
         uint32_t rank = t->er[x->a + i];
-        h[1 + i] = rank;
-        memcpy(r + w2 * (hrec + i), t->rk + (size_t)rank * w2, sizeof(uint64_t) * w2);
+        memcpy(t->lb + (t->nlb + i) * w2, t->rk + (size_t)rank * w2, sizeof(uint64_t) * w2);
+        t->lr[t->nlb + i] = rank;
     }
-    uint64_t lines = (recs * rb + 63) / 64;
-    uint32_t ref = SN_LEAF | (uint32_t)t->nlb << LB_SHIFT | (uint32_t)(lines > 15 ? 15 : lines);
-    t->nlb += recs;
-    return ref;
+    if (n <= LH_FILTER) {
+        unsigned best = 0, bd = 0;
+        for (uint32_t d = 0; d < t->key_len; d++) {
+            unsigned dist = 0;
+            for (uint32_t i = 0; i < n; i++) {
+                const uint8_t *ei = (const uint8_t *)(t->lb + (t->nlb + i) * w2);
+                bool seen = false;
+                for (uint32_t k = 0; k < i && !seen; k++) {
+                    const uint8_t *ek = (const uint8_t *)(t->lb + (t->nlb + k) * w2);
+                    seen = ek[d] == ei[d] && ek[8 * t->nwk + d] == ei[8 * t->nwk + d];
+                }
+                dist += !seen && ei[8 * t->nwk + d];
+            }
+            if (dist > best)
+                best = dist, bd = d;
+        }
+        h->d = (uint8_t)bd;
+        for (uint32_t i = 0; i < n; i++) {
+            const uint8_t *ei = (const uint8_t *)(t->lb + (t->nlb + i) * w2);
+            h->v[i] = ei[bd];
+            h->m[i] = ei[8 * t->nwk + bd];
+            h->rank[i] = t->lr[t->nlb + i];
+        }
+    }
+    t->nlb += n;
+    return SN_LEAF | (uint32_t)t->nlh++;
 }
 
 static void conv_fill(struct bctx *b, uint32_t ni, unsigned pos, unsigned level, uint32_t si)
@@ -714,53 +766,65 @@ static inline void key_words(const struct ofb_dtree *t, const uint8_t *key, uint
     memcpy(kw, key, t->key_len);
 }
 
-static inline const uint32_t *leaf_of(const struct ofb_dtree *t, uint32_t ref)
+/* entries of leaf h that pass its byte filter (bit i = entry i); all when unfiltered */
+static inline uint32_t leaf_cand(const struct lhead *h, const uint8_t *key)
 {
-    return (const uint32_t *)(t->lb + (size_t)((ref & ~SN_LEAF) >> LB_SHIFT) * 2 * t->nwk);
+    if (h->n > LH_FILTER)
+        return UINT32_MAX;
+    uint8_t kd = key[h->d];
+    uint32_t c = 0;
+    for (uint32_t i = 0; i < h->n; i++)
+        c |= (uint32_t)((kd & h->m[i]) == h->v[i]) << i;
+    return c;
 }
 
-/* scan a leaf for the first live match better than best: match bits of
- * all entries first (no branch per entry), then the first live one */
-static inline uint32_t scan_leaf(const struct ofb_dtree *t, uint32_t ref, const uint64_t *kw, uint64_t v,
-                                 uint32_t best)
+static inline bool entry_match(const struct ofb_dtree *t, const uint64_t *e, const uint64_t *kw)
 {
-    uint32_t nwk = t->nwk, w2 = 2 * nwk, rb = 8 * w2;
-    const uint32_t *h = leaf_of(t, ref);
-    uint32_t cnt = h[0];
-    const uint64_t *e = (const uint64_t *)h + w2 * ((4 + 4 * cnt + rb - 1) / rb);
+    uint32_t nwk = t->nwk;
+    if (nwk == 2)
+        return !(((kw[0] & e[2]) ^ e[0]) | ((kw[1] & e[3]) ^ e[1]));
+    uint64_t x = 0;
+    for (uint32_t k = 0; k < nwk; k++)
+        x |= (kw[k] & e[nwk + k]) ^ e[k];
+    return !x;
+}
+
+/* the first live match better than best among leaf ref's candidates */
+static inline uint32_t scan_leaf_c(const struct ofb_dtree *t, uint32_t ref, uint32_t cand, const uint64_t *kw,
+                                   uint64_t v, uint32_t best)
+{
+    const struct lhead *h = &t->lh[ref & ~SN_LEAF];
+    uint32_t w2 = 2 * t->nwk;
     bool all_live = v >= t->max_add_v && !atomic_load_explicit(&t->kills, memory_order_relaxed);
-    for (uint32_t base = 0; base < cnt; base += 64) {
-        uint32_t m = cnt - base < 64 ? cnt - base : 64;
-        uint64_t hit = 0;
-        if (nwk == 2) {
-            uint64_t k0 = kw[0], k1 = kw[1];
-            for (uint32_t i = 0; i < m; i++, e += 4)
-                hit |= (uint64_t)!(((k0 & e[2]) ^ e[0]) | ((k1 & e[3]) ^ e[1])) << i;
-        } else {
-            for (uint32_t i = 0; i < m; i++, e += w2) {
-                uint64_t x = 0;
-                for (uint32_t k = 0; k < nwk; k++)
-                    x |= (kw[k] & e[nwk + k]) ^ e[k];
-                hit |= (uint64_t)!x << i;
-            }
-        }
-        for (; hit; hit &= hit - 1) {
-            uint32_t r = h[1 + base + (uint32_t)__builtin_ctzll(hit)];
+    if (h->n <= LH_FILTER) {
+        for (; cand; cand &= cand - 1) {
+            uint32_t i = (uint32_t)__builtin_ctz(cand), r = h->rank[i];
             if (r >= best)
                 return best;
-            if (likely(all_live) || live(t, r, v))
+            if (entry_match(t, t->lb + (size_t)(h->e + i) * w2, kw) && (likely(all_live) || live(t, r, v)))
                 return r;
         }
+        return best;
+    }
+    for (uint32_t i = 0; i < h->n; i++) {
+        uint32_t r = t->lr[h->e + i];
+        if (r >= best)
+            return best;
+        if (entry_match(t, t->lb + (size_t)(h->e + i) * w2, kw) && (likely(all_live) || live(t, r, v)))
+            return r;
     }
     return best;
 }
 
-/* prefetch a leaf block (batch lookups, as a lane reaches its leaf) */
+static inline uint32_t scan_leaf(const struct ofb_dtree *t, uint32_t ref, const uint64_t *kw, uint64_t v,
+                                 uint32_t best)
+{
+    return scan_leaf_c(t, ref, leaf_cand(&t->lh[ref & ~SN_LEAF], (const uint8_t *)kw), kw, v, best);
+}
+
 static inline void prefetch_leaf(const struct ofb_dtree *t, uint32_t ref)
 {
-    const char *p = (const char *)leaf_of(t, ref);
-    for (uint32_t i = 0; i < (ref & 15); i++)
-        __builtin_prefetch(p + 64 * i);
+    __builtin_prefetch(&t->lh[ref & ~SN_LEAF]);
 }
 
 static inline uint32_t sn_step_scalar(const struct snode *x, const uint8_t *key)
@@ -883,9 +947,18 @@ void ofb_dtree_lookup_batch(const struct ofb_dtree *t, const uint8_t *const keys
             for (uint32_t w = act; w; w &= w - 1) best[__builtin_ctz(w)] = cur[__builtin_ctz(w)] & 1 ? 5 : DT_NONE;
             continue;
 #endif
+            /* the headers are in flight: filter, prefetch the first candidate entry */
+            uint32_t cand[DT_LANES];
             for (uint32_t w = act; w; w &= w - 1) {
                 unsigned j = (unsigned)__builtin_ctz(w);
-                best[j] = scan_leaf(t, cur[j], kw[j], v, best[j]);
+                const struct lhead *h = &t->lh[cur[j] & ~SN_LEAF];
+                cand[j] = leaf_cand(h, (const uint8_t *)kw[j]);
+                if (cand[j])
+                    __builtin_prefetch(t->lb + (size_t)(h->e + (uint32_t)__builtin_ctz(cand[j])) * 2 * t->nwk);
+            }
+            for (uint32_t w = act; w; w &= w - 1) {
+                unsigned j = (unsigned)__builtin_ctz(w);
+                best[j] = scan_leaf_c(t, cur[j], cand[j], kw[j], v, best[j]);
             }
         }
         for (unsigned j = 0; j < m; j++)   /* the caller reads the winners' rule info next */
