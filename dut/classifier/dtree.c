@@ -15,7 +15,7 @@
 #endif
 #define DT_MAX_DEPTH 48
 #define DT_MAX_TREES 4
-#define DT_MAX_COPIES 64     /* leaf entries per rule, on average, before the build gives up */
+#define DT_MAX_COPIES 64     /* leaf entries per rule, on average: past it the remaining nodes become leaves */
 #ifndef DT_LANES
 #define DT_LANES 16          /* keys walked interleaved by the batch lookup (<= 32) */
 #endif

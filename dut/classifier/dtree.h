@@ -34,12 +34,32 @@
  * and takes the best rank (trees in order of their best rank, skipped when
  * they cannot beat the match found).
  *
- * Layout: one array of 8-byte slots; an inner slot holds (byte, point, index
- * of its two children, adjacent, 16-byte aligned), a leaf slot (entry start,
- * count).  Leaf entries are the rules' value and mask words (2 x nwk uint64,
- * nwk = key_len / 8 rounded up) plus the rule's rank.  Batched lookups walk
- * DT_LANES keys interleaved (prefetching each key's next slot) so the ~15-25
- * dependent loads per key overlap.
+ * Layout.  The builder makes a binary tree (8-byte slots), then lays out
+ * what lookups read: super nodes of 3 levels (7 splits, 8 children, 64 bytes:
+ * dims, points, child refs), walked with one SSE4 pshufb of the key by the 7
+ * dims and one signed compare (keys <= 16 bytes; OFB_DTREE_SIMD) or byte by
+ * byte (scalar: OFB_CLS_SIMD=scalar, longer keys); one-line leaf headers
+ * (count, entry index, a filter byte chosen per leaf and (value, mask) of each
+ * entry at that byte, the ranks); entries of 2 x nwk words (value, mask) in
+ * leaf order.  A lookup reads the header, filters on one key byte, then reads
+ * only the entries that pass.  Batched lookups walk DT_LANES (16) keys
+ * interleaved, prefetching each key's next super node, its leaf header at the
+ * walk's end, and its first candidate entry before the scan.  After the build
+ * all of it moves into one 2 MiB-aligned mapping advised MADV_HUGEPAGE
+ * (OFB_CLS_HUGEPAGES=0: heap).
+ *
+ * Measured (README.md "dtree"; measured/2026-11-24-dtree; AMD EPYC AVX2 VM,
+ * shared 2-core box, load 1.3-5): ClassBench-like 100k, batched (32 keys per
+ * call), cls-bench medians of 3 on the AVX2 path (classifier.c's dtree): cb_acl
+ * 6.97 Mlps, cb_fw 3.62, cb_ipc 5.02; rte_acl in the same runs 32.2, 36.6,
+ * 34.3: NOT its rate (4.6-10x short); OURS 3.75, 2.23, 3.70.  Where the
+ * time goes (cb_acl): the walk alone (2 trees, ~6 super nodes each) 22.5
+ * Mlps; the leaves (2 per key, in DRAM/L3: 20-40 MB of tree at 100k) take
+ * the rest.  Copies per rule: acl 4.6, ipc 6.7, fw 35.8 (HyperSplit's
+ * replication on firewall-like sets: fw builds in ~2.2 s, over the 1 s goal).
+ * Single lookups are latency-bound (~14 dependent misses): 1-2.7 Mlps, below
+ * OURS' 3.4 on these sets.  Rules with arbitrary (non-prefix) masks get
+ * superset ranges: the tree degrades towards long leaves (correct, slow).
  *
  * Invariants: immutable after build except each rule's del_v (one atomic
  * 64-bit store by the writer, ofb_dtree_kill).  A rule is live for a reader at
@@ -49,9 +69,11 @@
  * by the caller with a release store; readers only read.  Freed by the caller
  * after every reader left (classifier.c's epoch reclamation).
  *
- * Limits: key_len 1..128 bytes (OFB_CLS_MAX_KEY_LEN); up to 2^31 leaf entries
- * (the build fails with a message when the copies exceed DT_MAX_COPIES x the
- * rules); 2^32-2 rules.  Byte order: bytes as given, most significant first
+ * Limits: key_len 1..128 bytes (OFB_CLS_MAX_KEY_LEN); 2^31 leaves; once the
+ * copies reach DT_MAX_COPIES x the rules the remaining nodes become (long)
+ * leaves instead of splitting further; 2^32-2 rules; the SIMD walk needs
+ * keys <= 16 bytes (longer keys walk scalar).  Out of memory: NULL and a
+ * message in err.  Byte order: bytes as given, most significant first
  * inside a byte (prefix bytes are ranges); the library never reorders key
  * bytes.
  */
