@@ -85,12 +85,12 @@
  *                      adopts a rebuild in flight and merges until the delta is
  *                      under its threshold.  Not the default: measured against
  *                      OURS and rte_acl in README.md ("dtree"): ClassBench-like
- *                      100k batched (AVX2 path, medians of 3) acl 6.97 Mlps, fw
- *                      3.62, ipc 5.02 = 1.4-1.9x OURS, 4.6-10x below rte_acl
- *                      (32.2, 36.6, 34.3 in the same runs); single lookups 1.0-
- *                      1.8, below OURS' 2.3-4.0; build acl 0.45 s, ipc 0.61,
- *                      fw 2.4 (over 1 s); updates 1.2-1.3 M/s of writer CPU,
- *                      0.62-0.70 M/s counting the rebuild thread's CPU.
+ *                      100k batched (AVX2 path, medians of 3) acl 6.00 Mlps, fw
+ *                      3.48, ipc 4.90 = 1.4-1.6x OURS, 5.4-10x below rte_acl
+ *                      (32.1, 36.1, 30.0 in the same runs); single lookups 1.3-
+ *                      1.8, below OURS' 2.2-3.9; build 0.27 / 0.67 / 0.31 s;
+ *                      updates 1.1-1.2 M/s of writer CPU, 0.58-0.65 M/s
+ *                      counting the rebuild thread's CPU.
  *
  * Why not the document's trie.  We first modelled the H-Trie/SP-Trie hybrid
  * and bit-selection decision trees (HiCuts/HyperSplit style) for the hard case

@@ -21,26 +21,29 @@
  * else child 1); a rule whose range straddles the point goes to both children.
  * The split is the byte and point that minimise max(rules left, rules right),
  * then their sum (per-byte 256-bucket histograms of the clipped range ends,
- * O(rules + 256) per byte and node).  A node stops splitting at <= DT_LEAF
+ * O(rules + 256) per byte and node).  A node stops splitting at <= DT_LEAF (16)
  * rules, when no split makes both children smaller, or at depth DT_MAX_DEPTH.
  * Leaves list their rules in rank order (priority desc, id asc): the first
  * live match in a leaf is that leaf's answer.
  *
  * Trees (CutSplit-like partition).  Rules that wildcard a byte on which most
  * others are specific are copied into both children of every split on it.  So
- * the rules are first partitioned into up to DT_MAX_TREES groups by which of
- * the two most discriminating 4-byte-aligned fields they are "small" in (see
- * dtree.c, group_of); each group gets its own tree, a lookup walks all trees
- * and takes the best rank (trees in order of their best rank, skipped when
- * they cannot beat the match found).
+ * the rules are first partitioned into up to DT_MAX_TREES (4) groups
+ * (dtree.c, choose_groups): greedily, the byte on which most ungrouped rules
+ * are "small" (their range there spans < 16 values; only bytes where the small
+ * rules take >= 64 distinct values count) takes those rules as a group, up to
+ * 3 times or until < 5 % are left; the rest is the last group.  ClassBench-
+ * like sets: src-IP-small, dst-IP-small, the rest (2-4 trees).  Each group
+ * gets its own tree; a lookup walks all trees and takes the best rank (trees
+ * in order of their best rank, skipped when they cannot beat the match).
  *
  * Layout.  The builder makes a binary tree (8-byte slots), then lays out
  * what lookups read: super nodes of 3 levels (7 splits, 8 children, 64 bytes:
  * dims, points, child refs), walked with one SSE4 pshufb of the key by the 7
  * dims and one signed compare (keys <= 16 bytes; OFB_DTREE_SIMD) or byte by
- * byte (scalar: OFB_CLS_SIMD=scalar, longer keys); one-line leaf headers
+ * byte (scalar: OFB_CLS_SIMD=scalar, longer keys); two-line leaf headers
  * (count, entry index, a filter byte chosen per leaf and (value, mask) of each
- * entry at that byte, the ranks); entries of 2 x nwk words (value, mask) in
+ * of its <= 16 entries at that byte, their ranks); entries of 2 x nwk words (value, mask) in
  * leaf order.  A lookup reads the header, filters on one key byte, then reads
  * only the entries that pass.  Batched lookups walk DT_LANES (16) keys
  * interleaved, prefetching each key's next super node, its leaf header at the
@@ -51,12 +54,13 @@
  * Measured (README.md "dtree"; measured/2026-11-24-dtree; AMD EPYC AVX2 VM,
  * shared 2-core box, load 1.3-5): ClassBench-like 100k, batched (32 keys per
  * call), cls-bench medians of 3 on the AVX2 path (classifier.c's dtree): cb_acl
- * 6.97 Mlps, cb_fw 3.62, cb_ipc 5.02; rte_acl in the same runs 32.2, 36.6,
- * 34.3: NOT its rate (4.6-10x short); OURS 3.75, 2.23, 3.70.  Where the
+ * 6.00 Mlps, cb_fw 3.48, cb_ipc 4.90; rte_acl in the same runs 32.1, 36.1,
+ * 30.0: NOT its rate (5.4-10x short); OURS 3.75, 2.15, 3.51.  Where the
  * time goes (cb_acl): the walk alone (2 trees, ~6 super nodes each) 22.5
  * Mlps; the leaves (2 per key, in DRAM/L3: 20-40 MB of tree at 100k) take
- * the rest.  Copies per rule: acl 4.6, ipc 6.7, fw 35.8 (HyperSplit's
- * replication on firewall-like sets: fw builds in ~2.2 s, over the 1 s goal).
+ * the rest.  Copies per rule (leaves of 16): acl 3.0, ipc 3.7, fw 10.0
+ * (with leaves of 8: 4.6, 6.7, 35.8 and fw built in 2.4 s); builds 0.27 /
+ * 0.31 / 0.67 s.
  * Single lookups are latency-bound (~14 dependent misses): 1-2.7 Mlps, below
  * OURS' 3.4 on these sets.  Rules with arbitrary (non-prefix) masks get
  * superset ranges: the tree degrades towards long leaves (correct, slow).
