@@ -111,11 +111,11 @@ static void differential(uint32_t kl, enum shape sh, int nops, int bulk, uint32_
         /* the tries rebuild at every update: they take part in one of the two
          * variants per shape (hybrid_budget != 0) to keep the test fast */
         live[a] = a < OFB_CLS_ALGO_HTRIE || (hybrid_budget != 0 && a != OFB_CLS_ALGO_LOUDS) ||
-                  a == OFB_CLS_ALGO_DTREE;
-        /* dtree: merges of the delta into the tree on a thread (and adopted
-         * whenever they finish) in one variant, on the writer in the other */
+                  (a == OFB_CLS_ALGO_DTREE && bands == 0);   /* bands are OURS': once is enough */
+        /* dtree: merges of the delta into the tree on the writer after a bulk
+         * build, on a thread (adopted whenever they finish) after inserts */
         if (a == OFB_CLS_ALGO_DTREE)
-            setenv("OFB_CLS_DTREE_SYNC", bands || hybrid_budget == (16u << 10) ? "1" : "0", 1);
+            setenv("OFB_CLS_DTREE_SYNC", bulk ? "1" : "0", 1);
         if (!live[a]) {
             c[a] = NULL;
             continue;
