@@ -2,6 +2,7 @@
 /* ofbench wildcard classifier: see classifier.h for the design. */
 #include "classifier.h"
 #include "trie.h"
+#include "dtree.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -129,8 +130,31 @@ struct rslot {
 } __attribute__((aligned(64)));
 
 struct rrec { uint32_t tidx; uint32_t h; };   /* writer-side, by rule id */
-struct retired { void *p; size_t bytes; uint64_t v; bool trie; };  /* trie: ofb_trie_free */
-struct pendrm { uint64_t r; uint32_t id; };
+struct retired { void *p; size_t bytes; uint64_t v; uint8_t trie; };  /* trie: 1 ofb_trie_free, 2 ofb_dtree_free */
+/* moved: a DTREE delta rule that went into the compiled tree; its table slot
+ * (tidx, h) is kept here because rr[id] already says RR_TREE */
+struct pendrm { uint64_t r; uint32_t id; uint32_t tidx, h; bool moved; };
+/* DTREE: rr[id].tidx of a rule held by the compiled tree (dtree.h) */
+#define RR_TREE (UINT32_MAX - 1)
+/* DTREE: a background rebuild starts once the delta (OURS tables) holds more
+ * than max(DT_DELTA_MIN, tree rules / DT_DELTA_DIV) live rules */
+#define DT_DELTA_MIN 1024
+#define DT_DELTA_DIV 8
+struct dtjob {                        /* DTREE: one background rebuild */
+    pthread_t th;
+    _Atomic int done;
+    uint32_t key_len;
+    unsigned flags;
+    struct ofb_dtree_rule *rules;
+    size_t n;
+    uint64_t *words;                  /* copies of the delta rules' value/mask words */
+    uint32_t *moved;                  /* ids of the delta rules in the snapshot */
+    size_t n_moved;
+    uint64_t vstart;                  /* published version when the snapshot was taken */
+    struct ofb_dtree *out;
+    char err[256];
+};
+struct pendkill { uint32_t id; uint64_t v; };
 /* Trie algos: the published pair (trie.h, incremental scheme).  base: all rules
  * up to base_last_id (LOUDS: the only trie); delta: an H-Trie of the visible
  * rules inserted since (NULL if none); v: the version it was published at
@@ -188,6 +212,13 @@ struct ofb_cls {
     char err[320];                    /* last writer error, "" = none */
     struct gfil *gf;                  /* grouped line filter (writer's copy of the geometry) */
     uint64_t gf_rules, gf_puts;       /* rules when it was built, entries put since */
+    /* DTREE (the tables above hold the delta) */
+    _Atomic(struct ofb_dtree *) dt;   /* published compiled tree, NULL before the first */
+    struct dtjob *job;                /* background rebuild in flight */
+    struct pendkill *klog; size_t n_klog, cap_klog;  /* deletes since the job's snapshot */
+    uint64_t n_delta;                 /* live rules in the tables */
+    uint32_t dt_delta_min;
+    bool dt_sync;                     /* OFB_CLS_DTREE_SYNC=1: rebuild on the writer thread */
 };
 
 /* Grouped line filter (design point 7).  Group k: tables of one band whose
@@ -220,6 +251,8 @@ static inline bool trie_incremental(const struct ofb_cls *c)
 
 static inline bool uses_lin(const struct ofb_cls *c);
 static inline bool is_trie(const struct ofb_cls *c);
+static void dt_poll(struct ofb_cls *c, bool wait);
+static void dt_maybe_start(struct ofb_cls *c);
 static void *xalloc(struct ofb_cls *c, size_t n);
 static void xfree(struct ofb_cls *c, void *p, size_t n);
 
@@ -539,7 +572,7 @@ static void retire(struct ofb_cls *c, void *p, size_t bytes)
         c->ret = r;
         c->cap_ret = nc;
     }
-    c->ret[c->n_ret++] = (struct retired){ p, bytes, c->wv, false };
+    c->ret[c->n_ret++] = (struct retired){ p, bytes, c->wv, 0 };
 }
 
 static int snap_rebuild(struct ofb_cls *c);
@@ -579,6 +612,8 @@ static void publish(struct ofb_cls *c)
                     (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-6);
         }
     }
+    if (c->algo == OFB_CLS_ALGO_DTREE)
+        dt_poll(c, false);
     /* the snapshot goes first: a reader that sees the new version then sees
      * the new snapshot (release/acquire on version).  Out of memory here
      * leaves snap_dirty set and retries at the next publish. */
@@ -586,6 +621,8 @@ static void publish(struct ofb_cls *c)
         c->snap_dirty = false;
     atomic_store_explicit(&c->version, c->wv, memory_order_release);
     c->wv++;
+    if (c->algo == OFB_CLS_ALGO_DTREE)
+        dt_maybe_start(c);
 }
 
 /* min version of the readers inside enter, UINT64_MAX when none */
@@ -619,7 +656,14 @@ void ofb_cls_reclaim(struct ofb_cls *c)
     /* deleted rules: invisible to every reader once all are at >= r */
     size_t i = c->prm_head;
     while (i < c->n_prm && c->prm[i].r <= pub && c->prm[i].r <= m) {
-        physical_remove(c, c->prm[i].id);
+        if (c->prm[i].moved) {   /* DTREE: its table slot is in prm, rr says RR_TREE */
+            struct rrec sv = c->rr[c->prm[i].id];
+            c->rr[c->prm[i].id] = (struct rrec){ c->prm[i].tidx, c->prm[i].h };
+            physical_remove(c, c->prm[i].id);
+            c->rr[c->prm[i].id] = sv;
+        } else {
+            physical_remove(c, c->prm[i].id);
+        }
         i++;
     }
     c->prm_head = i;
@@ -637,7 +681,10 @@ void ofb_cls_reclaim(struct ofb_cls *c)
         if (m == UINT64_MAX || c->ret[j].v <= m)
             if (c->ret[j].trie) {
                 atomic_fetch_sub_explicit(&c->bytes, c->ret[j].bytes, memory_order_relaxed);
-                ofb_trie_free(c->ret[j].p);
+                if (c->ret[j].trie == 2)
+                    ofb_dtree_free(c->ret[j].p);
+                else
+                    ofb_trie_free(c->ret[j].p);
             } else {
                 xfree(c, c->ret[j].p, c->ret[j].bytes);
             }
@@ -659,6 +706,14 @@ static void after_update(struct ofb_cls *c)
 
 void ofb_cls_synchronize(struct ofb_cls *c)
 {
+    /* DTREE: a rebuild in flight is adopted now, and the delta merged until it
+     * is below its threshold (each publish may start the next rebuild) */
+    for (int k = 0; c->algo == OFB_CLS_ALGO_DTREE && !c->in_batch && k < 8; k++) {
+        dt_poll(c, true);
+        publish(c);
+        if (!c->job)
+            break;
+    }
     for (int round = 0; round < 3; round++) {
         if (!c->in_batch)
             publish(c);
@@ -1506,6 +1561,7 @@ static uint32_t insert_one(struct ofb_cls *c, const struct ofb_cls_rule *r)
             return 0;
         }
         c->rr[id] = (struct rrec){ (uint32_t)ti, h };
+        c->n_delta += c->algo == OFB_CLS_ALGO_DTREE;
     }
     c->n_rules++;
     return id;
@@ -1533,7 +1589,7 @@ static void retire_trie(struct ofb_cls *c, struct ofb_trie *t)
     if (!t)
         return;
     retire(c, t, ofb_trie_bytes(t));
-    c->ret[c->n_ret - 1].trie = true;
+    c->ret[c->n_ret - 1].trie = 1;
 }
 
 /* trie algos: publish the rules visible at the version about to be published
@@ -1712,10 +1768,42 @@ static struct ent *find_ent(struct ofb_cls *c, uint32_t id, struct blk **blk_out
     return NULL;
 }
 
+static void dt_log_kill(struct ofb_cls *c, uint32_t id)
+{
+    if (!c->job)
+        return;
+    if (c->n_klog == c->cap_klog) {
+        size_t nc = c->cap_klog ? c->cap_klog * 2 : 256;
+        struct pendkill *k = realloc(c->klog, nc * sizeof(*k));
+        if (!k)
+            abort();  /* cannot forget a delete the new tree must apply */
+        c->klog = k;
+        c->cap_klog = nc;
+    }
+    c->klog[c->n_klog++] = (struct pendkill){ id, c->wv };
+}
+
 static int delete_one(struct ofb_cls *c, uint32_t id)
 {
     if (id == 0 || id > c->n_ids || c->rr[id].tidx == UINT32_MAX)
         return -1;
+    if (c->rr[id].tidx == RR_TREE) {   /* DTREE: killed in place in the compiled tree */
+        struct ofb_dtree *t = atomic_load_explicit(&c->dt, memory_order_relaxed);
+        if (ofb_dtree_del_v(t, id) != V_INF || ofb_dtree_kill(t, id, c->wv))
+            return -1;
+        dt_log_kill(c, id);
+        c->n_rules--;
+        return 0;
+    }
+    if (c->algo == OFB_CLS_ALGO_DTREE) {
+        struct blk *k0;
+        uint32_t p0;
+        struct ent *e0 = find_ent(c, id, &k0, &p0);
+        if (e0 && atomic_load_explicit(&e0->del_v, memory_order_relaxed) == V_INF) {
+            c->n_delta--;
+            dt_log_kill(c, id);
+        }
+    }
     struct blk *k;
     uint32_t pos;
     struct ent *e = find_ent(c, id, &k, &pos);
@@ -1730,7 +1818,7 @@ static int delete_one(struct ofb_cls *c, uint32_t id)
         c->prm = p;
         c->cap_prm = nc;
     }
-    c->prm[c->n_prm++] = (struct pendrm){ c->wv, id };
+    c->prm[c->n_prm++] = (struct pendrm){ c->wv, id, 0, 0, false };
     c->n_rules--;
     c->trie_dirty = true;
     if (trie_incremental(c)) {
@@ -1835,6 +1923,11 @@ uint32_t ofb_cls_delete(struct ofb_cls *c, const struct ofb_cls_rule *r)
             }
         }
     }
+    if (c->algo == OFB_CLS_ALGO_DTREE) {
+        uint32_t tb = ofb_dtree_find(atomic_load_explicit(&c->dt, memory_order_relaxed), r->priority, v, m, now);
+        if (tb && (!best || tb < best))
+            best = tb;
+    }
     if (!best)
         return 0;
     delete_one(c, best);
@@ -1910,6 +2003,189 @@ static int bulk_linear(struct ofb_cls *c, const struct ofb_cls_rule *rules, size
     return 0;
 }
 
+/* ---------- DTREE: compiled tree + OURS tables as the delta ---------- */
+
+static void retire_dtree(struct ofb_cls *c, struct ofb_dtree *t)
+{
+    if (!t)
+        return;
+    retire(c, t, ofb_dtree_bytes(t));
+    c->ret[c->n_ret - 1].trie = 2;
+}
+
+static unsigned dt_flags(const struct ofb_cls *c)
+{
+    return c->simd != 0 ? OFB_DTREE_SIMD : 0;   /* SIMD_SCALAR = 0 */
+}
+
+/* make t what readers walk (the writer holds no other reference to the old) */
+static void dt_publish(struct ofb_cls *c, struct ofb_dtree *t, uint64_t min_v)
+{
+    ofb_dtree_set_min_v(t, min_v);
+    struct ofb_dtree *old = atomic_load_explicit(&c->dt, memory_order_relaxed);
+    atomic_fetch_add_explicit(&c->bytes, ofb_dtree_bytes(t), memory_order_relaxed);
+    atomic_store_explicit(&c->dt, t, memory_order_release);
+    retire_dtree(c, old);
+}
+
+/* bulk build into an empty DTREE classifier: the tree at once, no delta */
+static int dt_bulk(struct ofb_cls *c, const struct ofb_cls_rule *rules, size_t n, uint32_t *ids)
+{
+    struct ofb_dtree_rule *dr = malloc(sizeof(*dr) * n);
+    uint64_t *w = malloc(sizeof(uint64_t) * 2 * c->nwk * n);
+    if (!dr || !w) {
+        free(dr), free(w);
+        snprintf(c->err, sizeof(c->err), "dtree: bulk build of %zu rules: out of memory", n);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        uint64_t *v = w + 2 * c->nwk * i, *m = v + c->nwk, tv[MAXW], tm[MAXW];
+        words_of(c, rules[i].value, tv);
+        words_of(c, rules[i].mask, tm);
+        for (uint32_t k = 0; k < c->nwk; k++) {
+            m[k] = tm[k];
+            v[k] = tv[k] & tm[k];
+        }
+        dr[i] = (struct ofb_dtree_rule){ rules[i].priority, c->n_ids + 1 + (uint32_t)i, rules[i].handle, v, m,
+                                         c->wv, V_INF };
+    }
+    struct ofb_dtree *t = ofb_dtree_build(c->key_len, dr, n, dt_flags(c), c->err, sizeof(c->err));
+    free(dr), free(w);
+    if (!t)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t id = ++c->n_ids;
+        c->rr[id] = (struct rrec){ RR_TREE, 0 };
+        if (ids)
+            ids[i] = id;
+    }
+    c->n_rules += n;
+    dt_publish(c, t, 0);
+    publish(c);
+    ofb_cls_reclaim(c);
+    return 0;
+}
+
+static void *dt_job_run(void *arg)
+{
+    struct dtjob *j = arg;
+    j->out = ofb_dtree_build(j->key_len, j->rules, j->n, j->flags, j->err, sizeof(j->err));
+    atomic_store_explicit(&j->done, 1, memory_order_release);
+    return NULL;
+}
+
+static void dt_job_free(struct dtjob *j)
+{
+    free(j->rules);
+    free(j->words);
+    free(j->moved);
+    free(j);
+}
+
+/* Start a rebuild from a snapshot of the live rules (after a publish: every
+ * rule in it is visible at vstart = the published version) once the delta is
+ * big enough.  The snapshot copies the delta's words; the tree's rules point
+ * into the published tree, which stays allocated until the job is adopted. */
+static void dt_maybe_start(struct ofb_cls *c)
+{
+    struct ofb_dtree *old = atomic_load_explicit(&c->dt, memory_order_relaxed);
+    uint64_t limit = ofb_dtree_rules(old) / DT_DELTA_DIV;
+    if (limit < c->dt_delta_min)
+        limit = c->dt_delta_min;
+    if (c->job || c->n_delta <= limit || c->in_batch)
+        return;
+    struct dtjob *j = calloc(1, sizeof(*j));
+    size_t cap = ofb_dtree_rules(old) + c->n_delta;
+    if (!j || !(j->rules = malloc(sizeof(*j->rules) * (cap + 1))) ||
+        !(j->words = malloc(sizeof(uint64_t) * 2 * c->nwk * (c->n_delta + 1))) ||
+        !(j->moved = malloc(sizeof(uint32_t) * (c->n_delta + 1)))) {
+        if (j)
+            dt_job_free(j);
+        return;  /* no memory: the delta keeps working, retried at the next publish */
+    }
+    j->key_len = c->key_len;
+    j->flags = dt_flags(c);
+    j->vstart = atomic_load_explicit(&c->version, memory_order_relaxed);
+    for (uint32_t r = 0; r < ofb_dtree_rules(old); r++) {
+        struct ofb_dtree_rule x;
+        ofb_dtree_rule_at(old, r, &x);
+        if (x.del_v == V_INF)
+            j->rules[j->n++] = x;
+    }
+    for (uint32_t ti = 0; ti < c->nwt; ti++) {
+        struct tbl *t = c->wt[ti];
+        size_t nb = t->n_ent ? (size_t)1 << t->nb_log : 0;
+        for (size_t b = 0; b < nb; b++) {
+            struct blk *k = atomic_load_explicit(&t->bk[b], memory_order_relaxed);
+            for (uint32_t i = 0; k && i < k->n; i++) {
+                struct ent *e = ent_at(c, k->data, i);
+                if (atomic_load_explicit(&e->del_v, memory_order_relaxed) != V_INF || j->n_moved > c->n_delta)
+                    continue;
+                uint64_t *w = j->words + 2 * c->nwk * j->n_moved;
+                memcpy(w, e->w, 16 * c->nwk);
+                j->rules[j->n++] = (struct ofb_dtree_rule){ e->prio, e->id, e->handle, w, w + c->nwk, e->add_v, V_INF };
+                j->moved[j->n_moved++] = e->id;
+            }
+        }
+    }
+    c->n_klog = 0;
+    c->job = j;
+    if (c->dt_sync || pthread_create(&j->th, NULL, dt_job_run, j)) {
+        dt_job_run(j);
+        j->th = 0;
+        dt_poll(c, true);
+    }
+}
+
+/* Adopt a finished rebuild (wait: block until it finishes): apply the deletes
+ * logged since its snapshot, take the moved delta rules out of the tables (at
+ * the version being written, so readers of older versions still find them
+ * there: they may use either tree), publish the tree. */
+static void dt_poll(struct ofb_cls *c, bool wait)
+{
+    struct dtjob *j = c->job;
+    if (!j || (!wait && !atomic_load_explicit(&j->done, memory_order_acquire)))
+        return;
+    if (j->th)
+        pthread_join(j->th, NULL);
+    c->job = NULL;
+    struct ofb_dtree *t = j->out;
+    if (!t) {
+        snprintf(c->err, sizeof(c->err), "dtree: background rebuild failed (the delta keeps the rules): %s", j->err);
+        dt_job_free(j);
+        c->n_klog = 0;
+        return;
+    }
+    for (size_t i = 0; i < c->n_klog; i++)
+        ofb_dtree_kill(t, c->klog[i].id, c->klog[i].v);
+    c->n_klog = 0;
+    for (size_t i = 0; i < j->n_moved; i++) {
+        uint32_t id = j->moved[i];
+        struct rrec rr = c->rr[id];
+        if (rr.tidx == UINT32_MAX || rr.tidx == RR_TREE)
+            continue;
+        struct blk *k;
+        uint32_t pos;
+        struct ent *e = find_ent(c, id, &k, &pos);
+        if (!e || atomic_load_explicit(&e->del_v, memory_order_relaxed) != V_INF)
+            continue;   /* deleted meanwhile: killed in the tree by the log, removed from its table as usual */
+        atomic_store_explicit(&e->del_v, c->wv, memory_order_relaxed);
+        if (c->n_prm == c->cap_prm) {
+            size_t nc = c->cap_prm ? c->cap_prm * 2 : 256;
+            struct pendrm *p = realloc(c->prm, nc * sizeof(*p));
+            if (!p)
+                abort();
+            c->prm = p;
+            c->cap_prm = nc;
+        }
+        c->prm[c->n_prm++] = (struct pendrm){ c->wv, id, rr.tidx, rr.h, true };
+        c->rr[id] = (struct rrec){ RR_TREE, 0 };
+        c->n_delta--;
+    }
+    dt_publish(c, t, j->vstart);
+    dt_job_free(j);
+}
+
 /* Auto band count for a bulk build into an empty classifier.  A band pays
  * off when a key usually finds its answer in band 0, so that the other bands'
  * filters are rarely read: with lam = the expected number of band-0 rules a
@@ -1977,6 +2253,8 @@ int ofb_cls_build_bulk(struct ofb_cls *c, const struct ofb_cls_rule *rules, size
     }
     if (rr_reserve(c, (uint32_t)n))
         return -1;
+    if (c->algo == OFB_CLS_ALGO_DTREE && c->n_ids == 0 && n && !c->in_batch)
+        return dt_bulk(c, rules, n, ids);
     c->in_batch = true;
     int rc = 0;
     if (uses_lin(c))
@@ -2572,10 +2850,40 @@ static uint64_t lookup_linear(const struct ofb_cls *c, const uint64_t *kw, uint6
     return 0;
 }
 
+/* DTREE: the tree's answer, then the delta's (OURS tables), the better wins.  A reader whose version predates the tree's
+ * min_v re-reads version and snapshot (the tree left out rules deleted
+ * before min_v; the re-read version is >= min_v, see dt_poll). */
+static uint64_t lookup_dtree(const struct ofb_cls *c, const uint64_t *kw, uint64_t v, const struct snap *s,
+                             uint32_t *id_out)
+{
+    const struct ofb_dtree *t = atomic_load_explicit(&c->dt, memory_order_acquire);
+    uint32_t bp = 0, bid = 0;
+    uint64_t bh = 0;
+    if (t) {
+        if (unlikely(v < ofb_dtree_min_v(t))) {
+            v = atomic_load_explicit(&c->version, memory_order_acquire);
+            s = atomic_load_explicit(&c->snap, memory_order_acquire);
+        }
+        uint32_t r = ofb_dtree_lookup(t, (const uint8_t *)kw, v);
+        if (r != DT_NONE)
+            ofb_dtree_rank_info(t, r, &bp, &bid, &bh);
+    }
+    if (s && s->n) {   /* bands_from stops at a found rule: search apart, keep the better */
+        uint32_t dp = 0, did = 0;
+        uint64_t dh = 0;
+        bands_from(c, s, 0, kw, v, &dp, &did, &dh);
+        if (did && (!bid || better(dp, did, bp, bid)))
+            bid = did, bh = dh;
+    }
+    *id_out = bid;
+    return bh;
+}
+
 static inline uint64_t lookup_kw(const struct ofb_cls *c, const uint64_t *kw, uint64_t v,
                                  const struct snap *s, uint32_t *id)
 {
     switch (c->algo) {
+    case OFB_CLS_ALGO_DTREE: return lookup_dtree(c, kw, v, s, id);
     case OFB_CLS_ALGO_OURS: return lookup_ours(c, kw, v, s, id);
     case OFB_CLS_ALGO_TSS: return lookup_tss(c, kw, v, s, id);
     case OFB_CLS_ALGO_LINEAR: return lookup_linear(c, kw, v, id);
@@ -2615,10 +2923,49 @@ uint64_t ofb_cls_lookup(const struct ofb_cls *c, const uint8_t *key)
     return ofb_cls_lookup_id(c, key, NULL);
 }
 
+static size_t batch_ours(const struct ofb_cls *c, const uint8_t *const keys[], size_t n, uint64_t *ho,
+                         uint32_t *io, uint64_t v, const struct snap *s, const uint32_t *seed_p,
+                         const uint32_t *seed_id);
+
+/* DTREE batch: the tree for all keys (interleaved walks), then the delta
+ * (OURS batch, seeded with the tree's answers) when it holds rules */
+static size_t batch_dtree(const struct ofb_cls *c, const uint8_t *const keys[], size_t n, uint64_t *ho,
+                          uint32_t *io, uint64_t v, const struct snap *s)
+{
+    const struct ofb_dtree *t = atomic_load_explicit(&c->dt, memory_order_acquire);
+    uint32_t rank[OFB_CLS_BATCH_MAX], bp[OFB_CLS_BATCH_MAX], bid[OFB_CLS_BATCH_MAX];
+    size_t hits = 0;
+    if (t && unlikely(v < ofb_dtree_min_v(t))) {
+        v = atomic_load_explicit(&c->version, memory_order_acquire);
+        s = atomic_load_explicit(&c->snap, memory_order_acquire);
+    }
+    if (t)
+        ofb_dtree_lookup_batch(t, keys, n, v, rank);
+    for (size_t i = 0; i < n; i++) {
+        bp[i] = bid[i] = 0;
+        ho[i] = 0;
+        if (t && rank[i] != DT_NONE)
+            ofb_dtree_rank_info(t, rank[i], &bp[i], &bid[i], &ho[i]);
+    }
+    if (s && s->n) {
+        for (size_t k = 0; k < n; k += BATCH_CHUNK) {
+            size_t q = n - k > BATCH_CHUNK ? BATCH_CHUNK : n - k;
+            batch_ours(c, keys + k, q, ho + k, bid + k, v, s, bp + k, bid + k);
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (io)
+            io[i] = bid[i];
+        hits += bid[i] != 0;
+    }
+    return hits;
+}
+
 /* OURS batch: phase 1 for every key, then prefetch the top candidate's bucket
  * pointer for all keys, then its block, then finish each key */
 static size_t batch_ours(const struct ofb_cls *c, const uint8_t *const keys[], size_t n, uint64_t *ho,
-                         uint32_t *io, uint64_t v, const struct snap *s)
+                         uint32_t *io, uint64_t v, const struct snap *s, const uint32_t *seed_p,
+                         const uint32_t *seed_id)
 {
     uint64_t kw[BATCH_CHUNK][MAXW];
     struct cand cd[BATCH_CHUNK][CAND_MAX + 1];
@@ -2633,8 +2980,9 @@ static size_t batch_ours(const struct ofb_cls *c, const uint8_t *const keys[], s
     if (bm)  /* key32: every key's sweep first, so their filter-word misses overlap */
         for (size_t i = 0; i < n; i++) {
             load_key(c, keys[i], kw[i]);
-            bp[i] = bid[i] = 0;
-            bh[i] = 0;
+            bp[i] = seed_p ? seed_p[i] : 0;
+            bid[i] = seed_id ? seed_id[i] : 0;
+            bh[i] = seed_id ? ho[i] : 0;
             nc[i] = sweep_bm(c, s, 0, kw[i], pl[i], &np[i], cd[i], v, &bp[i], &bid[i], &bh[i]);
         }
     for (size_t i = 0; i < n; i++) {
@@ -2642,8 +2990,9 @@ static size_t batch_ours(const struct ofb_cls *c, const uint8_t *const keys[], s
             nc[i] = bm_drain(c, s, pl[i], np[i], kw[i], cd[i], nc[i], v, &bp[i], &bid[i], &bh[i]);
         } else {
             load_key(c, keys[i], kw[i]);
-            bp[i] = bid[i] = 0;
-            bh[i] = 0;
+            bp[i] = seed_p ? seed_p[i] : 0;
+            bid[i] = seed_id ? seed_id[i] : 0;
+            bh[i] = seed_id ? ho[i] : 0;
             nc[i] = s ? collect(c, s, 0, kw[i], cd[i], v, &bp[i], &bid[i], &bh[i]) : 0;
         }
         uint32_t j = 0;
@@ -2694,8 +3043,10 @@ size_t ofb_cls_lookup_batch(const struct ofb_cls *c, const uint8_t *const keys[]
             for (size_t k = 0; k < m; k += BATCH_CHUNK) {
                 size_t q = m - k > BATCH_CHUNK ? BATCH_CHUNK : m - k;
                 hits += batch_ours(c, keys + off + k, q, handles_out + off + k,
-                                   rule_ids_out ? rule_ids_out + off + k : NULL, v, s);
+                                   rule_ids_out ? rule_ids_out + off + k : NULL, v, s, NULL, NULL);
             }
+        } else if (c->algo == OFB_CLS_ALGO_DTREE) {
+            hits += batch_dtree(c, keys + off, m, handles_out + off, rule_ids_out ? rule_ids_out + off : NULL, v, s);
         } else {
             for (size_t k = 0; k < m; k++) {
                 uint64_t kw[MAXW];
@@ -2724,13 +3075,14 @@ const char *ofb_cls_algo_name(enum ofb_cls_algo a)
     case OFB_CLS_ALGO_SPTRIE: return "sptrie";
     case OFB_CLS_ALGO_HYBRID: return "hybrid";
     case OFB_CLS_ALGO_LOUDS: return "louds";
+    case OFB_CLS_ALGO_DTREE: return "dtree";
     }
     return "?";
 }
 
 struct ofb_cls *ofb_cls_create(const struct ofb_cls_params *p)
 {
-    if (!p || p->key_len < 1 || p->key_len > OFB_CLS_MAX_KEY_LEN || (unsigned)p->algo > OFB_CLS_ALGO_LOUDS) {
+    if (!p || p->key_len < 1 || p->key_len > OFB_CLS_MAX_KEY_LEN || (unsigned)p->algo > OFB_CLS_ALGO_DTREE) {
         errno = EINVAL;
         return NULL;
     }
@@ -2775,6 +3127,12 @@ struct ofb_cls *ofb_cls_create(const struct ofb_cls_params *p)
         c->gf_min = gn && atoi(gn) >= 1 ? (uint32_t)atoi(gn)
                     : c->simd == SIMD_SCALAR ? GF_MIN_RULES_SCALAR : GF_MIN_RULES;
     }
+    {
+        const char *e = getenv("OFB_CLS_DTREE_DELTA");  /* tests: merge after this many delta rules */
+        c->dt_delta_min = e && atoi(e) > 0 ? (uint32_t)atoi(e) : DT_DELTA_MIN;
+        e = getenv("OFB_CLS_DTREE_SYNC");
+        c->dt_sync = e && !strcmp(e, "1");
+    }
     atomic_store(&c->bytes, sizeof(*c));
     atomic_store(&c->version, 1);
     c->wv = 2;
@@ -2785,8 +3143,18 @@ void ofb_cls_destroy(struct ofb_cls *c)
 {
     if (!c)
         return;
+    if (c->job) {
+        if (c->job->th)
+            pthread_join(c->job->th, NULL);
+        ofb_dtree_free(c->job->out);
+        dt_job_free(c->job);
+    }
+    ofb_dtree_free(atomic_load(&c->dt));
+    free(c->klog);
     for (size_t j = 0; j < c->n_ret; j++)
-        if (c->ret[j].trie)
+        if (c->ret[j].trie == 2)
+            ofb_dtree_free(c->ret[j].p);
+        else if (c->ret[j].trie)
             ofb_trie_free(c->ret[j].p);
         else
             sized_free(c->ret[j].p, c->ret[j].bytes);
@@ -2853,6 +3221,8 @@ const char *ofb_cls_simd_name(const struct ofb_cls *c)
 
 uint64_t ofb_cls_trie_bytes(const struct ofb_cls *c)
 {
+    if (c->algo == OFB_CLS_ALGO_DTREE)
+        return ofb_dtree_bytes(atomic_load_explicit(&c->dt, memory_order_acquire));
     const struct tpair *p = is_trie(c) ? atomic_load_explicit(&c->tp, memory_order_acquire) : NULL;
     return p ? ofb_trie_bytes(p->base) + ofb_trie_bytes(p->delta) : 0;
 }

@@ -59,6 +59,38 @@
  *                      Read-only: ONE ofb_cls_build_bulk into an empty
  *                      classifier; insert, delete and a second build_bulk are
  *                      refused (0 / -1) with a message in ofb_cls_last_error().
+ *  OFB_CLS_ALGO_DTREE  a compiled decision tree (dtree.h: HyperSplit-like
+ *                      byte splits, rules partitioned CutSplit-like into up to
+ *                      4 trees, 3-level super nodes, one-line leaf headers)
+ *                      for the bulk, and OURS' tables (below) as the delta of
+ *                      rules inserted since the tree was built.  A bulk build
+ *                      into an empty classifier builds the tree at once.  A
+ *                      delete of a tree rule kills it in place (version-
+ *                      stamped: del_v, like the tables' entries).  When the
+ *                      delta outgrows max(1024, tree rules / 8), publish takes
+ *                      a snapshot of the live rules and a thread builds the
+ *                      next tree; a later publish adopts it: the deletes since
+ *                      the snapshot are applied to it, the delta rules it holds
+ *                      are removed from the tables at the version being written
+ *                      (readers of older versions still find them there), the
+ *                      tree pointer is swapped (RCU) and the old tree freed
+ *                      after the readers left.  A reader whose version is older
+ *                      than the tree's min_v (the snapshot's version) re-reads
+ *                      the version first.  Lookup: the tree's best rank, then
+ *                      the delta's best (tables), the better by (priority, id).
+ *                      Updates never wait for a rebuild (the writer pays the
+ *                      snapshot: O(rules) copies of pointers).  OFB_CLS_DTREE_
+ *                      SYNC=1 rebuilds on the writer; OFB_CLS_DTREE_DELTA=N
+ *                      sets the minimum delta (tests); ofb_cls_synchronize
+ *                      adopts a rebuild in flight and merges until the delta is
+ *                      under its threshold.  Not the default: measured against
+ *                      OURS and rte_acl in README.md ("dtree"): ClassBench-like
+ *                      100k batched (AVX2 path, medians of 3) acl 6.00 Mlps, fw
+ *                      3.48, ipc 4.90 = 1.4-1.6x OURS, 5.4-10x below rte_acl
+ *                      (32.1, 36.1, 30.0 in the same runs); single lookups 1.3-
+ *                      1.8, below OURS' 2.2-3.9; build 0.27 / 0.67 / 0.31 s;
+ *                      updates 1.1-1.2 M/s of writer CPU, 0.58-0.65 M/s
+ *                      counting the rebuild thread's CPU.
  *
  * Why not the document's trie.  We first modelled the H-Trie/SP-Trie hybrid
  * and bit-selection decision trees (HiCuts/HyperSplit style) for the hard case
@@ -289,6 +321,7 @@ enum ofb_cls_algo {
     OFB_CLS_ALGO_SPTRIE = 4,   /* its Set-Pruning Trie; mem_budget_bytes = size limit (0 = 256 MiB) */
     OFB_CLS_ALGO_HYBRID = 5,   /* its hybrid: H-Trie merged breadth-first within mem_budget_bytes */
     OFB_CLS_ALGO_LOUDS = 6,    /* the hybrid (budget 0 = H-Trie) in a LOUDS succinct layout; read-only */
+    OFB_CLS_ALGO_DTREE = 7,    /* compiled decision tree (dtree.h) for the bulk + OURS tables as the delta */
 };
 
 struct ofb_cls_params {

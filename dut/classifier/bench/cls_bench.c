@@ -6,7 +6,7 @@
  * or {"algo":"acl","error":"did not build: ..."}.
  *
  * Usage: cls-bench [EAL args --] --rules F --keys F
- *                  [--algos ours,tss,linear,htrie,sptrie,hybrid,louds,acl]
+ *                  [--algos ours,tss,linear,htrie,sptrie,hybrid,louds,dtree,acl]
  *                  [--min-time S] [--updates N] [--budget-mb MB] [--acl-max-mb MB]
  * --budget-mb: mem_budget_bytes (hybrid: merge budget; sptrie: size limit). 
  * Rule file (binary, little endian): "OFBR" u32 key_len u32 n, then n records
@@ -36,6 +36,13 @@ static double now_s(void)
 {
     struct timespec t;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+static double now_process_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
     return t.tv_sec + t.tv_nsec * 1e-9;
 }
 
@@ -147,16 +154,23 @@ static void run_ours(enum ofb_cls_algo algo, const struct ofb_cls_rule *rules, u
     if (algo == OFB_CLS_ALGO_LOUDS)     /* read-only */
         nu = 0;
     t0 = now_s();
+    double p0 = now_process_s();
     for (uint32_t i = 0; i < nu; i++) {
         uint32_t j = (uint32_t)(((uint64_t)i * 2654435761u) % n);
         ofb_cls_delete_id(c, ids[j]);
         ids[j] = ofb_cls_insert(c, &rules[j]);
     }
     double ups = 2.0 * nu / (now_s() - t0);
+    /* dtree rebuilds its tree on a thread: the same updates per CPU second of
+     * all threads, counting the rebuilds that ran meanwhile (not the one still
+     * in flight, adopted by the synchronize below) */
+    double ups_all = 2.0 * nu / (now_process_s() - p0);
     uint64_t trie_bytes = ofb_cls_trie_bytes(c);
     /* incremental tries: lookups again after the updates (keep-mode base + delta) */
     double after = 0;
-    if (nu && (algo == OFB_CLS_ALGO_HTRIE || algo == OFB_CLS_ALGO_HYBRID)) {
+    if (nu && (algo == OFB_CLS_ALGO_HTRIE || algo == OFB_CLS_ALGO_HYBRID || algo == OFB_CLS_ALGO_DTREE)) {
+        if (algo == OFB_CLS_ALGO_DTREE)
+            ofb_cls_synchronize(c);   /* adopt a rebuild still in flight: measure the tree + what stays in the delta */
         done = 0;
         t0 = now_s();
         do {
@@ -169,9 +183,9 @@ static void run_ours(enum ofb_cls_algo algo, const struct ofb_cls_rule *rules, u
     }
 
     printf("{\"algo\":\"%s\",\"simd\":\"%s\",\"rules\":%u,\"tables\":%lu,\"bands\":%lu,\"build_s\":%.6f,\"bytes_per_rule\":%.1f,"
-           "\"mlps\":%.4f,\"batch_mlps\":%.4f,\"updates_per_s\":%.0f,\"hits\":%lu,\"keys\":%u,"
+           "\"mlps\":%.4f,\"batch_mlps\":%.4f,\"updates_per_s\":%.0f,\"updates_per_s_all_threads\":%.0f,\"hits\":%lu,\"keys\":%u,"
            "\"mismatches\":%lu,\"trie_bytes_per_rule\":%.1f,\"batch_mlps_after_updates\":%.4f,\"sink\":%lu}\n",
-           ofb_cls_algo_name(algo), ofb_cls_simd_name(c), n, (unsigned long)st.tables, (unsigned long)st.bands, build, (double)st.bytes / n, mlps, bmlps, ups,
+           ofb_cls_algo_name(algo), ofb_cls_simd_name(c), n, (unsigned long)st.tables, (unsigned long)st.bands, build, (double)st.bytes / n, mlps, bmlps, ups, ups_all,
            (unsigned long)hits, nk, (unsigned long)mism, n ? (double)trie_bytes / n : 0.0, after,
            (unsigned long)(sink & 1));
     fflush(stdout);
@@ -390,6 +404,8 @@ int main(int argc, char **argv)
             run_ours(OFB_CLS_ALGO_HYBRID, rules, n, kl, keys, nk, ref);
         else if (!strcmp(a, "louds"))
             run_ours(OFB_CLS_ALGO_LOUDS, rules, n, kl, keys, nk, ref);
+        else if (!strcmp(a, "dtree"))
+            run_ours(OFB_CLS_ALGO_DTREE, rules, n, kl, keys, nk, ref);
         else if (!strcmp(a, "acl")) {
             static int eal_done;
             if (!eal_done) {

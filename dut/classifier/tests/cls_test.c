@@ -12,6 +12,9 @@
  *     tries (htrie, sptrie, hybrid at merge budgets 16 and 256 KiB) beside the others, on
  *     fewer operations (each update rebuilds a trie); the SP-Trie must refuse a
  *     rule set over its limit with a message, never run the box out of memory.
+ *     dtree (compiled tree + OURS delta) takes part in both: OFB_CLS_DTREE_DELTA
+ *     is set low (24) so the delta is merged into a rebuilt tree many times,
+ *     on the writer (OFB_CLS_DTREE_SYNC=1) or on a thread, adopted when done.
  *  4. with --tries: LOUDS (read-only) built in bulk beside the hybrid in
  *     DA+vEB (same budget, same trie) and linear, lookups compared (also at
  *     the switch's 128-byte key); every update is refused with a message and
@@ -56,7 +59,7 @@ static const char *shape_name[] = { "prefix", "arbitrary", "fewmasks", "eqprio",
 struct r {
     uint8_t v[128], m[128];
     uint32_t prio;
-    uint32_t id[6];   /* per algorithm (NA) */
+    uint32_t id[8];   /* per algorithm (NA) */
     int alive;
 };
 
@@ -82,7 +85,8 @@ static void gen_mask(uint8_t *m, uint32_t kl, enum shape sh, uint8_t pool[][128]
     }
 }
 
-#define NA 6  /* algorithms compared: ours, tss, linear (the reference), htrie, sptrie, hybrid */
+#define NA 8  /* algorithms compared: ours, tss, linear (the reference), htrie, sptrie, hybrid, (louds: not
+                 here, read-only), dtree */
 #define SP_LIMIT (8u << 20)  /* the SP-Trie explodes on some shapes: it must fail cleanly, not eat the box */
 
 /* bands: OURS priority bands (0 = auto, which stays 1 for these small sets) */
@@ -106,7 +110,12 @@ static void differential(uint32_t kl, enum shape sh, int nops, int bulk, uint32_
     for (int a = 0; a < NA; a++) {
         /* the tries rebuild at every update: they take part in one of the two
          * variants per shape (hybrid_budget != 0) to keep the test fast */
-        live[a] = a < OFB_CLS_ALGO_HTRIE || hybrid_budget != 0;
+        live[a] = a < OFB_CLS_ALGO_HTRIE || (hybrid_budget != 0 && a != OFB_CLS_ALGO_LOUDS) ||
+                  (a == OFB_CLS_ALGO_DTREE && bands == 0);   /* bands are OURS': once is enough */
+        /* dtree: merges of the delta into the tree on the writer after a bulk
+         * build, on a thread (adopted whenever they finish) after inserts */
+        if (a == OFB_CLS_ALGO_DTREE)
+            setenv("OFB_CLS_DTREE_SYNC", bulk ? "1" : "0", 1);
         if (!live[a]) {
             c[a] = NULL;
             continue;
@@ -467,6 +476,7 @@ int main(int argc, char **argv)
         printf("simd path: %s\n", ofb_cls_simd_name(c));
         ofb_cls_destroy(c);
     }
+    setenv("OFB_CLS_DTREE_DELTA", "24", 0);   /* dtree: merge its delta often */
     int nops = quick ? 1500 : 20000;
     uint32_t kls[] = { 4, 13, 40 };
     int tries = argc > 2 && !strcmp(argv[2], "--tries");
@@ -528,6 +538,10 @@ int main(int argc, char **argv)
     if (!tries) {
         concurrency(OFB_CLS_ALGO_OURS, quick ? 1.0 : 5.0, 8);
         concurrency(OFB_CLS_ALGO_OURS, quick ? 1.0 : 5.0, 4);
+        setenv("OFB_CLS_DTREE_SYNC", "0", 1);   /* background rebuilds under readers */
+        concurrency(OFB_CLS_ALGO_DTREE, quick ? 1.0 : 5.0, 8);
+        setenv("OFB_CLS_DTREE_SYNC", "1", 1);
+        concurrency(OFB_CLS_ALGO_DTREE, quick ? 1.0 : 5.0, 8);
     } else {  /* the hybrid's incremental scheme: base + delta, kills, merges, under readers */
         concurrency(OFB_CLS_ALGO_HYBRID, quick ? 1.0 : 5.0, 8);
     }

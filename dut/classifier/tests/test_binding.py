@@ -96,7 +96,19 @@ def _differential(algo, bands, simd, key_len):
         assert c.stats()["rules"] == len(alive)
 
 
-@pytest.mark.parametrize("algo", ["ours", "tss", "linear", "htrie", "sptrie", "hybrid"])
+@pytest.mark.parametrize("simd", ["scalar", "avx2"])
+@pytest.mark.parametrize("sync", ["0", "1"])
+@pytest.mark.parametrize("key_len", [4, 13, 40])
+def test_dtree_differential_against_python_reference(simd, sync, key_len, monkeypatch):
+    """dtree: compiled tree + OURS tables as the delta; the delta is merged into a rebuilt
+    tree every 16 rules, on a thread (sync 0, adopted whenever it finishes) or on the
+    writer (sync 1); deletes kill rules in the tree.  simd: the tree walk's path."""
+    monkeypatch.setenv("OFB_CLS_DTREE_DELTA", "16")
+    monkeypatch.setenv("OFB_CLS_DTREE_SYNC", sync)
+    _differential("dtree", 0, simd, key_len)
+
+
+@pytest.mark.parametrize("algo", ["ours", "tss", "linear", "htrie", "sptrie", "hybrid", "dtree"])
 def test_ties_earlier_insert_wins_and_delete_by_value(algo):
     with Classifier(4, algo) as c:
         a = c.insert(5, b"\x0a\x00\x00\x00", b"\xff\x00\x00\x00", 111)

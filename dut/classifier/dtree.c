@@ -1,0 +1,973 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Compiled decision tree (HyperSplit-like, CutSplit-like partition): see dtree.h. */
+#include "dtree.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#ifndef DT_LEAF
+#define DT_LEAF 16           /* stop splitting at this many rules (8: 3.6x the copies on cb_fw, README) */
+#endif
+#define DT_MAX_DEPTH 48
+#define DT_MAX_TREES 4
+#define DT_MAX_COPIES 64     /* leaf entries per rule, on average: past it the remaining nodes become leaves */
+#ifndef DT_LANES
+#define DT_LANES 16          /* keys walked interleaved by the batch lookup (<= 32) */
+#endif
+#define DT_LEAF_BIT 0x80000000u
+#define DT_MAXW 16
+#define OFB_DT_KL_MAX_ANY 128
+#define V_INF UINT64_MAX
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
+/* 8-byte slot: inner (dim, point, a = first of two adjacent children) or
+ * leaf (flags & DT_LEAF_BIT, a = first entry, n = entries) */
+struct slot {
+    uint32_t a;
+    uint8_t dim, point;
+    uint32_t n;  /* leaf: DT_LEAF_BIT | count */
+};
+
+struct rinfo {
+    uint32_t prio, id;
+    uint64_t handle;
+    uint64_t add_v;
+    _Atomic uint64_t del_v;
+};
+
+struct idrank { uint32_t id, rank; };
+
+struct ofb_dtree {
+    uint32_t key_len, nwk, n;
+    uint32_t ntrees;
+    uint32_t root[DT_MAX_TREES];     /* slot index of each tree's root */
+    uint32_t tmin[DT_MAX_TREES];     /* best rank in each tree (trees sorted by it) */
+    struct slot *s;
+    uint32_t ns, cap_s;
+    uint64_t *ew;                    /* entries: 2 * nwk words each (value, mask) */
+    uint32_t *er;                    /* entry ranks */
+    uint64_t ne, cap_e;
+    struct rinfo *ri;                /* by rank */
+    struct idrank *ir;               /* sorted by id */
+    size_t bytes;
+    uint64_t min_v;                  /* readers at an older version must re-read theirs (classifier.c) */
+    uint64_t max_add_v;              /* every rule is added at a version <= this */
+    _Atomic uint32_t kills;          /* rules killed (ofb_dtree_kill); 0: all live at v >= max_add_v */
+    /* what lookups read (the binary slots and entries above are build-only) */
+    unsigned simd;                   /* 0 scalar, 1 SSE4/AVX2 (keys <= 16 bytes only) */
+    uint32_t sroot[DT_MAX_TREES];    /* ref of each tree's root */
+    struct snode *sn;                /* super nodes */
+    uint32_t nsn, cap_sn;
+    struct lhead *lh;                /* leaf headers (one cache line each, see emit_leaf) */
+    uint64_t nlh, cap_lh;
+    uint64_t *lb;                    /* leaf entries: records of 2 * nwk words (value, mask) */
+    uint64_t nlb, cap_lb;
+    uint32_t *lr;                    /* rank of each leaf entry */
+    uint64_t cap_lr;
+    uint64_t *rk;                    /* per rank: value words, mask words (2 * nwk) */
+    uint32_t *lmemo;                 /* build: binary leaf slot -> ref (0 = not yet) */
+    void *region;                    /* sn, lb, ri, rk moved into one huge-page mapping (or NULL) */
+    size_t region_bytes;
+};
+
+/* Super node: a complete binary subtree of 3 levels (7 splits at positions
+ * 0..6 in BFS order, 8 children), one cache line.  A position under a leaf
+ * that ended early holds dim 0 / point 255 (never > : always child 0). */
+struct snode {
+    uint8_t dim[8];
+    uint8_t pt[8];
+    uint32_t kid[8];                 /* SN_LEAF | record index of a leaf block, else super node index */
+    uint8_t pad[16];
+} __attribute__((aligned(64)));
+#define SN_LEAF 0x80000000u
+
+/* Leaf header, one cache line: the leaf's entries are lb[e .. e+n); for n <=
+ * LH_FILTER a one-byte filter per entry (key byte d & m[i] == v[i]: the byte
+ * where the leaf's entries differ most) and their ranks, so a lookup reads
+ * this line and then only the entries that pass (usually one line). */
+#ifndef LH_FILTER
+#define LH_FILTER 16   /* = DT_LEAF: every leaf below the copy limit is filtered */
+#endif
+struct lhead {
+    uint32_t n, e;
+    uint8_t d, pad[3];
+    uint8_t v[LH_FILTER], m[LH_FILTER];
+    uint32_t rank[LH_FILTER];
+} __attribute__((aligned(64)));
+
+/* ---------- build ---------- */
+
+struct bctx;
+static void sn_path_init(void);
+static uint32_t conv(struct bctx *b, uint32_t si);
+
+struct bctx {
+    struct ofb_dtree *t;
+    const uint8_t *lo, *hi;          /* per rank: key_len bytes of range ends */
+    const uint64_t *rw;              /* per rank: 2*nwk words */
+    uint64_t max_e;
+    bool fail;
+    char *err;
+    size_t errlen;
+};
+
+static uint32_t new_pair(struct bctx *b)
+{
+    struct ofb_dtree *t = b->t;
+    if (t->ns + 2 > t->cap_s) {
+        uint32_t nc = t->cap_s ? t->cap_s * 2 : 1024;
+        struct slot *x = realloc(t->s, sizeof(struct slot) * nc);
+        if (!x) {
+            b->fail = true;
+            return 0;
+        }
+        t->s = x;
+        t->cap_s = nc;
+    }
+    uint32_t i = t->ns;
+    t->ns += 2;
+    return i;
+}
+
+static void make_leaf(struct bctx *b, uint32_t si, const uint32_t *idx, uint32_t n)
+{
+    struct ofb_dtree *t = b->t;
+    uint32_t w2 = 2 * t->nwk;
+    if (t->ne + n > t->cap_e) {
+        uint64_t nc = t->cap_e ? t->cap_e * 2 : 4096;
+        while (nc < t->ne + n)
+            nc *= 2;
+        uint64_t *ew = realloc(t->ew, sizeof(uint64_t) * w2 * nc);
+        if (!ew) {
+            b->fail = true;
+            return;
+        }
+        t->ew = ew;
+        uint32_t *er = realloc(t->er, sizeof(uint32_t) * nc);
+        if (!er) {
+            b->fail = true;
+            return;
+        }
+        t->er = er;
+        t->cap_e = nc;
+    }
+    uint64_t e0 = t->ne;
+    for (uint32_t i = 0; i < n; i++) {
+        memcpy(t->ew + (e0 + i) * w2, b->rw + (size_t)idx[i] * w2, sizeof(uint64_t) * w2);
+        t->er[e0 + i] = idx[i];
+    }
+    t->ne += n;
+    t->s[si] = (struct slot){ .a = (uint32_t)e0, .dim = 0, .point = 0, .n = DT_LEAF_BIT | n };
+}
+
+/* idx: ranks in ascending order; rlo/rhi: the region (per byte).  Fills slot si. */
+static void build_node(struct bctx *b, uint32_t si, uint32_t *idx, uint32_t n, uint8_t *rlo, uint8_t *rhi,
+                       unsigned depth)
+{
+    struct ofb_dtree *t = b->t;
+    uint32_t kl = t->key_len;
+    if (b->fail)
+        return;
+    if (n <= DT_LEAF || depth >= DT_MAX_DEPTH || t->ne + n > b->max_e) {
+        make_leaf(b, si, idx, n);
+        return;
+    }
+    uint32_t best_max = n, best_sum = 2 * n, bd = 0, bp = 0;
+    uint64_t best_cost = UINT64_MAX;   /* max(left, right) first, then left + right */
+    uint32_t ca[256], cb[256];
+    for (uint32_t d = 0; d < kl; d++) {
+        unsigned L = rlo[d], H = rhi[d];
+        if (L >= H)
+            continue;
+        memset(ca + L, 0, sizeof(uint32_t) * (H - L + 1));
+        memset(cb + L, 0, sizeof(uint32_t) * (H - L + 1));
+        for (uint32_t i = 0; i < n; i++) {
+            const uint8_t *lo = b->lo + (size_t)idx[i] * kl, *hi = b->hi + (size_t)idx[i] * kl;
+            unsigned a = lo[d] < L ? L : lo[d], z = hi[d] > H ? H : hi[d];
+            ca[a]++;
+            cb[z]++;
+        }
+        uint32_t sa = 0, sb = 0;
+        for (unsigned p = L; p < H; p++) {
+            sa += ca[p];      /* rules starting <= p: go left */
+            sb += cb[p];      /* rules ending <= p: not right */
+            uint32_t nl = sa, nr = n - sb;
+            uint32_t mx = nl > nr ? nl : nr, sm = nl + nr;
+            if (mx >= n)
+                continue;
+            uint64_t cost = (uint64_t)mx * 4 * n + sm;   /* max(left, right) first, then the copies */
+            if (cost < best_cost) {
+                best_cost = cost;
+                best_max = mx;
+                best_sum = sm;
+                bd = d;
+                bp = p;
+            }
+        }
+    }
+    if (best_max >= n) {
+        make_leaf(b, si, idx, n);
+        return;
+    }
+    uint32_t *l = malloc(sizeof(uint32_t) * (best_sum + 1));
+    if (!l) {
+        b->fail = true;
+        return;
+    }
+    uint32_t *r;
+    uint32_t nl = 0, nr = 0;
+    /* left first, then right into the tail of the same buffer */
+    for (uint32_t i = 0; i < n; i++)
+        if (b->lo[(size_t)idx[i] * kl + bd] <= bp)
+            l[nl++] = idx[i];
+    r = l + nl;
+    for (uint32_t i = 0; i < n; i++)
+        if (b->hi[(size_t)idx[i] * kl + bd] > bp)
+            r[nr++] = idx[i];
+    uint32_t kids = new_pair(b);
+    if (b->fail) {
+        free(l);
+        return;
+    }
+    t->s[si] = (struct slot){ .a = kids, .dim = (uint8_t)bd, .point = (uint8_t)bp, .n = 0 };
+    uint8_t sv = rhi[bd];
+    rhi[bd] = (uint8_t)bp;
+    build_node(b, kids, l, nl, rlo, rhi, depth + 1);
+    rhi[bd] = sv;
+    sv = rlo[bd];
+    rlo[bd] = (uint8_t)(bp + 1);
+    build_node(b, kids + 1, r, nr, rlo, rhi, depth + 1);
+    rlo[bd] = sv;
+    free(l);
+}
+
+static int cmp_rule(const void *x, const void *y)
+{
+    const struct ofb_dtree_rule *a = *(const struct ofb_dtree_rule *const *)x, *b = *(const struct ofb_dtree_rule *const *)y;
+    if (a->prio != b->prio)
+        return a->prio > b->prio ? -1 : 1;
+    return a->id < b->id ? -1 : a->id > b->id;
+}
+
+static int cmp_idrank(const void *x, const void *y)
+{
+    const struct idrank *a = x, *b = y;
+    return a->id < b->id ? -1 : a->id > b->id;
+}
+
+/* Partition (CutSplit-like): a byte is "discriminating" when rules that are
+ * specific on it (top nibble of the mask set) take >= 64 distinct values there.
+ * The group of a rule is the first of up to DT_MAX_TREES - 1 chosen bytes it is
+ * specific on (chosen greedily: the byte most of the still ungrouped rules are
+ * specific on), else the last group.  OFB_DTREE_TREES=1 puts all in one. */
+/* rule i is "small" at byte d: its range there spans < 16 values (the top
+ * nibble of the mask byte set).  Measured on cb_fw 100k: 35.8 copies per
+ * rule; "the two bytes from d exact" 52, "three bytes" 64 (cb_acl: 4.6, 2.5,
+ * 7.3); README.md, dtree. */
+static inline bool small_at(uint32_t kl, const uint8_t *lo, const uint8_t *hi, uint32_t i, uint32_t d)
+{
+    return hi[(size_t)i * kl + d] - lo[(size_t)i * kl + d] < 16;
+}
+
+static unsigned choose_groups(uint32_t kl, const uint8_t *lo, const uint8_t *hi, uint32_t n, uint8_t *grp)
+{
+    unsigned maxg = DT_MAX_TREES;
+    const char *e = getenv("OFB_DTREE_TREES");
+    if (e && atoi(e) >= 1 && atoi(e) <= DT_MAX_TREES)
+        maxg = (unsigned)atoi(e);
+    memset(grp, 0xff, n);
+    if (maxg == 1) {
+        memset(grp, 0, n);
+        return 1;
+    }
+    bool diverse[OFB_DT_KL_MAX_ANY];
+    for (uint32_t d = 0; d < kl; d++) {
+        static uint8_t seen[256];
+        memset(seen, 0, sizeof(seen));
+        unsigned dist = 0;
+        for (uint32_t i = 0; i < n; i++) {
+            unsigned w = hi[(size_t)i * kl + d] - lo[(size_t)i * kl + d];
+            if (w < 16 && !seen[lo[(size_t)i * kl + d]]) {
+                seen[lo[(size_t)i * kl + d]] = 1;
+                dist++;
+            }
+        }
+        diverse[d] = dist >= 64;
+    }
+    unsigned g = 0;
+    uint32_t left = n;
+    while (g + 1 < maxg && left > n / 20) {
+        uint32_t bestc = 0, bd = 0;
+        for (uint32_t d = 0; d < kl; d++) {
+            if (!diverse[d])
+                continue;
+            uint32_t c = 0;
+            for (uint32_t i = 0; i < n; i++)
+                c += grp[i] == 0xff && small_at(kl, lo, hi, i, d);
+            if (c > bestc)
+                bestc = c, bd = d;
+        }
+        if (bestc < n / 20)
+            break;
+        for (uint32_t i = 0; i < n; i++)
+            if (grp[i] == 0xff && small_at(kl, lo, hi, i, bd))
+                grp[i] = (uint8_t)g, left--;
+        if (getenv("OFB_DTREE_STATS"))
+            fprintf(stderr, "group %u: byte %u, %u rules\n", g, bd, bestc);
+        diverse[bd] = false;
+        g++;
+    }
+    if (!left)
+        return g;
+    for (uint32_t i = 0; i < n; i++)
+        if (grp[i] == 0xff)
+            grp[i] = (uint8_t)g;
+    return g + 1;
+}
+
+/* OFB_DTREE_STATS=1: the binary trees' leaf sizes and depths on stderr at build */
+static void walk_stats(const struct ofb_dtree *t, uint32_t si, unsigned depth, uint64_t *lh, uint64_t *dh, uint64_t *wsum)
+{
+    const struct slot *x = &t->s[si];
+    if (x->n & DT_LEAF_BIT) {
+        uint32_t c = x->n & ~DT_LEAF_BIT;
+        lh[c < 8 ? c : c < 16 ? 8 : c < 64 ? 9 : c < 256 ? 10 : 11]++;
+        dh[depth < 63 ? depth : 63]++;
+        wsum[0] += c;
+        wsum[1]++;
+        return;
+    }
+    walk_stats(t, x->a, depth + 1, lh, dh, wsum);
+    walk_stats(t, x->a + 1, depth + 1, lh, dh, wsum);
+}
+
+static void print_stats(const struct ofb_dtree *t, FILE *f)
+{
+    for (uint32_t g = 0; g < t->ntrees; g++) {
+        uint64_t lh[12] = {0}, dh[64] = {0}, ws[2] = {0};
+        walk_stats(t, t->root[g], 0, lh, dh, ws);
+        fprintf(f, "tree %u: leaves %lu entries %lu; leaf sizes 0..7,<16,<64,<256,more:", g, (unsigned long)ws[1],
+                (unsigned long)ws[0]);
+        for (int i = 0; i < 12; i++)
+            fprintf(f, " %lu", (unsigned long)lh[i]);
+        fprintf(f, "; depth:");
+        for (int i = 0; i < 64; i++)
+            if (dh[i])
+                fprintf(f, " %d:%lu", i, (unsigned long)dh[i]);
+        fprintf(f, "\n");
+    }
+}
+
+/* What lookups read (super nodes, leaf blocks, rule info and words) moved
+ * into one 2 MiB-aligned mapping advised MADV_HUGEPAGE: the walks and leaf
+ * reads are random over ~10-40 MB at 100k rules, a TLB miss each on 4 KiB
+ * pages (measured: cb_acl 100k batched 2.98 -> 4.75 Mlps with huge pages,
+ * before super nodes).  OFB_CLS_HUGEPAGES=0 keeps the heap copies. */
+static void to_hugepages(struct ofb_dtree *t)
+{
+    const char *e = getenv("OFB_CLS_HUGEPAGES");
+    if (e && !strcmp(e, "0"))
+        return;
+    size_t w2 = 2 * t->nwk;
+    size_t sz[6] = { sizeof(struct snode) * t->nsn, sizeof(uint64_t) * w2 * t->nlb, sizeof(struct rinfo) * t->n,
+                     sizeof(uint64_t) * w2 * t->n, sizeof(struct lhead) * t->nlh, sizeof(uint32_t) * t->nlb };
+    size_t off[6], total = 0;
+    for (int i = 0; i < 6; i++) {
+        off[i] = total;
+        total += (sz[i] + 63) & ~(size_t)63;
+    }
+    size_t hp = (size_t)2 << 20;
+    total = (total + hp - 1) & ~(hp - 1);
+    if (total < hp)
+        return;   /* small: not worth a mapping */
+    char *base = mmap(NULL, total + hp, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (base == MAP_FAILED)
+        return;
+    char *r = (char *)(((uintptr_t)base + hp - 1) & ~(uintptr_t)(hp - 1));   /* 2 MiB-aligned */
+#ifdef MADV_HUGEPAGE
+    madvise(r, total, MADV_HUGEPAGE);
+#endif
+    memcpy(r + off[0], t->sn, sz[0]);
+    memcpy(r + off[1], t->lb, sz[1]);
+    memcpy(r + off[2], t->ri, sz[2]);
+    memcpy(r + off[3], t->rk, sz[3]);
+    memcpy(r + off[4], t->lh, sz[4]);
+    memcpy(r + off[5], t->lr, sz[5]);
+    free(t->sn), free(t->lb), free(t->ri), free(t->rk), free(t->lh), free(t->lr);
+    t->lh = (struct lhead *)(r + off[4]);
+    t->lr = (uint32_t *)(r + off[5]);
+    t->cap_lh = t->nlh, t->cap_lr = t->nlb;
+    t->sn = (struct snode *)(r + off[0]);
+    t->lb = (uint64_t *)(r + off[1]);
+    t->ri = (struct rinfo *)(r + off[2]);
+    t->rk = (uint64_t *)(r + off[3]);
+    t->cap_sn = t->nsn, t->cap_lb = t->nlb;
+    t->region = base;
+    t->region_bytes = total + hp;
+}
+
+struct ofb_dtree *ofb_dtree_build(uint32_t key_len, const struct ofb_dtree_rule *rules, size_t n, unsigned flags,
+                                  char *err, size_t errlen)
+{
+    if (!key_len || key_len > OFB_DT_KL_MAX_ANY) {
+        snprintf(err, errlen, "dtree: key_len %u is not in 1..%u", key_len, OFB_DT_KL_MAX_ANY);
+        return NULL;
+    }
+    if (n >= UINT32_MAX - 1) {
+        snprintf(err, errlen, "dtree: %zu rules is more than 2^32-2", n);
+        return NULL;
+    }
+    struct ofb_dtree *t = calloc(1, sizeof(*t));
+    if (!t)
+        goto oom;
+    t->key_len = key_len;
+    t->nwk = (key_len + 7) / 8;
+    t->n = (uint32_t)n;
+    uint32_t kl = key_len, w2 = 2 * t->nwk;
+    const struct ofb_dtree_rule **ord = malloc(sizeof(void *) * (n + 1));
+    uint8_t *lo = malloc((size_t)kl * n + 1), *hi = malloc((size_t)kl * n + 1), *grp = malloc(n + 1);
+    uint64_t *rw = malloc(sizeof(uint64_t) * w2 * n + 8);
+    uint32_t *idx = malloc(sizeof(uint32_t) * (n + 1));
+    t->ri = malloc(sizeof(struct rinfo) * (n + 1));
+    t->ir = malloc(sizeof(struct idrank) * (n + 1));
+    struct bctx b = { .t = t, .lo = lo, .hi = hi, .rw = rw, .max_e = (uint64_t)DT_MAX_COPIES * n + 4096,
+                      .err = err, .errlen = errlen };
+    if (!ord || !lo || !hi || !grp || !rw || !idx || !t->ri || !t->ir) {
+        free(ord), free(lo), free(hi), free(grp), free(rw), free(idx);
+        goto oom;
+    }
+    for (size_t i = 0; i < n; i++)
+        ord[i] = &rules[i];
+    qsort(ord, n, sizeof(void *), cmp_rule);
+    for (uint32_t r = 0; r < n; r++) {
+        const struct ofb_dtree_rule *x = ord[r];
+        t->ri[r] = (struct rinfo){ .prio = x->prio, .id = x->id, .handle = x->handle, .add_v = x->add_v };
+        if (x->add_v > t->max_add_v)
+            t->max_add_v = x->add_v;
+        if (x->del_v != V_INF)
+            t->kills++;
+        atomic_init(&t->ri[r].del_v, x->del_v);
+        t->ir[r] = (struct idrank){ x->id, r };
+        uint64_t *w = rw + (size_t)r * w2;
+        for (uint32_t k = 0; k < t->nwk; k++) {
+            w[t->nwk + k] = x->mask[k];
+            w[k] = x->value[k] & x->mask[k];
+        }
+        const uint8_t *vb = (const uint8_t *)w, *mb = (const uint8_t *)(w + t->nwk);
+        for (uint32_t d = 0; d < kl; d++) {
+            lo[(size_t)r * kl + d] = vb[d];
+            hi[(size_t)r * kl + d] = vb[d] | (uint8_t)~mb[d];
+        }
+    }
+    qsort(t->ir, n, sizeof(struct idrank), cmp_idrank);
+    unsigned ng = n ? choose_groups(kl, lo, hi, (uint32_t)n, grp) : 0;
+    uint8_t rlo[OFB_DT_KL_MAX_ANY], rhi[OFB_DT_KL_MAX_ANY];
+    for (unsigned g = 0; g < ng; g++) {
+        uint32_t m = 0;
+        for (uint32_t r = 0; r < n; r++)
+            if (grp[r] == g)
+                idx[m++] = r;
+        if (!m)
+            continue;
+        memset(rlo, 0, kl);
+        memset(rhi, 0xff, kl);
+        uint32_t root = new_pair(&b);
+        if (b.fail)
+            break;
+        t->root[t->ntrees] = root;
+        t->tmin[t->ntrees] = idx[0];
+        t->ntrees++;
+        build_node(&b, root, idx, m, rlo, rhi, 0);
+    }
+    free(ord), free(lo), free(hi), free(grp), free(idx);
+    t->rk = rw;
+    if (!b.fail && getenv("OFB_DTREE_STATS"))
+        print_stats(t, stderr);
+    if (!b.fail) {
+        static pthread_once_t once = PTHREAD_ONCE_INIT;
+        pthread_once(&once, sn_path_init);
+        t->lmemo = calloc(t->ns + 1, sizeof(uint32_t));
+        if (!t->lmemo)
+            b.fail = true;
+        for (uint32_t g = 0; g < t->ntrees && !b.fail; g++)
+            t->sroot[g] = conv(&b, t->root[g]);
+        free(t->lmemo);
+        t->lmemo = NULL;
+        t->simd = (flags & OFB_DTREE_SIMD) && key_len <= 16;
+    }
+    if (b.fail) {
+        if (!err[0] || strncmp(err, "dtree", 5))
+            snprintf(err, errlen, "dtree: out of memory building the tree of %zu rules", n);
+        ofb_dtree_free(t);
+        return NULL;
+    }
+    /* trees in order of their best rank */
+    for (unsigned i = 1; i < t->ntrees; i++)
+        for (unsigned j = i; j && t->tmin[j] < t->tmin[j - 1]; j--) {
+            uint32_t x = t->tmin[j]; t->tmin[j] = t->tmin[j - 1]; t->tmin[j - 1] = x;
+            x = t->root[j]; t->root[j] = t->root[j - 1]; t->root[j - 1] = x;
+            x = t->sroot[j]; t->sroot[j] = t->sroot[j - 1]; t->sroot[j - 1] = x;
+        }
+    /* the binary tree and its entries were build-only */
+    free(t->s), free(t->ew), free(t->er);
+    t->s = NULL, t->ew = NULL, t->er = NULL;
+    to_hugepages(t);
+    t->bytes = sizeof(*t) + sizeof(struct snode) * t->cap_sn + sizeof(uint64_t) * w2 * (t->cap_lb + n) +
+               sizeof(struct lhead) * t->cap_lh + sizeof(uint32_t) * t->cap_lb +
+               (sizeof(struct rinfo) + sizeof(struct idrank)) * n;
+    return t;
+oom:
+    snprintf(err, errlen, "dtree: out of memory building the tree of %zu rules", n);
+    ofb_dtree_free(t);
+    return NULL;
+}
+
+void ofb_dtree_free(struct ofb_dtree *t)
+{
+    if (!t)
+        return;
+    if (t->region) {
+        munmap(t->region, t->region_bytes);
+        t->sn = NULL, t->lb = NULL, t->rk = NULL, t->ri = NULL, t->lh = NULL, t->lr = NULL;
+    }
+    free(t->s);
+    free(t->sn);
+    free(t->lb);
+    free(t->lh);
+    free(t->lr);
+    free(t->rk);
+    free(t->lmemo);
+    free(t->ew);
+    free(t->er);
+    free(t->ri);
+    free(t->ir);
+    free(t);
+}
+
+size_t ofb_dtree_bytes(const struct ofb_dtree *t) { return t ? t->bytes : 0; }
+uint32_t ofb_dtree_rules(const struct ofb_dtree *t) { return t ? t->n : 0; }
+uint32_t ofb_dtree_trees(const struct ofb_dtree *t) { return t ? t->ntrees : 0; }
+uint64_t ofb_dtree_entries(const struct ofb_dtree *t) { return t ? t->ne : 0; }
+
+void ofb_dtree_rank_info(const struct ofb_dtree *t, uint32_t rank, uint32_t *prio, uint32_t *id, uint64_t *handle)
+{
+    const struct rinfo *r = &t->ri[rank];
+    *prio = r->prio;
+    *id = r->id;
+    *handle = r->handle;
+}
+
+static inline bool live(const struct ofb_dtree *t, uint32_t r, uint64_t v);
+
+static const struct idrank *find_id(const struct ofb_dtree *t, uint32_t id)
+{
+    size_t lo = 0, hi = t ? t->n : 0;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (t->ir[mid].id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < (t ? t->n : 0) && t->ir[lo].id == id ? &t->ir[lo] : NULL;
+}
+
+int ofb_dtree_kill(struct ofb_dtree *t, uint32_t id, uint64_t v)
+{
+    const struct idrank *x = find_id(t, id);
+    if (!x)
+        return -1;
+    atomic_store_explicit(&t->ri[x->rank].del_v, v, memory_order_release);
+    atomic_fetch_add_explicit(&t->kills, 1, memory_order_release);
+    return 0;
+}
+
+uint64_t ofb_dtree_del_v(const struct ofb_dtree *t, uint32_t id)
+{
+    const struct idrank *x = find_id(t, id);
+    return x ? atomic_load_explicit(&t->ri[x->rank].del_v, memory_order_relaxed) : 0;
+}
+
+void ofb_dtree_rule_at(const struct ofb_dtree *t, uint32_t rank, struct ofb_dtree_rule *out)
+{
+    const struct rinfo *r = &t->ri[rank];
+    const uint64_t *w = t->rk + (size_t)rank * 2 * t->nwk;
+    *out = (struct ofb_dtree_rule){ .prio = r->prio, .id = r->id, .handle = r->handle, .value = w,
+                                    .mask = w + t->nwk, .add_v = r->add_v,
+                                    .del_v = atomic_load_explicit(&r->del_v, memory_order_relaxed) };
+}
+
+uint32_t ofb_dtree_find(const struct ofb_dtree *t, uint32_t prio, const uint64_t *value, const uint64_t *mask,
+                        uint64_t v)
+{
+    uint32_t w2 = t ? 2 * t->nwk : 0;
+    for (uint32_t r = 0; t && r < t->n; r++) {
+        const uint64_t *w = t->rk + (size_t)r * w2;
+        if (t->ri[r].prio == prio && live(t, r, v) && !memcmp(w, value, 8 * t->nwk) &&
+            !memcmp(w + t->nwk, mask, 8 * t->nwk))
+            return t->ri[r].id;   /* rank order: the lowest id among equal priorities */
+    }
+    return 0;
+}
+
+void ofb_dtree_set_min_v(struct ofb_dtree *t, uint64_t v) { t->min_v = v; }
+uint64_t ofb_dtree_min_v(const struct ofb_dtree *t) { return t->min_v; }
+
+/* ---------- super nodes and leaf blocks ---------- */
+
+static uint8_t sn_path[128];   /* comparison bits (bit p = key[dim p] > pt p) -> child 0..7 */
+
+static void sn_path_init(void)
+{
+    for (unsigned m = 0; m < 128; m++) {
+        unsigned p1 = 1 + (m & 1), p2 = 2 * p1 + 1 + (m >> p1 & 1);
+        sn_path[m] = (uint8_t)(2 * p2 + 1 + (m >> p2 & 1) - 7);
+    }
+}
+
+static bool grow(void **p, uint64_t *cap, uint64_t need, size_t elem, size_t align)
+{
+    if (need <= *cap)
+        return true;
+    uint64_t nc = *cap ? *cap * 2 : 4096;
+    while (nc < need)
+        nc *= 2;
+    void *x = aligned_alloc(align, (elem * nc + align - 1) & ~(align - 1));
+    if (!x)
+        return false;
+    if (*cap)
+        memcpy(x, *p, elem * *cap);
+    free(*p);
+    *p = x;
+    *cap = nc;
+    return true;
+}
+
+/* a leaf: its entries (records) and ranks, and its header (filter byte: the
+ * one with the most distinct (value, mask) pairs among the entries) */
+static uint32_t emit_leaf(struct bctx *b, const struct slot *x)
+{
+    struct ofb_dtree *t = b->t;
+    uint32_t n = x->n & ~DT_LEAF_BIT, w2 = 2 * t->nwk;
+    if (t->nlh + 1 >= SN_LEAF || !grow((void **)&t->lh, &t->cap_lh, t->nlh + 1, sizeof(struct lhead), 64) ||
+        !grow((void **)&t->lb, &t->cap_lb, t->nlb + n, sizeof(uint64_t) * w2, 64) ||
+        !grow((void **)&t->lr, &t->cap_lr, t->nlb + n, sizeof(uint32_t), 64)) {
+        b->fail = true;
+        return 0;
+    }
+    struct lhead *h = &t->lh[t->nlh];
+    memset(h, 0, sizeof(*h));
+    h->n = n;
+    h->e = (uint32_t)t->nlb;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t rank = t->er[x->a + i];
+        memcpy(t->lb + (t->nlb + i) * w2, t->rk + (size_t)rank * w2, sizeof(uint64_t) * w2);
+        t->lr[t->nlb + i] = rank;
+    }
+    if (n <= LH_FILTER) {
+        unsigned best = 0, bd = 0;
+        for (uint32_t d = 0; d < t->key_len; d++) {
+            unsigned dist = 0;
+            for (uint32_t i = 0; i < n; i++) {
+                const uint8_t *ei = (const uint8_t *)(t->lb + (t->nlb + i) * w2);
+                bool seen = false;
+                for (uint32_t k = 0; k < i && !seen; k++) {
+                    const uint8_t *ek = (const uint8_t *)(t->lb + (t->nlb + k) * w2);
+                    seen = ek[d] == ei[d] && ek[8 * t->nwk + d] == ei[8 * t->nwk + d];
+                }
+                dist += !seen && ei[8 * t->nwk + d];
+            }
+            if (dist > best)
+                best = dist, bd = d;
+        }
+        h->d = (uint8_t)bd;
+        for (uint32_t i = 0; i < n; i++) {
+            const uint8_t *ei = (const uint8_t *)(t->lb + (t->nlb + i) * w2);
+            h->v[i] = ei[bd];
+            h->m[i] = ei[8 * t->nwk + bd];
+            h->rank[i] = t->lr[t->nlb + i];
+        }
+    }
+    t->nlb += n;
+    return SN_LEAF | (uint32_t)t->nlh++;
+}
+
+static void conv_fill(struct bctx *b, uint32_t ni, unsigned pos, unsigned level, uint32_t si)
+{
+    struct ofb_dtree *t = b->t;
+    if (level == 3) {
+        uint32_t ref = conv(b, si);
+        t->sn[ni].kid[pos - 7] = ref;
+        return;
+    }
+    const struct slot *x = &t->s[si];
+    if (x->n & DT_LEAF_BIT) {
+        t->sn[ni].dim[pos] = 0;
+        t->sn[ni].pt[pos] = 255;
+        conv_fill(b, ni, 2 * pos + 1, level + 1, si);
+        conv_fill(b, ni, 2 * pos + 2, level + 1, si);
+        return;
+    }
+    t->sn[ni].dim[pos] = x->dim;
+    t->sn[ni].pt[pos] = x->point;
+    uint32_t a = x->a;
+    conv_fill(b, ni, 2 * pos + 1, level + 1, a);
+    conv_fill(b, ni, 2 * pos + 2, level + 1, a + 1);
+}
+
+static uint32_t conv(struct bctx *b, uint32_t si)
+{
+    struct ofb_dtree *t = b->t;
+    if (b->fail)
+        return 0;
+    const struct slot *x = &t->s[si];
+    if (x->n & DT_LEAF_BIT) {
+        if (!t->lmemo[si])
+            t->lmemo[si] = emit_leaf(b, x);
+        return t->lmemo[si];
+    }
+    if (t->nsn == t->cap_sn) {
+        uint32_t nc = t->cap_sn ? t->cap_sn * 2 : 256;
+        struct snode *sn = aligned_alloc(64, sizeof(struct snode) * nc);
+        if (!sn) {
+            b->fail = true;
+            return 0;
+        }
+        if (t->nsn)
+            memcpy(sn, t->sn, sizeof(struct snode) * t->nsn);
+        free(t->sn);
+        t->sn = sn;
+        t->cap_sn = nc;
+    }
+    uint32_t ni = t->nsn++;
+    memset(&t->sn[ni], 0, sizeof(struct snode));
+    conv_fill(b, ni, 0, 0, si);
+    return ni;
+}
+
+/* ---------- lookup ---------- */
+
+static inline bool live(const struct ofb_dtree *t, uint32_t r, uint64_t v)
+{
+    const struct rinfo *x = &t->ri[r];
+    return x->add_v <= v && v < atomic_load_explicit(&x->del_v, memory_order_acquire);
+}
+
+static inline void key_words(const struct ofb_dtree *t, const uint8_t *key, uint64_t *kw)
+{
+    kw[t->nwk - 1] = 0;
+    if (t->nwk < 2)
+        kw[1] = 0;
+    memcpy(kw, key, t->key_len);
+}
+
+/* entries of leaf h that pass its byte filter (bit i = entry i); all when unfiltered */
+static inline uint32_t leaf_cand(const struct lhead *h, const uint8_t *key)
+{
+    if (h->n > LH_FILTER)
+        return UINT32_MAX;
+    uint8_t kd = key[h->d];
+    uint32_t c = 0;
+    for (uint32_t i = 0; i < h->n; i++)
+        c |= (uint32_t)((kd & h->m[i]) == h->v[i]) << i;
+    return c;
+}
+
+static inline bool entry_match(const struct ofb_dtree *t, const uint64_t *e, const uint64_t *kw)
+{
+    uint32_t nwk = t->nwk;
+    if (nwk == 2)
+        return !(((kw[0] & e[2]) ^ e[0]) | ((kw[1] & e[3]) ^ e[1]));
+    uint64_t x = 0;
+    for (uint32_t k = 0; k < nwk; k++)
+        x |= (kw[k] & e[nwk + k]) ^ e[k];
+    return !x;
+}
+
+/* the first live match better than best among leaf ref's candidates */
+static inline uint32_t scan_leaf_c(const struct ofb_dtree *t, uint32_t ref, uint32_t cand, const uint64_t *kw,
+                                   uint64_t v, uint32_t best)
+{
+    const struct lhead *h = &t->lh[ref & ~SN_LEAF];
+    uint32_t w2 = 2 * t->nwk;
+    bool all_live = v >= t->max_add_v && !atomic_load_explicit(&t->kills, memory_order_relaxed);
+    if (h->n <= LH_FILTER) {
+        for (; cand; cand &= cand - 1) {
+            uint32_t i = (uint32_t)__builtin_ctz(cand), r = h->rank[i];
+            if (r >= best)
+                return best;
+            if (entry_match(t, t->lb + (size_t)(h->e + i) * w2, kw) && (likely(all_live) || live(t, r, v)))
+                return r;
+        }
+        return best;
+    }
+    for (uint32_t i = 0; i < h->n; i++) {
+        uint32_t r = t->lr[h->e + i];
+        if (r >= best)
+            return best;
+        if (entry_match(t, t->lb + (size_t)(h->e + i) * w2, kw) && (likely(all_live) || live(t, r, v)))
+            return r;
+    }
+    return best;
+}
+
+static inline uint32_t scan_leaf(const struct ofb_dtree *t, uint32_t ref, const uint64_t *kw, uint64_t v,
+                                 uint32_t best)
+{
+    return scan_leaf_c(t, ref, leaf_cand(&t->lh[ref & ~SN_LEAF], (const uint8_t *)kw), kw, v, best);
+}
+
+static inline void prefetch_leaf(const struct ofb_dtree *t, uint32_t ref)
+{
+    __builtin_prefetch(&t->lh[ref & ~SN_LEAF]);
+    if (sizeof(struct lhead) > 64)
+        __builtin_prefetch((const char *)&t->lh[ref & ~SN_LEAF] + 64);
+}
+
+static inline uint32_t sn_step_scalar(const struct snode *x, const uint8_t *key)
+{
+    unsigned p1 = 1 + (key[x->dim[0]] > x->pt[0]);
+    unsigned p2 = 2 * p1 + 1 + (key[x->dim[p1]] > x->pt[p1]);
+    return x->kid[2 * p2 + 1 + (key[x->dim[p2]] > x->pt[p2]) - 7];
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+/* kx: the key (16 bytes, zero padded) xor 0x80 (signed compare = unsigned) */
+__attribute__((target("sse4.2")))
+static inline uint32_t sn_step_sse(const struct snode *x, __m128i kx)
+{
+    __m128i nd = _mm_load_si128((const __m128i *)x);
+    __m128i sel = _mm_shuffle_epi8(kx, nd);                      /* bytes 0..7: key[dim p] ^ 0x80 */
+    __m128i pts = _mm_xor_si128(_mm_srli_si128(nd, 8), _mm_set1_epi8((char)0x80));
+    unsigned m = (unsigned)_mm_movemask_epi8(_mm_cmpgt_epi8(sel, pts)) & 0x7f;
+    return x->kid[sn_path[m]];
+}
+#endif
+
+static uint32_t lookup_scalar(const struct ofb_dtree *t, const uint8_t *key, uint64_t v)
+{
+    uint64_t kw[DT_MAXW];
+    key_words(t, key, kw);
+    uint32_t best = DT_NONE;
+    for (uint32_t g = 0; g < t->ntrees; g++) {
+        if (t->tmin[g] >= best)
+            break;
+        uint32_t ref = t->sroot[g];
+        while (!(ref & SN_LEAF))
+            ref = sn_step_scalar(&t->sn[ref], key);
+        best = scan_leaf(t, ref, kw, v, best);
+    }
+    return best;
+}
+
+uint32_t ofb_dtree_lookup(const struct ofb_dtree *t, const uint8_t *key, uint64_t v)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (t->simd) {
+        uint64_t kw[DT_MAXW];
+        key_words(t, key, kw);
+        __m128i kx = _mm_xor_si128(_mm_loadu_si128((const __m128i *)kw), _mm_set1_epi8((char)0x80));
+        uint32_t best = DT_NONE;
+        for (uint32_t g = 0; g < t->ntrees; g++) {
+            if (t->tmin[g] >= best)
+                break;
+            uint32_t ref = t->sroot[g];
+            while (!(ref & SN_LEAF))
+                ref = sn_step_sse(&t->sn[ref], kx);
+            best = scan_leaf(t, ref, kw, v, best);
+        }
+        return best;
+    }
+#endif
+    return lookup_scalar(t, key, v);
+}
+
+void ofb_dtree_lookup_batch(const struct ofb_dtree *t, const uint8_t *const keys[], size_t n, uint64_t v,
+                            uint32_t rank_out[])
+{
+    const struct snode *sn = t->sn;
+    for (size_t base = 0; base < n; base += DT_LANES) {
+        unsigned m = n - base < DT_LANES ? (unsigned)(n - base) : DT_LANES;
+        uint32_t cur[DT_LANES], best[DT_LANES];
+        uint64_t kw[DT_LANES][DT_MAXW] __attribute__((aligned(16)));
+        for (unsigned j = 0; j < m; j++) {
+            best[j] = DT_NONE;
+            key_words(t, keys[base + j], kw[j]);
+        }
+        for (uint32_t g = 0; g < t->ntrees; g++) {
+            uint32_t act = 0;   /* bit j: lane j still walking */
+            for (unsigned j = 0; j < m; j++) {
+                cur[j] = t->sroot[g];
+                if (best[j] > t->tmin[g])
+                    act |= 1u << j;
+            }
+            if (!act)
+                break;
+            uint32_t walk = t->sroot[g] & SN_LEAF ? 0 : act;   /* a tree may be one leaf */
+#if defined(__x86_64__) && defined(__GNUC__)
+            if (t->simd) {
+                __m128i kx[DT_LANES];
+                for (unsigned j = 0; j < m; j++)
+                    kx[j] = _mm_xor_si128(_mm_load_si128((const __m128i *)kw[j]), _mm_set1_epi8((char)0x80));
+                while (walk) {
+                    for (uint32_t w = walk; w; w &= w - 1) {
+                        unsigned j = (unsigned)__builtin_ctz(w);
+                        uint32_t ref = sn_step_sse(&sn[cur[j]], kx[j]);
+                        cur[j] = ref;
+                        if (ref & SN_LEAF) {
+                            walk &= ~(1u << j);
+                            prefetch_leaf(t, ref);
+                        } else {
+                            __builtin_prefetch(&sn[ref]);
+                        }
+                    }
+                }
+            } else
+#endif
+            {
+                while (walk) {
+                    for (uint32_t w = walk; w; w &= w - 1) {
+                        unsigned j = (unsigned)__builtin_ctz(w);
+                        uint32_t ref = sn_step_scalar(&sn[cur[j]], keys[base + j]);
+                        cur[j] = ref;
+                        if (ref & SN_LEAF) {
+                            walk &= ~(1u << j);
+                            prefetch_leaf(t, ref);
+                        } else {
+                            __builtin_prefetch(&sn[ref]);
+                        }
+                    }
+                }
+            }
+#ifdef DT_NOSCAN
+            for (uint32_t w = act; w; w &= w - 1) best[__builtin_ctz(w)] = cur[__builtin_ctz(w)] & 1 ? 5 : DT_NONE;
+            continue;
+#endif
+            /* the headers are in flight: filter, prefetch the first candidate entry */
+            uint32_t cand[DT_LANES];
+            for (uint32_t w = act; w; w &= w - 1) {
+                unsigned j = (unsigned)__builtin_ctz(w);
+                const struct lhead *h = &t->lh[cur[j] & ~SN_LEAF];
+                cand[j] = leaf_cand(h, (const uint8_t *)kw[j]);
+                if (cand[j])
+                    __builtin_prefetch(t->lb + (size_t)(h->e + (uint32_t)__builtin_ctz(cand[j])) * 2 * t->nwk);
+            }
+            for (uint32_t w = act; w; w &= w - 1) {
+                unsigned j = (unsigned)__builtin_ctz(w);
+                best[j] = scan_leaf_c(t, cur[j], cand[j], kw[j], v, best[j]);
+            }
+        }
+        for (unsigned j = 0; j < m; j++)   /* the caller reads the winners' rule info next */
+            if (best[j] != DT_NONE)
+                __builtin_prefetch(&t->ri[best[j]]);
+        memcpy(rank_out + base, best, sizeof(uint32_t) * m);
+    }
+}
+
