@@ -2409,6 +2409,26 @@ static inline uint32_t bm_drain(const struct ofb_cls *c, const struct snap *s, c
     return nc;
 }
 
+/* the tables of one 8-table vector step (from b) whose bit is set in pm pass
+ * (bm_pass); the list is drained before the next step could overflow it */
+static inline uint32_t bm_pass_step(const struct ofb_cls *c, const struct snap *s, uint32_t b, uint32_t pm,
+                                    const uint64_t *kw, struct bm_pass *pl, uint32_t *np_io, uint32_t nc,
+                                    struct cand *cd, uint64_t v, uint32_t *bp, uint32_t *bid, uint64_t *bh)
+{
+    uint32_t np = *np_io;
+    while (pm) {
+        uint32_t j = (uint32_t)__builtin_ctz(pm);
+        pm &= pm - 1;
+        np = bm_pass(s, b + j, kw, pl, np);
+    }
+    if (unlikely(np > BM_PASS_MAX - 8)) {
+        nc = bm_drain(c, s, pl, np, kw, cd, nc, v, bp, bid, bh);
+        np = 0;
+    }
+    *np_io = np;
+    return nc;
+}
+
 /* key32 phase 1 (keys <= 4 bytes), scalar: one bitmap bit per table */
 static inline uint32_t sweep_bm_scalar(const struct ofb_cls *c, const struct snap *s, uint32_t lo, uint32_t hi,
                                 const uint64_t *kw, struct bm_pass *pl, uint32_t *np_out, uint32_t nc,
@@ -2491,15 +2511,7 @@ static uint32_t sweep_gf_avx2(const struct ofb_cls *c, const struct snap *s, uin
             pat = _mm256_or_si256(pat, _mm256_sllv_epi32(one, _mm256_and_si256(_mm256_srli_epi32(p1, 17), c31)));
         __m256i ok = _mm256_cmpeq_epi32(_mm256_andnot_si256(w, pat), zero);
         uint32_t pm = (uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(ok));
-        while (pm) {
-            uint32_t j = (uint32_t)__builtin_ctz(pm);
-            pm &= pm - 1;
-            np = bm_pass(s, b + j, kw, pl, np);
-        }
-        if (unlikely(np > BM_PASS_MAX - 8)) {
-            nc = bm_drain(c, s, pl, np, kw, cd, nc, v, bp, bid, bh);
-            np = 0;
-        }
+        nc = bm_pass_step(c, s, b, pm, kw, pl, &np, nc, cd, v, bp, bid, bh);
     }
     *np_out = np;
     return nc;
@@ -2531,15 +2543,7 @@ static uint32_t sweep_bm_avx2(const struct ofb_cls *c, const struct snap *s, uin
         whi = _mm256_slli_epi64(_mm256_srlv_epi64(whi, _mm256_and_si256(bhi, c63)), 63);
         uint32_t pm = (uint32_t)_mm256_movemask_pd(_mm256_castsi256_pd(wlo)) |
                       (uint32_t)_mm256_movemask_pd(_mm256_castsi256_pd(whi)) << 4;
-        while (pm) {
-            uint32_t j = (uint32_t)__builtin_ctz(pm);
-            pm &= pm - 1;
-            np = bm_pass(s, b + j, kw, pl, np);
-        }
-        if (unlikely(np > BM_PASS_MAX - 8)) {
-            nc = bm_drain(c, s, pl, np, kw, cd, nc, v, bp, bid, bh);
-            np = 0;
-        }
+        nc = bm_pass_step(c, s, b, pm, kw, pl, &np, nc, cd, v, bp, bid, bh);
     }
     *np_out = np;
     return nc;
