@@ -230,7 +230,8 @@ def test_vhost_user_ofbench_vs_ovs_dpdk(lab, profile, results, progress):
                 m = _guest_loop(lab, topo, f"{tag}-vh", [virtio_user_vdev(0, s1, server=True),
                                                          virtio_user_vdev(1, s2, server=True)])
             trials[label].append(m)
-            progress(f"vhost side by side, trial {trial}/{TRIALS}: {label} {m['rx_mpps']} Mpps")
+            progress(f"vhost side by side, trial {trial}/{TRIALS}: {label} {m['rx_mpps']} Mpps "
+                     f"(others {m.get('host_other_cpu_s')} s, steal {m.get('host_steal_s')} s)")
     med = {label: median_trial(ts, "rx_mpps") for label, ts in trials.items()}
     rows = [{"variant": label, "rx_mpps": m["rx_mpps"], "trials_mpps": m["rx_mpps_trials"],
              "cpu_us_per_pkt": m.get("proc_cpu_us_per_pkt")} for label, m in med.items()]
@@ -248,6 +249,11 @@ def test_vhost_user_ofbench_vs_ovs_dpdk(lab, profile, results, progress):
                            "statistic": "median trial", "order": "alternating per trial",
                            **{f"{label}_trials_mpps": m["rx_mpps_trials"]
                               for label, m in med.items()},
+                           # what else had the 2 cores in each trial (ctxstats): a slow trial
+                           # with these high was disturbed, not slow by itself
+                           **{f"{label}_trials_{key}": [t.get(key) for t in ts]
+                              for label, ts in trials.items()
+                              for key in ("proc_cpu_s", "host_other_cpu_s", "host_steal_s")},
                            "guest_cpu": 0, "switch_busy_poll": True},
                    provenance={"port_kind": "vhost-user", "generator": "dpdk-testpmd",
                                "dut_switch_kind": "ofbench"})
