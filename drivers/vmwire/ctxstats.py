@@ -140,3 +140,18 @@ def median_trial(trials: list[dict], key: str) -> dict:
     chosen = dict(ranked[(len(ranked) - 1) // 2])
     chosen[f"{key}_trials"] = [t[key] for t in trials]
     return chosen
+
+
+def other_load(m: dict) -> float:
+    """Cores' worth of CPU that other work (processes outside the measurement, the
+    hypervisor's steal) took on average over a window measured by :func:`cost_per_packet`."""
+    seconds = m.get("seconds") or 0
+    if seconds <= 0:
+        return 0.0
+    return ((m.get("host_other_cpu_s") or 0) + (m.get("host_steal_s") or 0)) / seconds
+
+
+def is_disturbed(m: dict, limit: float) -> bool:
+    """A window in which other work took more than ``limit`` of a core on average: its rate
+    says how busy the box was, not what the measured path can do."""
+    return other_load(m) > limit

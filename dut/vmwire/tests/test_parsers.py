@@ -4,8 +4,8 @@ import struct
 import pytest
 
 from dut.vmwire import capture as cap
-from drivers.vmwire.ctxstats import (Sample, cost_per_packet, parse_proc_stat, parse_proc_stat_steal,
-                                     parse_stat_cpu_ticks, parse_status_ctxt)
+from drivers.vmwire.ctxstats import (Sample, cost_per_packet, is_disturbed, other_load, parse_proc_stat,
+                                     parse_proc_stat_steal, parse_stat_cpu_ticks, parse_status_ctxt)
 from drivers.vmwire.isoprobe import make_frames, tag_of, tally
 from drivers.vmwire.testpmd import parse_port_stats, pmd_argv, virtio_user_vdev
 from dut.vmwire.wiring import af_packet_port, pcap_port, switch_support, vhost_port
@@ -41,6 +41,9 @@ def test_cost_per_packet_names_other_load_and_steal():
     assert m["proc_cpu_s"] == 3.0
     assert m["host_steal_s"] == 0.5
     assert m["host_other_cpu_s"] == 1.0   # 450 busy - 50 steal - 300 measured = 100 jiffies
+    assert other_load(m) == 0.75            # (1.0 + 0.5) s over a 2 s window
+    assert is_disturbed(m, 0.1) and not is_disturbed(m, 0.8)
+    assert other_load({"seconds": 0}) == 0.0
 
 
 def test_testpmd_stats_and_argv():
