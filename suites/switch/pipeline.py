@@ -410,6 +410,18 @@ def feed_ceiling(lab, feed: str, pcap: Path, *, lcore: int, seconds: float = 2.0
     return float(json.loads(line)["mpps"])
 
 
+def _box_busy_ns() -> int | None:
+    """Busy CPU time of the whole box so far (ns; /proc/stat, steal left out), None if
+    unreadable."""
+    from drivers.vmwire.ctxstats import CLK_TCK, parse_proc_stat, parse_proc_stat_steal
+    try:
+        text = open("/proc/stat").read()
+    except OSError:
+        return None
+    _, busy, _ = parse_proc_stat(text)
+    return (busy - parse_proc_stat_steal(text)) * 1_000_000_000 // CLK_TCK
+
+
 def _busy_threads(kind: str, pid: int | None = None, marker: str | None = None) -> list[str]:
     """schedstat files of the switch's forwarding threads on this box: ofswitch's main thread
     (worker 0), or the pmd threads of the ovs-vswitchd whose command line names `marker`."""
@@ -537,18 +549,27 @@ def run_one(lab, kind: str, flows: list[BenchFlow], pcap: Path, *, lcore: int,
             threads = _busy_threads(kind, proc.pid if kind == "ofbench" else None,
                                     None if kind == "ofbench" else str(ovs.dir))
             cpu_clock = lambda: (_cpu_ns(threads), len(threads))  # noqa: E731
-        runs, shares = [], []
+        runs, shares, others = [], [], []
         for i in range(reps):
+            b0 = None if remote else _box_busy_ns()
             (c0, _), t0 = cpu_clock(), time.monotonic_ns()
             runs.append(_measure(s, 2, 0, duration_s, during if i == 0 else None))
             (c1, n_threads), t1 = cpu_clock(), time.monotonic_ns()
+            b1 = None if remote else _box_busy_ns()
             if c0 is not None and c1 is not None:
                 shares.append((c1 - c0) / (t1 - t0) / max(1, n_threads))
+                if b0 is not None and b1 is not None:
+                    # the rest of the box (the other core, the agent, this process): work
+                    # there shares the L3 and memory bandwidth with the forwarding thread
+                    others.append(max(0, (b1 - b0) - (c1 - c0)) / (t1 - t0))
         st1 = stats_of()
         s.close()
         out = {"mpps": round(statistics.median(runs), 3), "mpps_best": round(max(runs), 3),
                "mpps_runs": [round(r, 3) for r in runs], "install_s": round(install_s, 2),
                "feed": feed}
+        if others:
+            out["other_load_cores"] = round(statistics.median(others), 3)
+            out["other_load_cores_runs"] = [round(o, 3) for o in others]
         if len(shares) == len(runs):
             out["cpu_share"] = round(statistics.median(shares), 3)
             out["mpps_per_cpu"] = round(statistics.median(r / max(sh, 1e-3) for r, sh in
@@ -763,6 +784,8 @@ def metrics_of(res: dict) -> dict:
         if "cpu_share" in r:
             m[f"{k}_cpu_share"] = r["cpu_share"]
             m[f"{k}_mpps_per_cpu"] = r["mpps_per_cpu"]
+        if "other_load_cores" in r:
+            m[f"{k}_other_load_cores"] = r["other_load_cores"]
     for who in ("ofbench", "ovs_dpdk"):
         for feed in ("replay", "replay_copy", "pcap"):
             if f"{who}_{feed}_mpps" in m:

@@ -57,7 +57,7 @@ def test_metrics_of():
         "ofbench/replay": {"mpps": 9.0, "mpps_best": 9.5, "install_s": 1.0,
                            "cache_hit_ratio": 0.99},
         "ofbench/pcap": {"mpps": 3.0, "mpps_best": 3.1, "install_s": 1.0, "cpu_share": 0.5,
-                         "mpps_per_cpu": 6.0},
+                         "mpps_per_cpu": 6.0, "other_load_cores": 0.25},
         "ovs-dpdk/pcap": {"mpps": 0.6, "mpps_best": 0.7, "install_s": 2.0, "cpu_share": 1.0,
                           "mpps_per_cpu": 0.6},
         "ceiling/replay": {"mpps": 100.0, "mpps_best": 110.0}})
@@ -67,6 +67,7 @@ def test_metrics_of():
     assert m["ofbench_cache_hit_ratio"] == 0.99 and m["ovs_dpdk_mpps"] == 0.6
     assert m["feed_replay_ceiling_mpps"] == 100.0 and m["frames_distinct"] == 8
     assert m["ofbench_pcap_cpu_share"] == 0.5 and m["speedup_per_cpu_vs_ovs_dpdk"] == 10.0
+    assert m["ofbench_pcap_other_load_cores"] == 0.25
     assert "speedup_vs_ovs_dpdk" not in bench.metrics_of({"ofbench/replay": {
         "mpps": 1.0, "mpps_best": 1.0, "install_s": 1.0}})
 
