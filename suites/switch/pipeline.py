@@ -410,6 +410,23 @@ def feed_ceiling(lab, feed: str, pcap: Path, *, lcore: int, seconds: float = 2.0
     return float(json.loads(line)["mpps"])
 
 
+MEMCHASE_MIB = (1, 4, 8, 16)  # around the frame sets' working sets (8192 frames ~3 MiB, 24576 ~9)
+
+
+def memory_latency(lab, *, lcore: int, sizes_mib=MEMCHASE_MIB, seconds_per_size: float = 0.5
+                   ) -> dict[int, float]:
+    """ns per dependent load over a working set of each size, on ``lcore`` of the switch host
+    (drivers/probes/memchase): where the host's cache ends for this run. A VM's share of a
+    shared L3 moves with its neighbours; a frame set whose working set lies past it runs at
+    DRAM latency."""
+    argv = [str(lab.build_path("drivers/probes/memchase")), "--cpu", str(lcore),
+            "--mib", ",".join(str(m) for m in sizes_mib), "--reps", "3",
+            "--loads", str(int(seconds_per_size / 3 / 100e-9))]
+    out = lab.run(argv, timeout=60)
+    data = json.loads([ln for ln in out.stdout.splitlines() if ln.startswith("{")][-1])
+    return {int(s["mib"]): float(s["ns_per_load"]) for s in data["sizes"]}
+
+
 def _box_busy_ns() -> int | None:
     """Busy CPU time of the whole box so far (ns; /proc/stat, steal left out), None if
     unreadable."""
@@ -752,6 +769,7 @@ def run_pipeline_bench(lab, kinds=("ofbench", "ovs-dpdk"), n_flows: int = 100_00
                     for _ in range(reps)]
             out[f"ceiling/{feed}"] = {"mpps": round(statistics.median(runs), 3),
                                       "mpps_best": round(max(runs), 3)}
+        out["memory"] = memory_latency(host, lcore=ceiling_lcore)
     return out
 
 
@@ -769,6 +787,10 @@ def metrics_of(res: dict) -> dict:
         if name == "frames":
             m["frames_in_pcap"] = r["in_pcap"]
             m["frames_distinct"] = r["distinct"]
+            continue
+        if name == "memory":
+            for mib, ns in sorted(r.items()):
+                m[f"host_mem_latency_{mib}mib_ns"] = ns
             continue
         who, feed = name.split("/")
         if who == "ceiling":

@@ -60,7 +60,8 @@ def test_metrics_of():
                          "mpps_per_cpu": 6.0, "other_load_cores": 0.25},
         "ovs-dpdk/pcap": {"mpps": 0.6, "mpps_best": 0.7, "install_s": 2.0, "cpu_share": 1.0,
                           "mpps_per_cpu": 0.6},
-        "ceiling/replay": {"mpps": 100.0, "mpps_best": 110.0}})
+        "ceiling/replay": {"mpps": 100.0, "mpps_best": 110.0},
+        "memory": {1: 14.5, 8: 112.0}})
     # the ratio compares the same feed; ofbench_mpps is its best feed
     assert m["speedup_vs_ovs_dpdk"] == 5.0
     assert m["ofbench_mpps"] == 9.0 and m["ofbench_replay_best_mpps"] == 9.5
@@ -68,6 +69,7 @@ def test_metrics_of():
     assert m["feed_replay_ceiling_mpps"] == 100.0 and m["frames_distinct"] == 8
     assert m["ofbench_pcap_cpu_share"] == 0.5 and m["speedup_per_cpu_vs_ovs_dpdk"] == 10.0
     assert m["ofbench_pcap_other_load_cores"] == 0.25
+    assert m["host_mem_latency_1mib_ns"] == 14.5 and m["host_mem_latency_8mib_ns"] == 112.0
     assert "speedup_vs_ovs_dpdk" not in bench.metrics_of({"ofbench/replay": {
         "mpps": 1.0, "mpps_best": 1.0, "install_s": 1.0}})
 
