@@ -26,6 +26,7 @@ import subprocess
 import struct
 import sys
 import time
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -116,6 +117,22 @@ def vlan_tag(vid: int) -> bytes:
 def mpls_tag(label: int, ttl: int = 64) -> bytes:
     """MPLS unicast ethertype + one label stack entry (bottom of stack) over IPv4: 6 bytes."""
     return struct.pack("!HI", 0x8847, (label & 0xFFFFF) << 12 | 1 << 8 | ttl)
+
+
+def rss_split(frames: list[bytes], n: int) -> list[list[bytes]]:
+    """The frames as a NIC's RSS would hand them to ``n`` queues: each IPv4 frame by a hash of
+    its 5-tuple (protocol, addresses, ports), anything else by a hash of the whole frame; a
+    flow's frames all go to one queue, in their order. ValueError if a queue gets none."""
+    parts: list[list[bytes]] = [[] for _ in range(n)]
+    for fr in frames:
+        if len(fr) >= 38 and fr[12:14] == b"\x08\x00":
+            key = fr[23:24] + fr[26:38]
+        else:
+            key = fr
+        parts[zlib.crc32(key) % n].append(fr)
+    if any(not p for p in parts):
+        raise ValueError(f"rss_split: {len(frames)} frames leave a queue of {n} empty")
+    return parts
 
 
 def pcap_bytes(frames: list[bytes]) -> bytes:
@@ -500,7 +517,7 @@ def run_one(lab, kind: str, flows: list[BenchFlow], pcap: Path, *, lcore: int,
             warmup_s: float = 3.0, duration_s: float = 5.0, lookup: str = DEFAULT_LOOKUP,
             tag: str = "bench", feed: str = "pcap", reps: int = 3,
             workload: Workload | None = None, n_frames: int = 8192, workers: int = 1,
-            host=None) -> dict:
+            host=None, worker_pcaps: list[Path] | None = None) -> dict:
     """One switch fed by ``feed`` (rx_spec), ``reps`` measurement windows of ``duration_s``:
     median and best Mpps. ``tag`` names its processes and state (OVS db, stats socket):
     unique per run of the bench in a lab, since OVS state dirs outlive a stop. ``host``: the
@@ -527,8 +544,10 @@ def run_one(lab, kind: str, flows: list[BenchFlow], pcap: Path, *, lcore: int,
             from drivers.lab.switches import start_switch
             # worker w polls the ports whose index % workers == w (main.c): one feed port
             # per worker first (OpenFlow ports 1, 3, 4, ...), the sink (port 2) last
-            feeds = [(1, {"devargs": rx_devargs})] + \
-                [(2 + k, {"devargs": rx_devargs}) for k in range(1, workers)]
+            # (worker_pcaps: worker k's share of the frames, as RSS would queue them)
+            wp = worker_pcaps or [pcap] * workers
+            feeds = [(1, {"devargs": rx_spec(feed, wp[0])})] + \
+                [(2 + k, {"devargs": rx_spec(feed, wp[k])}) for k in range(1, workers)]
             # several workers, or a lab host: the lab's next cores / the profile's cores
             lcores = str(lcore) if workers == 1 and not remote else None
             handle = start_switch(lab, "ofbench", name=f"{tag}-ofswitch", ports=[], host=host,
@@ -754,13 +773,31 @@ def run_pipeline_bench(lab, kinds=("ofbench", "ovs-dpdk"), n_flows: int = 100_00
         host.put(local_pcap, pcap)
         local_pcap.unlink()
     out: dict = {"frames": {"in_pcap": len(frames), "distinct": len(set(frames))}}
+    worker_pcaps = None
+    if workers > 1 and "ofbench" in kinds:
+        # several workers: each replay port carries its worker's share of the frames, split
+        # by 5-tuple as a NIC's RSS would (not every worker all of them: that would double
+        # each flow's cache entries and the working set, which no real NIC does)
+        worker_pcaps = []
+        for k, part in enumerate(rss_split(frames, workers)):
+            local = Path(lab.run_dir if remote else lab.state_dir) / f"{tag}-64b-q{k}.pcap"
+            local.write_bytes(pcap_bytes(part))
+            if remote:
+                dest = Path(host.state_dir) / local.name
+                host.put(local, dest)
+                local.unlink()
+                local = dest
+            worker_pcaps.append(local)
+        out["frames"]["per_worker"] = [len(part) for part in rss_split(frames, workers)]
     for kind, feed in plan:
         if kind in kinds:
             out[f"{kind}/{feed}"] = run_one(lab, kind, flows, pcap, lcore=lcore,
                                             duration_s=duration_s, lookup=lookup, tag=tag,
                                             feed=feed, reps=reps, workload=workload,
                                             n_frames=len(frames), host=host,
-                                            workers=workers if kind == "ofbench" else 1)
+                                            workers=workers if kind == "ofbench" else 1,
+                                            worker_pcaps=worker_pcaps if kind == "ofbench"
+                                            else None)
     if ceilings:
         ceiling_lcore = host.cores()[0] if remote else lcore  # a lab host: its own first core
         for feed in sorted({f for k, f in plan if k in kinds}):

@@ -133,3 +133,20 @@ def test_encapsulated_frames_and_flows():
         "pipeline_64b_100k_flows_pushmpls"))
     assert bench._oxms_of(bench.w.match(bench.w.oxm(5, b"\x08\x00"), bench.w.oxm(10, b"\x11"))) == [
         bench.w.oxm(5, b"\x08\x00"), bench.w.oxm(10, b"\x11")]
+
+
+def test_rss_split_keeps_each_flow_on_one_queue():
+    """Worker feeds split as RSS would: a flow's frames stay together and in order, every
+    frame goes somewhere, the queues are roughly even, and an empty queue is refused."""
+    flows = bench.make_flows(2000)
+    frames = bench.Workload("pipeline", n_frames=4096).frames(flows)
+    parts = bench.rss_split(frames, 4)
+    assert sorted(f for p in parts for f in p) == sorted(frames)
+    assert min(len(p) for p in parts) > len(frames) // 4 * 0.8
+    where = {}
+    for q, part in enumerate(parts):
+        for fr in part:
+            assert where.setdefault(fr[23:24] + fr[26:38], q) == q
+    assert parts[0] == [f for f in frames if f in set(parts[0])]
+    with pytest.raises(ValueError, match="empty"):
+        bench.rss_split(frames[:1], 2)
