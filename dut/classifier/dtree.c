@@ -9,6 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
 
 #ifndef DT_LEAF
 #define DT_LEAF 16           /* stop splitting at this many rules (8: 3.6x the copies on cb_fw, README) */
@@ -702,17 +705,36 @@ static bool grow(void **p, uint64_t *cap, uint64_t need, size_t elem, size_t ali
     return true;
 }
 
-/* A leaf block (in lf, DT_LEAF_ALIGN-aligned): u32 n; u32 rank[n] (rank
- * order: the first live match wins); zero padding to 16 bytes; n entries of
- * esw words (mask_ids: value bytes + mask id, or value words + mask words).
- * One contiguous block: the lookup prefetches all its lines at once when the
- * walk ends (no dependent header -> entry miss). */
+/* A leaf block (in lf, DT_LEAF_ALIGN-aligned):
+ *   u32 n; u8 fd[DT_FCOLS] (filter bytes); zero padding to 16 bytes;
+ *   per chunk of 16 entries, DT_FCOLS filter columns of 32 bytes: mask[16],
+ *     value[16] of each entry at key byte fd[c] (0, 0 past n: masked off);
+ *   u32 rank[n] (rank order: the first live match wins), padding to 16;
+ *   n entries of esw words (mask_ids: value bytes + mask id, or value words +
+ *     mask words).
+ * A lookup filters a chunk's entries on the key's filter bytes (SSE2: one
+ * and + compare + movemask per column; scalar: a loop), then checks only the
+ * passing entries in full.  The filter bytes are the two where the entries
+ * have the most distinct specific (value, mask) pairs.  One contiguous
+ * block: the batch lookup prefetches its lines when the walk ends. */
+#ifndef DT_FCOLS
+#define DT_FCOLS 2
+#endif
+static inline uint64_t lf_rank_off(uint32_t n) { return 16 + (uint64_t)(n + 15) / 16 * 32 * DT_FCOLS; }
+static inline uint64_t lf_entry_off(uint32_t n) { return (lf_rank_off(n) + 4 * (uint64_t)n + 15) & ~(uint64_t)15; }
+
+static inline uint8_t rule_mask_byte(const struct ofb_dtree *t, uint32_t rank, uint32_t d)
+{
+    return ((const uint8_t *)(t->rk + (size_t)rank * 2 * t->nwk + t->nwk))[d];
+}
+
 static uint32_t emit_leaf(struct bctx *b, const struct slot *x)
 {
     struct ofb_dtree *t = b->t;
     uint32_t n = x->n & ~DT_LEAF_BIT, kl = t->key_len, nwk = t->nwk;
+    const uint32_t *er = t->er + x->a;
     uint64_t off = (t->nlf + DT_LEAF_ALIGN - 1) & ~(uint64_t)(DT_LEAF_ALIGN - 1);
-    uint64_t eo = (4 + 4 * (uint64_t)n + 15) & ~(uint64_t)15, sz = eo + 8 * (uint64_t)t->esw * n;
+    uint64_t ro = lf_rank_off(n), eo = lf_entry_off(n), sz = eo + 8 * (uint64_t)t->esw * n;
     if ((off >> 4) >= (1u << LF_OFF_BITS)) {
         snprintf(b->err, b->errlen, "dtree: leaf blocks over %u MiB (too many rule copies)", (1u << LF_OFF_BITS) >> 16);
         b->fail = true;
@@ -725,13 +747,38 @@ static uint32_t emit_leaf(struct bctx *b, const struct slot *x)
     uint8_t *blk = t->lf + off;
     memset(t->lf + t->nlf, 0, off + sz - t->nlf);
     memcpy(blk, &n, 4);
-    memcpy(blk + 4, t->er + x->a, 4 * (size_t)n);
+    /* filter bytes: the most distinct specific (value, mask) pairs (first 16 entries) */
+    uint32_t m16 = n < 16 ? n : 16, dist[OFB_DT_KL_MAX_ANY];
+    for (uint32_t d = 0; d < kl; d++) {
+        dist[d] = 0;
+        for (uint32_t i = 0; i < m16; i++) {
+            uint8_t mi = rule_mask_byte(t, er[i], d), vi = ((const uint8_t *)(t->rk + (size_t)er[i] * 2 * nwk))[d];
+            bool seen = !mi;
+            for (uint32_t k = 0; k < i && !seen; k++)
+                seen = rule_mask_byte(t, er[k], d) == mi &&
+                       ((const uint8_t *)(t->rk + (size_t)er[k] * 2 * nwk))[d] == vi;
+            dist[d] += !seen;
+        }
+    }
+    for (unsigned c = 0; c < DT_FCOLS; c++) {
+        uint32_t bd = 0;
+        for (uint32_t d = 1; d < kl; d++)
+            if (dist[d] > dist[bd])
+                bd = d;
+        blk[4 + c] = (uint8_t)bd;
+        dist[bd] = 0;
+        for (uint32_t i = 0; i < n; i++) {
+            uint8_t *col = blk + 16 + (uint64_t)(i / 16) * 32 * DT_FCOLS + 32 * c;
+            col[i % 16] = rule_mask_byte(t, er[i], bd);
+            col[16 + i % 16] = ((const uint8_t *)(t->rk + (size_t)er[i] * 2 * nwk))[bd];
+        }
+    }
+    memcpy(blk + ro, er, 4 * (size_t)n);
     for (uint32_t i = 0; i < n; i++) {
-        uint32_t rank = t->er[x->a + i];
-        const uint64_t *w = t->rk + (size_t)rank * 2 * nwk;
+        const uint64_t *w = t->rk + (size_t)er[i] * 2 * nwk;
         uint8_t *e = blk + eo + (size_t)8 * t->esw * i;
         if (t->mid) {
-            uint16_t id = (uint16_t)t->midx[rank];
+            uint16_t id = (uint16_t)t->midx[er[i]];
             memcpy(e, w, kl);
             memcpy(e + 8 * t->esw - 2, &id, 2);
         } else {
@@ -739,7 +786,12 @@ static uint32_t emit_leaf(struct bctx *b, const struct slot *x)
         }
     }
     t->nlf = off + sz;
-    uint64_t lines = ((off & 63) + sz + 63) / 64;
+#ifdef DT_PF_ALL
+    uint64_t pfb = sz;
+#else
+    uint64_t pfb = eo;   /* the lines the filter reads (and the ranks) */
+#endif
+    uint64_t lines = ((off & 63) + pfb + 63) / 64;
     return SN_LEAF | (uint32_t)(lines > 15 ? 15 : lines) << LF_OFF_BITS | (uint32_t)(off >> 4);
 }
 
@@ -838,25 +890,82 @@ static inline bool entry_match(const struct ofb_dtree *t, const uint64_t *e, con
     return !x;
 }
 
-/* the first live match better than best in leaf ref */
-static inline uint32_t scan_leaf(const struct ofb_dtree *t, uint32_t ref, const uint64_t *kw, uint64_t v,
-                                 uint32_t best)
+/* entries i of chunk col (16 entries) that pass the filter columns: bit i */
+static inline uint32_t chunk_cand(const uint8_t *blk, const uint8_t *col, const uint8_t *key, bool simd)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (simd) {   /* SSE2 */
+        __m128i k0 = _mm_set1_epi8((char)key[blk[4]]);
+        __m128i p = _mm_cmpeq_epi8(_mm_and_si128(k0, _mm_load_si128((const __m128i *)col)),
+                                   _mm_load_si128((const __m128i *)(col + 16)));
+        for (unsigned c = 1; c < DT_FCOLS; c++) {
+            __m128i kc = _mm_set1_epi8((char)key[blk[4 + c]]);
+            p = _mm_and_si128(p, _mm_cmpeq_epi8(_mm_and_si128(kc, _mm_load_si128((const __m128i *)(col + 32 * c))),
+                                                _mm_load_si128((const __m128i *)(col + 32 * c + 16))));
+        }
+        return (uint32_t)_mm_movemask_epi8(p);
+    }
+#endif
+    uint32_t cand = 0xffff;
+    for (unsigned c = 0; c < DT_FCOLS; c++) {
+        uint8_t kd = key[blk[4 + c]];
+        const uint8_t *m = col + 32 * c, *v = m + 16;
+        uint32_t x = 0;
+        for (unsigned i = 0; i < 16; i++)
+            x |= (uint32_t)((kd & m[i]) == v[i]) << i;
+        cand &= x;
+    }
+    return cand;
+}
+
+/* the first chunk's candidates in leaf ref (bit i: entry i); with
+ * prefetch, the first candidate's entry is prefetched */
+static inline uint32_t leaf_cand(const struct ofb_dtree *t, uint32_t ref, const uint64_t *kw, bool prefetch)
 {
     const uint8_t *blk = t->lf + ((size_t)LF_OFF(ref) << 4);
     uint32_t n;
     memcpy(&n, blk, 4);
-    const uint32_t *rank = (const uint32_t *)(blk + 4);
-    const uint64_t *e = (const uint64_t *)(blk + ((4 + 4 * (size_t)n + 15) & ~(size_t)15));
+    uint32_t cand = chunk_cand(blk, blk + 16, (const uint8_t *)kw, t->simd);
+    if (n < 16)
+        cand &= (1u << n) - 1;
+    if (prefetch && cand)
+        __builtin_prefetch(blk + lf_entry_off(n) + (size_t)8 * t->esw * (uint32_t)__builtin_ctz(cand));
+    return cand;
+}
+
+/* the first live match better than best in leaf ref; cand0: leaf_cand */
+static inline uint32_t scan_leaf_c(const struct ofb_dtree *t, uint32_t ref, uint32_t cand0, const uint64_t *kw,
+                                   uint64_t v, uint32_t best)
+{
+    const uint8_t *blk = t->lf + ((size_t)LF_OFF(ref) << 4);
+    uint32_t n;
+    memcpy(&n, blk, 4);
+    const uint32_t *rank = (const uint32_t *)(blk + lf_rank_off(n));
+    const uint64_t *e = (const uint64_t *)(blk + lf_entry_off(n));
     uint32_t esw = t->esw;
     bool all_live = v >= t->max_add_v && !atomic_load_explicit(&t->kills, memory_order_relaxed);
-    for (uint32_t i = 0; i < n; i++, e += esw) {
-        uint32_t r = rank[i];
-        if (r >= best)
-            return best;
-        if (entry_match(t, e, kw) && (likely(all_live) || live(t, r, v)))
-            return r;
+    for (uint32_t c0 = 0; c0 < n; c0 += 16) {
+        uint32_t cand = cand0;
+        if (c0) {
+            cand = chunk_cand(blk, blk + 16 + (c0 / 16) * 32 * DT_FCOLS, (const uint8_t *)kw, t->simd);
+            if (n - c0 < 16)
+                cand &= (1u << (n - c0)) - 1;
+        }
+        for (; cand; cand &= cand - 1) {
+            uint32_t i = c0 + (uint32_t)__builtin_ctz(cand), r = rank[i];
+            if (r >= best)
+                return best;
+            if (entry_match(t, e + (size_t)esw * i, kw) && (likely(all_live) || live(t, r, v)))
+                return r;
+        }
     }
     return best;
+}
+
+static inline uint32_t scan_leaf(const struct ofb_dtree *t, uint32_t ref, const uint64_t *kw, uint64_t v,
+                                 uint32_t best)
+{
+    return scan_leaf_c(t, ref, leaf_cand(t, ref, kw, false), kw, v, best);
 }
 
 /* the lines of leaf ref's block (all of it up to 15 lines) */
@@ -876,7 +985,6 @@ static inline uint32_t sn_step_scalar(const struct snode *x, const uint8_t *key)
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
 /* kx: the key (16 bytes, zero padded) xor 0x80 (signed compare = unsigned) */
 __attribute__((target("sse4.2")))
 static inline uint32_t sn_step_sse(const struct snode *x, __m128i kx)
@@ -927,77 +1035,95 @@ uint32_t ofb_dtree_lookup(const struct ofb_dtree *t, const uint8_t *key, uint64_
     return lookup_scalar(t, key, v);
 }
 
+/* walk the lanes in `walk` (bit g * DT_LANES + j: tree g, lane j) from their
+ * refs in cur to their leaves, interleaved, prefetching each next super node
+ * and each leaf block as it is reached */
+static inline void walk_lanes(const struct ofb_dtree *t, uint64_t walk, uint32_t *cur, const uint64_t (*kw)[DT_MAXW])
+{
+    const struct snode *sn = t->sn;
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (t->simd) {
+        __m128i kx[DT_LANES];
+        for (unsigned j = 0; j < DT_LANES; j++)
+            kx[j] = _mm_xor_si128(_mm_load_si128((const __m128i *)kw[j]), _mm_set1_epi8((char)0x80));
+        while (walk) {
+            for (uint64_t w = walk; w; w &= w - 1) {
+                unsigned x = (unsigned)__builtin_ctzll(w);
+                uint32_t ref = sn_step_sse(&sn[cur[x]], kx[x % DT_LANES]);
+                cur[x] = ref;
+                if (ref & SN_LEAF) {
+                    walk &= ~(1ull << x);
+                    prefetch_leaf(t, ref);
+                } else {
+                    __builtin_prefetch(&sn[ref]);
+                }
+            }
+        }
+        return;
+    }
+#endif
+    while (walk) {
+        for (uint64_t w = walk; w; w &= w - 1) {
+            unsigned x = (unsigned)__builtin_ctzll(w);
+            uint32_t ref = sn_step_scalar(&sn[cur[x]], (const uint8_t *)kw[x % DT_LANES]);
+            cur[x] = ref;
+            if (ref & SN_LEAF) {
+                walk &= ~(1ull << x);
+                prefetch_leaf(t, ref);
+            } else {
+                __builtin_prefetch(&sn[ref]);
+            }
+        }
+    }
+}
+
+/* Batches of DT_LANES keys: every tree's walk for every key interleaved (up
+ * to 64 independent chains of misses), then the leaves scanned tree by tree
+ * (a tree whose best rank cannot beat a key's match is not scanned): the
+ * leaf blocks of the first tree were prefetched while the later trees were
+ * walked. */
 void ofb_dtree_lookup_batch(const struct ofb_dtree *t, const uint8_t *const keys[], size_t n, uint64_t v,
                             uint32_t rank_out[])
 {
-    const struct snode *sn = t->sn;
+    _Static_assert(DT_LANES * DT_MAX_TREES <= 64, "walk mask: 64 bits");
     for (size_t base = 0; base < n; base += DT_LANES) {
         unsigned m = n - base < DT_LANES ? (unsigned)(n - base) : DT_LANES;
-        uint32_t cur[DT_LANES], best[DT_LANES];
+        uint32_t cur[DT_MAX_TREES * DT_LANES], best[DT_LANES];
         uint64_t kw[DT_LANES][DT_MAXW] __attribute__((aligned(16)));
         for (unsigned j = 0; j < m; j++) {
             best[j] = DT_NONE;
             key_words(t, keys[base + j], kw[j]);
         }
+        for (unsigned j = m; j < DT_LANES; j++)
+            memset(kw[j], 0, 16);
+        uint64_t lanes = m == 64 ? ~0ull : (1ull << m) - 1, walk = 0;
         for (uint32_t g = 0; g < t->ntrees; g++) {
-            uint32_t act = 0;   /* bit j: lane j still walking */
-            for (unsigned j = 0; j < m; j++) {
-                cur[j] = t->sroot[g];
-                if (best[j] > t->tmin[g])
-                    act |= 1u << j;
-            }
-            if (!act)
-                break;
-            uint32_t walk = t->sroot[g] & SN_LEAF ? 0 : act;   /* a tree may be one leaf */
-#if defined(__x86_64__) && defined(__GNUC__)
-            if (t->simd) {
-                __m128i kx[DT_LANES];
-                for (unsigned j = 0; j < m; j++)
-                    kx[j] = _mm_xor_si128(_mm_load_si128((const __m128i *)kw[j]), _mm_set1_epi8((char)0x80));
-                while (walk) {
-                    for (uint32_t w = walk; w; w &= w - 1) {
-                        unsigned j = (unsigned)__builtin_ctz(w);
-                        uint32_t ref = sn_step_sse(&sn[cur[j]], kx[j]);
-                        cur[j] = ref;
-                        if (ref & SN_LEAF) {
-                            walk &= ~(1u << j);
-                            prefetch_leaf(t, ref);
-                        } else {
-                            __builtin_prefetch(&sn[ref]);
-                        }
-                    }
-                }
-            } else
-#endif
-            {
-                while (walk) {
-                    for (uint32_t w = walk; w; w &= w - 1) {
-                        unsigned j = (unsigned)__builtin_ctz(w);
-                        uint32_t ref = sn_step_scalar(&sn[cur[j]], keys[base + j]);
-                        cur[j] = ref;
-                        if (ref & SN_LEAF) {
-                            walk &= ~(1u << j);
-                            prefetch_leaf(t, ref);
-                        } else {
-                            __builtin_prefetch(&sn[ref]);
-                        }
-                    }
-                }
-            }
-#ifdef DT_NOSCAN
-            for (uint32_t w = act; w; w &= w - 1) best[__builtin_ctz(w)] = cur[__builtin_ctz(w)] & 1 ? 5 : DT_NONE;
-            continue;
-#endif
-            /* the leaf blocks are in flight (prefetched as each walk ended) */
-            for (uint32_t w = act; w; w &= w - 1) {
-                unsigned j = (unsigned)__builtin_ctz(w);
-                best[j] = scan_leaf(t, cur[j], kw[j], v, best[j]);
-            }
+            for (unsigned j = 0; j < m; j++)
+                cur[g * DT_LANES + j] = t->sroot[g];
+            if (!(t->sroot[g] & SN_LEAF))   /* a tree may be one leaf */
+                walk |= lanes << (g * DT_LANES);
         }
+        walk_lanes(t, walk, cur, (const uint64_t (*)[DT_MAXW])kw);
+#ifdef DT_NOSCAN   /* probe: the walks alone (the answer is wrong on purpose) */
+        for (uint32_t x = 0; x < t->ntrees * DT_LANES; x++) {
+            static volatile uint32_t sink;
+            sink += cur[x];
+        }
+        memcpy(rank_out + base, best, sizeof(uint32_t) * m);
+        continue;
+#endif
+        /* the leaves' heads are in flight: filter, prefetch each first candidate entry */
+        uint32_t cand[DT_MAX_TREES * DT_LANES];
+        for (uint32_t g = 0; g < t->ntrees; g++)
+            for (unsigned j = 0; j < m; j++)
+                cand[g * DT_LANES + j] = leaf_cand(t, cur[g * DT_LANES + j], kw[j], true);
+        for (uint32_t g = 0; g < t->ntrees; g++)
+            for (unsigned j = 0; j < m; j++)
+                if (best[j] > t->tmin[g])
+                    best[j] = scan_leaf_c(t, cur[g * DT_LANES + j], cand[g * DT_LANES + j], kw[j], v, best[j]);
         for (unsigned j = 0; j < m; j++)   /* the caller reads the winners' rule info next */
             if (best[j] != DT_NONE)
                 __builtin_prefetch(&t->ri[best[j]]);
         memcpy(rank_out + base, best, sizeof(uint32_t) * m);
     }
 }
-
