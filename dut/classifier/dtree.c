@@ -906,14 +906,22 @@ static inline uint32_t chunk_cand(const uint8_t *blk, const uint8_t *col, const 
         return (uint32_t)_mm_movemask_epi8(p);
     }
 #endif
-    uint32_t cand = 0xffff;
+    /* SWAR: 8 entries per 64-bit word; a zero byte of (key & mask) ^ value passes */
+    const uint64_t lo7 = 0x7f7f7f7f7f7f7f7full;
+    uint64_t miss[2] = { 0, 0 };
     for (unsigned c = 0; c < DT_FCOLS; c++) {
-        uint8_t kd = key[blk[4 + c]];
-        const uint8_t *m = col + 32 * c, *v = m + 16;
-        uint32_t x = 0;
-        for (unsigned i = 0; i < 16; i++)
-            x |= (uint32_t)((kd & m[i]) == v[i]) << i;
-        cand &= x;
+        uint64_t kb = key[blk[4 + c]] * 0x0101010101010101ull, m[2], vv[2];
+        memcpy(m, col + 32 * c, 16);
+        memcpy(vv, col + 32 * c + 16, 16);
+        for (unsigned h = 0; h < 2; h++) {
+            uint64_t x = (kb & m[h]) ^ vv[h];
+            miss[h] |= ((x & lo7) + lo7) | x;   /* high bit of each byte: that byte is not zero */
+        }
+    }
+    uint32_t cand = 0;
+    for (unsigned h = 0; h < 2; h++) {
+        uint64_t pass = (~miss[h] >> 7) & 0x0101010101010101ull;   /* bit 8i: entry i passes */
+        cand |= (uint32_t)((pass * 0x0102040810204080ull) >> 56) << (8 * h);
     }
     return cand;
 }
