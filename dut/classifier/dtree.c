@@ -90,10 +90,12 @@ struct snode {
 } __attribute__((aligned(64)));
 #define SN_LEAF 0x80000000u
 
-/* Leaf ref (a super node's kid with SN_LEAF): the block's offset in lf in
- * 16-byte units */
-#define LF_OFF_BITS 31
+/* Leaf ref (a super node's kid with SN_LEAF): bits 0..26 the block's offset
+ * in lf in 16-byte units, bits 27..30 the cache lines it spans (capped at 15:
+ * what the batch lookup prefetches when a walk ends there). */
+#define LF_OFF_BITS 27
 #define LF_OFF(ref) ((ref) & ((1u << LF_OFF_BITS) - 1))
+#define LF_LINES(ref) (((ref) >> LF_OFF_BITS) & 15u)
 #ifndef DT_LEAF_ALIGN
 #define DT_LEAF_ALIGN 16   /* leaf blocks start at multiples of this many bytes */
 #endif
@@ -784,7 +786,13 @@ static uint32_t emit_leaf(struct bctx *b, const struct slot *x)
         }
     }
     t->nlf = off + sz;
-    return SN_LEAF | (uint32_t)(off >> 4);
+#ifdef DT_PF_ALL
+    uint64_t pfb = sz;
+#else
+    uint64_t pfb = eo;   /* the lines the filter reads (and the ranks) */
+#endif
+    uint64_t lines = ((off & 63) + pfb + 63) / 64;
+    return SN_LEAF | (uint32_t)(lines > 15 ? 15 : lines) << LF_OFF_BITS | (uint32_t)(off >> 4);
 }
 
 static void conv_fill(struct bctx *b, uint32_t ni, unsigned pos, unsigned level, uint32_t si)
@@ -968,13 +976,17 @@ static inline uint32_t scan_leaf(const struct ofb_dtree *t, uint32_t ref, const 
     return scan_leaf_c(t, ref, leaf_cand(t, ref, kw, false), kw, v, best);
 }
 
-/* the first line of leaf ref's block (count, filter bytes and columns; the
- * CPU's adjacent-line prefetch usually brings the next).  Prefetching every
- * line of the head (2-3) was slower: cb_acl 100k batched 8.5 vs 10.2 Mlps,
- * cb_ipc 5.3 vs 6.0 (measured/2026-11-24-leaf/leaf-probe12-pf.txt). */
+/* the lines of leaf ref's block that emit_leaf put in its ref: the head
+ * (count, filter columns, ranks).  Prefetching the first line only was
+ * faster in dtprobe (cb_acl) but slower through the classifier (cb_fw 100k
+ * batched 4.5-4.8 -> 3.7-4.0 Mlps, cb_ipc 6.6-7.0 -> 5.2-5.7:
+ * measured/2026-11-24-leaf/ab-f57-239-base.txt): not kept. */
 static inline void prefetch_leaf(const struct ofb_dtree *t, uint32_t ref)
 {
-    __builtin_prefetch(t->lf + ((size_t)LF_OFF(ref) << 4));
+    const char *p = (const char *)t->lf + ((size_t)LF_OFF(ref) << 4);
+    const char *a = (const char *)((uintptr_t)p & ~(uintptr_t)63);
+    for (uint32_t l = 0; l < LF_LINES(ref); l++)
+        __builtin_prefetch(a + 64 * l);
 }
 
 static inline uint32_t sn_step_scalar(const struct snode *x, const uint8_t *key)

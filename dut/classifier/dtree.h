@@ -41,15 +41,24 @@
  * what lookups read: super nodes of 3 levels (7 splits, 8 children, 64 bytes:
  * dims, points, child refs), walked with one SSE4 pshufb of the key by the 7
  * dims and one signed compare (keys <= 16 bytes; OFB_DTREE_SIMD) or byte by
- * byte (scalar: OFB_CLS_SIMD=scalar, longer keys); two-line leaf headers
- * (count, entry index, a filter byte chosen per leaf and (value, mask) of each
- * of its <= 16 entries at that byte, their ranks); entries of 2 x nwk words (value, mask) in
- * leaf order.  A lookup reads the header, filters on one key byte, then reads
- * only the entries that pass.  Batched lookups walk DT_LANES (16) keys
- * interleaved, prefetching each key's next super node, its leaf header at the
- * walk's end, and its first candidate entry before the scan.  After the build
- * all of it moves into one 2 MiB-aligned mapping advised MADV_HUGEPAGE
- * (OFB_CLS_HUGEPAGES=0: heap).
+ * byte (scalar: OFB_CLS_SIMD=scalar, longer keys); and one contiguous block
+ * per leaf (dtree.c, emit_leaf): count; two filter bytes (the key bytes where
+ * the entries have the most distinct specific (value, mask) pairs) with, per
+ * 16 entries, a mask column and a value column for each (16 + 16 bytes);
+ * the entries' ranks (u32, rank order); the entries.  An entry is the rule's
+ * value bytes and a 16-bit id into a mask table of the set's distinct masks
+ * (round16(key_len + 2) bytes: 16 for 5-tuple keys; ClassBench-like 100k sets
+ * have 900-1500 masks, the table stays in cache), or the value and mask words
+ * (2 x nwk words) when a set has > 65536 distinct masks (OFB_DTREE_MID=0
+ * forces it).  A leaf check filters the entries on the two key bytes (SSE2:
+ * and + compare + movemask per column; scalar: SWAR, 8 entries per 64-bit
+ * word), then checks only the passing entries in full, in rank order: the
+ * first live one is the leaf's answer.  Batched lookups take DT_LANES (16)
+ * keys and walk every tree for all of them interleaved (up to 64 chains),
+ * prefetching each next super node and, at a walk's end, its leaf block's
+ * head (count, filter columns, ranks: 2-3 lines); then filter every leaf and
+ * prefetch its first candidate entry; then scan tree by tree.  After the build all of it moves into one
+ * 2 MiB-aligned mapping advised MADV_HUGEPAGE (OFB_CLS_HUGEPAGES=0: heap).
  *
  * Measured (README.md "dtree"; measured/2026-11-24-dtree; AMD EPYC AVX2 VM,
  * shared 2-core box, load 1.3-5): ClassBench-like 100k, batched (32 keys per
