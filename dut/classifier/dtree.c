@@ -91,8 +91,9 @@ struct snode {
 #define SN_LEAF 0x80000000u
 
 /* Leaf ref (a super node's kid with SN_LEAF): bits 0..26 the block's offset
- * in lf in 16-byte units, bits 27..30 the cache lines it spans (capped at 15:
- * what the batch lookup prefetches when a walk ends there). */
+ * in lf in 16-byte units, bits 27..30 the cache lines of its head (count,
+ * filter columns, ranks; capped at 15): what the batch lookup prefetches when
+ * a walk ends there (-DDT_PF_ALL, a probe variant: the whole block). */
 #define LF_OFF_BITS 27
 #define LF_OFF(ref) ((ref) & ((1u << LF_OFF_BITS) - 1))
 #define LF_LINES(ref) (((ref) >> LF_OFF_BITS) & 15u)
@@ -713,10 +714,11 @@ static bool grow(void **p, uint64_t *cap, uint64_t need, size_t elem, size_t ali
  *   n entries of esw words (mask_ids: value bytes + mask id, or value words +
  *     mask words).
  * A lookup filters a chunk's entries on the key's filter bytes (SSE2: one
- * and + compare + movemask per column; scalar: a loop), then checks only the
+ * and + compare + movemask per column; scalar: SWAR), then checks only the
  * passing entries in full.  The filter bytes are the two where the entries
  * have the most distinct specific (value, mask) pairs.  One contiguous
- * block: the batch lookup prefetches its lines when the walk ends. */
+ * block: the batch lookup prefetches its head when the walk ends, and the
+ * first candidate entry after filtering. */
 #ifndef DT_FCOLS
 #define DT_FCOLS 2
 #endif

@@ -60,19 +60,20 @@
  * prefetch its first candidate entry; then scan tree by tree.  After the build all of it moves into one
  * 2 MiB-aligned mapping advised MADV_HUGEPAGE (OFB_CLS_HUGEPAGES=0: heap).
  *
- * Measured (README.md "dtree"; measured/2026-11-24-dtree; AMD EPYC AVX2 VM,
- * shared 2-core box, load 1.3-5): ClassBench-like 100k, batched (32 keys per
- * call), cls-bench medians of 3 on the AVX2 path (classifier.c's dtree): cb_acl
- * 6.00 Mlps, cb_fw 3.48, cb_ipc 4.90; rte_acl in the same runs 32.1, 36.1,
- * 30.0: NOT its rate (5.4-10x short); OURS 3.75, 2.15, 3.51.  Where the
- * time goes (cb_acl): the walk alone (2 trees, ~6 super nodes each) 22.5
- * Mlps; the leaves (2 per key, in DRAM/L3: 20-40 MB of tree at 100k) take
- * the rest.  Copies per rule (leaves of 16): acl 3.0, ipc 3.7, fw 10.0
- * (with leaves of 8: 4.6, 6.7, 35.8 and fw built in 2.4 s); builds 0.27 /
- * 0.31 / 0.67 s.
- * Single lookups are latency-bound (~14 dependent misses): 1-2.7 Mlps, below
- * OURS' 3.4 on these sets.  Rules with arbitrary (non-prefix) masks get
- * superset ranges: the tree degrades towards long leaves (correct, slow).
+ * Measured (README.md "dtree", "Compact leaves"; measured/2026-11-24-leaf; AMD
+ * EPYC AVX2 VM, shared 2-core box): ClassBench-like 100k, batched (32 keys
+ * per call), cls-bench medians of 3 on the AVX2 path (classifier.c's dtree):
+ * cb_acl 9.97 Mlps, cb_fw 4.45, cb_ipc 7.14 (the first dtree, before compact
+ * leaves, in the same runs: 7.29, 3.76, 5.86); rte_acl in the same runs 34.6,
+ * 22.1 (best 36.0), 30.9: NOT its rate (3.5-5x short).  Where the time goes
+ * (cb_acl, dtprobe): the walks alone 34-37 Mlps (27-29 ns per key, compute:
+ * 2 trees x ~5 super nodes); the leaves add 25 ns per key when in L1/L2, 58
+ * in L3, 70 cold (their latency is not hidden).  Tree bytes per rule: acl
+ * 156, fw 353, ipc 175 (15-35 MB at 100k; rte_acl 105-112).  Copies per rule
+ * (leaves of 16): acl 3.0, ipc 3.7, fw 10.0; builds 0.25 / 0.31 / 0.6-0.9 s.
+ * Single lookups are latency-bound (~12 dependent misses): 1.6-3.8 Mlps, not
+ * above OURS' 2.2-3.9 on these sets.  Rules with arbitrary (non-prefix) masks
+ * get superset ranges: the tree degrades towards long leaves (correct, slow).
  *
  * Invariants: immutable after build except each rule's del_v (one atomic
  * 64-bit store by the writer, ofb_dtree_kill).  A rule is live for a reader at
@@ -82,7 +83,10 @@
  * by the caller with a release store; readers only read.  Freed by the caller
  * after every reader left (classifier.c's epoch reclamation).
  *
- * Limits: key_len 1..128 bytes (OFB_CLS_MAX_KEY_LEN); 2^31 leaves; once the
+ * Limits: key_len 1..128 bytes (OFB_CLS_MAX_KEY_LEN); leaf blocks <= 2 GiB
+ * in all (refs hold 16-byte offsets in 27 bits: over it the build fails with
+ * a message); 65536 distinct masks for 16-byte entries (more: (value, mask)
+ * entries, slower); 2^31 super nodes; once the
  * copies reach DT_MAX_COPIES x the rules the remaining nodes become (long)
  * leaves instead of splitting further; 2^32-2 rules; the SIMD walk needs
  * keys <= 16 bytes (longer keys walk scalar).  Out of memory: NULL and a
