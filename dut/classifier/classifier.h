@@ -322,6 +322,7 @@ enum ofb_cls_algo {
     OFB_CLS_ALGO_HYBRID = 5,   /* its hybrid: H-Trie merged breadth-first within mem_budget_bytes */
     OFB_CLS_ALGO_LOUDS = 6,    /* the hybrid (budget 0 = H-Trie) in a LOUDS succinct layout; read-only */
     OFB_CLS_ALGO_DTREE = 7,    /* compiled decision tree (dtree.h) for the bulk + OURS tables as the delta */
+    OFB_CLS_ALGO_DFA = 8,      /* DTREE with a byte-stride DFA (dfa.h) answering first */
 };
 
 struct ofb_cls_params {

@@ -6,7 +6,7 @@
  * or {"algo":"acl","error":"did not build: ..."}.
  *
  * Usage: cls-bench [EAL args --] --rules F --keys F
- *                  [--algos ours,tss,linear,htrie,sptrie,hybrid,louds,dtree,acl]
+ *                  [--algos ours,tss,linear,htrie,sptrie,hybrid,louds,dtree,dfa,acl]
  *                  [--min-time S] [--updates N] [--budget-mb MB] [--acl-max-mb MB]
  * --budget-mb: mem_budget_bytes (hybrid: merge budget; sptrie: size limit). 
  * Rule file (binary, little endian): "OFBR" u32 key_len u32 n, then n records
@@ -168,8 +168,9 @@ static void run_ours(enum ofb_cls_algo algo, const struct ofb_cls_rule *rules, u
     uint64_t trie_bytes = ofb_cls_trie_bytes(c);
     /* incremental tries: lookups again after the updates (keep-mode base + delta) */
     double after = 0;
-    if (nu && (algo == OFB_CLS_ALGO_HTRIE || algo == OFB_CLS_ALGO_HYBRID || algo == OFB_CLS_ALGO_DTREE)) {
-        if (algo == OFB_CLS_ALGO_DTREE)
+    if (nu && (algo == OFB_CLS_ALGO_HTRIE || algo == OFB_CLS_ALGO_HYBRID || algo == OFB_CLS_ALGO_DTREE ||
+               algo == OFB_CLS_ALGO_DFA)) {
+        if (algo == OFB_CLS_ALGO_DTREE || algo == OFB_CLS_ALGO_DFA)
             ofb_cls_synchronize(c);   /* adopt a rebuild still in flight: measure the tree + what stays in the delta */
         done = 0;
         t0 = now_s();
@@ -406,6 +407,8 @@ int main(int argc, char **argv)
             run_ours(OFB_CLS_ALGO_LOUDS, rules, n, kl, keys, nk, ref);
         else if (!strcmp(a, "dtree"))
             run_ours(OFB_CLS_ALGO_DTREE, rules, n, kl, keys, nk, ref);
+        else if (!strcmp(a, "dfa"))
+            run_ours(OFB_CLS_ALGO_DFA, rules, n, kl, keys, nk, ref);
         else if (!strcmp(a, "acl")) {
             static int eal_done;
             if (!eal_done) {

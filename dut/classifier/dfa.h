@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#ifndef OFB_CLS_DFA_H
+#define OFB_CLS_DFA_H 1
+
+/*
+ * Byte-stride DFA ("bytedfa") over a rule set (internal to the classifier
+ * library; classifier.h's OFB_CLS_ALGO_DFA = dtree.h's compiled tree with this
+ * DFA in front of it, OURS' tables as the delta).
+ * ===========================================================================
+ *
+ * Goal: ClassBench-like 5-tuple sets at DPDK rte_acl's batched rate on one
+ * core without AVX-512: a lookup is a walk of at most key_len transitions per
+ * group, one per key byte, with NO leaf check: the state reached names the
+ * best matching rule (rte_acl's approach: 8-bit stride, rules merged into a
+ * few tries whose final nodes name the match).
+ *
+ * Build (dfa.c).  Rules come in rank order (rank r < s: r beats s).  They are
+ * partitioned into groups (src-IP-specific, dst-IP-specific, the rest, as
+ * dtree.h's choose_groups; a group whose DFA would pass its budget is split
+ * in two by wildness, up to DFA_MAX_GROUPS).  Per group the key bytes are read
+ * in an order of decreasing average care bits, and the DFA is built by layered
+ * subset construction: a state at depth d is the sorted list of ranks of the
+ * rules consistent with the bytes read so far, deduplicated by hash per
+ * layer.  For a state, the byte values 0..255 are cut into elementary
+ * intervals at the ends of the rules' ranges on the byte (prefix masks give
+ * one range; any other mask makes every value its own interval), each
+ * interval gets the list of rules accepting it, adjacent intervals with equal
+ * children are merged.  Priority pruning: a child list is cut after its first
+ * rule that wildcards every byte still to read ("done": it beats all later
+ * ones whatever the rest of the key), and a list whose first rule is done is
+ * final at once: the walk stops there with that rank.  After the last byte
+ * every list is final (its first rank).  A state with one interval for all
+ * 256 values is skipped (its parent points to its child): walks are often
+ * shorter than key_len.
+ *
+ * Layout (what lookups read, one 2 MiB-aligned mapping advised MADV_HUGEPAGE,
+ * OFB_CLS_HUGEPAGES=0: heap).  A reference is 32 bits: type in the low 2 bits
+ * (0 range node, 1 full node, 2 final), the rest a node offset in 16-byte
+ * units or, for final, rank + 1 (0 = no rule of the group matches).  A node
+ * starts with 16 bytes: bytes 0..14 the range node's thresholds (start of
+ * interval j+1 minus 1, xor 0x80 so a signed compare is unsigned; unused:
+ * 0x7f), byte 15 the key byte position the node reads.  Then its children: a
+ * range node (<= 16 intervals) one 32-bit ref per interval, chosen by
+ * popcount(movemask(key byte > thresholds)) (SSE4; scalar: a loop); a full
+ * node 256 refs indexed by the byte.  Batched lookups walk DFA_LANES keys of
+ * a group interleaved, prefetching each next node.
+ *
+ * The answer is the best rule of the snapshot the DFA was built from, dead or
+ * alive: the caller (dtree.c) checks it is live at the reader's version and
+ * otherwise asks its tree (rare: only keys whose best rule was deleted since
+ * the build).
+ *
+ * Invariants: immutable after build.  Concurrency: built by any one thread,
+ * then only read (by any number of threads).  Limits: key_len <= 255 bytes,
+ * < 2^30 - 1 rules, nodes < 16 GiB; the build stops with a message in err
+ * (returns NULL) once a group's build memory or the output passes max_bytes
+ * and it cannot split further.  Byte order: bytes as given, most significant
+ * bit first inside a byte (prefix masks are ranges).
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define DFA_NONE UINT32_MAX
+
+struct ofb_bdfa;
+
+/* n rules in rank order: rw = per rank nwk value words (masked) then nwk mask
+ * words, key bytes in memory order.  flags: OFB_BDFA_SIMD for the SSE4 range
+ * step.  max_bytes: cap of one group's build memory and of the output (0 =
+ * 1 GiB).  NULL with a message in err when it does not fit (*over_budget = 1:
+ * more than DFA_STATES_PER_RULE (32) states per rule + 4096 over all groups
+ * and attempts, or max_bytes; rule sets with arbitrary masks explode) or no
+ * memory (*over_budget = 0). */
+#define OFB_BDFA_SIMD 1u
+struct ofb_bdfa *ofb_bdfa_build(uint32_t key_len, uint32_t nwk, const uint64_t *rw, uint32_t n, unsigned flags,
+                                uint64_t max_bytes, int *over_budget, char *err, size_t errlen);
+void ofb_bdfa_free(struct ofb_bdfa *);
+size_t ofb_bdfa_bytes(const struct ofb_bdfa *);
+unsigned ofb_bdfa_groups(const struct ofb_bdfa *);
+uint64_t ofb_bdfa_states(const struct ofb_bdfa *);   /* nodes laid out */
+double ofb_bdfa_build_s(const struct ofb_bdfa *);
+
+/* Best rank (any rule of the snapshot, dead or not) or DFA_NONE. */
+uint32_t ofb_bdfa_lookup(const struct ofb_bdfa *, const uint8_t *key);
+void ofb_bdfa_lookup_batch(const struct ofb_bdfa *, const uint8_t *const keys[], size_t n, uint32_t rank_out[]);
+
+#endif
