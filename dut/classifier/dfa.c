@@ -24,11 +24,20 @@
 #define REF_RANGE16 0u
 #define REF_RANGE64 2u
 #define REF_FULL 4u
+#define REF_PATH 6u
 #define REF_TYPE 6u
+#define PATH_MAX 8             /* checks per path node */
 #define FINAL_REF(payload) ((payload) << 1 | REF_FINAL)
 #define NODE_OFF(ref) ((size_t)((ref) >> 3) << 4)
 #define likely(x) __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
+
+/* build: a path not laid out yet: check i (key[pos[i]] & m[i]) == v[i], the
+ * first failing check i goes to ref[i], all passing to ref[len] */
+struct pend {
+    uint8_t len, pos[PATH_MAX], m[PATH_MAX], v[PATH_MAX];
+    uint32_t ref[PATH_MAX + 1];
+};
 
 struct ofb_bdfa {
     uint32_t key_len, ngroups;
@@ -38,7 +47,11 @@ struct ofb_bdfa {
     size_t nused, ncap;        /* bytes */
     void *region;              /* nodes moved into a huge-page mapping (or NULL) */
     size_t region_bytes;
-    uint64_t nnodes, nfull;
+    uint64_t nnodes, nfull, npath;
+    bool paths;                /* build: path nodes (keys <= 16 bytes) */
+    bool narrow;               /* build: only range16 and path nodes (wider ones as two range16 levels) */
+    struct pend *pend;         /* build: pending paths of the group being laid out */
+    uint64_t npend, cappend;
     uint64_t *dd, ddcap;       /* build: node dedupe (hash, ref) */
     size_t bytes;
     double build_s;
@@ -330,11 +343,68 @@ static bool dd_grow(struct ofb_bdfa *t, struct gctx *g)
     return true;
 }
 
+/* append node bytes buf[0..asz) of this type (aligned to align bytes), or the ref of an identical node */
+static uint32_t emit_raw(struct ofb_bdfa *t, struct gctx *g, const uint8_t *buf, size_t asz, uint32_t type,
+                         size_t align)
+{
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ asz ^ type;
+    for (size_t i = 0; i < asz; i += 8) {
+        uint64_t w;
+        memcpy(&w, buf + i, 8);
+        h = (h ^ w) * 0xff51afd7ed558ccdull;
+        h ^= h >> 29;
+    }
+    if ((t->nnodes + 1) * 2 > t->ddcap && !dd_grow(t, g))
+        return UINT32_MAX;
+    uint64_t j = h & (t->ddcap - 1);
+    for (; t->dd[2 * j + 1]; j = (j + 1) & (t->ddcap - 1)) {
+        uint32_t r = (uint32_t)t->dd[2 * j + 1];
+        if (t->dd[2 * j] == h && (r & REF_TYPE) == type && NODE_OFF(r) + asz <= t->nused &&
+            !memcmp(t->nodes + NODE_OFF(r), buf, asz))
+            return r;   /* (nodes of earlier groups are reused too; an entry left by a failed group, whose nodes
+                           were dropped, is only taken when the bytes there now are the same node) */
+    }
+    size_t pad = (align - (t->nused & (align - 1))) & (align - 1);
+    if (!out_reserve(t, g, asz + pad))
+        return UINT32_MAX;
+    if (((t->nused + pad) >> 4) >= (1u << 29) - 1) {
+        g->over = true;
+        return UINT32_MAX;
+    }
+    memset(t->nodes + t->nused, 0, pad);
+    t->nused += pad;
+    memcpy(t->nodes + t->nused, buf, asz);
+    uint32_t ref = (uint32_t)(t->nused >> 4) << 3 | type;
+    t->dd[2 * j] = h, t->dd[2 * j + 1] = ref;
+    t->nused += asz;
+    t->nnodes++;
+    t->nfull += type == REF_FULL;
+    t->npath += type == REF_PATH;
+    return ref;
+}
+
 /* a node reading key byte p with k intervals starting at st[], children kid[];
  * identical nodes are emitted once */
 static uint32_t emit(struct ofb_bdfa *t, struct gctx *g, uint32_t p, unsigned k, const uint8_t *st,
                      const uint32_t *kid)
 {
+    if (k > 16 && t->narrow) {
+        /* two levels of range16 nodes on the same byte: chunks of <= 16 intervals
+         * (one node type on the walk: no mispredicted type branch) */
+        uint8_t cst[16], zst[16];
+        uint32_t cref[16];
+        unsigned per = (k + 15) / 16, nc = 0;
+        for (unsigned a = 0; a < k; a += per, nc++) {
+            unsigned kc = k - a < per ? k - a : per;
+            memcpy(zst, st + a, kc);
+            zst[0] = 0;   /* the parent sends only [st[a], st[a + kc]) here */
+            cst[nc] = st[a];
+            cref[nc] = kc == 1 ? kid[a] : emit(t, g, p, kc, zst, kid + a);
+            if (cref[nc] == UINT32_MAX)
+                return UINT32_MAX;
+        }
+        return emit(t, g, p, nc, cst, cref);
+    }
     uint8_t buf[64 + 1024] __attribute__((aligned(16)));
     size_t hsz = k <= 16 ? 16 : k <= 64 ? 64 : 0, sz;
     uint32_t type;
@@ -360,36 +430,44 @@ static uint32_t emit(struct ofb_bdfa *t, struct gctx *g, uint32_t p, unsigned k,
     }
     size_t asz = (sz + 15) & ~(size_t)15;
     memset(buf + sz, 0, asz - sz);
-    uint64_t h = 0x9E3779B97F4A7C15ull ^ asz ^ type;
-    for (size_t i = 0; i < asz; i += 8) {
-        uint64_t w;
-        memcpy(&w, buf + i, 8);
-        h = (h ^ w) * 0xff51afd7ed558ccdull;
-        h ^= h >> 29;
+    return emit_raw(t, g, buf, asz, type, 16);
+}
+
+/* a path node (dfa.h): up to PATH_MAX (pos, m, v) checks, 64 bytes, one cache line */
+static uint32_t emit_path(struct ofb_bdfa *t, struct gctx *g, const struct pend *x)
+{
+    if (x->len == 1) {   /* a range node does the same in 16 + 4k bytes */
+        uint8_t st[3];
+        uint32_t kid[3];
+        unsigned k = 0, v = x->v[0], e = v | (uint8_t)~x->m[0];
+        if (v > 0)
+            st[k] = 0, kid[k++] = x->ref[0];
+        st[k] = (uint8_t)v, kid[k++] = x->ref[1];
+        if (e < 255)
+            st[k] = (uint8_t)(e + 1), kid[k++] = x->ref[0];
+        return emit(t, g, x->pos[0], k, st, kid);
     }
-    if ((t->nnodes + 1) * 2 > t->ddcap && !dd_grow(t, g))
-        return UINT32_MAX;
-    uint64_t j = h & (t->ddcap - 1);
-    for (; t->dd[2 * j + 1]; j = (j + 1) & (t->ddcap - 1)) {
-        uint32_t r = (uint32_t)t->dd[2 * j + 1];
-        if (t->dd[2 * j] == h && (r & REF_TYPE) == type && NODE_OFF(r) + asz <= t->nused &&
-            !memcmp(t->nodes + NODE_OFF(r), buf, asz))
-            return r;   /* (nodes of earlier groups are reused too; an entry left by a failed group, whose nodes
-                           were dropped, is only taken when the bytes there now are the same node) */
+    uint8_t buf[64] __attribute__((aligned(16)));
+    memset(buf, 0, sizeof(buf));
+    for (unsigned i = 0; i < PATH_MAX; i++) {
+        buf[i] = i < x->len ? x->pos[i] : 0x80;   /* pshufb: 0x80 gives 0, & m 0 == v 0: passes */
+        buf[8 + i] = i < x->len ? x->m[i] : 0;
+        buf[16 + i] = i < x->len ? x->v[i] : 0;
     }
-    if (!out_reserve(t, g, asz))
-        return UINT32_MAX;
-    if ((t->nused >> 4) >= (1u << 29) - 1) {
-        g->over = true;
-        return UINT32_MAX;
-    }
-    memcpy(t->nodes + t->nused, buf, asz);
-    uint32_t ref = (uint32_t)(t->nused >> 4) << 3 | type;
-    t->dd[2 * j] = h, t->dd[2 * j + 1] = ref;
-    t->nused += asz;
-    t->nnodes++;
-    t->nfull += type == REF_FULL;
-    return ref;
+    buf[24] = x->len;
+    memcpy(buf + 28, x->ref, 4u * (x->len + 1u));
+    return emit_raw(t, g, buf, 64, REF_PATH, 64);
+}
+
+/* the ref of state c of the next layer, its pending path laid out now if it has one */
+static uint32_t materialize(struct ofb_bdfa *t, struct gctx *g, uint32_t *nref, uint32_t *npi, uint32_t c)
+{
+    if (npi[c] == UINT32_MAX)
+        return nref[c];
+    uint32_t r = emit_path(t, g, &t->pend[npi[c]]);
+    if (r != UINT32_MAX)
+        nref[c] = r, npi[c] = UINT32_MAX;
+    return r;
 }
 
 static void free_layers(struct gctx *g)
@@ -456,47 +534,109 @@ static bool build_group(struct ofb_bdfa *t, struct gctx *g, const uint32_t *idx,
         L->pool = NULL, L->off = NULL, L->ht = NULL;
         L->capp = L->caps = L->htcap = 0;
     }
-    /* layout from the last layer up: ref[d][s] */
-    uint32_t *nref = NULL;   /* refs of layer d + 1 */
+    /* layout from the last layer up: ref[d][s], or a pending path (pi[d][s]) */
+    uint32_t *nref = NULL, *npi = NULL;   /* layer d + 1 */
+    bool paths = t->paths;
     for (uint32_t d = nord; d-- > 0;) {
         struct layer *L = &g->L[d];
-        uint32_t *ref = malloc(4 * (L->ns + 1));
-        if (!ref) {
-            free(nref);
+        uint32_t *ref = malloc(4 * (L->ns + 1)), *pi = malloc(4 * (L->ns + 1));
+        if (!ref || !pi) {
+            free(ref), free(pi), free(nref), free(npi);
             g->oom = true;
             goto fail;
         }
         for (uint64_t s = 0; s < L->ns; s++) {
             uint64_t a = L->tf[s], b = L->tf[s + 1];
-            uint32_t kid[256];
-            for (uint64_t i = a; i < b; i++) {
-                uint32_t c = L->tc[i];
-                kid[i - a] = c & FIN ? FINAL_REF(c & ~FIN) : nref[c];
-            }
-            if (b - a == 1) {
-                ref[s] = kid[0];
+            unsigned k = (unsigned)(b - a);
+            const uint32_t *tc = L->tc + a;
+            const uint8_t *tb = L->tb + a;
+            pi[s] = UINT32_MAX;
+            if (k == 1) {   /* all 256 values: the child itself */
+                if (tc[0] & FIN)
+                    ref[s] = FINAL_REF(tc[0] & ~FIN);
+                else
+                    ref[s] = nref[tc[0]], pi[s] = npi[tc[0]];
                 continue;
             }
-            ref[s] = emit(t, g, g->ord[d], (unsigned)(b - a), L->tb + a, kid);
-            if (ref[s] == UINT32_MAX) {
-                free(ref), free(nref);
-                goto fail;
+            /* a path step: one aligned block [v, v | ~m] to child C, every other value to one child F */
+            int ci = -1;
+            unsigned lo = 0, hi = 0;
+            if (paths && k == 3 && tc[0] == tc[2])
+                ci = 1, lo = tb[1], hi = tb[2] - 1u;
+            else if (paths && k == 2) {
+                unsigned s1 = tb[1];
+                bool blk0 = !(s1 & (s1 - 1)), blk1 = !((256 - s1) & (255 - s1));   /* [0, s1) / [s1, 256) aligned */
+                bool st0 = !(tc[0] & FIN), st1 = !(tc[1] & FIN);
+                bool pend0 = st0 && npi[tc[0]] != UINT32_MAX, pend1 = st1 && npi[tc[1]] != UINT32_MAX;
+                if (blk1 && (pend1 || (st1 && !pend0) || !blk0))
+                    ci = 1, lo = s1, hi = 255;
+                else if (blk0)
+                    ci = 0, lo = 0, hi = s1 - 1;
             }
+            if (ci >= 0 && ((hi - lo + 1) & (hi - lo)) == 0 && (lo & (hi - lo)) == 0) {
+                uint32_t cf = tc[ci == 1 ? 0 : 1], cc = tc[ci];
+                uint32_t fref = cf & FIN ? FINAL_REF(cf & ~FIN) : materialize(t, g, nref, npi, cf);
+                if (fref == UINT32_MAX)
+                    goto lfail;
+                struct pend x = { .len = 1 };
+                x.pos[0] = g->ord[d], x.m[0] = (uint8_t)~(hi - lo), x.v[0] = (uint8_t)lo, x.ref[0] = fref;
+                if (cc & FIN) {
+                    x.ref[1] = FINAL_REF(cc & ~FIN);
+                } else if (npi[cc] != UINT32_MAX && t->pend[npi[cc]].len < PATH_MAX) {
+                    const struct pend *y = &t->pend[npi[cc]];
+                    memcpy(x.pos + 1, y->pos, y->len), memcpy(x.m + 1, y->m, y->len), memcpy(x.v + 1, y->v, y->len);
+                    memcpy(x.ref + 1, y->ref, 4u * (y->len + 1u));
+                    x.len = (uint8_t)(1 + y->len);
+                } else {
+                    x.ref[1] = materialize(t, g, nref, npi, cc);
+                    if (x.ref[1] == UINT32_MAX)
+                        goto lfail;
+                }
+                if (t->npend == t->cappend) {
+                    uint64_t nc = t->cappend ? t->cappend * 2 : 4096;
+                    struct pend *y = realloc(t->pend, nc * sizeof(*y));
+                    if (!y) {
+                        g->oom = true;
+                        goto lfail;
+                    }
+                    t->pend = y, t->cappend = nc;
+                }
+                t->pend[t->npend] = x;
+                pi[s] = (uint32_t)t->npend++;
+                ref[s] = UINT32_MAX;
+                continue;
+            }
+            uint32_t kid[256];
+            for (unsigned i = 0; i < k; i++) {
+                uint32_t c = tc[i];
+                kid[i] = c & FIN ? FINAL_REF(c & ~FIN) : materialize(t, g, nref, npi, c);
+                if (kid[i] == UINT32_MAX)
+                    goto lfail;
+            }
+            ref[s] = emit(t, g, g->ord[d], k, tb, kid);
+            if (ref[s] == UINT32_MAX)
+                goto lfail;
+            continue;
+        lfail:
+            free(ref), free(pi), free(nref), free(npi);
+            goto fail;
         }
         if (getenv("OFB_DFA_STATS"))
-            fprintf(stderr, "dfa:  layer %u (byte %u): %llu states, %llu transitions; nodes so far %llu (%llu full), %zu B\n",
+            fprintf(stderr, "dfa:  layer %u (byte %u): %llu states, %llu transitions; nodes so far %llu (%llu full, %llu paths), %zu B\n",
                     d, g->ord[d], (unsigned long long)L->ns, (unsigned long long)L->nt,
-                    (unsigned long long)t->nnodes, (unsigned long long)t->nfull, t->nused);
-        free(nref);
-        nref = ref;
+                    (unsigned long long)t->nnodes, (unsigned long long)t->nfull, (unsigned long long)t->npath, t->nused);
+        free(nref), free(npi);
+        nref = ref, npi = pi;
         free(L->tf), free(L->tb), free(L->tc);
         L->tf = NULL, L->tb = NULL, L->tc = NULL;
     }
-    *root = rc & FIN ? FINAL_REF(rc & ~FIN) : nref[rc];
-    free(nref);
+    *root = rc & FIN ? FINAL_REF(rc & ~FIN) : materialize(t, g, nref, npi, rc);
+    free(nref), free(npi);
+    t->npend = 0;
     free_layers(g);
-    return true;
+    return *root != UINT32_MAX;
 fail:
+    t->npend = 0;
     free_layers(g);
     return false;
 }
@@ -638,6 +778,11 @@ struct ofb_bdfa *ofb_bdfa_build(uint32_t key_len, uint32_t nwk, const uint64_t *
     }
     t->key_len = key_len;
     t->simd = flags & OFB_BDFA_SIMD;
+    ev = getenv("OFB_DFA_PATHS");   /* "0": no path nodes (measurement) */
+    t->paths = key_len <= 16 && !(ev && !strcmp(ev, "0"));
+    ev = getenv("OFB_DFA_NARROW");   /* "1": > 16 intervals as two range16 levels, not range64/full nodes
+                                        (measurement: 0.9x the batched rate on cb_acl) */
+    t->narrow = ev && !strcmp(ev, "1");
     /* groups as spans of idx: [gs[i], ge[i]) */
     uint32_t *gs = gstart, *ge = gstart + DFA_MAX_GROUPS + 2;
     unsigned ng0 = n ? first_groups(&g, n, grp, 4) : 0, ng = 0;
@@ -696,8 +841,8 @@ struct ofb_bdfa *ofb_bdfa_build(uint32_t key_len, uint32_t nwk, const uint64_t *
                     (unsigned long long)(group_max >> 20), ng);
     }
     free(grp), free(idx), free(gstart), free(g.lastc);
-    free(t->dd);
-    t->dd = NULL;
+    free(t->dd), free(t->pend);
+    t->dd = NULL, t->pend = NULL;
     to_hugepages(t);
     t->bytes = sizeof(*t) + t->ncap;
     clock_gettime(CLOCK_MONOTONIC, &ts1);
@@ -721,6 +866,7 @@ void ofb_bdfa_free(struct ofb_bdfa *t)
     else
         free(t->nodes);
     free(t->dd);
+    free(t->pend);
     free(t);
 }
 
@@ -731,51 +877,134 @@ double ofb_bdfa_build_s(const struct ofb_bdfa *t) { return t ? t->build_s : 0; }
 
 /* ---------- lookup ---------- */
 
+#ifdef OFB_CLS_PROFILE
+unsigned long ofb_prof_dfa_steps, ofb_prof_dfa_types[4];   /* cls-prof: per single lookup, by node type */
+#endif
+
 static inline uint32_t step_scalar(const uint8_t *nb, uint32_t ref, const uint8_t *key)
 {
     const uint8_t *nd = nb + NODE_OFF(ref);
-    if (ref & REF_FULL)
+    uint32_t r;
+    switch (ref & REF_TYPE) {
+    case REF_FULL:
         return ((const uint32_t *)(nd + 16))[key[nd[15]]];
-    unsigned nt = ref & REF_RANGE64 ? 63 : 15, i = 0;   /* thresholds ascending, 0x7f-padded */
-    int8_t x = (int8_t)(key[nd[nt]] ^ 0x80);
-    while (i < nt && x > (int8_t)nd[i])
-        i++;
-    return ((const uint32_t *)(nd + nt + 1))[i];
+    case REF_PATH: {
+        unsigned len = nd[24], i = 0;
+        while (i < len && (key[nd[i]] & nd[8 + i]) == nd[16 + i])
+            i++;
+        memcpy(&r, nd + 28 + 4 * i, 4);
+        return r;
+    }
+    default: {
+        unsigned nt = ref & REF_RANGE64 ? 63 : 15, i = 0;   /* thresholds ascending, 0x7f-padded */
+        int8_t x = (int8_t)(key[nd[nt]] ^ 0x80);
+        while (i < nt && x > (int8_t)nd[i])
+            i++;
+        return ((const uint32_t *)(nd + nt + 1))[i];
+    }
+    }
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
+/* key: key_len bytes; kx: the key in 16 bytes (path nodes, keys <= 16 bytes) */
 __attribute__((target("sse4.2,popcnt")))
-static inline uint32_t step_sse(const uint8_t *nb, uint32_t ref, const uint8_t *key)
+static inline uint32_t step_sse(const uint8_t *nb, uint32_t ref, const uint8_t *key, __m128i kx)
 {
     const uint8_t *nd = nb + NODE_OFF(ref);
-    if (ref & REF_FULL)
-        return ((const uint32_t *)(nd + 16))[key[nd[15]]];
-    if (!(ref & REF_RANGE64)) {
+    switch (ref & REF_TYPE) {
+    case REF_RANGE16: {
         __m128i bx = _mm_set1_epi8((char)(key[nd[15]] ^ 0x80));
         unsigned msk = (unsigned)_mm_movemask_epi8(_mm_cmpgt_epi8(bx, _mm_load_si128((const __m128i *)nd)));
         return ((const uint32_t *)(nd + 16))[__builtin_popcount(msk & 0x7fff)];
     }
-    __m128i bx = _mm_set1_epi8((char)(key[nd[63]] ^ 0x80));
-    uint64_t m0 = (unsigned)_mm_movemask_epi8(_mm_cmpgt_epi8(bx, _mm_load_si128((const __m128i *)nd)));
-    uint64_t m1 = (unsigned)_mm_movemask_epi8(_mm_cmpgt_epi8(bx, _mm_load_si128((const __m128i *)nd + 1)));
-    uint64_t m2 = (unsigned)_mm_movemask_epi8(_mm_cmpgt_epi8(bx, _mm_load_si128((const __m128i *)nd + 2)));
-    uint64_t m3 = (unsigned)_mm_movemask_epi8(_mm_cmpgt_epi8(bx, _mm_load_si128((const __m128i *)nd + 3)));
-    uint64_t m = m0 | m1 << 16 | m2 << 32 | (m3 & 0x7fff) << 48;
-    return ((const uint32_t *)(nd + 64))[__builtin_popcountll(m)];
+    case REF_FULL:
+        return ((const uint32_t *)(nd + 16))[key[nd[15]]];
+    case REF_PATH: {
+        __m128i hdr = _mm_load_si128((const __m128i *)nd);
+        __m128i x = _mm_and_si128(_mm_shuffle_epi8(kx, hdr), _mm_srli_si128(hdr, 8));
+        unsigned eq = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(x, _mm_loadl_epi64((const __m128i *)(nd + 16))));
+        unsigned fail = ~eq & 0xffu;
+        uint32_t r;
+        memcpy(&r, nd + 28 + 4 * __builtin_ctz(fail | (1u << nd[24])), 4);
+        return r;
+    }
+    default: {
+        __m128i bx = _mm_set1_epi8((char)(key[nd[63]] ^ 0x80));
+        uint64_t m0 = (unsigned)_mm_movemask_epi8(_mm_cmpgt_epi8(bx, _mm_load_si128((const __m128i *)nd)));
+        uint64_t m1 = (unsigned)_mm_movemask_epi8(_mm_cmpgt_epi8(bx, _mm_load_si128((const __m128i *)nd + 1)));
+        uint64_t m2 = (unsigned)_mm_movemask_epi8(_mm_cmpgt_epi8(bx, _mm_load_si128((const __m128i *)nd + 2)));
+        uint64_t m3 = (unsigned)_mm_movemask_epi8(_mm_cmpgt_epi8(bx, _mm_load_si128((const __m128i *)nd + 3)));
+        uint64_t m = m0 | m1 << 16 | m2 << 32 | (m3 & 0x7fff) << 48;
+        return ((const uint32_t *)(nd + 64))[__builtin_popcountll(m)];
+    }
+    }
+}
+/* the key (key_len <= 16 bytes) zero-padded in a register, built from loads of
+ * the key itself (a 16-byte load of freshly stored bytes would stall: no store
+ * forwarding from several narrow stores to one wide load) */
+static inline __m128i key16(const uint8_t *key, uint32_t kl)
+{
+    uint64_t lo = 0, hi = 0;
+    if (kl >= 8) {
+        memcpy(&lo, key, 8);
+        if (kl > 8) {
+            memcpy(&hi, key + kl - 8, 8);   /* overlapping, within the key */
+            hi >>= 8 * (16 - kl);
+        }
+    } else {
+        for (uint32_t i = 0; i < kl; i++)
+            lo |= (uint64_t)key[i] << (8 * i);
+    }
+    return _mm_set_epi64x((long long)hi, (long long)lo);
+}
+
+/* the batch step for keys <= 16 bytes (k16: the key zero-padded to 16 bytes):
+ * range16 and path nodes, the common ones, computed both ways from one load
+ * and selected without a branch (their mix is unpredictable) */
+__attribute__((target("sse4.2,popcnt")))
+static inline uint32_t step_fast(const uint8_t *nb, uint32_t ref, const uint8_t *k16, __m128i kx)
+{
+    const uint8_t *nd = nb + NODE_OFF(ref);
+    uint32_t ty = ref & REF_TYPE;
+    if (likely(ty == REF_RANGE16 || ty == REF_PATH)) {
+        __m128i hdr = _mm_load_si128((const __m128i *)nd);
+        __m128i bx = _mm_set1_epi8((char)(k16[nd[15] & 15] ^ 0x80));
+        unsigned ri = (unsigned)__builtin_popcount((unsigned)_mm_movemask_epi8(_mm_cmpgt_epi8(bx, hdr)) & 0x7fff);
+        __m128i x = _mm_and_si128(_mm_shuffle_epi8(kx, hdr), _mm_srli_si128(hdr, 8));
+        unsigned eq = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(x, _mm_loadl_epi64((const __m128i *)(nd + 16))));
+        unsigned pi = (unsigned)__builtin_ctz((~eq & 0xffu) | (1u << (nd[24] & 15)));
+        size_t off = ty == REF_PATH ? 28 + 4 * (size_t)pi : 16 + 4 * (size_t)ri;
+        uint32_t r;
+        memcpy(&r, nd + off, 4);
+        return r;
+    }
+    return step_sse(nb, ref, k16, kx);
 }
 #endif
 
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("sse4.2,popcnt")))   /* = step_sse's, so it inlines (the library needs SSE4.2 anyway) */
+#endif
 uint32_t ofb_bdfa_lookup(const struct ofb_bdfa *t, const uint8_t *key)
 {
     uint32_t best = DFA_NONE;
     const uint8_t *nb = t->nodes;
+#if defined(__x86_64__) && defined(__GNUC__)
+    __m128i kx = _mm_setzero_si128();
+    if (t->simd && t->key_len <= 16)
+        kx = key16(key, t->key_len);
+#endif
     for (uint32_t g = 0; g < t->ngroups; g++) {
         uint32_t ref = t->root[g];
+#ifdef OFB_CLS_PROFILE
+        for (uint32_t x = ref; !(x & REF_FINAL); x = step_scalar(nb, x, key))
+            ofb_prof_dfa_steps++, ofb_prof_dfa_types[(x & REF_TYPE) >> 1]++;
+#endif
 #if defined(__x86_64__) && defined(__GNUC__)
         if (t->simd)
             while (!(ref & REF_FINAL))
-                ref = step_sse(nb, ref, key);
+                ref = step_sse(nb, ref, key, kx);
         else
 #endif
             while (!(ref & REF_FINAL))
@@ -791,15 +1020,17 @@ uint32_t ofb_bdfa_lookup(const struct ofb_bdfa *t, const uint8_t *key)
     while (walk) {                                                                         \
         for (uint32_t w = walk; w; w &= w - 1) {                                           \
             unsigned j = (unsigned)__builtin_ctz(w);                                       \
-            uint32_t ref = STEP(nb, cur[j], keys[base + j]);                               \
+            uint32_t ref = STEP(nb, cur[j], keys[base + j] KX);                            \
             cur[j] = ref;                                                                  \
-            if (ref & REF_FINAL)                                                           \
-                walk &= ~(1u << j);                                                        \
-            else                                                                           \
-                __builtin_prefetch(nb + NODE_OFF(ref));                                    \
+            walk &= ~((ref & REF_FINAL) << j);   /* no branch: the walks end at random */  \
+            /* a final's "offset" is no address: node 0 instead (no TLB walk, no branch) */ \
+            __builtin_prefetch(nb + (NODE_OFF(ref) & ((size_t)0 - (~ref & REF_FINAL))));     \
         }                                                                                  \
     }
 
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("sse4.2,popcnt")))
+#endif
 void ofb_bdfa_lookup_batch(const struct ofb_bdfa *t, const uint8_t *const keys[], size_t n, uint32_t rank_out[])
 {
     const uint8_t *nb = t->nodes;
@@ -808,6 +1039,18 @@ void ofb_bdfa_lookup_batch(const struct ofb_bdfa *t, const uint8_t *const keys[]
         uint32_t cur[DFA_LANES], best[DFA_LANES];
         for (unsigned j = 0; j < m; j++)
             best[j] = DFA_NONE;
+#if defined(__x86_64__) && defined(__GNUC__)
+        __m128i kx[DFA_LANES];
+        uint8_t k16[DFA_LANES][16] __attribute__((aligned(16)));
+        const uint8_t *kp[DFA_LANES];   /* the key as step_fast reads it */
+        if (t->simd) {
+            for (unsigned j = 0; j < m; j++) {
+                kx[j] = t->key_len <= 16 ? key16(keys[base + j], t->key_len) : _mm_setzero_si128();
+                _mm_store_si128((__m128i *)k16[j], kx[j]);   /* byte loads from it forward fine */
+                kp[j] = k16[j];
+            }
+        }
+#endif
         for (uint32_t g = 0; g < t->ngroups; g++) {
             uint32_t walk = 0, r0 = t->root[g];
             for (unsigned j = 0; j < m; j++)
@@ -816,11 +1059,23 @@ void ofb_bdfa_lookup_batch(const struct ofb_bdfa *t, const uint8_t *const keys[]
                 walk = m == 32 ? UINT32_MAX : (1u << m) - 1;
 #if defined(__x86_64__) && defined(__GNUC__)
             if (t->simd) {
-                BATCH_WALK(step_sse)
+#define KX , kx[j]
+                if (t->key_len <= 16) {
+#define keys kp
+#define base 0
+                    BATCH_WALK(step_fast)
+#undef base
+#undef keys
+                } else {
+                    BATCH_WALK(step_sse)
+                }
+#undef KX
             } else
 #endif
             {
+#define KX
                 BATCH_WALK(step_scalar)
+#undef KX
             }
             for (unsigned j = 0; j < m; j++) {
                 uint32_t r = (cur[j] >> 1) - 1;
