@@ -219,6 +219,7 @@ struct ofb_cls {
     uint64_t n_delta;                 /* live rules in the tables */
     uint32_t dt_delta_min;
     bool dt_sync;                     /* OFB_CLS_DTREE_SYNC=1: rebuild on the writer thread */
+    bool dfa_bulk_sync;               /* OFB_CLS_DFA_BULK_SYNC=1: a DFA bulk build waits for the DFA */
 };
 
 /* Grouped line filter (design point 7).  Group k: tables of one band whose
@@ -259,6 +260,7 @@ static inline bool uses_lin(const struct ofb_cls *c);
 static inline bool is_trie(const struct ofb_cls *c);
 static void dt_poll(struct ofb_cls *c, bool wait);
 static void dt_maybe_start(struct ofb_cls *c);
+static void dt_start(struct ofb_cls *c, bool force);
 static void *xalloc(struct ofb_cls *c, size_t n);
 static void xfree(struct ofb_cls *c, void *p, size_t n);
 
@@ -2056,7 +2058,12 @@ static int dt_bulk(struct ofb_cls *c, const struct ofb_cls_rule *rules, size_t n
         dr[i] = (struct ofb_dtree_rule){ rules[i].priority, c->n_ids + 1 + (uint32_t)i, rules[i].handle, v, m,
                                          c->wv, V_INF };
     }
-    struct ofb_dtree *t = ofb_dtree_build(c->key_len, dr, n, dt_flags(c), c->err, sizeof(c->err));
+    /* DFA: the tree now (lookups from it at once), the DFA (~1 s at 100k) with
+     * a fresh tree on the rebuild thread, adopted like any rebuild (at a later
+     * publish, or ofb_cls_synchronize); OFB_CLS_DFA_BULK_SYNC=1: both now */
+    unsigned fl = dt_flags(c);
+    bool later = (fl & OFB_DTREE_DFA) && !c->dfa_bulk_sync;
+    struct ofb_dtree *t = ofb_dtree_build(c->key_len, dr, n, later ? fl & ~OFB_DTREE_DFA : fl, c->err, sizeof(c->err));
     free(dr), free(w);
     if (!t)
         return -1;
@@ -2070,6 +2077,8 @@ static int dt_bulk(struct ofb_cls *c, const struct ofb_cls_rule *rules, size_t n
     dt_publish(c, t, 0);
     publish(c);
     ofb_cls_reclaim(c);
+    if (later)
+        dt_start(c, true);
     return 0;
 }
 
@@ -2095,11 +2104,17 @@ static void dt_job_free(struct dtjob *j)
  * into the published tree, which stays allocated until the job is adopted. */
 static void dt_maybe_start(struct ofb_cls *c)
 {
+    dt_start(c, false);
+}
+
+/* force: rebuild whatever the delta (DFA: the DFA of a bulk build) */
+static void dt_start(struct ofb_cls *c, bool force)
+{
     struct ofb_dtree *old = atomic_load_explicit(&c->dt, memory_order_relaxed);
     uint64_t limit = ofb_dtree_rules(old) / DT_DELTA_DIV;
     if (limit < c->dt_delta_min)
         limit = c->dt_delta_min;
-    if (c->job || c->n_delta <= limit || c->in_batch)
+    if (c->job || (!force && c->n_delta <= limit) || c->in_batch)
         return;
     struct dtjob *j = calloc(1, sizeof(*j));
     size_t cap = ofb_dtree_rules(old) + c->n_delta;
@@ -3145,6 +3160,8 @@ struct ofb_cls *ofb_cls_create(const struct ofb_cls_params *p)
         c->dt_delta_min = e && atoi(e) > 0 ? (uint32_t)atoi(e) : DT_DELTA_MIN;
         e = getenv("OFB_CLS_DTREE_SYNC");
         c->dt_sync = e && !strcmp(e, "1");
+        e = getenv("OFB_CLS_DFA_BULK_SYNC");   /* DFA: a bulk build also builds the DFA before it returns */
+        c->dfa_bulk_sync = e && !strcmp(e, "1");
     }
     atomic_store(&c->bytes, sizeof(*c));
     atomic_store(&c->version, 1);
