@@ -313,7 +313,8 @@ static bool out_reserve(struct ofb_bdfa *t, struct gctx *g, size_t need)
         g->oom = true;
         return false;
     }
-    memcpy(x, t->nodes, t->nused);
+    if (t->nused)
+        memcpy(x, t->nodes, t->nused);
     free(t->nodes);
     t->nodes = x;
     t->ncap = nc;

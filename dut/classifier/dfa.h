@@ -34,17 +34,31 @@
  * shorter than key_len.
  *
  * Layout (what lookups read, one 2 MiB-aligned mapping advised MADV_HUGEPAGE,
- * OFB_CLS_HUGEPAGES=0: heap).  A reference is 32 bits: type in the low 2 bits
- * (0 range node, 1 full node, 2 final), the rest a node offset in 16-byte
- * units or, for final, rank + 1 (0 = no rule of the group matches).  A node
- * starts with 16 bytes: bytes 0..14 the range node's thresholds (start of
- * interval j+1 minus 1, xor 0x80 so a signed compare is unsigned; unused:
- * 0x7f), byte 15 the key byte position the node reads.  Then its children: a
- * range node (<= 16 intervals) one 32-bit ref per interval, chosen by
- * popcount(movemask(key byte > thresholds)) (SSE4; scalar: a loop); a full
- * node 256 refs indexed by the byte.  Batched lookups walk DFA_LANES keys of
- * a group interleaved, prefetching each next node.
- *
+ * OFB_CLS_HUGEPAGES=0: heap).  A reference is 32 bits: bit 0 set = final
+ * (rank + 1 in the bits above, 0 = no rule of the group matches); else bits
+ * 1-2 the node type and bits 3.. the node's offset in 16-byte units (8 GiB).
+ *  - range16 (<= 16 intervals): bytes 0..14 thresholds (start of interval
+ *    j+1 minus 1, xor 0x80 so a signed compare is unsigned; unused 0x7f),
+ *    byte 15 the key byte position read, then one ref per interval, chosen by
+ *    popcount(movemask(key byte > thresholds)) (SSE4; scalar: a loop).
+ *  - range64 (<= 64 intervals): the same with 63 thresholds, position in
+ *    byte 63, four compares (OFB_DFA_NARROW=1: two range16 levels instead).
+ *  - full (> 64 intervals): position in byte 15, 256 refs indexed by the byte.
+ *  - path (keys <= 16 bytes; OFB_DFA_PATHS=0 off): a chain of states that
+ *    each send one aligned block [v, v | ~m] of one byte on and every other
+ *    value to one place, up to 8 of them in one 64-byte node: positions[8],
+ *    masks[8], values[8], length, refs[9]: one pshufb of the key, and, compare,
+ *    movemask; the first failing check i goes to refs[i], all passing to
+ *    refs[length] (the tails of specific rules: dst host bytes, exact ports).
+ * A state whose 256 values all go to one child is no node (its parent points
+ * to the child).  Identical nodes are stored once (hash of their bytes).
+ * Batched lookups walk DFA_LANES (16) keys of a group interleaved: per step
+ * one node (range16 and path computed from one 16-byte load and selected
+ * without a branch on keys <= 16 bytes), the next node prefetched, lanes
+ * leaving the walk when they reach a final ref (no branch).  The key is put
+ * into a register from loads of the key (a 16-byte load of a freshly copied
+ * key stalls on store forwarding: 17 % of the batch, measured with perf).
+
  * The answer is the best rule of the snapshot the DFA was built from, dead or
  * alive: the caller (dtree.c) checks it is live at the reader's version and
  * otherwise asks its tree (rare: only keys whose best rule was deleted since

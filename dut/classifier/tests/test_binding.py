@@ -162,6 +162,23 @@ def test_dfa_classbench_like_against_linear(shape, simd, sync, monkeypatch):
             c.close()
 
 
+def test_dfa_over_its_budget_answers_from_the_tree(monkeypatch):
+    """A rule set whose DFA would pass its state budget (here 1 state per rule + 4096) builds
+    the tree alone: the build succeeds and every answer is still right."""
+    from traces.rulesets import make
+
+    monkeypatch.setenv("OFB_DFA_STATES_PER_RULE", "1")
+    monkeypatch.setenv("OFB_CLS_DFA_BULK_SYNC", "1")
+    rs = make("cb_fw", 3000, seed=5)
+    rules = [(int(p), bytes(v), bytes(m), i + 1) for i, (p, v, m) in
+             enumerate(zip(rs.priorities, rs.values, rs.masks))]
+    keys = [bytes(k) for k in rs.keys(500, seed=6)]
+    with Classifier(rs.key_len, "linear") as ref, Classifier(rs.key_len, "dfa") as c:
+        ref.build_bulk(rules)
+        c.build_bulk(rules)
+        assert c.lookup_batch(keys) == ref.lookup_batch(keys)
+
+
 @pytest.mark.parametrize("algo", ["ours", "tss", "linear", "htrie", "sptrie", "hybrid", "dtree", "dfa"])
 def test_ties_earlier_insert_wins_and_delete_by_value(algo):
     with Classifier(4, algo) as c:
