@@ -9,6 +9,7 @@
 B=$(realpath ${1:-build/dut/classifier/cls-bench})
 cd /tmp/clsb
 EAL="--no-huge -m 2048 --no-pci --no-shconf --file-prefix clsb-dfa-$$ --log-level lib.eal:error"
+trap 'rm -rf /var/run/dpdk/clsb-dfa-$$' EXIT   # the EAL runtime dir, even after a failure
 export OFB_DFA_STATS=1
 date -u +"start %FT%TZ"; uptime; grep -m1 "model name" /proc/cpuinfo
 for rep in 1 2 3; do
