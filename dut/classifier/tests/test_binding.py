@@ -163,11 +163,11 @@ def test_dfa_classbench_like_against_linear(shape, simd, sync, monkeypatch):
 
 
 def test_dfa_over_its_budget_answers_from_the_tree(monkeypatch):
-    """A rule set whose DFA would pass its state budget (here 1 state per rule + 4096) builds
-    the tree alone: the build succeeds and every answer is still right."""
+    """A rule set whose DFA would pass its state budget (here 50 states, in one DFA and
+    partitioned) builds the tree alone: the build succeeds and every answer is still right."""
     from traces.rulesets import make
 
-    monkeypatch.setenv("OFB_DFA_STATES_PER_RULE", "1")
+    monkeypatch.setenv("OFB_DFA_MAX_STATES", "50")
     monkeypatch.setenv("OFB_CLS_DFA_BULK_SYNC", "1")
     rs = make("cb_fw", 3000, seed=5)
     rules = [(int(p), bytes(v), bytes(m), i + 1) for i, (p, v, m) in
