@@ -94,26 +94,29 @@
  *
  *  OFB_CLS_ALGO_DFA    DTREE (same tree, delta, kills, background rebuilds,
  *                      same code in classifier.c) with a byte-stride DFA
- *                      (dfa.h, rte_acl-like: rules grouped, one DFA per group
- *                      by layered subset construction with priority pruning,
- *                      range/full/path nodes) built over the same ranks.  A
- *                      lookup walks the DFA (<= key_len transitions per group,
- *                      no leaf check); only when the rule it names is not live
- *                      at the reader's version (deleted since the build) does
- *                      the key walk the tree.  A bulk build into an empty
- *                      classifier publishes the tree at once and builds tree +
- *                      DFA on the rebuild thread (adopted like any rebuild;
- *                      OFB_CLS_DFA_BULK_SYNC=1: before build_bulk returns).
- *                      A rule set whose DFA passes its budget (32 states per
- *                      rule + 4096, arbitrary masks explode) is served by the
- *                      tree alone; out of memory fails the build with a
- *                      message.  Not the default.  Measured (README.md "dfa",
- *                      AVX2, medians of 3, 100k): batched acl 8.28 Mlps, fw
- *                      6.26, ipc 7.05 = 1.1-1.56x DTREE, 0.17-0.24x rte_acl
- *                      (34.8, 36.8, 34.7 in the same runs): NOT its rate;
- *                      lookups after 0.25-0.54 s (tree), DFA after 1.1-2.2 s
- *                      CPU; 516-978 B/rule with the tree; updates 1.2-1.35 M/s
- *                      of writer CPU.
+ *                      (dfa.h, rte_acl-like: all rules in one DFA by layered
+ *                      subset construction with priority pruning, partitioned
+ *                      into groups when that is too big; range/full/path
+ *                      nodes) built over the same ranks.  A lookup walks the
+ *                      DFA (<= key_len transitions per DFA, no leaf check);
+ *                      only when the rule it names is not live at the reader's
+ *                      version (deleted since the build) does the key walk the
+ *                      tree.  A bulk build into an empty classifier publishes
+ *                      the tree at once and builds tree + DFA on the rebuild
+ *                      thread (adopted like any rebuild; OFB_CLS_DFA_BULK_SYNC
+ *                      =1: before build_bulk returns).  A rule set whose DFA
+ *                      passes its budget (32 states per rule + 4096; arbitrary
+ *                      masks explode) is served by the tree alone; out of
+ *                      memory fails the build with a message.  Not the
+ *                      default.  Measured (README.md "dfa", AVX2, medians of
+ *                      3, 100k): batched acl 29.4 Mlps, fw 31.8, ipc 21.5 =
+ *                      0.87 / 0.87 / 0.64x rte_acl (34.0, 36.6, 33.3 in the
+ *                      same runs): NOT its rate; that close only because
+ *                      these generated sets are heavily shadowed (one DFA of
+ *                      0.07-2.2 MB); partitioned DFAs: 0.17-0.24x.  Lookups after
+ *                      0.24-0.56 s (tree), DFA after 0.49-1.12 s CPU; 230-556
+ *                      B/rule with the tree; updates 1.16-1.30 M/s of writer
+ *                      CPU.
  *
  * Why not the document's trie.  We first modelled the H-Trie/SP-Trie hybrid
  * and bit-selection decision trees (HiCuts/HyperSplit style) for the hard case

@@ -14,10 +14,14 @@
  * best matching rule (rte_acl's approach: 8-bit stride, rules merged into a
  * few tries whose final nodes name the match).
  *
- * Build (dfa.c).  Rules come in rank order (rank r < s: r beats s).  They are
- * partitioned into groups (src-IP-specific, dst-IP-specific, the rest, as
- * dtree.h's choose_groups; a group whose DFA would pass its budget is split
- * in two by wildness, up to DFA_MAX_GROUPS).  Per group the key bytes are read
+ * Build (dfa.c).  Rules come in rank order (rank r < s: r beats s).  First
+ * all of them go into ONE DFA; only when that passes DFA_ONE_STATES_PER_RULE
+ * (4) states per rule + 4096 are they partitioned into groups (src-IP-
+ * specific, dst-IP-specific, the rest, as dtree.h's choose_groups; a group
+ * whose DFA would pass its memory is split in two by wildness, up to
+ * DFA_MAX_GROUPS), one DFA each, all walked per key (a group's DFA cannot
+ * prune by a better rule of another group: partitioned DFAs are 10-70x
+ * bigger on the ClassBench-like sets).  Per DFA the key bytes are read
  * in an order of decreasing average care bits, and the DFA is built by layered
  * subset construction: a state at depth d is the sorted list of ranks of the
  * rules consistent with the bytes read so far, deduplicated by hash per
@@ -66,12 +70,15 @@
  *
  * Measured (README.md "dfa", measured/2026-11-24-dfa; AMD EPYC AVX2 VM, shared
  * 2-core box): ClassBench-like 100k, batched through the classifier, medians of
- * 3 on the AVX2 path: cb_acl 8.28 Mlps, cb_fw 6.26, cb_ipc 7.05 = 1.1-1.56x
- * dtree, 0.17-0.24x rte_acl in the same runs (34.8, 36.8, 34.7): NOT its rate.
- * 2-4 groups, 10-13 steps per key, 29 / 42 / 36 MB (291-423 B/rule; rte_acl
- * 105-112 on acl/fw); the DFA builds in 0.65-1.6 s.  The walk is CPU-bound
- * first: 18.6 Mlps on a 1k set held in L2 (rte_acl 31.5), ~25 cycles per step.
- *
+ * 3 on the AVX2 path: cb_acl 29.4 Mlps, cb_fw 31.8, cb_ipc 21.5 = 0.87 / 0.87 /
+ * 0.64x rte_acl in the same runs (34.0, 36.6, 33.3): NOT its rate; one DFA of
+ * 417 KB / 66 KB / 2.2 MB built in 12-41 ms, 4.4-5.1 steps per key.  These
+ * generated sets are heavily shadowed (49-431 distinct answers over 65536
+ * keys), which is what lets one DFA stay small.  Partitioned (OFB_DFA_GROUPS=4,
+ * what less shadowed sets get): 8.28 / 6.26 / 7.05 Mlps = 0.17-0.24x rte_acl,
+ * 29-42 MB, built in 0.65-1.6 s, 10-13 steps per key.  The walk is CPU-bound
+ * first: ~20-25 cycles per step (18.6 Mlps on a 1k set held in L2).
+
  * Invariants: immutable after build.  Concurrency: built by any one thread,
  * then only read (by any number of threads).  Limits: key_len <= 255 bytes,
  * < 2^30 - 1 rules, nodes < 16 GiB; the build stops with a message in err

@@ -50,6 +50,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "cls-prof: build failed\n");
         return 1;
     }
+    ofb_cls_synchronize(c);   /* dfa: adopt the DFA its bulk build made on the rebuild thread */
     struct ofb_cls_stats st;
     ofb_cls_get_stats(c, &st);
     struct timespec a, b;
