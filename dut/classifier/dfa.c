@@ -11,7 +11,8 @@
 
 #define DFA_MAX_GROUPS 8
 #ifndef DFA_LANES
-#define DFA_LANES 16           /* keys walked interleaved per group by the batch lookup */
+#define DFA_LANES 32           /* keys walked interleaved per group by the batch lookup (16: 5-8 % slower walk on
+                                  the one-DFA cb sets, measured) */
 #endif
 #define DFA_KL_MAX 255
 #ifndef DFA_ONE_STATES_PER_RULE

@@ -56,7 +56,7 @@
  *    refs[length] (the tails of specific rules: dst host bytes, exact ports).
  * A state whose 256 values all go to one child is no node (its parent points
  * to the child).  Identical nodes are stored once (hash of their bytes).
- * Batched lookups walk DFA_LANES (16) keys of a group interleaved: per step
+ * Batched lookups walk DFA_LANES (32) keys of a group interleaved: per step
  * one node (range16 and path computed from one 16-byte load and selected
  * without a branch on keys <= 16 bytes), the next node prefetched, lanes
  * leaving the walk when they reach a final ref (no branch).  The key is put
