@@ -109,13 +109,13 @@
  *                      masks explode) is served by the tree alone; out of
  *                      memory fails the build with a message.  Not the
  *                      default.  Measured (README.md "dfa", AVX2, medians of
- *                      3, 100k): batched acl 29.4 Mlps, fw 31.8, ipc 21.5 =
- *                      0.87 / 0.87 / 0.64x rte_acl (34.0, 36.6, 33.3 in the
+ *                      3, 100k): batched acl 30.5 Mlps, fw 34.0, ipc 23.8 =
+ *                      0.87 / 0.93 / 0.82x rte_acl (34.4, 36.2, 29.0 in the
  *                      same runs): NOT its rate; that close only because
  *                      these generated sets are heavily shadowed (one DFA of
  *                      0.07-2.2 MB); partitioned DFAs: 0.17-0.24x.  Lookups after
- *                      0.24-0.56 s (tree), DFA after 0.49-1.12 s CPU; 230-556
- *                      B/rule with the tree; updates 1.16-1.30 M/s of writer
+ *                      0.25-0.55 s (tree), DFA after 0.51-1.12 s CPU; 230-556
+ *                      B/rule with the tree; updates 1.10-1.20 M/s of writer
  *                      CPU.
  *
  * Why not the document's trie.  We first modelled the H-Trie/SP-Trie hybrid
