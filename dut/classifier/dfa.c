@@ -701,18 +701,30 @@ static unsigned first_groups(const struct gctx *g, uint32_t n, uint8_t *grp, uns
     return ng + 1;
 }
 
-static const struct gctx *wild_ctx;
-static int cmp_wild(const void *x, const void *y)
+static int cmp_u64(const void *x, const void *y)
 {
-    uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
-    unsigned ca = 0, cb = 0;
-    for (uint32_t p = 0; p < wild_ctx->kl; p++) {
-        ca += (unsigned)__builtin_popcount(mbyte(wild_ctx, a, p));
-        cb += (unsigned)__builtin_popcount(mbyte(wild_ctx, b, p));
-    }
-    if (ca != cb)
-        return ca < cb ? -1 : 1;
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
     return a < b ? -1 : a > b;
+}
+
+/* idx[0..m) ordered by care bits (wildest first), then rank: no global state,
+ * two classifiers may build at once on their rebuild threads */
+static bool sort_by_wildness(const struct gctx *g, uint32_t *idx, uint32_t m)
+{
+    uint64_t *w = malloc(8ull * m + 8);
+    if (!w)
+        return false;
+    for (uint32_t i = 0; i < m; i++) {
+        unsigned c = 0;
+        for (uint32_t p = 0; p < g->kl; p++)
+            c += (unsigned)__builtin_popcount(mbyte(g, idx[i], p));
+        w[i] = (uint64_t)c << 32 | idx[i];
+    }
+    qsort(w, m, 8, cmp_u64);
+    for (uint32_t i = 0; i < m; i++)
+        idx[i] = (uint32_t)w[i];
+    free(w);
+    return true;
 }
 
 static int cmp_u32(const void *x, const void *y)
@@ -865,8 +877,10 @@ struct ofb_bdfa *ofb_bdfa_build(uint32_t key_len, uint32_t nwk, const uint64_t *
                      n, DFA_MAX_GROUPS, (unsigned long long)(group_max >> 20), ge[k] - gs[k]);
             goto fail;
         }
-        wild_ctx = &g;
-        qsort(idx + gs[k], ge[k] - gs[k], 4, cmp_wild);
+        if (!sort_by_wildness(&g, idx + gs[k], ge[k] - gs[k])) {
+            snprintf(err, errlen, "dfa: out of memory building the DFA of %u rules", n);
+            goto fail;
+        }
         uint32_t mid = gs[k] + (ge[k] - gs[k]) / 2;
         qsort(idx + gs[k], mid - gs[k], 4, cmp_u32);
         qsort(idx + mid, ge[k] - mid, 4, cmp_u32);

@@ -119,12 +119,14 @@ def test_dfa_differential_against_python_reference(simd, sync, key_len, monkeypa
     _differential("dfa", 0, simd, key_len)
 
 
+@pytest.mark.parametrize("groups", ["one", "partitioned"])
 @pytest.mark.parametrize("sync", ["0", "1"])
 @pytest.mark.parametrize("simd", ["scalar", "avx2"])
 @pytest.mark.parametrize("shape", ["cb_acl", "cb_fw", "cb_ipc"])
-def test_dfa_classbench_like_against_linear(shape, simd, sync, monkeypatch):
+def test_dfa_classbench_like_against_linear(shape, simd, sync, groups, monkeypatch):
     """dfa and dtree on a ClassBench-like set (bulk build: the tree at once, the DFA on the
-    rebuild thread (sync 0, adopted at a later publish) or on the writer (sync 1)), against
+    rebuild thread (sync 0, adopted at a later publish) or on the writer (sync 1); all rules in
+    one DFA, or partitioned into groups and split), against
     linear: hit-heavy and uniform keys, then a fifth of the rules deleted (the DFA names dead
     rules: the tree answers) and new rules inserted (the delta), merged by a rebuild."""
     from traces.rulesets import make
@@ -132,6 +134,9 @@ def test_dfa_classbench_like_against_linear(shape, simd, sync, monkeypatch):
     _path(simd)
     monkeypatch.setenv("OFB_CLS_DTREE_SYNC", sync)
     monkeypatch.setenv("OFB_CLS_DTREE_DELTA", "64")  # the inserts below trigger rebuilds on the writer
+    if groups == "partitioned":  # dtree's groups, each split in two while over 1 MiB of build memory
+        monkeypatch.setenv("OFB_DFA_GROUPS", "4")
+        monkeypatch.setenv("OFB_DFA_GROUP_MB", "1")
     rs = make(shape, 3000, seed=5)
     rules = [(int(p), bytes(v), bytes(m), i + 1) for i, (p, v, m) in
              enumerate(zip(rs.priorities, rs.values, rs.masks))]
