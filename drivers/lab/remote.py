@@ -39,7 +39,7 @@ from drivers.supervisor import await_ready, proc_start_time
 
 # What a role builds on its host (ninja targets of the meson project).
 ROLE_TARGETS = {"switch": ["dut/switch/ofswitch", "dut/classifier/cls-bench",
-                           "drivers/replay/feed_ceiling"],
+                           "drivers/replay/feed_ceiling", "drivers/probes/memchase"],
                 "generator": ["drivers/softgen/softgen"]}
 # The snippets of drivers.lab.hostside run with the host's system Python (Debian: python3).
 HOST_PYTHON = "/usr/bin/python3"

@@ -21,7 +21,7 @@ CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 def parse_proc_stat(text: str) -> tuple[int, int, int]:
-    """(ctxt, busy_jiffies, total_jiffies) from /proc/stat."""
+    """(ctxt, busy_jiffies, total_jiffies) from /proc/stat (busy includes steal)."""
     ctxt = busy = total = 0
     for line in text.splitlines():
         parts = line.split()
@@ -35,6 +35,15 @@ def parse_proc_stat(text: str) -> tuple[int, int, int]:
             idle = vals[3] + (vals[4] if len(vals) > 4 else 0)
             busy = total - idle
     return ctxt, busy, total
+
+
+def parse_proc_stat_steal(text: str) -> int:
+    """Steal jiffies (the hypervisor ran something else on this VM's vCPUs) from /proc/stat."""
+    for line in text.splitlines():
+        parts = line.split()
+        if parts and parts[0] == "cpu":
+            return int(parts[8]) if len(parts) > 8 else 0
+    return 0
 
 
 def parse_status_ctxt(text: str) -> int:
@@ -58,6 +67,7 @@ class Sample:
     system_busy_jiffies: int
     procs_ctxt: dict[int, int] = field(default_factory=dict)
     procs_cpu_ticks: dict[int, int] = field(default_factory=dict)
+    system_steal_jiffies: int = 0
 
 
 def _proc_ctxt(pid: int) -> int | None:
@@ -76,8 +86,9 @@ def _proc_ctxt(pid: int) -> int | None:
 
 
 def sample(pids: list[int]) -> Sample:
-    ctxt, busy, _ = parse_proc_stat(Path("/proc/stat").read_text())
-    s = Sample(ctxt, busy)
+    text = Path("/proc/stat").read_text()
+    ctxt, busy, _ = parse_proc_stat(text)
+    s = Sample(ctxt, busy, system_steal_jiffies=parse_proc_stat_steal(text))
     for pid in pids:
         c = _proc_ctxt(pid)
         try:
@@ -92,11 +103,16 @@ def sample(pids: list[int]) -> Sample:
 def cost_per_packet(before: Sample, after: Sample, packets: int, seconds: float,
                     clk_tck: int = CLK_TCK) -> dict:
     """Flat metrics for a result record. Processes missing from either sample are left out
-    (a process that ended mid-run has no final counter)."""
+    (a process that ended mid-run has no final counter). ``host_other_cpu_s`` is the CPU time
+    of everything else on the box (other processes, interrupts) and ``host_steal_s`` what the
+    hypervisor took from this VM's vCPUs, both over the window: a trial that moved with either
+    large was disturbed, not slow by itself."""
     pids = set(before.procs_ctxt) & set(after.procs_ctxt)
     proc_ctxt = sum(after.procs_ctxt[p] - before.procs_ctxt[p] for p in pids)
     proc_ticks = sum(after.procs_cpu_ticks[p] - before.procs_cpu_ticks[p] for p in pids)
     sys_ctxt = after.system_ctxt - before.system_ctxt
+    steal = after.system_steal_jiffies - before.system_steal_jiffies
+    others = after.system_busy_jiffies - before.system_busy_jiffies - steal - proc_ticks
     kpkt = packets / 1000.0 if packets > 0 else float("nan")
     return {
         "packets": packets,
@@ -109,6 +125,8 @@ def cost_per_packet(before: Sample, after: Sample, packets: int, seconds: float,
         "proc_cpu_s": round(proc_ticks / clk_tck, 3),
         "proc_cpu_us_per_pkt": round(proc_ticks / clk_tck * 1e6 / packets, 4)
         if packets > 0 else None,
+        "host_other_cpu_s": round(max(others, 0) / clk_tck, 3),
+        "host_steal_s": round(steal / clk_tck, 3),
     }
 
 
@@ -122,3 +140,18 @@ def median_trial(trials: list[dict], key: str) -> dict:
     chosen = dict(ranked[(len(ranked) - 1) // 2])
     chosen[f"{key}_trials"] = [t[key] for t in trials]
     return chosen
+
+
+def other_load(m: dict) -> float:
+    """Cores' worth of CPU that other work (processes outside the measurement, the
+    hypervisor's steal) took on average over a window measured by :func:`cost_per_packet`."""
+    seconds = m.get("seconds") or 0
+    if seconds <= 0:
+        return 0.0
+    return ((m.get("host_other_cpu_s") or 0) + (m.get("host_steal_s") or 0)) / seconds
+
+
+def is_disturbed(m: dict, limit: float) -> bool:
+    """A window in which other work took more than ``limit`` of a core on average: its rate
+    says how busy the box was, not what the measured path can do."""
+    return other_load(m) > limit

@@ -10,6 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
 
 #ifndef DT_LEAF
 #define DT_LEAF 16           /* stop splitting at this many rules (8: 3.6x the copies on cb_fw, README) */
@@ -21,7 +24,7 @@
 #define DT_LANES 16          /* keys walked interleaved by the batch lookup (<= 32) */
 #endif
 #define DT_LEAF_BIT 0x80000000u
-#define DT_MAXW 16
+#define DT_MAXW 20           /* key words: >= esw (round16(128 + 2) / 8) */
 #define OFB_DT_KL_MAX_ANY 128
 #define V_INF UINT64_MAX
 #define likely(x) __builtin_expect(!!(x), 1)
@@ -51,8 +54,7 @@ struct ofb_dtree {
     uint32_t tmin[DT_MAX_TREES];     /* best rank in each tree (trees sorted by it) */
     struct slot *s;
     uint32_t ns, cap_s;
-    uint64_t *ew;                    /* entries: 2 * nwk words each (value, mask) */
-    uint32_t *er;                    /* entry ranks */
+    uint32_t *er;                    /* entry ranks (build: binary leaves' rules) */
     uint64_t ne, cap_e;
     struct rinfo *ri;                /* by rank */
     struct idrank *ir;               /* sorted by id */
@@ -65,15 +67,16 @@ struct ofb_dtree {
     uint32_t sroot[DT_MAX_TREES];    /* ref of each tree's root */
     struct snode *sn;                /* super nodes */
     uint32_t nsn, cap_sn;
-    struct lhead *lh;                /* leaf headers (one cache line each, see emit_leaf) */
-    uint64_t nlh, cap_lh;
-    uint64_t *lb;                    /* leaf entries: records of 2 * nwk words (value, mask) */
-    uint64_t nlb, cap_lb;
-    uint32_t *lr;                    /* rank of each leaf entry */
-    uint64_t cap_lr;
+    uint8_t *lf;                     /* leaf blocks (see emit_leaf), 16-byte units */
+    uint64_t nlf, cap_lf;            /* bytes */
+    uint32_t esw;                    /* words per leaf entry */
+    bool mid;                        /* entries: value + 16-bit mask id (else value words, mask words) */
+    uint64_t *mt;                    /* mask table: esw words per mask id (mid) */
+    uint32_t nmt;
+    uint32_t *midx;                  /* build: mask id per rank */
     uint64_t *rk;                    /* per rank: value words, mask words (2 * nwk) */
     uint32_t *lmemo;                 /* build: binary leaf slot -> ref (0 = not yet) */
-    void *region;                    /* sn, lb, ri, rk moved into one huge-page mapping (or NULL) */
+    void *region;                    /* sn, lf, ri, rk, mt moved into one huge-page mapping (or NULL) */
     size_t region_bytes;
     struct ofb_bdfa *dfa;            /* OFB_DTREE_DFA: answers first (dfa.h), the tree when its answer is dead */
     int dfa_over;                    /* OFB_DTREE_DFA asked, but the rules passed the DFA's budget: tree only */
@@ -90,19 +93,16 @@ struct snode {
 } __attribute__((aligned(64)));
 #define SN_LEAF 0x80000000u
 
-/* Leaf header, one cache line: the leaf's entries are lb[e .. e+n); for n <=
- * LH_FILTER a one-byte filter per entry (key byte d & m[i] == v[i]: the byte
- * where the leaf's entries differ most) and their ranks, so a lookup reads
- * this line and then only the entries that pass (usually one line). */
-#ifndef LH_FILTER
-#define LH_FILTER 16   /* = DT_LEAF: every leaf below the copy limit is filtered */
+/* Leaf ref (a super node's kid with SN_LEAF): bits 0..26 the block's offset
+ * in lf in 16-byte units, bits 27..30 the cache lines of its head (count,
+ * filter columns, ranks; capped at 15): what the batch lookup prefetches when
+ * a walk ends there (-DDT_PF_ALL, a probe variant: the whole block). */
+#define LF_OFF_BITS 27
+#define LF_OFF(ref) ((ref) & ((1u << LF_OFF_BITS) - 1))
+#define LF_LINES(ref) (((ref) >> LF_OFF_BITS) & 15u)
+#ifndef DT_LEAF_ALIGN
+#define DT_LEAF_ALIGN 16   /* leaf blocks start at multiples of this many bytes */
 #endif
-struct lhead {
-    uint32_t n, e;
-    uint8_t d, pad[3];
-    uint8_t v[LH_FILTER], m[LH_FILTER];
-    uint32_t rank[LH_FILTER];
-} __attribute__((aligned(64)));
 
 /* ---------- build ---------- */
 
@@ -141,17 +141,10 @@ static uint32_t new_pair(struct bctx *b)
 static void make_leaf(struct bctx *b, uint32_t si, const uint32_t *idx, uint32_t n)
 {
     struct ofb_dtree *t = b->t;
-    uint32_t w2 = 2 * t->nwk;
     if (t->ne + n > t->cap_e) {
         uint64_t nc = t->cap_e ? t->cap_e * 2 : 4096;
         while (nc < t->ne + n)
             nc *= 2;
-        uint64_t *ew = realloc(t->ew, sizeof(uint64_t) * w2 * nc);
-        if (!ew) {
-            b->fail = true;
-            return;
-        }
-        t->ew = ew;
         uint32_t *er = realloc(t->er, sizeof(uint32_t) * nc);
         if (!er) {
             b->fail = true;
@@ -161,10 +154,7 @@ static void make_leaf(struct bctx *b, uint32_t si, const uint32_t *idx, uint32_t
         t->cap_e = nc;
     }
     uint64_t e0 = t->ne;
-    for (uint32_t i = 0; i < n; i++) {
-        memcpy(t->ew + (e0 + i) * w2, b->rw + (size_t)idx[i] * w2, sizeof(uint64_t) * w2);
-        t->er[e0 + i] = idx[i];
-    }
+    memcpy(t->er + e0, idx, sizeof(uint32_t) * n);
     t->ne += n;
     t->s[si] = (struct slot){ .a = (uint32_t)e0, .dim = 0, .point = 0, .n = DT_LEAF_BIT | n };
 }
@@ -334,6 +324,72 @@ static unsigned choose_groups(uint32_t kl, const uint8_t *lo, const uint8_t *hi,
     return g + 1;
 }
 
+/* Leaf entry format.  Rule sets with at most DT_MAX_MIDS distinct masks
+ * (ClassBench-like 100k: 900-1500) store an entry as the value bytes and a
+ * 16-bit mask id in the last two bytes of round16(key_len + 2) bytes (16 for
+ * 5-tuple keys: half the (value, mask) pair); the mask table (esw words per
+ * id, zero past key_len) is small and stays in cache.  Otherwise an entry is
+ * the value words then the mask words (2 * nwk).  Sets t->mid, esw, mt, nmt
+ * and midx (per rank).  false: out of memory. */
+#define DT_MAX_MIDS 65536
+static bool mask_ids(struct ofb_dtree *t, const uint64_t *rw)
+{
+    uint32_t n = t->n, nwk = t->nwk, w2 = 2 * nwk;
+    uint32_t esw = ((t->key_len + 2 + 15) / 16) * 2;
+    t->mid = false;
+    t->esw = w2;
+    const char *e = getenv("OFB_DTREE_MID");
+    if (e && !strcmp(e, "0"))
+        return true;
+    uint64_t hsz = 64;
+    while (hsz < 2 * (uint64_t)n)
+        hsz *= 2;
+    uint32_t *h = calloc(hsz, sizeof(uint32_t));   /* mask id + 1, 0 = empty */
+    t->midx = malloc(sizeof(uint32_t) * (n + 1));
+    uint64_t *mt = NULL;
+    uint32_t nm = 0, cap = 0;
+    if (!h || !t->midx)
+        goto fail;
+    for (uint32_t r = 0; r < n; r++) {
+        const uint64_t *m = rw + (size_t)r * w2 + nwk;
+        uint64_t x = 0x9e3779b97f4a7c15ull;
+        for (uint32_t k = 0; k < nwk; k++)
+            x = (x ^ m[k]) * 0xff51afd7ed558ccdull;
+        uint64_t i = (x ^ x >> 29) & (hsz - 1);
+        for (; h[i]; i = (i + 1) & (hsz - 1))
+            if (!memcmp(mt + (size_t)(h[i] - 1) * esw, m, 8 * nwk))
+                break;
+        if (!h[i]) {
+            if (nm == DT_MAX_MIDS) {   /* too many masks: full entries */
+                free(h), free(mt), free(t->midx);
+                t->midx = NULL;
+                return true;
+            }
+            if (nm == cap) {
+                cap = cap ? 2 * cap : 256;
+                uint64_t *x2 = realloc(mt, sizeof(uint64_t) * esw * cap);
+                if (!x2)
+                    goto fail;
+                mt = x2;
+            }
+            memset(mt + (size_t)nm * esw, 0, 8 * esw);
+            memcpy(mt + (size_t)nm * esw, m, 8 * nwk);
+            memset((uint8_t *)(mt + (size_t)nm * esw) + t->key_len, 0, 8 * esw - t->key_len);
+            h[i] = ++nm;
+        }
+        t->midx[r] = h[i] - 1;
+    }
+    free(h);
+    t->mid = true;
+    t->esw = esw;
+    t->mt = mt;
+    t->nmt = nm;
+    return true;
+fail:
+    free(h), free(mt);
+    return false;
+}
+
 /* OFB_DTREE_STATS=1: the binary trees' leaf sizes and depths on stderr at build */
 static void walk_stats(const struct ofb_dtree *t, uint32_t si, unsigned depth, uint64_t *lh, uint64_t *dh, uint64_t *wsum)
 {
@@ -378,10 +434,10 @@ static void to_hugepages(struct ofb_dtree *t)
     if (e && !strcmp(e, "0"))
         return;
     size_t w2 = 2 * t->nwk;
-    size_t sz[6] = { sizeof(struct snode) * t->nsn, sizeof(uint64_t) * w2 * t->nlb, sizeof(struct rinfo) * t->n,
-                     sizeof(uint64_t) * w2 * t->n, sizeof(struct lhead) * t->nlh, sizeof(uint32_t) * t->nlb };
-    size_t off[6], total = 0;
-    for (int i = 0; i < 6; i++) {
+    size_t sz[5] = { sizeof(struct snode) * t->nsn, t->nlf, sizeof(struct rinfo) * t->n,
+                     sizeof(uint64_t) * w2 * t->n, sizeof(uint64_t) * t->esw * t->nmt };
+    size_t off[5], total = 0;
+    for (int i = 0; i < 5; i++) {
         off[i] = total;
         total += (sz[i] + 63) & ~(size_t)63;
     }
@@ -397,20 +453,17 @@ static void to_hugepages(struct ofb_dtree *t)
     madvise(r, total, MADV_HUGEPAGE);
 #endif
     memcpy(r + off[0], t->sn, sz[0]);
-    memcpy(r + off[1], t->lb, sz[1]);
+    memcpy(r + off[1], t->lf, sz[1]);
     memcpy(r + off[2], t->ri, sz[2]);
     memcpy(r + off[3], t->rk, sz[3]);
-    memcpy(r + off[4], t->lh, sz[4]);
-    memcpy(r + off[5], t->lr, sz[5]);
-    free(t->sn), free(t->lb), free(t->ri), free(t->rk), free(t->lh), free(t->lr);
-    t->lh = (struct lhead *)(r + off[4]);
-    t->lr = (uint32_t *)(r + off[5]);
-    t->cap_lh = t->nlh, t->cap_lr = t->nlb;
+    memcpy(r + off[4], t->mt, sz[4]);
+    free(t->sn), free(t->lf), free(t->ri), free(t->rk), free(t->mt);
     t->sn = (struct snode *)(r + off[0]);
-    t->lb = (uint64_t *)(r + off[1]);
+    t->lf = (uint8_t *)(r + off[1]);
     t->ri = (struct rinfo *)(r + off[2]);
     t->rk = (uint64_t *)(r + off[3]);
-    t->cap_sn = t->nsn, t->cap_lb = t->nlb;
+    t->mt = (uint64_t *)(r + off[4]);
+    t->cap_sn = t->nsn, t->cap_lf = t->nlf;
     t->region = base;
     t->region_bytes = total + hp;
 }
@@ -469,6 +522,11 @@ struct ofb_dtree *ofb_dtree_build(uint32_t key_len, const struct ofb_dtree_rule 
         }
     }
     qsort(t->ir, n, sizeof(struct idrank), cmp_idrank);
+    if (!mask_ids(t, rw)) {
+        free(ord), free(lo), free(hi), free(grp), free(idx);
+        t->rk = rw;
+        goto oom;
+    }
     unsigned ng = n ? choose_groups(kl, lo, hi, (uint32_t)n, grp) : 0;
     uint8_t rlo[OFB_DT_KL_MAX_ANY], rhi[OFB_DT_KL_MAX_ANY];
     for (unsigned g = 0; g < ng; g++) {
@@ -533,11 +591,11 @@ struct ofb_dtree *ofb_dtree_build(uint32_t key_len, const struct ofb_dtree_rule 
             x = t->sroot[j]; t->sroot[j] = t->sroot[j - 1]; t->sroot[j - 1] = x;
         }
     /* the binary tree and its entries were build-only */
-    free(t->s), free(t->ew), free(t->er);
-    t->s = NULL, t->ew = NULL, t->er = NULL;
+    free(t->s), free(t->er), free(t->midx);
+    t->s = NULL, t->er = NULL, t->midx = NULL;
     to_hugepages(t);
-    t->bytes = sizeof(*t) + sizeof(struct snode) * t->cap_sn + sizeof(uint64_t) * w2 * (t->cap_lb + n) +
-               sizeof(struct lhead) * t->cap_lh + sizeof(uint32_t) * t->cap_lb +
+    t->bytes = sizeof(*t) + sizeof(struct snode) * t->cap_sn + t->cap_lf + sizeof(uint64_t) * w2 * n +
+               sizeof(uint64_t) * t->esw * t->nmt +
                (sizeof(struct rinfo) + sizeof(struct idrank)) * n + ofb_bdfa_bytes(t->dfa);
     return t;
 oom:
@@ -552,16 +610,15 @@ void ofb_dtree_free(struct ofb_dtree *t)
         return;
     if (t->region) {
         munmap(t->region, t->region_bytes);
-        t->sn = NULL, t->lb = NULL, t->rk = NULL, t->ri = NULL, t->lh = NULL, t->lr = NULL;
+        t->sn = NULL, t->lf = NULL, t->rk = NULL, t->ri = NULL, t->mt = NULL;
     }
     free(t->s);
     free(t->sn);
-    free(t->lb);
-    free(t->lh);
-    free(t->lr);
+    free(t->lf);
+    free(t->mt);
+    free(t->midx);
     free(t->rk);
     free(t->lmemo);
-    free(t->ew);
     free(t->er);
     free(t->ri);
     free(t->ir);
@@ -670,53 +727,95 @@ static bool grow(void **p, uint64_t *cap, uint64_t need, size_t elem, size_t ali
     return true;
 }
 
-/* a leaf: its entries (records) and ranks, and its header (filter byte: the
- * one with the most distinct (value, mask) pairs among the entries) */
+/* A leaf block (in lf, DT_LEAF_ALIGN-aligned):
+ *   u32 n; u8 fd[DT_FCOLS] (filter bytes); zero padding to 16 bytes;
+ *   per chunk of 16 entries, DT_FCOLS filter columns of 32 bytes: mask[16],
+ *     value[16] of each entry at key byte fd[c] (0, 0 past n: masked off);
+ *   u32 rank[n] (rank order: the first live match wins), padding to 16;
+ *   n entries of esw words (mask_ids: value bytes + mask id, or value words +
+ *     mask words).
+ * A lookup filters a chunk's entries on the key's filter bytes (SSE2: one
+ * and + compare + movemask per column; scalar: SWAR), then checks only the
+ * passing entries in full.  The filter bytes are the two where the entries
+ * have the most distinct specific (value, mask) pairs.  One contiguous
+ * block: the batch lookup prefetches its head when the walk ends, and the
+ * first candidate entry after filtering. */
+#ifndef DT_FCOLS
+#define DT_FCOLS 2
+#endif
+static inline uint64_t lf_rank_off(uint32_t n) { return 16 + (uint64_t)(n + 15) / 16 * 32 * DT_FCOLS; }
+static inline uint64_t lf_entry_off(uint32_t n) { return (lf_rank_off(n) + 4 * (uint64_t)n + 15) & ~(uint64_t)15; }
+
+static inline uint8_t rule_mask_byte(const struct ofb_dtree *t, uint32_t rank, uint32_t d)
+{
+    return ((const uint8_t *)(t->rk + (size_t)rank * 2 * t->nwk + t->nwk))[d];
+}
+
 static uint32_t emit_leaf(struct bctx *b, const struct slot *x)
 {
     struct ofb_dtree *t = b->t;
-    uint32_t n = x->n & ~DT_LEAF_BIT, w2 = 2 * t->nwk;
-    if (t->nlh + 1 >= SN_LEAF || !grow((void **)&t->lh, &t->cap_lh, t->nlh + 1, sizeof(struct lhead), 64) ||
-        !grow((void **)&t->lb, &t->cap_lb, t->nlb + n, sizeof(uint64_t) * w2, 64) ||
-        !grow((void **)&t->lr, &t->cap_lr, t->nlb + n, sizeof(uint32_t), 64)) {
+    uint32_t n = x->n & ~DT_LEAF_BIT, kl = t->key_len, nwk = t->nwk;
+    const uint32_t *er = t->er + x->a;
+    uint64_t off = (t->nlf + DT_LEAF_ALIGN - 1) & ~(uint64_t)(DT_LEAF_ALIGN - 1);
+    uint64_t ro = lf_rank_off(n), eo = lf_entry_off(n), sz = eo + 8 * (uint64_t)t->esw * n;
+    if ((off >> 4) >= (1u << LF_OFF_BITS)) {
+        snprintf(b->err, b->errlen, "dtree: leaf blocks over %u MiB (too many rule copies)", (1u << LF_OFF_BITS) >> 16);
         b->fail = true;
         return 0;
     }
-    struct lhead *h = &t->lh[t->nlh];
-    memset(h, 0, sizeof(*h));
-    h->n = n;
-    h->e = (uint32_t)t->nlb;
-    for (uint32_t i = 0; i < n; i++) {
-        uint32_t rank = t->er[x->a + i];
-        memcpy(t->lb + (t->nlb + i) * w2, t->rk + (size_t)rank * w2, sizeof(uint64_t) * w2);
-        t->lr[t->nlb + i] = rank;
+    if (!grow((void **)&t->lf, &t->cap_lf, off + sz + 64, 1, 64)) {
+        b->fail = true;
+        return 0;
     }
-    if (n <= LH_FILTER) {
-        unsigned best = 0, bd = 0;
-        for (uint32_t d = 0; d < t->key_len; d++) {
-            unsigned dist = 0;
-            for (uint32_t i = 0; i < n; i++) {
-                const uint8_t *ei = (const uint8_t *)(t->lb + (t->nlb + i) * w2);
-                bool seen = false;
-                for (uint32_t k = 0; k < i && !seen; k++) {
-                    const uint8_t *ek = (const uint8_t *)(t->lb + (t->nlb + k) * w2);
-                    seen = ek[d] == ei[d] && ek[8 * t->nwk + d] == ei[8 * t->nwk + d];
-                }
-                dist += !seen && ei[8 * t->nwk + d];
-            }
-            if (dist > best)
-                best = dist, bd = d;
+    uint8_t *blk = t->lf + off;
+    memset(t->lf + t->nlf, 0, off + sz - t->nlf);
+    memcpy(blk, &n, 4);
+    /* filter bytes: the most distinct specific (value, mask) pairs (first 16 entries) */
+    uint32_t m16 = n < 16 ? n : 16, dist[OFB_DT_KL_MAX_ANY];
+    for (uint32_t d = 0; d < kl; d++) {
+        dist[d] = 0;
+        for (uint32_t i = 0; i < m16; i++) {
+            uint8_t mi = rule_mask_byte(t, er[i], d), vi = ((const uint8_t *)(t->rk + (size_t)er[i] * 2 * nwk))[d];
+            bool seen = !mi;
+            for (uint32_t k = 0; k < i && !seen; k++)
+                seen = rule_mask_byte(t, er[k], d) == mi &&
+                       ((const uint8_t *)(t->rk + (size_t)er[k] * 2 * nwk))[d] == vi;
+            dist[d] += !seen;
         }
-        h->d = (uint8_t)bd;
+    }
+    for (unsigned c = 0; c < DT_FCOLS; c++) {
+        uint32_t bd = 0;
+        for (uint32_t d = 1; d < kl; d++)
+            if (dist[d] > dist[bd])
+                bd = d;
+        blk[4 + c] = (uint8_t)bd;
+        dist[bd] = 0;
         for (uint32_t i = 0; i < n; i++) {
-            const uint8_t *ei = (const uint8_t *)(t->lb + (t->nlb + i) * w2);
-            h->v[i] = ei[bd];
-            h->m[i] = ei[8 * t->nwk + bd];
-            h->rank[i] = t->lr[t->nlb + i];
+            uint8_t *col = blk + 16 + (uint64_t)(i / 16) * 32 * DT_FCOLS + 32 * c;
+            col[i % 16] = rule_mask_byte(t, er[i], bd);
+            col[16 + i % 16] = ((const uint8_t *)(t->rk + (size_t)er[i] * 2 * nwk))[bd];
         }
     }
-    t->nlb += n;
-    return SN_LEAF | (uint32_t)t->nlh++;
+    memcpy(blk + ro, er, 4 * (size_t)n);
+    for (uint32_t i = 0; i < n; i++) {
+        const uint64_t *w = t->rk + (size_t)er[i] * 2 * nwk;
+        uint8_t *e = blk + eo + (size_t)8 * t->esw * i;
+        if (t->mid) {
+            uint16_t id = (uint16_t)t->midx[er[i]];
+            memcpy(e, w, kl);
+            memcpy(e + 8 * t->esw - 2, &id, 2);
+        } else {
+            memcpy(e, w, 16 * (size_t)nwk);
+        }
+    }
+    t->nlf = off + sz;
+#ifdef DT_PF_ALL
+    uint64_t pfb = sz;
+#else
+    uint64_t pfb = eo;   /* the lines the filter reads (and the ranks) */
+#endif
+    uint64_t lines = ((off & 63) + pfb + 63) / 64;
+    return SN_LEAF | (uint32_t)(lines > 15 ? 15 : lines) << LF_OFF_BITS | (uint32_t)(off >> 4);
 }
 
 static void conv_fill(struct bctx *b, uint32_t ni, unsigned pos, unsigned level, uint32_t si)
@@ -780,28 +879,31 @@ static inline bool live(const struct ofb_dtree *t, uint32_t r, uint64_t v)
     return x->add_v <= v && v < atomic_load_explicit(&x->del_v, memory_order_acquire);
 }
 
+/* the key in words, zero past key_len up to the entry width */
 static inline void key_words(const struct ofb_dtree *t, const uint8_t *key, uint64_t *kw)
 {
-    kw[t->nwk - 1] = 0;
-    if (t->nwk < 2)
-        kw[1] = 0;
+    uint32_t w = t->esw > t->nwk ? t->esw : t->nwk;
+    for (uint32_t k = t->nwk - 1; k < w; k++)
+        kw[k] = 0;
+    kw[1] = 0;
     memcpy(kw, key, t->key_len);
 }
 
-/* entries of leaf h that pass its byte filter (bit i = entry i); all when unfiltered */
-static inline uint32_t leaf_cand(const struct lhead *h, const uint8_t *key)
-{
-    if (h->n > LH_FILTER)
-        return UINT32_MAX;
-    uint8_t kd = key[h->d];
-    uint32_t c = 0;
-    for (uint32_t i = 0; i < h->n; i++)
-        c |= (uint32_t)((kd & h->m[i]) == h->v[i]) << i;
-    return c;
-}
-
+/* does leaf entry e match the key words kw? */
 static inline bool entry_match(const struct ofb_dtree *t, const uint64_t *e, const uint64_t *kw)
 {
+    uint32_t esw = t->esw;
+    if (likely(t->mid)) {
+        uint16_t id;
+        memcpy(&id, (const uint8_t *)(e + esw) - 2, 2);
+        const uint64_t *m = t->mt + (size_t)id * esw;
+        if (esw == 2)   /* keys <= 14 bytes; the id's bytes are masked out */
+            return !((((kw[0] & m[0]) ^ e[0])) | (((kw[1] & m[1]) ^ e[1]) & 0x0000ffffffffffffull));
+        uint64_t x = 0;
+        for (uint32_t k = 0; k + 1 < esw; k++)
+            x |= (kw[k] & m[k]) ^ e[k];
+        return !(x | (((kw[esw - 1] & m[esw - 1]) ^ e[esw - 1]) & 0x0000ffffffffffffull));
+    }
     uint32_t nwk = t->nwk;
     if (nwk == 2)
         return !(((kw[0] & e[2]) ^ e[0]) | ((kw[1] & e[3]) ^ e[1]));
@@ -811,29 +913,82 @@ static inline bool entry_match(const struct ofb_dtree *t, const uint64_t *e, con
     return !x;
 }
 
-/* the first live match better than best among leaf ref's candidates */
-static inline uint32_t scan_leaf_c(const struct ofb_dtree *t, uint32_t ref, uint32_t cand, const uint64_t *kw,
+/* entries i of chunk col (16 entries) that pass the filter columns: bit i */
+static inline uint32_t chunk_cand(const uint8_t *blk, const uint8_t *col, const uint8_t *key, bool simd)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (simd) {   /* SSE2 */
+        __m128i k0 = _mm_set1_epi8((char)key[blk[4]]);
+        __m128i p = _mm_cmpeq_epi8(_mm_and_si128(k0, _mm_load_si128((const __m128i *)col)),
+                                   _mm_load_si128((const __m128i *)(col + 16)));
+        for (unsigned c = 1; c < DT_FCOLS; c++) {
+            __m128i kc = _mm_set1_epi8((char)key[blk[4 + c]]);
+            p = _mm_and_si128(p, _mm_cmpeq_epi8(_mm_and_si128(kc, _mm_load_si128((const __m128i *)(col + 32 * c))),
+                                                _mm_load_si128((const __m128i *)(col + 32 * c + 16))));
+        }
+        return (uint32_t)_mm_movemask_epi8(p);
+    }
+#endif
+    /* SWAR: 8 entries per 64-bit word; a zero byte of (key & mask) ^ value passes */
+    const uint64_t lo7 = 0x7f7f7f7f7f7f7f7full;
+    uint64_t miss[2] = { 0, 0 };
+    for (unsigned c = 0; c < DT_FCOLS; c++) {
+        uint64_t kb = key[blk[4 + c]] * 0x0101010101010101ull, m[2], vv[2];
+        memcpy(m, col + 32 * c, 16);
+        memcpy(vv, col + 32 * c + 16, 16);
+        for (unsigned h = 0; h < 2; h++) {
+            uint64_t x = (kb & m[h]) ^ vv[h];
+            miss[h] |= ((x & lo7) + lo7) | x;   /* high bit of each byte: that byte is not zero */
+        }
+    }
+    uint32_t cand = 0;
+    for (unsigned h = 0; h < 2; h++) {
+        uint64_t pass = (~miss[h] >> 7) & 0x0101010101010101ull;   /* bit 8i: entry i passes */
+        cand |= (uint32_t)((pass * 0x0102040810204080ull) >> 56) << (8 * h);
+    }
+    return cand;
+}
+
+/* the first chunk's candidates in leaf ref (bit i: entry i); with
+ * prefetch, the first candidate's entry is prefetched */
+static inline uint32_t leaf_cand(const struct ofb_dtree *t, uint32_t ref, const uint64_t *kw, bool prefetch)
+{
+    const uint8_t *blk = t->lf + ((size_t)LF_OFF(ref) << 4);
+    uint32_t n;
+    memcpy(&n, blk, 4);
+    uint32_t cand = chunk_cand(blk, blk + 16, (const uint8_t *)kw, t->simd);
+    if (n < 16)
+        cand &= (1u << n) - 1;
+    if (prefetch && cand)
+        __builtin_prefetch(blk + lf_entry_off(n) + (size_t)8 * t->esw * (uint32_t)__builtin_ctz(cand));
+    return cand;
+}
+
+/* the first live match better than best in leaf ref; cand0: leaf_cand */
+static inline uint32_t scan_leaf_c(const struct ofb_dtree *t, uint32_t ref, uint32_t cand0, const uint64_t *kw,
                                    uint64_t v, uint32_t best)
 {
-    const struct lhead *h = &t->lh[ref & ~SN_LEAF];
-    uint32_t w2 = 2 * t->nwk;
+    const uint8_t *blk = t->lf + ((size_t)LF_OFF(ref) << 4);
+    uint32_t n;
+    memcpy(&n, blk, 4);
+    const uint32_t *rank = (const uint32_t *)(blk + lf_rank_off(n));
+    const uint64_t *e = (const uint64_t *)(blk + lf_entry_off(n));
+    uint32_t esw = t->esw;
     bool all_live = v >= t->max_add_v && !atomic_load_explicit(&t->kills, memory_order_relaxed);
-    if (h->n <= LH_FILTER) {
+    for (uint32_t c0 = 0; c0 < n; c0 += 16) {
+        uint32_t cand = cand0;
+        if (c0) {
+            cand = chunk_cand(blk, blk + 16 + (c0 / 16) * 32 * DT_FCOLS, (const uint8_t *)kw, t->simd);
+            if (n - c0 < 16)
+                cand &= (1u << (n - c0)) - 1;
+        }
         for (; cand; cand &= cand - 1) {
-            uint32_t i = (uint32_t)__builtin_ctz(cand), r = h->rank[i];
+            uint32_t i = c0 + (uint32_t)__builtin_ctz(cand), r = rank[i];
             if (r >= best)
                 return best;
-            if (entry_match(t, t->lb + (size_t)(h->e + i) * w2, kw) && (likely(all_live) || live(t, r, v)))
+            if (entry_match(t, e + (size_t)esw * i, kw) && (likely(all_live) || live(t, r, v)))
                 return r;
         }
-        return best;
-    }
-    for (uint32_t i = 0; i < h->n; i++) {
-        uint32_t r = t->lr[h->e + i];
-        if (r >= best)
-            return best;
-        if (entry_match(t, t->lb + (size_t)(h->e + i) * w2, kw) && (likely(all_live) || live(t, r, v)))
-            return r;
     }
     return best;
 }
@@ -841,14 +996,20 @@ static inline uint32_t scan_leaf_c(const struct ofb_dtree *t, uint32_t ref, uint
 static inline uint32_t scan_leaf(const struct ofb_dtree *t, uint32_t ref, const uint64_t *kw, uint64_t v,
                                  uint32_t best)
 {
-    return scan_leaf_c(t, ref, leaf_cand(&t->lh[ref & ~SN_LEAF], (const uint8_t *)kw), kw, v, best);
+    return scan_leaf_c(t, ref, leaf_cand(t, ref, kw, false), kw, v, best);
 }
 
+/* the lines of leaf ref's block that emit_leaf put in its ref: the head
+ * (count, filter columns, ranks).  Prefetching the first line only was
+ * faster in dtprobe (cb_acl) but slower through the classifier (cb_fw 100k
+ * batched 4.5-4.8 -> 3.7-4.0 Mlps, cb_ipc 6.6-7.0 -> 5.2-5.7:
+ * measured/2026-11-24-leaf/ab-f57-239-base.txt): not kept. */
 static inline void prefetch_leaf(const struct ofb_dtree *t, uint32_t ref)
 {
-    __builtin_prefetch(&t->lh[ref & ~SN_LEAF]);
-    if (sizeof(struct lhead) > 64)
-        __builtin_prefetch((const char *)&t->lh[ref & ~SN_LEAF] + 64);
+    const char *p = (const char *)t->lf + ((size_t)LF_OFF(ref) << 4);
+    const char *a = (const char *)((uintptr_t)p & ~(uintptr_t)63);
+    for (uint32_t l = 0; l < LF_LINES(ref); l++)
+        __builtin_prefetch(a + 64 * l);
 }
 
 static inline uint32_t sn_step_scalar(const struct snode *x, const uint8_t *key)
@@ -859,7 +1020,6 @@ static inline uint32_t sn_step_scalar(const struct snode *x, const uint8_t *key)
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
 /* kx: the key (16 bytes, zero padded) xor 0x80 (signed compare = unsigned) */
 __attribute__((target("sse4.2")))
 static inline uint32_t sn_step_sse(const struct snode *x, __m128i kx)
@@ -928,9 +1088,57 @@ static uint32_t tree_lookup(const struct ofb_dtree *t, const uint8_t *key, uint6
     return lookup_scalar(t, key, v);
 }
 
+/* walk the lanes in `walk` (bit g * DT_LANES + j: tree g, lane j) from their
+ * refs in cur to their leaves, interleaved, prefetching each next super node
+ * and each leaf block as it is reached */
+static inline void walk_lanes(const struct ofb_dtree *t, uint64_t walk, uint32_t *cur, const uint64_t (*kw)[DT_MAXW])
+{
+    const struct snode *sn = t->sn;
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (t->simd) {
+        __m128i kx[DT_LANES];
+        for (unsigned j = 0; j < DT_LANES; j++)
+            kx[j] = _mm_xor_si128(_mm_load_si128((const __m128i *)kw[j]), _mm_set1_epi8((char)0x80));
+        while (walk) {
+            for (uint64_t w = walk; w; w &= w - 1) {
+                unsigned x = (unsigned)__builtin_ctzll(w);
+                uint32_t ref = sn_step_sse(&sn[cur[x]], kx[x % DT_LANES]);
+                cur[x] = ref;
+                if (ref & SN_LEAF) {
+                    walk &= ~(1ull << x);
+                    prefetch_leaf(t, ref);
+                } else {
+                    __builtin_prefetch(&sn[ref]);
+                }
+            }
+        }
+        return;
+    }
+#endif
+    while (walk) {
+        for (uint64_t w = walk; w; w &= w - 1) {
+            unsigned x = (unsigned)__builtin_ctzll(w);
+            uint32_t ref = sn_step_scalar(&sn[cur[x]], (const uint8_t *)kw[x % DT_LANES]);
+            cur[x] = ref;
+            if (ref & SN_LEAF) {
+                walk &= ~(1ull << x);
+                prefetch_leaf(t, ref);
+            } else {
+                __builtin_prefetch(&sn[ref]);
+            }
+        }
+    }
+}
+
+/* Batches of DT_LANES keys: every tree's walk for every key interleaved (up
+ * to 64 independent chains of misses), then the leaves scanned tree by tree
+ * (a tree whose best rank cannot beat a key's match is not scanned): the
+ * leaf blocks of the first tree were prefetched while the later trees were
+ * walked. */
 void ofb_dtree_lookup_batch(const struct ofb_dtree *t, const uint8_t *const keys[], size_t n, uint64_t v,
                             uint32_t rank_out[])
 {
+    _Static_assert(DT_LANES * DT_MAX_TREES <= 64, "walk mask: 64 bits");
     if (t->dfa) {
         ofb_bdfa_lookup_batch(t->dfa, keys, n, rank_out);
         if (likely(all_live_at(t, v))) {
@@ -944,82 +1152,44 @@ void ofb_dtree_lookup_batch(const struct ofb_dtree *t, const uint8_t *const keys
                 rank_out[i] = tree_lookup(t, keys[i], v);
         return;
     }
-    const struct snode *sn = t->sn;
     for (size_t base = 0; base < n; base += DT_LANES) {
         unsigned m = n - base < DT_LANES ? (unsigned)(n - base) : DT_LANES;
-        uint32_t cur[DT_LANES], best[DT_LANES];
+        uint32_t cur[DT_MAX_TREES * DT_LANES], best[DT_LANES];
         uint64_t kw[DT_LANES][DT_MAXW] __attribute__((aligned(16)));
         for (unsigned j = 0; j < m; j++) {
             best[j] = DT_NONE;
             key_words(t, keys[base + j], kw[j]);
         }
+        for (unsigned j = m; j < DT_LANES; j++)
+            memset(kw[j], 0, 16);
+        uint64_t lanes = m == 64 ? ~0ull : (1ull << m) - 1, walk = 0;
         for (uint32_t g = 0; g < t->ntrees; g++) {
-            uint32_t act = 0;   /* bit j: lane j still walking */
-            for (unsigned j = 0; j < m; j++) {
-                cur[j] = t->sroot[g];
-                if (best[j] > t->tmin[g])
-                    act |= 1u << j;
-            }
-            if (!act)
-                break;
-            uint32_t walk = t->sroot[g] & SN_LEAF ? 0 : act;   /* a tree may be one leaf */
-#if defined(__x86_64__) && defined(__GNUC__)
-            if (t->simd) {
-                __m128i kx[DT_LANES];
-                for (unsigned j = 0; j < m; j++)
-                    kx[j] = _mm_xor_si128(_mm_load_si128((const __m128i *)kw[j]), _mm_set1_epi8((char)0x80));
-                while (walk) {
-                    for (uint32_t w = walk; w; w &= w - 1) {
-                        unsigned j = (unsigned)__builtin_ctz(w);
-                        uint32_t ref = sn_step_sse(&sn[cur[j]], kx[j]);
-                        cur[j] = ref;
-                        if (ref & SN_LEAF) {
-                            walk &= ~(1u << j);
-                            prefetch_leaf(t, ref);
-                        } else {
-                            __builtin_prefetch(&sn[ref]);
-                        }
-                    }
-                }
-            } else
-#endif
-            {
-                while (walk) {
-                    for (uint32_t w = walk; w; w &= w - 1) {
-                        unsigned j = (unsigned)__builtin_ctz(w);
-                        uint32_t ref = sn_step_scalar(&sn[cur[j]], keys[base + j]);
-                        cur[j] = ref;
-                        if (ref & SN_LEAF) {
-                            walk &= ~(1u << j);
-                            prefetch_leaf(t, ref);
-                        } else {
-                            __builtin_prefetch(&sn[ref]);
-                        }
-                    }
-                }
-            }
-#ifdef DT_NOSCAN
-            for (uint32_t w = act; w; w &= w - 1) best[__builtin_ctz(w)] = cur[__builtin_ctz(w)] & 1 ? 5 : DT_NONE;
-            continue;
-#endif
-            /* the headers are in flight: filter, prefetch the first candidate entry */
-            uint32_t cand[DT_LANES];
-            for (uint32_t w = act; w; w &= w - 1) {
-                unsigned j = (unsigned)__builtin_ctz(w);
-                const struct lhead *h = &t->lh[cur[j] & ~SN_LEAF];
-                cand[j] = leaf_cand(h, (const uint8_t *)kw[j]);
-                if (cand[j])
-                    __builtin_prefetch(t->lb + (size_t)(h->e + (uint32_t)__builtin_ctz(cand[j])) * 2 * t->nwk);
-            }
-            for (uint32_t w = act; w; w &= w - 1) {
-                unsigned j = (unsigned)__builtin_ctz(w);
-                best[j] = scan_leaf_c(t, cur[j], cand[j], kw[j], v, best[j]);
-            }
+            for (unsigned j = 0; j < m; j++)
+                cur[g * DT_LANES + j] = t->sroot[g];
+            if (!(t->sroot[g] & SN_LEAF))   /* a tree may be one leaf */
+                walk |= lanes << (g * DT_LANES);
         }
+        walk_lanes(t, walk, cur, (const uint64_t (*)[DT_MAXW])kw);
+#ifdef DT_NOSCAN   /* probe: the walks alone (the answer is wrong on purpose) */
+        for (uint32_t x = 0; x < t->ntrees * DT_LANES; x++) {
+            static volatile uint32_t sink;
+            sink += cur[x];
+        }
+        memcpy(rank_out + base, best, sizeof(uint32_t) * m);
+        continue;
+#endif
+        /* the leaves' heads are in flight: filter, prefetch each first candidate entry */
+        uint32_t cand[DT_MAX_TREES * DT_LANES];
+        for (uint32_t g = 0; g < t->ntrees; g++)
+            for (unsigned j = 0; j < m; j++)
+                cand[g * DT_LANES + j] = leaf_cand(t, cur[g * DT_LANES + j], kw[j], true);
+        for (uint32_t g = 0; g < t->ntrees; g++)
+            for (unsigned j = 0; j < m; j++)
+                if (best[j] > t->tmin[g])
+                    best[j] = scan_leaf_c(t, cur[g * DT_LANES + j], cand[g * DT_LANES + j], kw[j], v, best[j]);
         for (unsigned j = 0; j < m; j++)   /* the caller reads the winners' rule info next */
             if (best[j] != DT_NONE)
                 __builtin_prefetch(&t->ri[best[j]]);
         memcpy(rank_out + base, best, sizeof(uint32_t) * m);
     }
 }
-

@@ -41,29 +41,39 @@
  * what lookups read: super nodes of 3 levels (7 splits, 8 children, 64 bytes:
  * dims, points, child refs), walked with one SSE4 pshufb of the key by the 7
  * dims and one signed compare (keys <= 16 bytes; OFB_DTREE_SIMD) or byte by
- * byte (scalar: OFB_CLS_SIMD=scalar, longer keys); two-line leaf headers
- * (count, entry index, a filter byte chosen per leaf and (value, mask) of each
- * of its <= 16 entries at that byte, their ranks); entries of 2 x nwk words (value, mask) in
- * leaf order.  A lookup reads the header, filters on one key byte, then reads
- * only the entries that pass.  Batched lookups walk DT_LANES (16) keys
- * interleaved, prefetching each key's next super node, its leaf header at the
- * walk's end, and its first candidate entry before the scan.  After the build
- * all of it moves into one 2 MiB-aligned mapping advised MADV_HUGEPAGE
- * (OFB_CLS_HUGEPAGES=0: heap).
+ * byte (scalar: OFB_CLS_SIMD=scalar, longer keys); and one contiguous block
+ * per leaf (dtree.c, emit_leaf): count; two filter bytes (the key bytes where
+ * the entries have the most distinct specific (value, mask) pairs) with, per
+ * 16 entries, a mask column and a value column for each (16 + 16 bytes);
+ * the entries' ranks (u32, rank order); the entries.  An entry is the rule's
+ * value bytes and a 16-bit id into a mask table of the set's distinct masks
+ * (round16(key_len + 2) bytes: 16 for 5-tuple keys; ClassBench-like 100k sets
+ * have 900-1500 masks, the table stays in cache), or the value and mask words
+ * (2 x nwk words) when a set has > 65536 distinct masks (OFB_DTREE_MID=0
+ * forces it).  A leaf check filters the entries on the two key bytes (SSE2:
+ * and + compare + movemask per column; scalar: SWAR, 8 entries per 64-bit
+ * word), then checks only the passing entries in full, in rank order: the
+ * first live one is the leaf's answer.  Batched lookups take DT_LANES (16)
+ * keys and walk every tree for all of them interleaved (up to 64 chains),
+ * prefetching each next super node and, at a walk's end, its leaf block's
+ * head (count, filter columns, ranks: 2-3 lines); then filter every leaf and
+ * prefetch its first candidate entry; then scan tree by tree.  After the build all of it moves into one
+ * 2 MiB-aligned mapping advised MADV_HUGEPAGE (OFB_CLS_HUGEPAGES=0: heap).
  *
- * Measured (README.md "dtree"; measured/2026-11-24-dtree; AMD EPYC AVX2 VM,
- * shared 2-core box, load 1.3-5): ClassBench-like 100k, batched (32 keys per
- * call), cls-bench medians of 3 on the AVX2 path (classifier.c's dtree): cb_acl
- * 6.00 Mlps, cb_fw 3.48, cb_ipc 4.90; rte_acl in the same runs 32.1, 36.1,
- * 30.0: NOT its rate (5.4-10x short); OURS 3.75, 2.15, 3.51.  Where the
- * time goes (cb_acl): the walk alone (2 trees, ~6 super nodes each) 22.5
- * Mlps; the leaves (2 per key, in DRAM/L3: 20-40 MB of tree at 100k) take
- * the rest.  Copies per rule (leaves of 16): acl 3.0, ipc 3.7, fw 10.0
- * (with leaves of 8: 4.6, 6.7, 35.8 and fw built in 2.4 s); builds 0.27 /
- * 0.31 / 0.67 s.
- * Single lookups are latency-bound (~14 dependent misses): 1-2.7 Mlps, below
- * OURS' 3.4 on these sets.  Rules with arbitrary (non-prefix) masks get
- * superset ranges: the tree degrades towards long leaves (correct, slow).
+ * Measured (README.md "dtree", "Compact leaves"; measured/2026-11-24-leaf; AMD
+ * EPYC AVX2 VM, shared 2-core box): ClassBench-like 100k, batched (32 keys
+ * per call), cls-bench medians of 3 on the AVX2 path (classifier.c's dtree):
+ * cb_acl 9.97 Mlps, cb_fw 4.45, cb_ipc 7.14 (the first dtree, before compact
+ * leaves, in the same runs: 7.29, 3.76, 5.86); rte_acl in the same runs 34.6,
+ * 22.1 (best 36.0), 30.9: NOT its rate (3.5-5x short).  Where the time goes
+ * (cb_acl, dtprobe): the walks alone 34-37 Mlps (27-29 ns per key, compute:
+ * 2 trees x ~5 super nodes); the leaves add 25 ns per key when in L1/L2, 58
+ * in L3, 70 cold (their latency is not hidden).  Tree bytes per rule: acl
+ * 156, fw 353, ipc 175 (15-35 MB at 100k; rte_acl 105-112).  Copies per rule
+ * (leaves of 16): acl 3.0, ipc 3.7, fw 10.0; builds 0.25 / 0.31 / 0.6-0.9 s.
+ * Single lookups are latency-bound (~12 dependent misses): 1.6-3.8 Mlps, not
+ * above OURS' 2.2-3.9 on these sets.  Rules with arbitrary (non-prefix) masks
+ * get superset ranges: the tree degrades towards long leaves (correct, slow).
  *
  * Invariants: immutable after build except each rule's del_v (one atomic
  * 64-bit store by the writer, ofb_dtree_kill).  A rule is live for a reader at
@@ -73,7 +83,10 @@
  * by the caller with a release store; readers only read.  Freed by the caller
  * after every reader left (classifier.c's epoch reclamation).
  *
- * Limits: key_len 1..128 bytes (OFB_CLS_MAX_KEY_LEN); 2^31 leaves; once the
+ * Limits: key_len 1..128 bytes (OFB_CLS_MAX_KEY_LEN); leaf blocks <= 2 GiB
+ * in all (refs hold 16-byte offsets in 27 bits: over it the build fails with
+ * a message); 65536 distinct masks for 16-byte entries (more: (value, mask)
+ * entries, slower); 2^31 super nodes; once the
  * copies reach DT_MAX_COPIES x the rules the remaining nodes become (long)
  * leaves instead of splitting further; 2^32-2 rules; the SIMD walk needs
  * keys <= 16 bytes (longer keys walk scalar).  Out of memory: NULL and a

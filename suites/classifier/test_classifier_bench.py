@@ -51,6 +51,7 @@ N_KEYS = 1 << 16
 LINEAR_MAX_N = 10_000
 ACL_MAX_N = 100_000
 ACL_BUILD_TIMEOUT_S = 60
+ACL_MAX_MB = 2048  # rte_acl's max_size; its build may use 4x (cls-bench --acl-max-mb)
 # rte_acl on NTT-style arbitrary masks: 10k rules ran out of memory after 156 s of build
 # (measured, see dut/classifier/README.md); the normal run tries it at 1k only.
 ACL_NTT_MAX_N = 1000
@@ -149,6 +150,18 @@ class BenchHost:
             return list(binding.SIMD_PATHS)
         return _simd_paths()
 
+    def mem_available_mb(self) -> int | None:
+        """MemAvailable of the host that runs cls-bench (MiB), None if unknown."""
+        try:
+            text = (self.host.run(["cat", "/proc/meminfo"], check=False).stdout
+                    if self.remote else Path("/proc/meminfo").read_text())
+        except Exception:  # noqa: BLE001 - a probe: unknown is an answer
+            return None
+        for line in text.splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) // 1024
+        return None
+
     def run(self, args: list[str], timeout_s: float, env: dict | None = None):
         """cls-bench ``args`` -> CompletedProcess (subprocess.TimeoutExpired past timeout_s)."""
         argv = [str(self.bench), *args]
@@ -215,8 +228,12 @@ def _simd_paths() -> list[str]:
 def run_acl(bench: BenchHost, rp: Path, kp: Path, min_time: float) -> dict:
     eal = ["-l", "0", "--no-huge", "-m", "2048", "--no-pci", "--no-shconf",
            "--file-prefix", bench.file_prefix("cls-acl"), "--log-level", "lib.eal:error"]
+    # rte_acl's build may take 4 x --acl-max-mb (cls-bench caps it there): at most half of
+    # what the host has free, so a rule set whose tries explode fails with a message
+    avail = bench.mem_available_mb()
+    max_mb = ACL_MAX_MB if avail is None else max(64, min(ACL_MAX_MB, avail // 8))
     args = [*eal, "--", "--rules", bench.path(rp), "--keys", bench.path(kp), "--algos", "acl",
-            "--min-time", str(min_time)]
+            "--min-time", str(min_time), "--acl-max-mb", str(max_mb)]
     try:
         r = bench.run(args, ACL_BUILD_TIMEOUT_S + 30)
     except subprocess.TimeoutExpired:

@@ -26,6 +26,7 @@ import subprocess
 import struct
 import sys
 import time
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -116,6 +117,22 @@ def vlan_tag(vid: int) -> bytes:
 def mpls_tag(label: int, ttl: int = 64) -> bytes:
     """MPLS unicast ethertype + one label stack entry (bottom of stack) over IPv4: 6 bytes."""
     return struct.pack("!HI", 0x8847, (label & 0xFFFFF) << 12 | 1 << 8 | ttl)
+
+
+def rss_split(frames: list[bytes], n: int) -> list[list[bytes]]:
+    """The frames as a NIC's RSS would hand them to ``n`` queues: each IPv4 frame by a hash of
+    its 5-tuple (protocol, addresses, ports), anything else by a hash of the whole frame; a
+    flow's frames all go to one queue, in their order. ValueError if a queue gets none."""
+    parts: list[list[bytes]] = [[] for _ in range(n)]
+    for fr in frames:
+        if len(fr) >= 38 and fr[12:14] == b"\x08\x00":
+            key = fr[23:24] + fr[26:38]
+        else:
+            key = fr
+        parts[zlib.crc32(key) % n].append(fr)
+    if any(not p for p in parts):
+        raise ValueError(f"rss_split: {len(frames)} frames leave a queue of {n} empty")
+    return parts
 
 
 def pcap_bytes(frames: list[bytes]) -> bytes:
@@ -410,6 +427,35 @@ def feed_ceiling(lab, feed: str, pcap: Path, *, lcore: int, seconds: float = 2.0
     return float(json.loads(line)["mpps"])
 
 
+MEMCHASE_MIB = (1, 4, 8, 16)  # around the frame sets' working sets (8192 frames ~3 MiB, 24576 ~9)
+
+
+def memory_latency(lab, *, lcore: int, sizes_mib=MEMCHASE_MIB, seconds_per_size: float = 0.5
+                   ) -> dict[int, float]:
+    """ns per dependent load over a working set of each size, on ``lcore`` of the switch host
+    (drivers/probes/memchase): where the host's cache ends for this run. A VM's share of a
+    shared L3 moves with its neighbours; a frame set whose working set lies past it runs at
+    DRAM latency."""
+    argv = [str(lab.build_path("drivers/probes/memchase")), "--cpu", str(lcore),
+            "--mib", ",".join(str(m) for m in sizes_mib), "--reps", "3",
+            "--loads", str(int(seconds_per_size / 3 / 100e-9))]
+    out = lab.run(argv, timeout=60)
+    data = json.loads([ln for ln in out.stdout.splitlines() if ln.startswith("{")][-1])
+    return {int(s["mib"]): float(s["ns_per_load"]) for s in data["sizes"]}
+
+
+def _box_busy_ns() -> int | None:
+    """Busy CPU time of the whole box so far (ns; /proc/stat, steal left out), None if
+    unreadable."""
+    from drivers.vmwire.ctxstats import CLK_TCK, parse_proc_stat, parse_proc_stat_steal
+    try:
+        text = open("/proc/stat").read()
+    except OSError:
+        return None
+    _, busy, _ = parse_proc_stat(text)
+    return (busy - parse_proc_stat_steal(text)) * 1_000_000_000 // CLK_TCK
+
+
 def _busy_threads(kind: str, pid: int | None = None, marker: str | None = None) -> list[str]:
     """schedstat files of the switch's forwarding threads on this box: ofswitch's main thread
     (worker 0), or the pmd threads of the ovs-vswitchd whose command line names `marker`."""
@@ -471,7 +517,7 @@ def run_one(lab, kind: str, flows: list[BenchFlow], pcap: Path, *, lcore: int,
             warmup_s: float = 3.0, duration_s: float = 5.0, lookup: str = DEFAULT_LOOKUP,
             tag: str = "bench", feed: str = "pcap", reps: int = 3,
             workload: Workload | None = None, n_frames: int = 8192, workers: int = 1,
-            host=None) -> dict:
+            host=None, worker_pcaps: list[Path] | None = None) -> dict:
     """One switch fed by ``feed`` (rx_spec), ``reps`` measurement windows of ``duration_s``:
     median and best Mpps. ``tag`` names its processes and state (OVS db, stats socket):
     unique per run of the bench in a lab, since OVS state dirs outlive a stop. ``host``: the
@@ -498,8 +544,10 @@ def run_one(lab, kind: str, flows: list[BenchFlow], pcap: Path, *, lcore: int,
             from drivers.lab.switches import start_switch
             # worker w polls the ports whose index % workers == w (main.c): one feed port
             # per worker first (OpenFlow ports 1, 3, 4, ...), the sink (port 2) last
-            feeds = [(1, {"devargs": rx_devargs})] + \
-                [(2 + k, {"devargs": rx_devargs}) for k in range(1, workers)]
+            # (worker_pcaps: worker k's share of the frames, as RSS would queue them)
+            wp = worker_pcaps or [pcap] * workers
+            feeds = [(1, {"devargs": rx_spec(feed, wp[0])})] + \
+                [(2 + k, {"devargs": rx_spec(feed, wp[k])}) for k in range(1, workers)]
             # several workers, or a lab host: the lab's next cores / the profile's cores
             lcores = str(lcore) if workers == 1 and not remote else None
             handle = start_switch(lab, "ofbench", name=f"{tag}-ofswitch", ports=[], host=host,
@@ -537,18 +585,27 @@ def run_one(lab, kind: str, flows: list[BenchFlow], pcap: Path, *, lcore: int,
             threads = _busy_threads(kind, proc.pid if kind == "ofbench" else None,
                                     None if kind == "ofbench" else str(ovs.dir))
             cpu_clock = lambda: (_cpu_ns(threads), len(threads))  # noqa: E731
-        runs, shares = [], []
+        runs, shares, others = [], [], []
         for i in range(reps):
+            b0 = None if remote else _box_busy_ns()
             (c0, _), t0 = cpu_clock(), time.monotonic_ns()
             runs.append(_measure(s, 2, 0, duration_s, during if i == 0 else None))
             (c1, n_threads), t1 = cpu_clock(), time.monotonic_ns()
+            b1 = None if remote else _box_busy_ns()
             if c0 is not None and c1 is not None:
                 shares.append((c1 - c0) / (t1 - t0) / max(1, n_threads))
+                if b0 is not None and b1 is not None:
+                    # the rest of the box (the other core, the agent, this process): work
+                    # there shares the L3 and memory bandwidth with the forwarding thread
+                    others.append(max(0, (b1 - b0) - (c1 - c0)) / (t1 - t0))
         st1 = stats_of()
         s.close()
         out = {"mpps": round(statistics.median(runs), 3), "mpps_best": round(max(runs), 3),
                "mpps_runs": [round(r, 3) for r in runs], "install_s": round(install_s, 2),
                "feed": feed}
+        if others:
+            out["other_load_cores"] = round(statistics.median(others), 3)
+            out["other_load_cores_runs"] = [round(o, 3) for o in others]
         if len(shares) == len(runs):
             out["cpu_share"] = round(statistics.median(shares), 3)
             out["mpps_per_cpu"] = round(statistics.median(r / max(sh, 1e-3) for r, sh in
@@ -716,13 +773,31 @@ def run_pipeline_bench(lab, kinds=("ofbench", "ovs-dpdk"), n_flows: int = 100_00
         host.put(local_pcap, pcap)
         local_pcap.unlink()
     out: dict = {"frames": {"in_pcap": len(frames), "distinct": len(set(frames))}}
+    worker_pcaps = None
+    if workers > 1 and "ofbench" in kinds:
+        # several workers: each replay port carries its worker's share of the frames, split
+        # by 5-tuple as a NIC's RSS would (not every worker all of them: that would double
+        # each flow's cache entries and the working set, which no real NIC does)
+        worker_pcaps = []
+        for k, part in enumerate(rss_split(frames, workers)):
+            local = Path(lab.run_dir if remote else lab.state_dir) / f"{tag}-64b-q{k}.pcap"
+            local.write_bytes(pcap_bytes(part))
+            if remote:
+                dest = Path(host.state_dir) / local.name
+                host.put(local, dest)
+                local.unlink()
+                local = dest
+            worker_pcaps.append(local)
+        out["frames"]["per_worker"] = [len(part) for part in rss_split(frames, workers)]
     for kind, feed in plan:
         if kind in kinds:
             out[f"{kind}/{feed}"] = run_one(lab, kind, flows, pcap, lcore=lcore,
                                             duration_s=duration_s, lookup=lookup, tag=tag,
                                             feed=feed, reps=reps, workload=workload,
                                             n_frames=len(frames), host=host,
-                                            workers=workers if kind == "ofbench" else 1)
+                                            workers=workers if kind == "ofbench" else 1,
+                                            worker_pcaps=worker_pcaps if kind == "ofbench"
+                                            else None)
     if ceilings:
         ceiling_lcore = host.cores()[0] if remote else lcore  # a lab host: its own first core
         for feed in sorted({f for k, f in plan if k in kinds}):
@@ -731,6 +806,7 @@ def run_pipeline_bench(lab, kinds=("ofbench", "ovs-dpdk"), n_flows: int = 100_00
                     for _ in range(reps)]
             out[f"ceiling/{feed}"] = {"mpps": round(statistics.median(runs), 3),
                                       "mpps_best": round(max(runs), 3)}
+        out["memory"] = memory_latency(host, lcore=ceiling_lcore)
     return out
 
 
@@ -749,6 +825,10 @@ def metrics_of(res: dict) -> dict:
             m["frames_in_pcap"] = r["in_pcap"]
             m["frames_distinct"] = r["distinct"]
             continue
+        if name == "memory":
+            for mib, ns in sorted(r.items()):
+                m[f"host_mem_latency_{mib}mib_ns"] = ns
+            continue
         who, feed = name.split("/")
         if who == "ceiling":
             m[f"feed_{_key(feed)}_ceiling_mpps"] = r["mpps"]
@@ -763,6 +843,8 @@ def metrics_of(res: dict) -> dict:
         if "cpu_share" in r:
             m[f"{k}_cpu_share"] = r["cpu_share"]
             m[f"{k}_mpps_per_cpu"] = r["mpps_per_cpu"]
+        if "other_load_cores" in r:
+            m[f"{k}_other_load_cores"] = r["other_load_cores"]
     for who in ("ofbench", "ovs_dpdk"):
         for feed in ("replay", "replay_copy", "pcap"):
             if f"{who}_{feed}_mpps" in m:

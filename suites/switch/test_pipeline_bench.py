@@ -116,7 +116,8 @@ def switch_core_count(profile, host, remote: bool) -> int:
 
 
 # issue 16 part 4: the same 100k flows and 8192 frames through 1, 2, ... workers, one replay
-# port per worker (main.c: worker w polls the ports whose index % workers == w). The rate of
+# port per worker (main.c: worker w polls the ports whose index % workers == w) carrying that
+# worker's share of the frames split by 5-tuple, as a NIC's RSS queues them. The rate of
 # each count, each worker thread's share of its core in the windows, and the per-CPU
 # efficiency (rate per CPU-second at n workers / n x that of one worker): a shared core
 # halves a rate without saying anything about the switch, the share shows it.
@@ -140,6 +141,8 @@ def test_pipeline_worker_scaling(lab, profile, results, progress):
         res = run_pipeline_bench(lab, kinds=("ofbench",), n_flows=100_000, n_frames=8192,
                                  plan=(("ofbench", "replay"),), workers=n, ceilings=(n == 1))
         r = res["ofbench/replay"]
+        if "per_worker" in res["frames"]:
+            metrics[f"workers_{n}_frames_min"] = min(res["frames"]["per_worker"])
         metrics[f"workers_{n}_mpps"] = r["mpps"]
         metrics[f"workers_{n}_best_mpps"] = r["mpps_best"]
         if "cpu_share" in r:
@@ -161,7 +164,8 @@ def test_pipeline_worker_scaling(lab, profile, results, progress):
     results.record("pipeline_64b_100k_flows_worker_scaling", metrics,
                    params={"flows": 100_000, "frame_size_b": 64, "distinct_frames": 8192,
                            "workers": counts, "host_cores": n_cores, "windows": 3,
-                           "io": "ofbench: one replay port per worker (by reference) -> "
+                           "io": "ofbench: one replay port per worker (by reference), "
+                                 "the frames split across them by 5-tuple hash (RSS-like) -> "
                                  "net_null,no-rx=1"},
                    provenance={"dut_switch_kind": "ofbench", "generator": "drivers/replay",
                                "generator_version": "dpdk-22.11", "port_kind": "ring/null"})

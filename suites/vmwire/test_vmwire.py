@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from dut.vmwire import capture as cap
-from drivers.vmwire.ctxstats import cost_per_packet, median_trial, sample
+from drivers.vmwire.ctxstats import cost_per_packet, is_disturbed, median_trial, other_load, sample
 from drivers.vmwire.guest import Nic, Role, find_guest_image, start_qemu_guest, wait_guest
 from dut.vmwire.tenants import parse_config
 from drivers.vmwire.testpmd import PmdGuest, virtio_user_vdev
@@ -110,6 +110,8 @@ def test_qemu_guests_ping_over_vhost_user(request, lab, profile, switch_kind, re
 # ---- the experiment: vhost-user vs the kernel path, same run ------------------------------------
 MEASURE_S = 5.0
 TRIALS = 3  # per path, alternating
+ATTEMPTS = 3  # per trial of the side by side: a disturbed window is measured again
+DISTURBED_LOAD = 0.1  # cores of other work over a window that make it disturbed
 
 
 def _measure_loop(guest: PmdGuest, extra_pids, seconds=MEASURE_S) -> dict:
@@ -222,15 +224,30 @@ def test_vhost_user_ofbench_vs_ovs_dpdk(lab, profile, results, progress):
         if why:
             pytest.skip(why)
     trials: dict[str, list[dict]] = {label: [] for label, _, _ in SIDE_BY_SIDE}
+    attempts: dict[str, list[list[float]]] = {label: [] for label, _, _ in SIDE_BY_SIDE}
     for trial in range(1, TRIALS + 1):
         for label, kind, driver in SIDE_BY_SIDE:
-            tag = f"sb{TAGS[kind]}{trial}{'n' if driver == 'net_vhost' else ''}"
-            s1, s2, ports, cfg = _loop_ports(lab, tag, driver)
-            with VmwireTopology(lab, kind, tag, ports, cfg, busy_poll=True) as topo:
-                m = _guest_loop(lab, topo, f"{tag}-vh", [virtio_user_vdev(0, s1, server=True),
-                                                         virtio_user_vdev(1, s2, server=True)])
-            trials[label].append(m)
-            progress(f"vhost side by side, trial {trial}/{TRIALS}: {label} {m['rx_mpps']} Mpps")
+            tried: list[dict] = []
+            # A window in which other work had more than DISTURBED_LOAD of a core measured the
+            # box, not the switch: measure it again (fresh topology), at most ATTEMPTS times,
+            # and keep the least disturbed attempt. Every attempt's rate goes into params.
+            for attempt in range(ATTEMPTS):
+                tag = (f"sb{TAGS[kind]}{trial}{'n' if driver == 'net_vhost' else ''}"
+                       f"{attempt or ''}")
+                s1, s2, ports, cfg = _loop_ports(lab, tag, driver)
+                with VmwireTopology(lab, kind, tag, ports, cfg, busy_poll=True) as topo:
+                    m = _guest_loop(lab, topo, f"{tag}-vh",
+                                    [virtio_user_vdev(0, s1, server=True),
+                                     virtio_user_vdev(1, s2, server=True)])
+                m["other_load_cores"] = round(other_load(m), 3)
+                tried.append(m)
+                progress(f"vhost side by side, trial {trial}/{TRIALS}: {label} "
+                         f"{m['rx_mpps']} Mpps (other work {m['other_load_cores']} cores"
+                         f"{', disturbed' if is_disturbed(m, DISTURBED_LOAD) else ''})")
+                if not is_disturbed(m, DISTURBED_LOAD):
+                    break
+            trials[label].append(min(tried, key=other_load))
+            attempts[label].append([t["rx_mpps"] for t in tried])
     med = {label: median_trial(ts, "rx_mpps") for label, ts in trials.items()}
     rows = [{"variant": label, "rx_mpps": m["rx_mpps"], "trials_mpps": m["rx_mpps_trials"],
              "cpu_us_per_pkt": m.get("proc_cpu_us_per_pkt")} for label, m in med.items()]
@@ -238,7 +255,9 @@ def test_vhost_user_ofbench_vs_ovs_dpdk(lab, profile, results, progress):
 
     def ratio(a, b):
         return round(med[a]["rx_mpps"] / med[b]["rx_mpps"], 3) if med[b]["rx_mpps"] else None
+    disturbed = sum(is_disturbed(t, DISTURBED_LOAD) for ts in trials.values() for t in ts)
     metrics = {"ofbench_mpps": med["ofbench"]["rx_mpps"],
+               "disturbed_trials": disturbed,
                "ofbench_net_vhost_mpps": med["ofbench_net_vhost"]["rx_mpps"],
                "ovs_dpdk_mpps": med["ovs_dpdk"]["rx_mpps"],
                "ofbench_vs_ovs_dpdk": ratio("ofbench", "ovs_dpdk"),
@@ -248,6 +267,17 @@ def test_vhost_user_ofbench_vs_ovs_dpdk(lab, profile, results, progress):
                            "statistic": "median trial", "order": "alternating per trial",
                            **{f"{label}_trials_mpps": m["rx_mpps_trials"]
                               for label, m in med.items()},
+                           # what else had the 2 cores in each kept trial (ctxstats), and
+                           # every attempt's rate (a disturbed attempt was measured again)
+                           **{f"{label}_trials_{key}": [t.get(key) for t in ts]
+                              for label, ts in trials.items()
+                              for key in ("other_load_cores", "host_other_cpu_s",
+                                          "host_steal_s")},
+                           **{f"{label}_attempts_mpps": [r for rs in a for r in rs]
+                              for label, a in attempts.items()},
+                           **{f"{label}_attempts_per_trial": [len(rs) for rs in a]
+                              for label, a in attempts.items()},
+                           "disturbed_load_cores": DISTURBED_LOAD, "attempts_max": ATTEMPTS,
                            "guest_cpu": 0, "switch_busy_poll": True},
                    provenance={"port_kind": "vhost-user", "generator": "dpdk-testpmd",
                                "dut_switch_kind": "ofbench"})

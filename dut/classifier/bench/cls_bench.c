@@ -8,7 +8,9 @@
  * Usage: cls-bench [EAL args --] --rules F --keys F
  *                  [--algos ours,tss,linear,htrie,sptrie,hybrid,louds,dtree,dfa,acl]
  *                  [--min-time S] [--updates N] [--budget-mb MB] [--acl-max-mb MB]
- * --budget-mb: mem_budget_bytes (hybrid: merge budget; sptrie: size limit). 
+ * --budget-mb: mem_budget_bytes (hybrid: merge budget; sptrie: size limit).
+ * --acl-max-mb: rte_acl max_size (default 2048); its build may use 4x that (RLIMIT_AS),
+ *   past it the build fails with a message ("did not build: rte_acl out of memory").
  * Rule file (binary, little endian): "OFBR" u32 key_len u32 n, then n records
  *   u32 priority, value[key_len], mask[key_len].
  * Key file: "OFBK" u32 key_len u32 n, then n keys of key_len bytes.
@@ -20,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -227,6 +230,7 @@ static uint32_t acl_pad_len(uint32_t kl)
 static void run_acl(const uint8_t *rd, uint32_t n, uint32_t kl, const uint8_t *keys, uint32_t nk,
                     const uint64_t *ref, uint32_t max_mb)
 {
+    enum { ACL_BUILD_MEM_FACTOR = 4 };  /* build memory cap = 4 x max_size (see below) */
     uint32_t pl = acl_pad_len(kl);
     uint32_t nf = 1 + (pl - 1) / 4;
     if (nf > RTE_ACL_MAX_FIELDS) {
@@ -285,17 +289,42 @@ static void run_acl(const uint8_t *rd, uint32_t n, uint32_t kl, const uint8_t *k
             r->field[f].mask_range.u32 = m;
         }
     }
+    /* rte_acl's build allocates its temporary tries with calloc and fails with -ENOMEM
+     * when one fails (max_size bounds only the result): cap the process's address space
+     * at what it has now + max_mb x ACL_BUILD_MEM_FACTOR for the build, so a set that
+     * explodes (ClassBench-like ipc 100k wanted > 20 GB) fails with a message instead of
+     * waking the OOM killer. */
+    struct rlimit as_old, as_cap;
+    bool capped = false;
+    long vm_pages = 0;
+    FILE *statm = fopen("/proc/self/statm", "r");
+    if (statm) {
+        if (fscanf(statm, "%ld", &vm_pages) != 1)
+            vm_pages = 0;
+        fclose(statm);
+    }
+    if (vm_pages > 0 && getrlimit(RLIMIT_AS, &as_old) == 0) {
+        as_cap = as_old;
+        as_cap.rlim_cur = (rlim_t)vm_pages * (rlim_t)sysconf(_SC_PAGESIZE) +
+                          ((rlim_t)max_mb << 20) * ACL_BUILD_MEM_FACTOR;
+        if (as_old.rlim_cur == RLIM_INFINITY || as_cap.rlim_cur < as_old.rlim_cur)
+            capped = setrlimit(RLIMIT_AS, &as_cap) == 0;
+    }
     double t0 = now_s();
     int rc = rte_acl_add_rules(ctx, (struct rte_acl_rule *)rbuf, n);
     struct rte_acl_config bc = cfg;
     if (rc == 0)
         rc = rte_acl_build(ctx, &bc);
     double build = now_s() - t0;
+    if (capped)
+        setrlimit(RLIMIT_AS, &as_old);
     uint64_t acl_bytes = rte_heap_bytes() - heap0;
     free(rbuf);
     if (rc) {
-        printf("{\"algo\":\"acl\",\"rules\":%u,\"error\":\"did not build: rte_acl %s (%d) after %.1f s, max_size %u MB\"}\n",
-               n, rc == -ENOMEM ? "out of memory" : strerror(-rc), rc, build, max_mb);
+        printf("{\"algo\":\"acl\",\"rules\":%u,\"error\":\"did not build: rte_acl %s (%d) after %.1f s, max_size %u MB, "
+               "build memory %s %u MB\"}\n",
+               n, rc == -ENOMEM ? "out of memory" : strerror(-rc), rc, build, max_mb,
+               capped ? "capped at" : "not capped, wanted", max_mb * ACL_BUILD_MEM_FACTOR);
         rte_acl_free(ctx);
         return;
     }

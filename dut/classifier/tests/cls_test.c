@@ -93,6 +93,7 @@ static void gen_mask(uint8_t *m, uint32_t kl, enum shape sh, uint8_t pool[][128]
 
 /* bands: OURS priority bands (0 = auto, which stays 1 for these small sets) */
 static int sp_refusals;
+static int dtree_only;   /* differential: dtree and linear only (dtree's leaf formats, below) */
 
 /* an algorithm refused an insert/bulk build: only the SP-Trie may (over its
  * limit), and it must say so; it leaves the comparison for this rule set */
@@ -114,6 +115,8 @@ static void differential(uint32_t kl, enum shape sh, int nops, int bulk, uint32_
          * variants per shape (hybrid_budget != 0) to keep the test fast */
         live[a] = a < OFB_CLS_ALGO_HTRIE || (hybrid_budget != 0 && a != OFB_CLS_ALGO_LOUDS) ||
                   ((a == OFB_CLS_ALGO_DTREE || a == OFB_CLS_ALGO_DFA) && bands == 0);   /* bands are OURS': once is enough */
+        if (dtree_only)
+            live[a] = a == OFB_CLS_ALGO_LINEAR || a == OFB_CLS_ALGO_DTREE;
         /* dtree: merges of the delta into the tree on the writer after a bulk
          * build, on a thread (adopted whenever they finish) after inserts */
         if (a == OFB_CLS_ALGO_DTREE || a == OFB_CLS_ALGO_DFA)
@@ -514,6 +517,20 @@ int main(int argc, char **argv)
         printf("louds: %d rule sets compared with hybrid (DA+vEB) and linear\n", louds_sets);
     }
     if (!tries) {
+        /* dtree's leaf entries: value + mask id at the 16- and 32-byte entry
+         * boundaries (key_len 14, 16), and value + mask words (OFB_DTREE_MID=0,
+         * what a set of > 65536 masks gets) */
+        dtree_only = 1;
+        uint32_t dkl[] = { 14, 16, 13, 40 };
+        for (int k = 0; k < 4; k++) {
+            if (k >= 2)
+                setenv("OFB_DTREE_MID", "0", 1);
+            for (int sh = SH_PREFIX; sh <= SH_FEWMASKS; sh++)
+                for (int bulk = 0; bulk < 2; bulk++)
+                    differential(dkl[k], (enum shape)sh, nops / 2, bulk, 0, 0);
+        }
+        unsetenv("OFB_DTREE_MID");
+        dtree_only = 0;
         /* OURS' grouped line filter at key_len 4 from the first rule on (it
          * needs 1024 otherwise): regrouped as rules double and churn, new masks
          * ungrouped in between; then tiny lines (2 bits per entry, saturated),

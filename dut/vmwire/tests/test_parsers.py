@@ -4,8 +4,8 @@ import struct
 import pytest
 
 from dut.vmwire import capture as cap
-from drivers.vmwire.ctxstats import (Sample, cost_per_packet, parse_proc_stat, parse_stat_cpu_ticks,
-                                 parse_status_ctxt)
+from drivers.vmwire.ctxstats import (Sample, cost_per_packet, is_disturbed, other_load, parse_proc_stat,
+                                     parse_proc_stat_steal, parse_stat_cpu_ticks, parse_status_ctxt)
 from drivers.vmwire.isoprobe import make_frames, tag_of, tally
 from drivers.vmwire.testpmd import parse_port_stats, pmd_argv, virtio_user_vdev
 from dut.vmwire.wiring import af_packet_port, pcap_port, switch_support, vhost_port
@@ -29,6 +29,21 @@ def test_cost_per_packet_leaves_out_vanished_processes():
     assert m["host_ctx_per_kpkt"] == 200.0 and m["host_ctx_per_s"] == 1000.0
     assert m["proc_cpu_s"] == 1.0 and m["proc_cpu_us_per_pkt"] == 100.0
     assert cost_per_packet(a, b, 0, 1.0)["proc_ctx_per_kpkt"] is None
+
+
+def test_cost_per_packet_names_other_load_and_steal():
+    """The box's busy time beyond the measured processes, and the hypervisor's steal, are
+    reported apart, so a slow trial shows whether something else had the cores."""
+    assert parse_proc_stat_steal("cpu  10 0 5 100 5 0 0 7 0 0\ncpu0 1 2 3 4 0 0 0 7\n") == 7
+    a = Sample(0, 1000, {1: 0}, {1: 100}, system_steal_jiffies=10)
+    b = Sample(0, 1450, {1: 0}, {1: 400}, system_steal_jiffies=60)
+    m = cost_per_packet(a, b, packets=1000, seconds=2.0, clk_tck=100)
+    assert m["proc_cpu_s"] == 3.0
+    assert m["host_steal_s"] == 0.5
+    assert m["host_other_cpu_s"] == 1.0   # 450 busy - 50 steal - 300 measured = 100 jiffies
+    assert other_load(m) == 0.75            # (1.0 + 0.5) s over a 2 s window
+    assert is_disturbed(m, 0.1) and not is_disturbed(m, 0.8)
+    assert other_load({"seconds": 0}) == 0.0
 
 
 def test_testpmd_stats_and_argv():

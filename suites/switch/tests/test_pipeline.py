@@ -57,16 +57,19 @@ def test_metrics_of():
         "ofbench/replay": {"mpps": 9.0, "mpps_best": 9.5, "install_s": 1.0,
                            "cache_hit_ratio": 0.99},
         "ofbench/pcap": {"mpps": 3.0, "mpps_best": 3.1, "install_s": 1.0, "cpu_share": 0.5,
-                         "mpps_per_cpu": 6.0},
+                         "mpps_per_cpu": 6.0, "other_load_cores": 0.25},
         "ovs-dpdk/pcap": {"mpps": 0.6, "mpps_best": 0.7, "install_s": 2.0, "cpu_share": 1.0,
                           "mpps_per_cpu": 0.6},
-        "ceiling/replay": {"mpps": 100.0, "mpps_best": 110.0}})
+        "ceiling/replay": {"mpps": 100.0, "mpps_best": 110.0},
+        "memory": {1: 14.5, 8: 112.0}})
     # the ratio compares the same feed; ofbench_mpps is its best feed
     assert m["speedup_vs_ovs_dpdk"] == 5.0
     assert m["ofbench_mpps"] == 9.0 and m["ofbench_replay_best_mpps"] == 9.5
     assert m["ofbench_cache_hit_ratio"] == 0.99 and m["ovs_dpdk_mpps"] == 0.6
     assert m["feed_replay_ceiling_mpps"] == 100.0 and m["frames_distinct"] == 8
     assert m["ofbench_pcap_cpu_share"] == 0.5 and m["speedup_per_cpu_vs_ovs_dpdk"] == 10.0
+    assert m["ofbench_pcap_other_load_cores"] == 0.25
+    assert m["host_mem_latency_1mib_ns"] == 14.5 and m["host_mem_latency_8mib_ns"] == 112.0
     assert "speedup_vs_ovs_dpdk" not in bench.metrics_of({"ofbench/replay": {
         "mpps": 1.0, "mpps_best": 1.0, "install_s": 1.0}})
 
@@ -130,3 +133,20 @@ def test_encapsulated_frames_and_flows():
         "pipeline_64b_100k_flows_pushmpls"))
     assert bench._oxms_of(bench.w.match(bench.w.oxm(5, b"\x08\x00"), bench.w.oxm(10, b"\x11"))) == [
         bench.w.oxm(5, b"\x08\x00"), bench.w.oxm(10, b"\x11")]
+
+
+def test_rss_split_keeps_each_flow_on_one_queue():
+    """Worker feeds split as RSS would: a flow's frames stay together and in order, every
+    frame goes somewhere, the queues are roughly even, and an empty queue is refused."""
+    flows = bench.make_flows(2000)
+    frames = bench.Workload("pipeline", n_frames=4096).frames(flows)
+    parts = bench.rss_split(frames, 4)
+    assert sorted(f for p in parts for f in p) == sorted(frames)
+    assert min(len(p) for p in parts) > len(frames) // 4 * 0.8
+    where = {}
+    for q, part in enumerate(parts):
+        for fr in part:
+            assert where.setdefault(fr[23:24] + fr[26:38], q) == q
+    assert parts[0] == [f for f in frames if f in set(parts[0])]
+    with pytest.raises(ValueError, match="empty"):
+        bench.rss_split(frames[:1], 2)
