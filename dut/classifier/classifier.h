@@ -109,14 +109,15 @@
  *                      masks explode) is served by the tree alone; out of
  *                      memory fails the build with a message.  Not the
  *                      default.  Measured (README.md "dfa", AVX2, medians of
- *                      3, 100k): batched acl 30.5 Mlps, fw 34.0, ipc 23.8 =
- *                      0.87 / 0.93 / 0.82x rte_acl (34.4, 36.2, 29.0 in the
- *                      same runs): NOT its rate; that close only because
- *                      these generated sets are heavily shadowed (one DFA of
- *                      0.07-2.2 MB); partitioned DFAs: 0.17-0.24x.  Lookups after
- *                      0.25-0.55 s (tree), DFA after 0.51-1.12 s CPU; 230-556
- *                      B/rule with the tree; updates 1.10-1.20 M/s of writer
- *                      CPU.
+ *                      3, 100k): batched acl 31.6 Mlps, fw 34.1, ipc 23.3 =
+ *                      0.99 / 0.94 / 0.77x rte_acl (32.0, 36.1, 30.4 in the
+ *                      same runs; the run before 0.87 / 0.93 / 0.82): acl and
+ *                      fw at its rate within the noise, ipc short; that close
+ *                      only because these generated sets are heavily shadowed
+ *                      (one DFA of 0.07-2.2 MB); partitioned DFAs: 0.17-0.24x.
+ *                      Lookups after 0.25-0.59 s (tree), DFA after 0.50-1.19 s
+ *                      CPU; 172-365 B/rule with the tree; updates 1.07-1.40
+ *                      M/s of writer CPU.
  *
  * Why not the document's trie.  We first modelled the H-Trie/SP-Trie hybrid
  * and bit-selection decision trees (HiCuts/HyperSplit style) for the hard case

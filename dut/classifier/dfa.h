@@ -70,8 +70,9 @@
  *
  * Measured (README.md "dfa", measured/2026-11-24-dfa; AMD EPYC AVX2 VM, shared
  * 2-core box): ClassBench-like 100k, batched through the classifier, medians of
- * 3 on the AVX2 path: cb_acl 30.5 Mlps, cb_fw 34.0, cb_ipc 23.8 = 0.87 / 0.93 /
- * 0.82x rte_acl in the same runs (34.4, 36.2, 29.0): NOT its rate; one DFA of
+ * 3 on the AVX2 path: cb_acl 31.6 Mlps, cb_fw 34.1, cb_ipc 23.3 = 0.99 / 0.94 /
+ * 0.77x rte_acl in the same runs (32.0, 36.1, 30.4; the run before 0.87 / 0.93
+ * / 0.82): acl and fw at its rate within the noise, ipc short; one DFA of
  * 417 KB / 66 KB / 2.2 MB built in 12-41 ms, 4.4-5.1 steps per key.  These
  * generated sets are heavily shadowed (49-431 distinct answers over 65536
  * keys), which is what lets one DFA stay small.  Partitioned (OFB_DFA_GROUPS=4,
