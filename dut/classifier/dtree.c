@@ -452,11 +452,10 @@ static void to_hugepages(struct ofb_dtree *t)
 #ifdef MADV_HUGEPAGE
     madvise(r, total, MADV_HUGEPAGE);
 #endif
-    memcpy(r + off[0], t->sn, sz[0]);
-    memcpy(r + off[1], t->lf, sz[1]);
-    memcpy(r + off[2], t->ri, sz[2]);
-    memcpy(r + off[3], t->rk, sz[3]);
-    memcpy(r + off[4], t->mt, sz[4]);
+    const void *src[5] = { t->sn, t->lf, t->ri, t->rk, t->mt };
+    for (int i = 0; i < 5; i++)
+        if (sz[i])  /* an empty part may be NULL (no mask table with full entries) */
+            memcpy(r + off[i], src[i], sz[i]);
     free(t->sn), free(t->lf), free(t->ri), free(t->rk), free(t->mt);
     t->sn = (struct snode *)(r + off[0]);
     t->lf = (uint8_t *)(r + off[1]);
