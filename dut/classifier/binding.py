@@ -16,7 +16,7 @@ from pathlib import Path
 from cffi import FFI
 
 REPO = Path(__file__).resolve().parents[2]
-ALGOS = {"ours": 0, "tss": 1, "linear": 2, "htrie": 3, "sptrie": 4, "hybrid": 5, "louds": 6, "dtree": 7}
+ALGOS = {"ours": 0, "tss": 1, "linear": 2, "htrie": 3, "sptrie": 4, "hybrid": 5, "louds": 6, "dtree": 7, "dfa": 8}
 SIMD_PATHS = ("scalar", "avx2", "avx512")
 
 

@@ -219,6 +219,7 @@ struct ofb_cls {
     uint64_t n_delta;                 /* live rules in the tables */
     uint32_t dt_delta_min;
     bool dt_sync;                     /* OFB_CLS_DTREE_SYNC=1: rebuild on the writer thread */
+    bool dfa_bulk_sync;               /* OFB_CLS_DFA_BULK_SYNC=1: a DFA bulk build waits for the DFA */
 };
 
 /* Grouped line filter (design point 7).  Group k: tables of one band whose
@@ -236,6 +237,12 @@ struct gfil {
 
 /* LINEAR and the tries keep their rules in the sorted array `lin` (tries build
  * from it at publish) */
+/* DTREE and DFA: the compiled tree (DFA: with dfa.h's DFA in front) + OURS tables as the delta */
+static inline bool is_dt(const struct ofb_cls *c)
+{
+    return c->algo == OFB_CLS_ALGO_DTREE || c->algo == OFB_CLS_ALGO_DFA;
+}
+
 static inline bool is_trie(const struct ofb_cls *c)
 {
     return c->algo == OFB_CLS_ALGO_HTRIE || c->algo == OFB_CLS_ALGO_SPTRIE || c->algo == OFB_CLS_ALGO_HYBRID ||
@@ -253,6 +260,7 @@ static inline bool uses_lin(const struct ofb_cls *c);
 static inline bool is_trie(const struct ofb_cls *c);
 static void dt_poll(struct ofb_cls *c, bool wait);
 static void dt_maybe_start(struct ofb_cls *c);
+static void dt_start(struct ofb_cls *c, bool force);
 static void *xalloc(struct ofb_cls *c, size_t n);
 static void xfree(struct ofb_cls *c, void *p, size_t n);
 
@@ -612,7 +620,7 @@ static void publish(struct ofb_cls *c)
                     (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-6);
         }
     }
-    if (c->algo == OFB_CLS_ALGO_DTREE)
+    if (is_dt(c))
         dt_poll(c, false);
     /* the snapshot goes first: a reader that sees the new version then sees
      * the new snapshot (release/acquire on version).  Out of memory here
@@ -621,7 +629,7 @@ static void publish(struct ofb_cls *c)
         c->snap_dirty = false;
     atomic_store_explicit(&c->version, c->wv, memory_order_release);
     c->wv++;
-    if (c->algo == OFB_CLS_ALGO_DTREE)
+    if (is_dt(c))
         dt_maybe_start(c);
 }
 
@@ -708,7 +716,7 @@ void ofb_cls_synchronize(struct ofb_cls *c)
 {
     /* DTREE: a rebuild in flight is adopted now, and the delta merged until it
      * is below its threshold (each publish may start the next rebuild) */
-    for (int k = 0; c->algo == OFB_CLS_ALGO_DTREE && !c->in_batch && k < 8; k++) {
+    for (int k = 0; is_dt(c) && !c->in_batch && k < 8; k++) {
         dt_poll(c, true);
         publish(c);
         if (!c->job)
@@ -1561,7 +1569,7 @@ static uint32_t insert_one(struct ofb_cls *c, const struct ofb_cls_rule *r)
             return 0;
         }
         c->rr[id] = (struct rrec){ (uint32_t)ti, h };
-        c->n_delta += c->algo == OFB_CLS_ALGO_DTREE;
+        c->n_delta += is_dt(c);
     }
     c->n_rules++;
     return id;
@@ -1795,7 +1803,7 @@ static int delete_one(struct ofb_cls *c, uint32_t id)
         c->n_rules--;
         return 0;
     }
-    if (c->algo == OFB_CLS_ALGO_DTREE) {
+    if (is_dt(c)) {
         struct blk *k0;
         uint32_t p0;
         struct ent *e0 = find_ent(c, id, &k0, &p0);
@@ -1923,7 +1931,7 @@ uint32_t ofb_cls_delete(struct ofb_cls *c, const struct ofb_cls_rule *r)
             }
         }
     }
-    if (c->algo == OFB_CLS_ALGO_DTREE) {
+    if (is_dt(c)) {
         uint32_t tb = ofb_dtree_find(atomic_load_explicit(&c->dt, memory_order_relaxed), r->priority, v, m, now);
         if (tb && (!best || tb < best))
             best = tb;
@@ -2015,7 +2023,8 @@ static void retire_dtree(struct ofb_cls *c, struct ofb_dtree *t)
 
 static unsigned dt_flags(const struct ofb_cls *c)
 {
-    return c->simd != 0 ? OFB_DTREE_SIMD : 0;   /* SIMD_SCALAR = 0 */
+    return (c->simd != 0 ? OFB_DTREE_SIMD : 0) |   /* SIMD_SCALAR = 0 */
+           (c->algo == OFB_CLS_ALGO_DFA ? OFB_DTREE_DFA : 0);
 }
 
 /* make t what readers walk (the writer holds no other reference to the old) */
@@ -2049,7 +2058,12 @@ static int dt_bulk(struct ofb_cls *c, const struct ofb_cls_rule *rules, size_t n
         dr[i] = (struct ofb_dtree_rule){ rules[i].priority, c->n_ids + 1 + (uint32_t)i, rules[i].handle, v, m,
                                          c->wv, V_INF };
     }
-    struct ofb_dtree *t = ofb_dtree_build(c->key_len, dr, n, dt_flags(c), c->err, sizeof(c->err));
+    /* DFA: the tree now (lookups from it at once), the DFA (~1 s at 100k) with
+     * a fresh tree on the rebuild thread, adopted like any rebuild (at a later
+     * publish, or ofb_cls_synchronize); OFB_CLS_DFA_BULK_SYNC=1: both now */
+    unsigned fl = dt_flags(c);
+    bool later = (fl & OFB_DTREE_DFA) && !c->dfa_bulk_sync;
+    struct ofb_dtree *t = ofb_dtree_build(c->key_len, dr, n, later ? fl & ~OFB_DTREE_DFA : fl, c->err, sizeof(c->err));
     free(dr), free(w);
     if (!t)
         return -1;
@@ -2063,6 +2077,8 @@ static int dt_bulk(struct ofb_cls *c, const struct ofb_cls_rule *rules, size_t n
     dt_publish(c, t, 0);
     publish(c);
     ofb_cls_reclaim(c);
+    if (later)
+        dt_start(c, true);
     return 0;
 }
 
@@ -2088,11 +2104,17 @@ static void dt_job_free(struct dtjob *j)
  * into the published tree, which stays allocated until the job is adopted. */
 static void dt_maybe_start(struct ofb_cls *c)
 {
+    dt_start(c, false);
+}
+
+/* force: rebuild whatever the delta (DFA: the DFA of a bulk build) */
+static void dt_start(struct ofb_cls *c, bool force)
+{
     struct ofb_dtree *old = atomic_load_explicit(&c->dt, memory_order_relaxed);
     uint64_t limit = ofb_dtree_rules(old) / DT_DELTA_DIV;
     if (limit < c->dt_delta_min)
         limit = c->dt_delta_min;
-    if (c->job || c->n_delta <= limit || c->in_batch)
+    if (c->job || (!force && c->n_delta <= limit) || c->in_batch)
         return;
     struct dtjob *j = calloc(1, sizeof(*j));
     size_t cap = ofb_dtree_rules(old) + c->n_delta;
@@ -2253,7 +2275,7 @@ int ofb_cls_build_bulk(struct ofb_cls *c, const struct ofb_cls_rule *rules, size
     }
     if (rr_reserve(c, (uint32_t)n))
         return -1;
-    if (c->algo == OFB_CLS_ALGO_DTREE && c->n_ids == 0 && n && !c->in_batch)
+    if (is_dt(c) && c->n_ids == 0 && n && !c->in_batch)
         return dt_bulk(c, rules, n, ids);
     c->in_batch = true;
     int rc = 0;
@@ -2887,7 +2909,8 @@ static inline uint64_t lookup_kw(const struct ofb_cls *c, const uint64_t *kw, ui
                                  const struct snap *s, uint32_t *id)
 {
     switch (c->algo) {
-    case OFB_CLS_ALGO_DTREE: return lookup_dtree(c, kw, v, s, id);
+    case OFB_CLS_ALGO_DTREE:
+    case OFB_CLS_ALGO_DFA: return lookup_dtree(c, kw, v, s, id);
     case OFB_CLS_ALGO_OURS: return lookup_ours(c, kw, v, s, id);
     case OFB_CLS_ALGO_TSS: return lookup_tss(c, kw, v, s, id);
     case OFB_CLS_ALGO_LINEAR: return lookup_linear(c, kw, v, id);
@@ -3049,7 +3072,7 @@ size_t ofb_cls_lookup_batch(const struct ofb_cls *c, const uint8_t *const keys[]
                 hits += batch_ours(c, keys + off + k, q, handles_out + off + k,
                                    rule_ids_out ? rule_ids_out + off + k : NULL, v, s, NULL, NULL);
             }
-        } else if (c->algo == OFB_CLS_ALGO_DTREE) {
+        } else if (is_dt(c)) {
             hits += batch_dtree(c, keys + off, m, handles_out + off, rule_ids_out ? rule_ids_out + off : NULL, v, s);
         } else {
             for (size_t k = 0; k < m; k++) {
@@ -3080,13 +3103,14 @@ const char *ofb_cls_algo_name(enum ofb_cls_algo a)
     case OFB_CLS_ALGO_HYBRID: return "hybrid";
     case OFB_CLS_ALGO_LOUDS: return "louds";
     case OFB_CLS_ALGO_DTREE: return "dtree";
+    case OFB_CLS_ALGO_DFA: return "dfa";
     }
     return "?";
 }
 
 struct ofb_cls *ofb_cls_create(const struct ofb_cls_params *p)
 {
-    if (!p || p->key_len < 1 || p->key_len > OFB_CLS_MAX_KEY_LEN || (unsigned)p->algo > OFB_CLS_ALGO_DTREE) {
+    if (!p || p->key_len < 1 || p->key_len > OFB_CLS_MAX_KEY_LEN || (unsigned)p->algo > OFB_CLS_ALGO_DFA) {
         errno = EINVAL;
         return NULL;
     }
@@ -3136,6 +3160,8 @@ struct ofb_cls *ofb_cls_create(const struct ofb_cls_params *p)
         c->dt_delta_min = e && atoi(e) > 0 ? (uint32_t)atoi(e) : DT_DELTA_MIN;
         e = getenv("OFB_CLS_DTREE_SYNC");
         c->dt_sync = e && !strcmp(e, "1");
+        e = getenv("OFB_CLS_DFA_BULK_SYNC");   /* DFA: a bulk build also builds the DFA before it returns */
+        c->dfa_bulk_sync = e && !strcmp(e, "1");
     }
     atomic_store(&c->bytes, sizeof(*c));
     atomic_store(&c->version, 1);
@@ -3225,7 +3251,7 @@ const char *ofb_cls_simd_name(const struct ofb_cls *c)
 
 uint64_t ofb_cls_trie_bytes(const struct ofb_cls *c)
 {
-    if (c->algo == OFB_CLS_ALGO_DTREE)
+    if (is_dt(c))
         return ofb_dtree_bytes(atomic_load_explicit(&c->dt, memory_order_acquire));
     const struct tpair *p = is_trie(c) ? atomic_load_explicit(&c->tp, memory_order_acquire) : NULL;
     return p ? ofb_trie_bytes(p->base) + ofb_trie_bytes(p->delta) : 0;

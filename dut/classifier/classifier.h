@@ -92,6 +92,33 @@
  *                      updates 1.1-1.2 M/s of writer CPU, 0.58-0.65 M/s
  *                      counting the rebuild thread's CPU.
  *
+ *  OFB_CLS_ALGO_DFA    DTREE (same tree, delta, kills, background rebuilds,
+ *                      same code in classifier.c) with a byte-stride DFA
+ *                      (dfa.h, rte_acl-like: all rules in one DFA by layered
+ *                      subset construction with priority pruning, partitioned
+ *                      into groups when that is too big; range/full/path
+ *                      nodes) built over the same ranks.  A lookup walks the
+ *                      DFA (<= key_len transitions per DFA, no leaf check);
+ *                      only when the rule it names is not live at the reader's
+ *                      version (deleted since the build) does the key walk the
+ *                      tree.  A bulk build into an empty classifier publishes
+ *                      the tree at once and builds tree + DFA on the rebuild
+ *                      thread (adopted like any rebuild; OFB_CLS_DFA_BULK_SYNC
+ *                      =1: before build_bulk returns).  A rule set whose DFA
+ *                      passes its budget (32 states per rule + 4096; arbitrary
+ *                      masks explode) is served by the tree alone; out of
+ *                      memory fails the build with a message.  Not the
+ *                      default.  Measured (README.md "dfa", AVX2, medians of
+ *                      3, 100k): batched acl 31.6 Mlps, fw 34.1, ipc 23.3 =
+ *                      0.99 / 0.94 / 0.77x rte_acl (32.0, 36.1, 30.4 in the
+ *                      same runs; the run before 0.87 / 0.93 / 0.82): acl and
+ *                      fw at its rate within the noise, ipc short; that close
+ *                      only because these generated sets are heavily shadowed
+ *                      (one DFA of 0.07-2.2 MB); partitioned DFAs: 0.17-0.24x.
+ *                      Lookups after 0.25-0.59 s (tree), DFA after 0.50-1.19 s
+ *                      CPU; 172-365 B/rule with the tree; updates 1.07-1.40
+ *                      M/s of writer CPU.
+ *
  * Why not the document's trie.  We first modelled the H-Trie/SP-Trie hybrid
  * and bit-selection decision trees (HiCuts/HyperSplit style) for the hard case
  * (1M rules, 100 random 32-bit masks, random priorities): a random mask cares
@@ -322,6 +349,7 @@ enum ofb_cls_algo {
     OFB_CLS_ALGO_HYBRID = 5,   /* its hybrid: H-Trie merged breadth-first within mem_budget_bytes */
     OFB_CLS_ALGO_LOUDS = 6,    /* the hybrid (budget 0 = H-Trie) in a LOUDS succinct layout; read-only */
     OFB_CLS_ALGO_DTREE = 7,    /* compiled decision tree (dtree.h) for the bulk + OURS tables as the delta */
+    OFB_CLS_ALGO_DFA = 8,      /* DTREE with a byte-stride DFA (dfa.h) answering first */
 };
 
 struct ofb_cls_params {

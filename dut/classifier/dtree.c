@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Compiled decision tree (HyperSplit-like, CutSplit-like partition): see dtree.h. */
 #include "dtree.h"
+#include "dfa.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -77,6 +78,8 @@ struct ofb_dtree {
     uint32_t *lmemo;                 /* build: binary leaf slot -> ref (0 = not yet) */
     void *region;                    /* sn, lf, ri, rk, mt moved into one huge-page mapping (or NULL) */
     size_t region_bytes;
+    struct ofb_bdfa *dfa;            /* OFB_DTREE_DFA: answers first (dfa.h), the tree when its answer is dead */
+    int dfa_over;                    /* OFB_DTREE_DFA asked, but the rules passed the DFA's budget: tree only */
 };
 
 /* Super node: a complete binary subtree of 3 levels (7 splits at positions
@@ -558,6 +561,21 @@ struct ofb_dtree *ofb_dtree_build(uint32_t key_len, const struct ofb_dtree_rule 
         t->lmemo = NULL;
         t->simd = (flags & OFB_DTREE_SIMD) && key_len <= 16;
     }
+    if (!b.fail && (flags & OFB_DTREE_DFA) && n) {
+        uint64_t mb = 0;
+        const char *e = getenv("OFB_DFA_MAX_MB");   /* cap of the DFA (tests: its out-of-budget error) */
+        if (e && atoll(e) > 0)
+            mb = (uint64_t)atoll(e) << 20;
+        int over = 0;
+        t->dfa = ofb_bdfa_build(key_len, t->nwk, t->rk, (uint32_t)n, (flags & OFB_DTREE_SIMD) ? OFB_BDFA_SIMD : 0, mb,
+                                &over, err, errlen);
+        if (!t->dfa && !over) {   /* out of memory: the build fails with dfa.c's message */
+            ofb_dtree_free(t);
+            return NULL;
+        }
+        /* over its budget: the tree alone answers (ofb_dtree_dfa_bytes() = 0); err keeps why */
+        t->dfa_over = over;
+    }
     if (b.fail) {
         if (!err[0] || strncmp(err, "dtree", 5))
             snprintf(err, errlen, "dtree: out of memory building the tree of %zu rules", n);
@@ -577,7 +595,7 @@ struct ofb_dtree *ofb_dtree_build(uint32_t key_len, const struct ofb_dtree_rule 
     to_hugepages(t);
     t->bytes = sizeof(*t) + sizeof(struct snode) * t->cap_sn + t->cap_lf + sizeof(uint64_t) * w2 * n +
                sizeof(uint64_t) * t->esw * t->nmt +
-               (sizeof(struct rinfo) + sizeof(struct idrank)) * n;
+               (sizeof(struct rinfo) + sizeof(struct idrank)) * n + ofb_bdfa_bytes(t->dfa);
     return t;
 oom:
     snprintf(err, errlen, "dtree: out of memory building the tree of %zu rules", n);
@@ -603,6 +621,7 @@ void ofb_dtree_free(struct ofb_dtree *t)
     free(t->er);
     free(t->ri);
     free(t->ir);
+    ofb_bdfa_free(t->dfa);
     free(t);
 }
 
@@ -610,6 +629,8 @@ size_t ofb_dtree_bytes(const struct ofb_dtree *t) { return t ? t->bytes : 0; }
 uint32_t ofb_dtree_rules(const struct ofb_dtree *t) { return t ? t->n : 0; }
 uint32_t ofb_dtree_trees(const struct ofb_dtree *t) { return t ? t->ntrees : 0; }
 uint64_t ofb_dtree_entries(const struct ofb_dtree *t) { return t ? t->ne : 0; }
+size_t ofb_dtree_dfa_bytes(const struct ofb_dtree *t) { return t ? ofb_bdfa_bytes(t->dfa) : 0; }
+int ofb_dtree_dfa_over(const struct ofb_dtree *t) { return t ? t->dfa_over : 0; }
 
 void ofb_dtree_rank_info(const struct ofb_dtree *t, uint32_t rank, uint32_t *prio, uint32_t *id, uint64_t *handle)
 {
@@ -1026,7 +1047,25 @@ static uint32_t lookup_scalar(const struct ofb_dtree *t, const uint8_t *key, uin
     return best;
 }
 
+static uint32_t tree_lookup(const struct ofb_dtree *t, const uint8_t *key, uint64_t v);
+
+/* all rules of the tree are live for a reader at version v */
+static inline bool all_live_at(const struct ofb_dtree *t, uint64_t v)
+{
+    return v >= t->max_add_v && !atomic_load_explicit(&t->kills, memory_order_relaxed);
+}
+
 uint32_t ofb_dtree_lookup(const struct ofb_dtree *t, const uint8_t *key, uint64_t v)
+{
+    if (t->dfa) {   /* the DFA's best rule of the snapshot; the tree only when it is not live at v */
+        uint32_t r = ofb_bdfa_lookup(t->dfa, key);
+        if (likely(r == DT_NONE || all_live_at(t, v) || live(t, r, v)))
+            return r;
+    }
+    return tree_lookup(t, key, v);
+}
+
+static uint32_t tree_lookup(const struct ofb_dtree *t, const uint8_t *key, uint64_t v)
 {
 #if defined(__x86_64__) && defined(__GNUC__)
     if (t->simd) {
@@ -1099,6 +1138,19 @@ void ofb_dtree_lookup_batch(const struct ofb_dtree *t, const uint8_t *const keys
                             uint32_t rank_out[])
 {
     _Static_assert(DT_LANES * DT_MAX_TREES <= 64, "walk mask: 64 bits");
+    if (t->dfa) {
+        ofb_bdfa_lookup_batch(t->dfa, keys, n, rank_out);
+        if (likely(all_live_at(t, v))) {
+            for (size_t i = 0; i < n; i++)   /* the caller reads the winners' rule info next */
+                if (rank_out[i] != DT_NONE)
+                    __builtin_prefetch(&t->ri[rank_out[i]]);
+            return;
+        }
+        for (size_t i = 0; i < n; i++)
+            if (rank_out[i] != DT_NONE && !live(t, rank_out[i], v))
+                rank_out[i] = tree_lookup(t, keys[i], v);
+        return;
+    }
     for (size_t base = 0; base < n; base += DT_LANES) {
         unsigned m = n - base < DT_LANES ? (unsigned)(n - base) : DT_LANES;
         uint32_t cur[DT_MAX_TREES * DT_LANES], best[DT_LANES];

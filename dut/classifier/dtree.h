@@ -117,6 +117,8 @@ struct ofb_dtree;
 /* Build from n rules (any order, distinct ids).  NULL on failure with a message
  * in err. */
 #define OFB_DTREE_SIMD 1u   /* flag: SSE4.2/AVX2 lookups (keys <= 16 bytes; else scalar) */
+#define OFB_DTREE_DFA 2u    /* flag: also build dfa.h's DFA over the same ranks; lookups ask it
+                               first and walk the tree only when its answer is not live at v */
 struct ofb_dtree *ofb_dtree_build(uint32_t key_len, const struct ofb_dtree_rule *rules, size_t n, unsigned flags,
                                   char *err, size_t errlen);
 void ofb_dtree_free(struct ofb_dtree *);
@@ -124,6 +126,8 @@ size_t ofb_dtree_bytes(const struct ofb_dtree *);
 uint32_t ofb_dtree_rules(const struct ofb_dtree *);
 uint32_t ofb_dtree_trees(const struct ofb_dtree *);
 uint64_t ofb_dtree_entries(const struct ofb_dtree *);  /* leaf entries (rule copies) */
+size_t ofb_dtree_dfa_bytes(const struct ofb_dtree *);  /* the DFA's part of ofb_dtree_bytes (0 without) */
+int ofb_dtree_dfa_over(const struct ofb_dtree *);      /* 1: OFB_DTREE_DFA asked, rules over the DFA's budget */
 
 /* Best live rule for a key (key_len bytes) at version v: its rank, or DT_NONE. */
 uint32_t ofb_dtree_lookup(const struct ofb_dtree *, const uint8_t *key, uint64_t v);

@@ -98,7 +98,7 @@ def metrics_of(by_algo: dict[str, dict]) -> dict:
     for algo, o in by_algo.items():
         if "error" in o:
             continue
-        for key in ("mlps", "batch_mlps", "build_s", "bytes_per_rule", "updates_per_s", "mismatches"):
+        for key in ("mlps", "batch_mlps", "build_s", "ready_s", "bytes_per_rule", "updates_per_s", "mismatches"):
             if o.get(key) is not None:
                 m[f"{algo}_{key}"] = o[key]
     if m.get("tss_mlps") and "ours_mlps" in m:
@@ -107,8 +107,9 @@ def metrics_of(by_algo: dict[str, dict]) -> dict:
         m["batch_speedup_vs_tss"] = round(m["ours_batch_mlps"] / m["tss_batch_mlps"], 2)
     if m.get("acl_batch_mlps") and "ours_batch_mlps" in m:
         m["batch_speedup_vs_acl"] = round(m["ours_batch_mlps"] / m["acl_batch_mlps"], 2)
-    if m.get("acl_batch_mlps") and "dtree_batch_mlps" in m:
-        m["dtree_batch_speedup_vs_acl"] = round(m["dtree_batch_mlps"] / m["acl_batch_mlps"], 2)
+    for algo in ("dtree", "dfa"):
+        if m.get("acl_batch_mlps") and f"{algo}_batch_mlps" in m:
+            m[f"{algo}_batch_speedup_vs_acl"] = round(m[f"{algo}_batch_mlps"] / m["acl_batch_mlps"], 2)
     return m
 
 
@@ -250,8 +251,8 @@ def test_classifier_bench(kind, n, bench, results, bench_files, request):
     min_time = 0.1 if quick else 0.3
     rs, rp, kp, hp = bench_files(kind, n)
     algos = [a for a in ALGO_ORDER if a != "linear" or n <= LINEAR_MAX_N]
-    if kind.startswith("cb_"):  # the compiled tree + delta (issue 19 part 4), beside OURS and rte_acl
-        algos.append("dtree")
+    if kind.startswith("cb_"):  # the compiled tree + delta (issue 19 part 4), beside OURS and rte_acl,
+        algos += ["dtree", "dfa"]  # and the same with the byte DFA in front
     results.progress(f"{kind} N={n}: {', '.join(algos)}")
     r = bench.run(["--rules", bench.path(rp), "--keys", bench.path(kp), "--algos", ",".join(algos),
                    "--min-time", str(min_time), "--updates", "20000" if quick else "200000"], 600)
@@ -284,7 +285,7 @@ def test_classifier_bench(kind, n, bench, results, bench_files, request):
         provenance={"generator": "traces/rulesets.py", "port_kind": "none (in-memory keys)",
                     "timing": "thread CPU time", "bench": str(BENCH.relative_to(BUILD))})
     _rows[f"{kind}_{n}"] = rec
-    for algo in ("tss", "ours", "dtree"):
+    for algo in ("tss", "ours", "dtree", "dfa"):
         assert metrics.get(f"{algo}_mismatches", 0) == 0, f"{algo} disagrees with {algos[0]}"
 
 
@@ -298,7 +299,7 @@ def test_classifier_summary(results):
     for name, rec in _rows.items():
         m, p = rec["metrics"], rec["params"]
         row = {"row": name, "masks": p["distinct_masks"]}
-        for algo in ("ours", "tss", "linear", "dtree", "acl"):
+        for algo in ("ours", "tss", "linear", "dtree", "dfa", "acl"):
             row[f"{algo} Mlps (batch)"] = m.get(f"{algo}_batch_mlps", "-")
         row["ours build s"] = m.get("ours_build_s")
         row["ours B/rule"] = m.get("ours_bytes_per_rule")

@@ -14,6 +14,7 @@
 #include <time.h>
 #include "binfile.h"
 
+extern unsigned long ofb_prof_dfa_steps, ofb_prof_dfa_types[4];
 extern unsigned long ofb_prof_blocks, ofb_prof_bands, ofb_prof_ents, ofb_prof_found, ofb_prof_cands,
     ofb_prof_pass;
 
@@ -42,11 +43,14 @@ int main(int argc, char **argv)
         rr[i].mask = p + 4 + kl;
         rr[i].handle = (uint64_t)i + 1;
     }
-    struct ofb_cls *c = ofb_cls_create(&(struct ofb_cls_params){ .key_len = kl, .expected_rules = n });
+    const char *ea = getenv("OFB_CLS_PROF_ALGO");   /* "dfa": dfa.h's walk (steps per lookup); default OURS */
+    enum ofb_cls_algo algo = ea && !strcmp(ea, "dfa") ? OFB_CLS_ALGO_DFA : OFB_CLS_ALGO_OURS;
+    struct ofb_cls *c = ofb_cls_create(&(struct ofb_cls_params){ .key_len = kl, .expected_rules = n, .algo = algo });
     if (!c || ofb_cls_build_bulk(c, rr, n, NULL)) {
         fprintf(stderr, "cls-prof: build failed\n");
         return 1;
     }
+    ofb_cls_synchronize(c);   /* dfa: adopt the DFA its bulk build made on the rebuild thread */
     struct ofb_cls_stats st;
     ofb_cls_get_stats(c, &st);
     struct timespec a, b;
@@ -59,10 +63,13 @@ int main(int argc, char **argv)
     double d = nk;
     printf("{\"rules\":%u,\"tables\":%lu,\"bands\":%lu,\"ns_per_lookup\":%.0f,\"bands_per_lookup\":%.2f,"
            "\"candidates_per_lookup\":%.2f,\"blocks_per_lookup\":%.2f,\"entries_per_lookup\":%.2f,"
-           "\"found_per_lookup\":%.2f,\"key32_passes_per_lookup\":%.2f,\"bytes_per_rule\":%.1f,\"sink\":%lu}\n",
+           "\"found_per_lookup\":%.2f,\"key32_passes_per_lookup\":%.2f,\"bytes_per_rule\":%.1f,"
+           "\"dfa_steps_per_lookup\":%.2f,\"dfa_range16_range64_full_path\":[%.2f,%.2f,%.2f,%.2f],\"sink\":%lu}\n",
            n, (unsigned long)st.tables, (unsigned long)st.bands, t * 1e9 / d, ofb_prof_bands / d,
            ofb_prof_cands / d, ofb_prof_blocks / d, ofb_prof_ents / d, ofb_prof_found / d,
-           ofb_prof_pass / d, (double)ofb_cls_memory_bytes(c) / n, (unsigned long)(sink & 1));
+           ofb_prof_pass / d, (double)ofb_cls_memory_bytes(c) / n, ofb_prof_dfa_steps / d,
+           ofb_prof_dfa_types[0] / d, ofb_prof_dfa_types[1] / d, ofb_prof_dfa_types[2] / d, ofb_prof_dfa_types[3] / d,
+           (unsigned long)(sink & 1));
     ofb_cls_destroy(c);
     return 0;
 }

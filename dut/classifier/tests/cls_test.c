@@ -15,6 +15,8 @@
  *     dtree (compiled tree + OURS delta) takes part in both: OFB_CLS_DTREE_DELTA
  *     is set low (24) so the delta is merged into a rebuilt tree many times,
  *     on the writer (OFB_CLS_DTREE_SYNC=1) or on a thread, adopted when done.
+ *     dfa (the same with dfa.h's byte DFA answering first, the tree when the
+ *     DFA's answer was deleted) takes part wherever dtree does.
  *  4. with --tries: LOUDS (read-only) built in bulk beside the hybrid in
  *     DA+vEB (same budget, same trie) and linear, lookups compared (also at
  *     the switch's 128-byte key); every update is refused with a message and
@@ -59,7 +61,7 @@ static const char *shape_name[] = { "prefix", "arbitrary", "fewmasks", "eqprio",
 struct r {
     uint8_t v[128], m[128];
     uint32_t prio;
-    uint32_t id[8];   /* per algorithm (NA) */
+    uint32_t id[9];   /* per algorithm (NA) */
     int alive;
 };
 
@@ -85,8 +87,8 @@ static void gen_mask(uint8_t *m, uint32_t kl, enum shape sh, uint8_t pool[][128]
     }
 }
 
-#define NA 8  /* algorithms compared: ours, tss, linear (the reference), htrie, sptrie, hybrid, (louds: not
-                 here, read-only), dtree */
+#define NA 9  /* algorithms compared: ours, tss, linear (the reference), htrie, sptrie, hybrid, (louds: not
+                 here, read-only), dtree, dfa */
 #define SP_LIMIT (8u << 20)  /* the SP-Trie explodes on some shapes: it must fail cleanly, not eat the box */
 
 /* bands: OURS priority bands (0 = auto, which stays 1 for these small sets) */
@@ -112,12 +114,12 @@ static void differential(uint32_t kl, enum shape sh, int nops, int bulk, uint32_
         /* the tries rebuild at every update: they take part in one of the two
          * variants per shape (hybrid_budget != 0) to keep the test fast */
         live[a] = a < OFB_CLS_ALGO_HTRIE || (hybrid_budget != 0 && a != OFB_CLS_ALGO_LOUDS) ||
-                  (a == OFB_CLS_ALGO_DTREE && bands == 0);   /* bands are OURS': once is enough */
+                  ((a == OFB_CLS_ALGO_DTREE || a == OFB_CLS_ALGO_DFA) && bands == 0);   /* bands are OURS': once is enough */
         if (dtree_only)
             live[a] = a == OFB_CLS_ALGO_LINEAR || a == OFB_CLS_ALGO_DTREE;
         /* dtree: merges of the delta into the tree on the writer after a bulk
          * build, on a thread (adopted whenever they finish) after inserts */
-        if (a == OFB_CLS_ALGO_DTREE)
+        if (a == OFB_CLS_ALGO_DTREE || a == OFB_CLS_ALGO_DFA)
             setenv("OFB_CLS_DTREE_SYNC", bulk ? "1" : "0", 1);
         if (!live[a]) {
             c[a] = NULL;
@@ -559,6 +561,8 @@ int main(int argc, char **argv)
         concurrency(OFB_CLS_ALGO_DTREE, quick ? 1.0 : 5.0, 8);
         setenv("OFB_CLS_DTREE_SYNC", "1", 1);
         concurrency(OFB_CLS_ALGO_DTREE, quick ? 1.0 : 5.0, 8);
+        setenv("OFB_CLS_DTREE_SYNC", "0", 1);   /* dfa: the same scheme with the DFA in front of the tree */
+        concurrency(OFB_CLS_ALGO_DFA, quick ? 1.0 : 5.0, 8);
     } else {  /* the hybrid's incremental scheme: base + delta, kills, merges, under readers */
         concurrency(OFB_CLS_ALGO_HYBRID, quick ? 1.0 : 5.0, 8);
     }

@@ -108,7 +108,83 @@ def test_dtree_differential_against_python_reference(simd, sync, key_len, monkey
     _differential("dtree", 0, simd, key_len)
 
 
-@pytest.mark.parametrize("algo", ["ours", "tss", "linear", "htrie", "sptrie", "hybrid", "dtree"])
+@pytest.mark.parametrize("simd", ["scalar", "avx2"])
+@pytest.mark.parametrize("sync", ["0", "1"])
+@pytest.mark.parametrize("key_len", [4, 13, 40])
+def test_dfa_differential_against_python_reference(simd, sync, key_len, monkeypatch):
+    """dfa: dtree with the byte DFA (dfa.h) in front; the same merges every 16 rules; a
+    deleted rule the DFA still names sends that key to the tree.  simd: the range step."""
+    monkeypatch.setenv("OFB_CLS_DTREE_DELTA", "16")
+    monkeypatch.setenv("OFB_CLS_DTREE_SYNC", sync)
+    _differential("dfa", 0, simd, key_len)
+
+
+@pytest.mark.parametrize("groups", ["one", "partitioned"])
+@pytest.mark.parametrize("sync", ["0", "1"])
+@pytest.mark.parametrize("simd", ["scalar", "avx2"])
+@pytest.mark.parametrize("shape", ["cb_acl", "cb_fw", "cb_ipc"])
+def test_dfa_classbench_like_against_linear(shape, simd, sync, groups, monkeypatch):
+    """dfa and dtree on a ClassBench-like set (bulk build: the tree at once, the DFA on the
+    rebuild thread (sync 0, adopted at a later publish) or on the writer (sync 1); all rules in
+    one DFA, or partitioned into groups and split), against
+    linear: hit-heavy and uniform keys, then a fifth of the rules deleted (the DFA names dead
+    rules: the tree answers) and new rules inserted (the delta), merged by a rebuild."""
+    from traces.rulesets import make
+
+    _path(simd)
+    monkeypatch.setenv("OFB_CLS_DTREE_SYNC", sync)
+    monkeypatch.setenv("OFB_CLS_DTREE_DELTA", "64")  # the inserts below trigger rebuilds on the writer
+    if groups == "partitioned":  # dtree's groups, each split in two while over 1 MiB of build memory
+        monkeypatch.setenv("OFB_DFA_GROUPS", "4")
+        monkeypatch.setenv("OFB_DFA_GROUP_MB", "1")
+    rs = make(shape, 3000, seed=5)
+    rules = [(int(p), bytes(v), bytes(m), i + 1) for i, (p, v, m) in
+             enumerate(zip(rs.priorities, rs.values, rs.masks))]
+    keys = [bytes(k) for k in rs.keys(1500, seed=6)] + [bytes(k) for k in rs.keys(300, seed=7, hit_fraction=0.0)]
+    cs = {a: Classifier(rs.key_len, a, simd=simd if a != "linear" else None) for a in ("linear", "dtree", "dfa")}
+    try:
+        ids = {a: c.build_bulk(rules) for a, c in cs.items()}
+        want = cs["linear"].lookup_batch(keys)
+        assert sum(1 for h, _ in want if h) > 1000
+        for a in ("dtree", "dfa"):
+            assert cs[a].lookup_batch(keys) == want, a
+            assert [cs[a].lookup(k) for k in keys[:300]] == want[:300], a
+        rnd = random.Random(9)
+        gone = rnd.sample(range(len(rules)), len(rules) // 5)
+        for a, c in cs.items():
+            for i in gone:
+                assert c.delete_id(ids[a][i])
+        extra = rules[:500]  # the same matches again as new (later, so lower-ranked on ties) rules
+        for a, c in cs.items():
+            for p, v, m, h in extra:
+                c.insert(p, v, m, h + 100000)
+        want = cs["linear"].lookup_batch(keys)
+        for a in ("dtree", "dfa"):
+            assert cs[a].lookup_batch(keys) == want, a
+            assert [cs[a].lookup(k) for k in keys[:300]] == want[:300], a
+    finally:
+        for c in cs.values():
+            c.close()
+
+
+def test_dfa_over_its_budget_answers_from_the_tree(monkeypatch):
+    """A rule set whose DFA would pass its state budget (here 50 states, in one DFA and
+    partitioned) builds the tree alone: the build succeeds and every answer is still right."""
+    from traces.rulesets import make
+
+    monkeypatch.setenv("OFB_DFA_MAX_STATES", "50")
+    monkeypatch.setenv("OFB_CLS_DFA_BULK_SYNC", "1")
+    rs = make("cb_fw", 3000, seed=5)
+    rules = [(int(p), bytes(v), bytes(m), i + 1) for i, (p, v, m) in
+             enumerate(zip(rs.priorities, rs.values, rs.masks))]
+    keys = [bytes(k) for k in rs.keys(500, seed=6)]
+    with Classifier(rs.key_len, "linear") as ref, Classifier(rs.key_len, "dfa") as c:
+        ref.build_bulk(rules)
+        c.build_bulk(rules)
+        assert c.lookup_batch(keys) == ref.lookup_batch(keys)
+
+
+@pytest.mark.parametrize("algo", ["ours", "tss", "linear", "htrie", "sptrie", "hybrid", "dtree", "dfa"])
 def test_ties_earlier_insert_wins_and_delete_by_value(algo):
     with Classifier(4, algo) as c:
         a = c.insert(5, b"\x0a\x00\x00\x00", b"\xff\x00\x00\x00", 111)
