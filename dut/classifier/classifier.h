@@ -90,7 +90,13 @@
  *                      (32.1, 36.1, 30.0 in the same runs); single lookups 1.3-
  *                      1.8, below OURS' 2.2-3.9; build 0.27 / 0.67 / 0.31 s;
  *                      updates 1.1-1.2 M/s of writer CPU, 0.58-0.65 M/s
- *                      counting the rebuild thread's CPU.
+ *                      counting the rebuild thread's CPU.  Those sets were
+ *                      shadowed (priority in generation order); on sets with
+ *                      specific rules first (traces/rulesets.py since 2026-11-
+ *                      24) dtree with compact leaves batches 10.9 / 5.0 / 7.3
+ *                      Mlps, rte_acl 2.4 on acl (fw/ipc: no build in 8 GB),
+ *                      OURS 0.68 / 0.25 / 0.56: dtree meets the rte_acl goal
+ *                      there, OURS does not (docs/results.md).
  *
  *  OFB_CLS_ALGO_DFA    DTREE (same tree, delta, kills, background rebuilds,
  *                      same code in classifier.c) with a byte-stride DFA
@@ -117,7 +123,8 @@
  *                      (one DFA of 0.07-2.2 MB); partitioned DFAs: 0.17-0.24x.
  *                      Lookups after 0.25-0.59 s (tree), DFA after 0.50-1.19 s
  *                      CPU; 172-365 B/rule with the tree; updates 1.07-1.40
- *                      M/s of writer CPU.
+ *                      M/s of writer CPU.  On the specificity-ordered sets:
+ *                      6.7 / 4.7 / 5.9 Mlps, below dtree (docs/results.md).
  *
  * Why not the document's trie.  We first modelled the H-Trie/SP-Trie hybrid
  * and bit-selection decision trees (HiCuts/HyperSplit style) for the hard case
