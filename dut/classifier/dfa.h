@@ -78,7 +78,11 @@
  * keys), which is what lets one DFA stay small.  Partitioned (OFB_DFA_GROUPS=4,
  * what less shadowed sets get): 8.28 / 6.26 / 7.05 Mlps = 0.17-0.24x rte_acl,
  * 29-42 MB, built in 0.65-1.6 s, 10-13 steps per key.  The walk is CPU-bound
- * first: ~20-25 cycles per step (18.6 Mlps on a 1k set held in L2).
+ * first: ~20-25 cycles per step (18.6 Mlps on a 1k set held in L2).  The sets
+ * now take priority by specificity (traces/rulesets.py, no rule shadowed
+ * whole): dfa 6.7 / 4.7 (fw: over budget, the tree alone) / 5.9 Mlps, below
+ * dtree's 10.9 / 5.0 / 7.3, above rte_acl's 2.4 on acl (fw/ipc: rte_acl does
+ * not build in 8 GB); measured/2026-11-24-specific.
 
  * Invariants: immutable after build.  Concurrency: built by any one thread,
  * then only read (by any number of threads).  Limits: key_len <= 255 bytes,
