@@ -13,3 +13,4 @@ for rep in 1 2 3; do
     fi
   done
 done
+rm -rf /var/run/dpdk/cbm-acl  # rte_acl's EAL runtime folder (the file prefix above)
