@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Byte-stride DFA over a rule set: see dfa.h. */
 #include "dfa.h"
+#include "dtree.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -653,52 +654,20 @@ static inline bool small_at(const struct gctx *g, uint32_t r, uint32_t p)
     return mbyte(g, r, p) >= 0xf0;   /* range spans < 16 values */
 }
 
-/* dtree.h's choose_groups: greedily, the byte on which most ungrouped rules are
- * small (counting only bytes where the small rules take >= 64 distinct values)
- * takes those rules, up to 3 times or until < 5 % are left; the rest is the
- * last group.  grp[rank] = group. */
+static bool g_small(const void *ctx, uint32_t r, uint32_t p)
+{
+    return small_at(ctx, r, p);
+}
+
+static uint8_t g_low(const void *ctx, uint32_t r, uint32_t p)
+{
+    return vbyte(ctx, r, p);
+}
+
+/* dtree's partition (dtree.h, ofb_dt_partition) over this build's ranks. */
 static unsigned first_groups(const struct gctx *g, uint32_t n, uint8_t *grp, unsigned maxg)
 {
-    uint32_t kl = g->kl;
-    memset(grp, 0xff, n);
-    bool diverse[DFA_KL_MAX];
-    for (uint32_t p = 0; p < kl; p++) {
-        uint8_t seen[256] = { 0 };
-        unsigned dist = 0;
-        for (uint32_t r = 0; r < n; r++)
-            if (small_at(g, r, p) && !seen[vbyte(g, r, p)]) {
-                seen[vbyte(g, r, p)] = 1;
-                dist++;
-            }
-        diverse[p] = dist >= 64;
-    }
-    unsigned ng = 0;
-    uint32_t left = n;
-    while (ng + 1 < maxg && left > n / 20) {
-        uint32_t bestc = 0, bp = 0;
-        for (uint32_t p = 0; p < kl; p++) {
-            if (!diverse[p])
-                continue;
-            uint32_t c = 0;
-            for (uint32_t r = 0; r < n; r++)
-                c += grp[r] == 0xff && small_at(g, r, p);
-            if (c > bestc)
-                bestc = c, bp = p;
-        }
-        if (bestc < n / 20 || !bestc)
-            break;
-        for (uint32_t r = 0; r < n; r++)
-            if (grp[r] == 0xff && small_at(g, r, bp))
-                grp[r] = (uint8_t)ng, left--;
-        diverse[bp] = false;
-        ng++;
-    }
-    if (!left)
-        return ng;
-    for (uint32_t r = 0; r < n; r++)
-        if (grp[r] == 0xff)
-            grp[r] = (uint8_t)ng;
-    return ng + 1;
+    return ofb_dt_partition(g->kl, n, maxg, g, g_small, g_low, grp);
 }
 
 static int cmp_u64(const void *x, const void *y)

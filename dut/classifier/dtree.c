@@ -268,29 +268,20 @@ static inline bool small_at(uint32_t kl, const uint8_t *lo, const uint8_t *hi, u
     return hi[(size_t)i * kl + d] - lo[(size_t)i * kl + d] < 16;
 }
 
-static unsigned choose_groups(uint32_t kl, const uint8_t *lo, const uint8_t *hi, uint32_t n, uint8_t *grp)
+unsigned ofb_dt_partition(uint32_t kl, uint32_t n, unsigned maxg, const void *ctx,
+                          bool (*small)(const void *ctx, uint32_t r, uint32_t d),
+                          uint8_t (*low)(const void *ctx, uint32_t r, uint32_t d), uint8_t *grp)
 {
-    unsigned maxg = DT_MAX_TREES;
-    const char *e = getenv("OFB_DTREE_TREES");
-    if (e && atoi(e) >= 1 && atoi(e) <= DT_MAX_TREES)
-        maxg = (unsigned)atoi(e);
     memset(grp, 0xff, n);
-    if (maxg == 1) {
-        memset(grp, 0, n);
-        return 1;
-    }
-    bool diverse[OFB_DT_KL_MAX_ANY];
+    bool diverse[256];
     for (uint32_t d = 0; d < kl; d++) {
-        static uint8_t seen[256];
-        memset(seen, 0, sizeof(seen));
+        uint8_t seen[256] = { 0 };
         unsigned dist = 0;
-        for (uint32_t i = 0; i < n; i++) {
-            unsigned w = hi[(size_t)i * kl + d] - lo[(size_t)i * kl + d];
-            if (w < 16 && !seen[lo[(size_t)i * kl + d]]) {
-                seen[lo[(size_t)i * kl + d]] = 1;
+        for (uint32_t i = 0; i < n; i++)
+            if (small(ctx, i, d) && !seen[low(ctx, i, d)]) {
+                seen[low(ctx, i, d)] = 1;
                 dist++;
             }
-        }
         diverse[d] = dist >= 64;
     }
     unsigned g = 0;
@@ -302,14 +293,14 @@ static unsigned choose_groups(uint32_t kl, const uint8_t *lo, const uint8_t *hi,
                 continue;
             uint32_t c = 0;
             for (uint32_t i = 0; i < n; i++)
-                c += grp[i] == 0xff && small_at(kl, lo, hi, i, d);
+                c += grp[i] == 0xff && small(ctx, i, d);
             if (c > bestc)
                 bestc = c, bd = d;
         }
-        if (bestc < n / 20)
+        if (bestc < n / 20 || !bestc)
             break;
         for (uint32_t i = 0; i < n; i++)
-            if (grp[i] == 0xff && small_at(kl, lo, hi, i, bd))
+            if (grp[i] == 0xff && small(ctx, i, bd))
                 grp[i] = (uint8_t)g, left--;
         if (getenv("OFB_DTREE_STATS"))
             fprintf(stderr, "group %u: byte %u, %u rules\n", g, bd, bestc);
@@ -322,6 +313,34 @@ static unsigned choose_groups(uint32_t kl, const uint8_t *lo, const uint8_t *hi,
         if (grp[i] == 0xff)
             grp[i] = (uint8_t)g;
     return g + 1;
+}
+
+struct lohi { uint32_t kl; const uint8_t *lo, *hi; };
+
+static bool lohi_small(const void *ctx, uint32_t i, uint32_t d)
+{
+    const struct lohi *x = ctx;
+    return small_at(x->kl, x->lo, x->hi, i, d);
+}
+
+static uint8_t lohi_low(const void *ctx, uint32_t i, uint32_t d)
+{
+    const struct lohi *x = ctx;
+    return x->lo[(size_t)i * x->kl + d];
+}
+
+static unsigned choose_groups(uint32_t kl, const uint8_t *lo, const uint8_t *hi, uint32_t n, uint8_t *grp)
+{
+    unsigned maxg = DT_MAX_TREES;
+    const char *e = getenv("OFB_DTREE_TREES");
+    if (e && atoi(e) >= 1 && atoi(e) <= DT_MAX_TREES)
+        maxg = (unsigned)atoi(e);
+    if (maxg == 1) {
+        memset(grp, 0, n);
+        return 1;
+    }
+    const struct lohi x = { kl, lo, hi };
+    return ofb_dt_partition(kl, n, maxg, &x, lohi_small, lohi_low, grp);
 }
 
 /* Leaf entry format.  Rule sets with at most DT_MAX_MIDS distinct masks
@@ -1011,6 +1030,20 @@ static inline void prefetch_leaf(const struct ofb_dtree *t, uint32_t ref)
         __builtin_prefetch(a + 64 * l);
 }
 
+/* One step of lane x's batched walk done: record where it is; a leaf ends the
+ * lane (its head prefetched), a node is prefetched for the next round. */
+static inline void walk_advance(const struct ofb_dtree *t, uint32_t *cur, uint64_t *walk, unsigned x,
+                                uint32_t ref)
+{
+    cur[x] = ref;
+    if (ref & SN_LEAF) {
+        *walk &= ~(1ull << x);
+        prefetch_leaf(t, ref);
+    } else {
+        __builtin_prefetch(&t->sn[ref]);
+    }
+}
+
 static inline uint32_t sn_step_scalar(const struct snode *x, const uint8_t *key)
 {
     unsigned p1 = 1 + (key[x->dim[0]] > x->pt[0]);
@@ -1101,14 +1134,7 @@ static inline void walk_lanes(const struct ofb_dtree *t, uint64_t walk, uint32_t
         while (walk) {
             for (uint64_t w = walk; w; w &= w - 1) {
                 unsigned x = (unsigned)__builtin_ctzll(w);
-                uint32_t ref = sn_step_sse(&sn[cur[x]], kx[x % DT_LANES]);
-                cur[x] = ref;
-                if (ref & SN_LEAF) {
-                    walk &= ~(1ull << x);
-                    prefetch_leaf(t, ref);
-                } else {
-                    __builtin_prefetch(&sn[ref]);
-                }
+                walk_advance(t, cur, &walk, x, sn_step_sse(&sn[cur[x]], kx[x % DT_LANES]));
             }
         }
         return;
@@ -1117,14 +1143,7 @@ static inline void walk_lanes(const struct ofb_dtree *t, uint64_t walk, uint32_t
     while (walk) {
         for (uint64_t w = walk; w; w &= w - 1) {
             unsigned x = (unsigned)__builtin_ctzll(w);
-            uint32_t ref = sn_step_scalar(&sn[cur[x]], (const uint8_t *)kw[x % DT_LANES]);
-            cur[x] = ref;
-            if (ref & SN_LEAF) {
-                walk &= ~(1ull << x);
-                prefetch_leaf(t, ref);
-            } else {
-                __builtin_prefetch(&sn[ref]);
-            }
+            walk_advance(t, cur, &walk, x, sn_step_scalar(&sn[cur[x]], (const uint8_t *)kw[x % DT_LANES]));
         }
     }
 }
