@@ -779,7 +779,8 @@ def run_pipeline_bench(lab, kinds=("ofbench", "ovs-dpdk"), n_flows: int = 100_00
         # by 5-tuple as a NIC's RSS would (not every worker all of them: that would double
         # each flow's cache entries and the working set, which no real NIC does)
         worker_pcaps = []
-        for k, part in enumerate(rss_split(frames, workers)):
+        parts = rss_split(frames, workers)
+        for k, part in enumerate(parts):
             local = Path(lab.run_dir if remote else lab.state_dir) / f"{tag}-64b-q{k}.pcap"
             local.write_bytes(pcap_bytes(part))
             if remote:
@@ -788,7 +789,7 @@ def run_pipeline_bench(lab, kinds=("ofbench", "ovs-dpdk"), n_flows: int = 100_00
                 local.unlink()
                 local = dest
             worker_pcaps.append(local)
-        out["frames"]["per_worker"] = [len(part) for part in rss_split(frames, workers)]
+        out["frames"]["per_worker"] = [len(part) for part in parts]
     for kind, feed in plan:
         if kind in kinds:
             out[f"{kind}/{feed}"] = run_one(lab, kind, flows, pcap, lcore=lcore,
