@@ -16,8 +16,20 @@ from pathlib import Path
 from cffi import FFI
 
 REPO = Path(__file__).resolve().parents[2]
-ALGOS = {"ours": 0, "tss": 1, "linear": 2, "htrie": 3, "sptrie": 4, "hybrid": 5, "louds": 6, "dtree": 7, "dfa": 8}
+ALGOS = {"ours": 0, "tss": 1, "linear": 2, "htrie": 3, "sptrie": 4, "hybrid": 5, "louds": 6, "dtree": 7, "dfa": 8,
+         "auto": 9}
+# "auto" is the library's default: resolved at creation by key shape (classifier.h
+# ofb_cls_algo_for_key); Classifier.runs names what it resolved to.
+DEFAULT_ALGO = "auto"
 SIMD_PATHS = ("scalar", "avx2", "avx512")
+
+
+_ALGO_NAMES = {v: k for k, v in ALGOS.items()}
+
+
+def algo_for_key(key_len: int) -> str:
+    """What "auto" (the default) runs for keys of key_len bytes."""
+    return _ALGO_NAMES[load().ofb_cls_algo_for_key(key_len)]
 
 
 class ReadOnlyError(RuntimeError):
@@ -46,6 +58,8 @@ const char *ofb_cls_simd_name(const struct ofb_cls *);
 int ofb_cls_simd_supported(const char *name);
 const char *ofb_cls_last_error(const struct ofb_cls *);
 uint64_t ofb_cls_trie_bytes(const struct ofb_cls *);
+int ofb_cls_algo(const struct ofb_cls *);
+int ofb_cls_algo_for_key(uint32_t key_len);
 """
 
 _ffi = FFI()
@@ -78,7 +92,7 @@ def simd_supported(path: str) -> bool:
 
 
 class Classifier:
-    def __init__(self, key_len: int, algo: str = "ours", expected_rules: int = 0,
+    def __init__(self, key_len: int, algo: str = DEFAULT_ALGO, expected_rules: int = 0,
                  prio_min: int = 0, prio_max: int = 0, bands: int = 0, simd: str | None = None,
                  mem_budget_bytes: int = 0):
         """simd: force OURS' phase-1 path ("scalar", "avx2", "avx512"; None = what
@@ -114,6 +128,7 @@ class Classifier:
             self._c = None
             raise ValueError(f"ofb_cls_create refused key_len={key_len} algo={algo} "
                              f"mem_budget_bytes={mem_budget_bytes}: {os.strerror(errno)}")
+        self.runs = _ALGO_NAMES[self.lib.ofb_cls_algo(self._c)]
 
     def last_error(self) -> str | None:
         """The library's message for the last failed insert/build (None if none)."""

@@ -3104,13 +3104,28 @@ const char *ofb_cls_algo_name(enum ofb_cls_algo a)
     case OFB_CLS_ALGO_LOUDS: return "louds";
     case OFB_CLS_ALGO_DTREE: return "dtree";
     case OFB_CLS_ALGO_DFA: return "dfa";
+    case OFB_CLS_ALGO_AUTO: return "auto";
     }
     return "?";
 }
 
+enum ofb_cls_algo ofb_cls_algo_for_key(uint32_t key_len)
+{
+    /* 5..16 bytes (5-tuple-like keys: prefixes and port ranges): the compiled tree, measured
+     * 4-5x rte_acl on the ClassBench-like sets where OURS probes hundreds of mask shapes.
+     * 4 bytes (document 003's condition): OURS' grouped line filter.  Longer keys (the
+     * switch's 128-byte OpenFlow keys): OURS, whose few mask shapes per table it suits. */
+    return key_len >= 5 && key_len <= 16 ? OFB_CLS_ALGO_DTREE : OFB_CLS_ALGO_OURS;
+}
+
+enum ofb_cls_algo ofb_cls_algo(const struct ofb_cls *c)
+{
+    return c->algo;
+}
+
 struct ofb_cls *ofb_cls_create(const struct ofb_cls_params *p)
 {
-    if (!p || p->key_len < 1 || p->key_len > OFB_CLS_MAX_KEY_LEN || (unsigned)p->algo > OFB_CLS_ALGO_DFA) {
+    if (!p || p->key_len < 1 || p->key_len > OFB_CLS_MAX_KEY_LEN || (unsigned)p->algo > OFB_CLS_ALGO_AUTO) {
         errno = EINVAL;
         return NULL;
     }
@@ -3121,7 +3136,7 @@ struct ofb_cls *ofb_cls_create(const struct ofb_cls_params *p)
     c->key_len = p->key_len;
     c->nwk = (p->key_len + 7) / 8;
     c->es = sizeof(struct ent) + 16 * c->nwk;
-    c->algo = p->algo;
+    c->algo = p->algo == OFB_CLS_ALGO_AUTO ? ofb_cls_algo_for_key(p->key_len) : p->algo;
     c->expected = p->expected_rules;
     c->budget = p->mem_budget_bytes;
     c->bands_auto = p->bands == 0;

@@ -29,7 +29,17 @@
  *
  * Algorithms (chosen per classifier at creation)
  * ---------------------------------------------
- *  OFB_CLS_ALGO_OURS   "filtered merged tuples" (default, see below).
+ *  OFB_CLS_ALGO_AUTO   "auto", the default (binding.py, cls-bench): resolved at
+ *                      creation by key shape (ofb_cls_algo_for_key; ofb_cls_algo
+ *                      says which ran): DTREE for keys of 5..16 bytes (5-tuple-like
+ *                      sets; ClassBench-like 100k: 10.9 / 5.0 / 7.3 Mlps batched,
+ *                      4-5x rte_acl on acl, where OURS gives 0.68 / 0.25 / 0.56),
+ *                      OURS for 4-byte keys (document 003's condition, the grouped
+ *                      line filter) and for longer keys (the switch's 128-byte
+ *                      OpenFlow keys with a few mask shapes per table; the switch
+ *                      measures both as --lookup tuple|dtree, dut/switch/README.md).
+ *                      A zeroed ofb_cls_params (algo 0) still means OURS.
+ *  OFB_CLS_ALGO_OURS   "filtered merged tuples" (see below).
  *  OFB_CLS_ALGO_TSS    tuple space search as Open vSwitch's dpcls: one hash
  *                      table per distinct mask, tables probed in order of their
  *                      maximum priority, early exit once the best match found
@@ -83,7 +93,8 @@
  *                      SYNC=1 rebuilds on the writer; OFB_CLS_DTREE_DELTA=N
  *                      sets the minimum delta (tests); ofb_cls_synchronize
  *                      adopts a rebuild in flight and merges until the delta is
- *                      under its threshold.  Not the default: measured against
+ *                      under its threshold.  AUTO's choice for 5..16-byte keys
+ *                      (above).  Measured against
  *                      OURS and rte_acl in README.md ("dtree"): ClassBench-like
  *                      100k batched (AVX2 path, medians of 3) acl 6.00 Mlps, fw
  *                      3.48, ipc 4.90 = 1.4-1.6x OURS, 5.4-10x below rte_acl
@@ -357,6 +368,8 @@ enum ofb_cls_algo {
     OFB_CLS_ALGO_LOUDS = 6,    /* the hybrid (budget 0 = H-Trie) in a LOUDS succinct layout; read-only */
     OFB_CLS_ALGO_DTREE = 7,    /* compiled decision tree (dtree.h) for the bulk + OURS tables as the delta */
     OFB_CLS_ALGO_DFA = 8,      /* DTREE with a byte-stride DFA (dfa.h) answering first */
+    OFB_CLS_ALGO_AUTO = 9,     /* "auto": the library's default, resolved at ofb_cls_create by
+                                  key shape (ofb_cls_algo_for_key); ofb_cls_algo() tells which */
 };
 
 struct ofb_cls_params {
@@ -396,6 +409,10 @@ struct ofb_cls;
 struct ofb_cls *ofb_cls_create(const struct ofb_cls_params *);
 void ofb_cls_destroy(struct ofb_cls *);   /* writer; no reader may be inside */
 const char *ofb_cls_algo_name(enum ofb_cls_algo);
+/* What OFB_CLS_ALGO_AUTO runs for keys of key_len bytes (see "The default" above). */
+enum ofb_cls_algo ofb_cls_algo_for_key(uint32_t key_len);
+/* The algorithm a classifier runs (AUTO resolved). */
+enum ofb_cls_algo ofb_cls_algo(const struct ofb_cls *);
 
 /* Writer: insert a rule, publish it (unless in a batch).  Returns the rule id
  * (>= 1) or 0 on failure (no memory). */

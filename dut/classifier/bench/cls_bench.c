@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* cls-bench: one rule set, one key trace, several classifiers side by side on
  * one core.  Prints one JSON object per algorithm on stdout:
- *   {"algo":"ours","rules":N,"build_s":..,"ready_s":..,"bytes_per_rule":..,"mlps":..,
+ *   {"algo":"ours","runs":"ours","rules":N,"build_s":..,"ready_s":..,"bytes_per_rule":..,"mlps":..,
  *    "batch_mlps":..,"updates_per_s":..,"hits":..,"mismatches":..}
+ * ("runs": what the algorithm resolved to: "auto" runs the library's default for the key shape)
  * or {"algo":"acl","error":"did not build: ..."}.
  *
  * Usage: cls-bench [EAL args --] --rules F --keys F
- *                  [--algos ours,tss,linear,htrie,sptrie,hybrid,louds,dtree,dfa,acl]
+ *                  [--algos auto,ours,tss,linear,htrie,sptrie,hybrid,louds,dtree,dfa,acl]
  *                  [--min-time S] [--updates N] [--budget-mb MB] [--acl-max-mb MB]
  * --budget-mb: mem_budget_bytes (hybrid: merge budget; sptrie: size limit).
  * --acl-max-mb: rte_acl max_size (default 2048); its build may use 4x that (RLIMIT_AS),
@@ -83,16 +84,17 @@ static void run_ours(enum ofb_cls_algo algo, const struct ofb_cls_rule *rules, u
 {
     struct ofb_cls_params p = { .key_len = kl, .expected_rules = n, .algo = algo, .mem_budget_bytes = mem_budget };
     struct ofb_cls *c = ofb_cls_create(&p);
+    const char *asked = ofb_cls_algo_name(algo);  /* "auto" stays the record's name */
     if (!c) {
-        printf("{\"algo\":\"%s\",\"error\":\"ofb_cls_create failed: %s\"}\n", ofb_cls_algo_name(algo),
-               strerror(errno));
+        printf("{\"algo\":\"%s\",\"error\":\"ofb_cls_create failed: %s\"}\n", asked, strerror(errno));
         return;
     }
+    algo = ofb_cls_algo(c);   /* what runs (AUTO resolved): its special cases below */
     uint32_t *ids = malloc(sizeof(uint32_t) * n);
     double t0 = now_s(), t0p = now_process_s();
     if (ofb_cls_build_bulk(c, rules, n, ids)) {
         const char *e = ofb_cls_last_error(c);
-        printf("{\"algo\":\"%s\",\"rules\":%u,\"error\":\"did not build: %s\"}\n", ofb_cls_algo_name(algo), n,
+        printf("{\"algo\":\"%s\",\"rules\":%u,\"error\":\"did not build: %s\"}\n", asked, n,
                e ? e : "out of memory");
         fflush(stdout);
         ofb_cls_destroy(c);
@@ -193,10 +195,10 @@ static void run_ours(enum ofb_cls_algo algo, const struct ofb_cls_rule *rules, u
         after = done / el / 1e6;
     }
 
-    printf("{\"algo\":\"%s\",\"simd\":\"%s\",\"rules\":%u,\"tables\":%lu,\"bands\":%lu,\"build_s\":%.6f,\"ready_s\":%.6f,\"bytes_per_rule\":%.1f,"
+    printf("{\"algo\":\"%s\",\"runs\":\"%s\",\"simd\":\"%s\",\"rules\":%u,\"tables\":%lu,\"bands\":%lu,\"build_s\":%.6f,\"ready_s\":%.6f,\"bytes_per_rule\":%.1f,"
            "\"mlps\":%.4f,\"batch_mlps\":%.4f,\"updates_per_s\":%.0f,\"updates_per_s_all_threads\":%.0f,\"hits\":%lu,\"keys\":%u,"
            "\"mismatches\":%lu,\"trie_bytes_per_rule\":%.1f,\"batch_mlps_after_updates\":%.4f,\"sink\":%lu}\n",
-           ofb_cls_algo_name(algo), ofb_cls_simd_name(c), n, (unsigned long)st.tables, (unsigned long)st.bands, build, ready, (double)st.bytes / n, mlps, bmlps, ups, ups_all,
+           asked, ofb_cls_algo_name(algo), ofb_cls_simd_name(c), n, (unsigned long)st.tables, (unsigned long)st.bands, build, ready, (double)st.bytes / n, mlps, bmlps, ups, ups_all,
            (unsigned long)hits, nk, (unsigned long)mism, n ? (double)trie_bytes / n : 0.0, after,
            (unsigned long)(sink & 1));
     fflush(stdout);
@@ -445,6 +447,8 @@ int main(int argc, char **argv)
             run_ours(OFB_CLS_ALGO_DTREE, rules, n, kl, keys, nk, ref);
         else if (!strcmp(a, "dfa"))
             run_ours(OFB_CLS_ALGO_DFA, rules, n, kl, keys, nk, ref);
+        else if (!strcmp(a, "auto"))   /* the library's default: by key shape */
+            run_ours(OFB_CLS_ALGO_AUTO, rules, n, kl, keys, nk, ref);
         else if (!strcmp(a, "acl")) {
             static int eal_done;
             if (!eal_done) {

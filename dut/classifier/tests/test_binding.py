@@ -217,6 +217,31 @@ def test_bulk_build_batch_and_rulefile():
         assert st["rules"] == 3 and st["pending_removals"] == 0 and st["bytes"] > 0
 
 
+@pytest.mark.parametrize("key_len,runs", [(1, "ours"), (4, "ours"), (5, "dtree"), (13, "dtree"),
+                                          (16, "dtree"), (17, "ours"), (128, "ours")])
+def test_default_is_auto_and_resolves_by_key_shape(key_len, runs):
+    """The default ("auto") runs the compiled tree for 5-tuple-like keys and OURS for
+    document 003's 4-byte keys and the switch's long OpenFlow keys; it answers like LINEAR."""
+    from dut.classifier.binding import algo_for_key
+    assert algo_for_key(key_len) == runs
+    rnd = random.Random(key_len)
+    rules = []
+    for i in range(300):
+        care = min(0.75, 6 / key_len)  # a few matched bytes, as OpenFlow matches are
+        m = bytes(rnd.choice((0xff, 0xf0)) if rnd.random() < care else 0 for _ in range(key_len))
+        v = bytes(rnd.randrange(4) & b for b in m)
+        rules.append((rnd.randrange(50), v, m, i + 1))
+    keys = [bytes(rnd.randrange(4) for _ in range(key_len)) for _ in range(400)]
+    with Classifier(key_len) as c, Classifier(key_len, "linear") as ref:
+        assert (c.algo, c.runs) == ("auto", runs)
+        c.build_bulk(rules)
+        ref.build_bulk(rules)
+        want = ref.lookup_batch(keys)
+        assert sum(1 for h, _ in want if h) > 50
+        assert c.lookup_batch(keys) == want
+        assert [c.lookup(k) for k in keys] == want
+
+
 def test_bad_params():
     with pytest.raises(ValueError):
         Classifier(0)

@@ -30,7 +30,7 @@
  *
  * EAL: once, --no-huge --no-shconf --no-pci, a unique --file-prefix; its runtime folder is
  * removed right after init (it holds nothing).
- * Env OFS_FUZZ_LOOKUP=tuple|trie|simple picks the tables' lookup backend (default: the
+ * Env OFS_FUZZ_LOOKUP=tuple|dtree|trie|simple picks the tables' lookup backend (default: the
  * switch's, OFS_LOOKUP_DEFAULT). */
 #define _GNU_SOURCE
 #include <sched.h>

@@ -33,7 +33,7 @@ REGRESS = HERE / "regress"
 CACHE = Path(os.environ.get("OFBENCH_FUZZ_CACHE") or "/var/cache/ofbench/fuzz-agent")
 SHORT_S = 60
 LONG_S = 1800
-LOOKUPS = ("tuple", "trie", "simple")   # dut/profiles/schema.py SWITCH_LOOKUPS
+LOOKUPS = ("tuple", "dtree", "trie", "simple")   # dut/profiles/schema.py SWITCH_LOOKUPS
 ASAN_OPTIONS = "abort_on_error=1:detect_leaks=1:symbolize=1:handle_abort=1"
 UBSAN_OPTIONS = "print_stacktrace=1:halt_on_error=1"
 

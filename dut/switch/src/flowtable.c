@@ -1,7 +1,8 @@
 /* flowtable.c -- incremental flow tables (see flowtable.h) and the lookup backends (--lookup):
  * "simple" (priority-sorted array, the reference), and with dut/classifier "tuple" (its
- * filtered merged tuples, OFB_CLS_ALGO_OURS) and "trie" (document 003's hybrid H-Trie/SP-Trie,
- * OFB_CLS_ALGO_HYBRID). */
+ * filtered merged tuples, OFB_CLS_ALGO_OURS), "dtree" (its compiled decision tree with the
+ * tuples as delta, rebuilt on a thread, OFB_CLS_ALGO_DTREE) and "trie" (document 003's hybrid
+ * H-Trie/SP-Trie, OFB_CLS_ALGO_HYBRID). */
 #include <stdlib.h>
 #include <string.h>
 #include <rte_common.h>
@@ -239,6 +240,12 @@ static void *cls_create_tuple(unsigned n_readers)
 							       .algo = OFB_CLS_ALGO_OURS });
 }
 
+static void *cls_create_dtree(unsigned n_readers)
+{
+	return cls_create(n_readers, &(struct ofb_cls_params){ .key_len = OFS_KEY_CLS_LEN,
+							       .algo = OFB_CLS_ALGO_DTREE });
+}
+
 static void *cls_create_trie(unsigned n_readers)
 {
 	return cls_create(n_readers, &(struct ofb_cls_params){ .key_len = OFS_KEY_CLS_LEN,
@@ -360,6 +367,14 @@ const struct ofs_lookup_ops ofs_lookup_tuple = {
 	.destroy = cls_destroy,
 };
 
+const struct ofs_lookup_ops ofs_lookup_dtree = {
+	.name = "dtree", .create = cls_create_dtree, .insert = cls_insert, .remove = cls_remove,
+	.reserve = cls_reserve, .publish = cls_publish, .lookup = cls_lookup,
+	.lookup_burst = cls_lookup_burst,
+	.reader_enter = cls_reader_enter, .reader_leave = cls_reader_leave,
+	.destroy = cls_destroy,
+};
+
 const struct ofs_lookup_ops ofs_lookup_trie = {
 	.name = "trie", .create = cls_create_trie, .insert = cls_insert, .remove = cls_remove,
 	.reserve = cls_reserve, .publish = cls_publish, .lookup = cls_lookup,
@@ -371,7 +386,7 @@ const struct ofs_lookup_ops ofs_lookup_trie = {
 
 static const struct ofs_lookup_ops *const lookup_backends[] = {
 #ifdef OFS_HAVE_CLASSIFIER
-	&ofs_lookup_tuple, &ofs_lookup_trie,
+	&ofs_lookup_tuple, &ofs_lookup_dtree, &ofs_lookup_trie,
 #endif
 	&ofs_lookup_simple,
 };

@@ -3,7 +3,7 @@
  *
  * Usage: ofswitch <EAL args> -- --dpid 0x1 --controller tcp:127.0.0.1:6653 [--controller ...]
  *          --port 1=<dpdk port name or id> [--port 2=...] [--workers N]
- *          [--lookup tuple|trie|simple] [--stats-sock PATH] [--idle-sleep-us N] [--mbufs N]
+ *          [--lookup tuple|dtree|trie|simple] [--stats-sock PATH] [--idle-sleep-us N] [--mbufs N]
  *          [--max-flows N] [--echo-interval-ms N] [--fail-mode secure|standalone]
  *
  * A port may be a vhost-user socket driven through librte_vhost directly (vhost_port.h):

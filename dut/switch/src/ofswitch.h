@@ -194,14 +194,16 @@ struct ofs_lookup_ops {
 };
 extern const struct ofs_lookup_ops ofs_lookup_simple;
 #ifdef OFS_HAVE_CLASSIFIER
-/* dut/classifier: "tuple" = its filtered merged tuples (OFB_CLS_ALGO_OURS), "trie" = document
- * 003's hybrid H-Trie/SP-Trie (OFB_CLS_ALGO_HYBRID; a publish rebuilds its delta trie, and now
- * and then the whole trie) */
+/* dut/classifier: "tuple" = its filtered merged tuples (OFB_CLS_ALGO_OURS), "dtree" = its
+ * compiled decision tree, the tuples holding the flows added since the tree's build (OFB_CLS_
+ * ALGO_DTREE; rebuilt on a thread), "trie" = document 003's hybrid H-Trie/SP-Trie (OFB_CLS_
+ * ALGO_HYBRID; a publish rebuilds its delta trie, and now and then the whole trie) */
 extern const struct ofs_lookup_ops ofs_lookup_tuple;
+extern const struct ofs_lookup_ops ofs_lookup_dtree;
 extern const struct ofs_lookup_ops ofs_lookup_trie;
 /* One default with dut/profiles/schema.py DEFAULT_LOOKUP and the launcher. */
 #define OFS_LOOKUP_DEFAULT "tuple"
-#define OFS_LOOKUP_NAMES "tuple|trie|simple"
+#define OFS_LOOKUP_NAMES "tuple|dtree|trie|simple"
 #else
 #define OFS_LOOKUP_DEFAULT "simple"
 #define OFS_LOOKUP_NAMES "simple"

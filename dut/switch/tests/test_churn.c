@@ -16,7 +16,7 @@
  * table (the trivial reference). Frames whose state goes back from the one the previous frame
  * proved, inside their own window, are counted, not failed: a burst that straddles a commit
  * may mix the two states (cache entries of the old view filled from the structure's new
- * version; flowtable.h). Usage: test_ofswitch_churn [tuple|trie|simple] [seconds]
+ * version; flowtable.h). Usage: test_ofswitch_churn [tuple|dtree|trie|simple] [seconds]
  */
 #define _GNU_SOURCE  /* nftw */
 #include <stdio.h>

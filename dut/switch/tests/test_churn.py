@@ -18,7 +18,7 @@ SECONDS = 1.5
 
 
 @pytest.mark.parametrize("build", ["release", "sanitized"])
-@pytest.mark.parametrize("backend", ["tuple", "trie", "simple"])
+@pytest.mark.parametrize("backend", ["tuple", "dtree", "trie", "simple"])
 def test_forwarding_follows_flow_changes(backend, build):
     binary = launcher.builds()[build] / "dut" / "switch" / "test_ofswitch_churn"
     if not binary.exists():

@@ -91,7 +91,7 @@ def test_c_unit_tests(build):
     if not binary.exists():
         pytest.skip(f"{binary} not built" + (": scripts/build_san.sh" if build == "sanitized"
                                              else ""))
-    cp = subprocess.run([str(binary)], capture_output=True, text=True, timeout=120)
+    cp = subprocess.run([str(binary)], capture_output=True, text=True, timeout=300)
     assert cp.returncode == 0, cp.stdout + cp.stderr
     assert not launcher.sanitizer_reports(cp.stdout + cp.stderr), cp.stderr[-4000:]
 
@@ -115,3 +115,4 @@ def test_one_lookup_default_for_binary_launcher_and_profile():
     # "trie" runs document 003's hybrid trie, "tuple" the classifier's tuples
     assert re.search(r"cls_create_trie\(.*?OFB_CLS_ALGO_HYBRID", flowtable, re.S)
     assert re.search(r"cls_create_tuple\(.*?OFB_CLS_ALGO_OURS", flowtable, re.S)
+    assert re.search(r"cls_create_dtree\(.*?OFB_CLS_ALGO_DTREE", flowtable, re.S)

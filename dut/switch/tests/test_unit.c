@@ -646,10 +646,12 @@ static void test_lookup_backends(void)
 		ptrs[i] = f;
 	}
 	CHECK(ofs_lookup_find("tuple") == &ofs_lookup_tuple && ofs_lookup_find("trie") == &ofs_lookup_trie &&
+	      ofs_lookup_find("dtree") == &ofs_lookup_dtree &&
 	      ofs_lookup_find("simple") == &ofs_lookup_simple && !ofs_lookup_find("nope") &&
 	      ofs_lookup_find(OFS_LOOKUP_DEFAULT) == &ofs_lookup_tuple, "--lookup names");
 	void *a = ofs_lookup_build(&ofs_lookup_simple, ptrs, NF);
-	const struct ofs_lookup_ops *const backends[] = { &ofs_lookup_tuple, &ofs_lookup_trie };
+	const struct ofs_lookup_ops *const backends[] = { &ofs_lookup_tuple, &ofs_lookup_dtree,
+							   &ofs_lookup_trie };
 	for (size_t be = 0; be < RTE_DIM(backends); be++) {
 	const struct ofs_lookup_ops *ops = backends[be];
 	void *b = ofs_lookup_build(ops, ptrs, NF);
@@ -1006,6 +1008,12 @@ static void test_incremental_tables(void)
 	incremental_run(&ofs_lookup_simple, 4000);
 #ifdef OFS_HAVE_CLASSIFIER
 	incremental_run(&ofs_lookup_tuple, 8000);
+	incremental_run(&ofs_lookup_dtree, 8000);
+	/* the tree rebuilt (on its thread, adopted at a later commit) every 16 delta flows, so the
+	 * run covers rebuilds, kills of tree flows and adoption, not only the delta tables */
+	setenv("OFB_CLS_DTREE_DELTA", "16", 1);
+	incremental_run(&ofs_lookup_dtree, 2000);
+	unsetenv("OFB_CLS_DTREE_DELTA");
 	incremental_run(&ofs_lookup_trie, 4000);
 #endif
 	ofs_dp.lookup_ops = &ofs_lookup_simple;
