@@ -815,20 +815,49 @@ def _key(name: str) -> str:
     return name.replace("-", "_")
 
 
+# Lines a frame of the set keeps warm at a cache hit: mbuf header, frame data, flow-cache
+# bucket, cache key line, the flow's hot line (docs/results.md "Why the 24576-frame case ...").
+LINES_PER_FRAME = 5
+CACHED_LATENCY_FACTOR = 2.5  # a size within this factor of the 1 MiB latency is still cache
+
+
+def host_cache_mib(memory: dict[int, float]) -> int | None:
+    """The largest memchase size this run still saw at cache latency (within
+    CACHED_LATENCY_FACTOR of the smallest size's); None without the smallest size."""
+    if not memory:
+        return None
+    base = memory[min(memory)]
+    fits = [mib for mib, ns in memory.items() if ns <= CACHED_LATENCY_FACTOR * base]
+    return max(fits) if fits else None
+
+
+def working_set_mib(distinct_frames: int) -> float:
+    """The switch's working set at a cache hit for a frame set (LINES_PER_FRAME lines each)."""
+    return round(distinct_frames * LINES_PER_FRAME * 64 / (1 << 20), 2)
+
+
 def metrics_of(res: dict) -> dict:
     """Record metrics: ``<kind>_<feed>_mpps`` (median of the windows) and ``..._best_mpps``;
     ``ofbench_mpps`` is ofbench on its best feed (replay when measured), ``ovs_dpdk_mpps``
     OVS-DPDK's; ``speedup_vs_ovs_dpdk`` compares them on the SAME feed (pcap) when both ran on
-    it; ``feed_<feed>_ceiling_mpps`` is the feed alone on the same lcore."""
+    it; ``feed_<feed>_ceiling_mpps`` is the feed alone on the same lcore;
+    ``working_set_mib_est`` (the frame set's lines at a hit) beside ``host_cache_mib_est`` (the
+    largest memchase size still at cache latency in this run) says whether the host's cache
+    held the frame set."""
     m: dict = {}
     for name, r in res.items():
         if name == "frames":
             m["frames_in_pcap"] = r["in_pcap"]
             m["frames_distinct"] = r["distinct"]
+            m["working_set_mib_est"] = working_set_mib(r["distinct"])
             continue
         if name == "memory":
             for mib, ns in sorted(r.items()):
                 m[f"host_mem_latency_{mib}mib_ns"] = ns
+            # where the host's cache ended in this run: a frame set whose working set lies
+            # past it runs at DRAM latency (a VM's L3 share moves with its neighbours)
+            if host_cache_mib(r) is not None:
+                m["host_cache_mib_est"] = host_cache_mib(r)
             continue
         who, feed = name.split("/")
         if who == "ceiling":

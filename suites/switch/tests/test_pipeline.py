@@ -70,6 +70,15 @@ def test_metrics_of():
     assert m["ofbench_pcap_cpu_share"] == 0.5 and m["speedup_per_cpu_vs_ovs_dpdk"] == 10.0
     assert m["ofbench_pcap_other_load_cores"] == 0.25
     assert m["host_mem_latency_1mib_ns"] == 14.5 and m["host_mem_latency_8mib_ns"] == 112.0
+    assert m["host_cache_mib_est"] == 1 and m["working_set_mib_est"] == 0.0
+
+
+def test_host_cache_and_working_set():
+    assert bench.host_cache_mib({1: 16.5, 4: 17.5, 8: 104.7, 16: 145.0}) == 4
+    assert bench.host_cache_mib({1: 16.5, 4: 126.0, 8: 144.0, 16: 152.0}) == 1
+    assert bench.host_cache_mib({1: 14.0, 4: 16.0, 8: 17.7, 16: 119.9}) == 8
+    assert bench.host_cache_mib({}) is None
+    assert bench.working_set_mib(24576) == 7.5 and bench.working_set_mib(8192) == 2.5
     assert "speedup_vs_ovs_dpdk" not in bench.metrics_of({"ofbench/replay": {
         "mpps": 1.0, "mpps_best": 1.0, "install_s": 1.0}})
 
