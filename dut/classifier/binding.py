@@ -18,8 +18,9 @@ from cffi import FFI
 REPO = Path(__file__).resolve().parents[2]
 ALGOS = {"ours": 0, "tss": 1, "linear": 2, "htrie": 3, "sptrie": 4, "hybrid": 5, "louds": 6, "dtree": 7, "dfa": 8,
          "auto": 9}
-# "auto" is the library's default: resolved at creation by key shape (classifier.h
-# ofb_cls_algo_for_key); Classifier.runs names what it resolved to.
+# "auto" is the library's default: resolved at creation by key length (classifier.h
+# ofb_cls_algo_for_key) and at the first bulk build by the rules' mask shape;
+# Classifier.runs names what it runs.
 DEFAULT_ALGO = "auto"
 SIMD_PATHS = ("scalar", "avx2", "avx512")
 
@@ -128,7 +129,12 @@ class Classifier:
             self._c = None
             raise ValueError(f"ofb_cls_create refused key_len={key_len} algo={algo} "
                              f"mem_budget_bytes={mem_budget_bytes}: {os.strerror(errno)}")
-        self.runs = _ALGO_NAMES[self.lib.ofb_cls_algo(self._c)]
+
+    @property
+    def runs(self) -> str:
+        """The algorithm this classifier runs ("auto" resolved: by key length at creation,
+        and at the first bulk build by the rules' mask shape; classifier.h)."""
+        return _ALGO_NAMES[self.lib.ofb_cls_algo(self._c)]
 
     def last_error(self) -> str | None:
         """The library's message for the last failed insert/build (None if none)."""

@@ -89,7 +89,7 @@ static void run_ours(enum ofb_cls_algo algo, const struct ofb_cls_rule *rules, u
         printf("{\"algo\":\"%s\",\"error\":\"ofb_cls_create failed: %s\"}\n", asked, strerror(errno));
         return;
     }
-    algo = ofb_cls_algo(c);   /* what runs (AUTO resolved): its special cases below */
+    algo = ofb_cls_algo(c);   /* what runs (AUTO resolved by key length; again after the build) */
     uint32_t *ids = malloc(sizeof(uint32_t) * n);
     double t0 = now_s(), t0p = now_process_s();
     if (ofb_cls_build_bulk(c, rules, n, ids)) {
@@ -104,6 +104,7 @@ static void run_ours(enum ofb_cls_algo algo, const struct ofb_cls_rule *rules, u
     /* dfa: lookups run (from its tree) after build_s; its DFA is built on the
      * rebuild thread, ready after ready_s: CPU time of all threads since the
      * build started (= build_s for the others) */
+    algo = ofb_cls_algo(c);   /* AUTO: the build may have chosen by the rules' masks */
     double build = now_s() - t0, ready = build;
     if (algo == OFB_CLS_ALGO_DFA) {
         ofb_cls_synchronize(c);

@@ -61,7 +61,7 @@ static const char *shape_name[] = { "prefix", "arbitrary", "fewmasks", "eqprio",
 struct r {
     uint8_t v[128], m[128];
     uint32_t prio;
-    uint32_t id[9];   /* per algorithm (NA) */
+    uint32_t id[10];  /* per algorithm (NA) */
     int alive;
 };
 
@@ -87,8 +87,9 @@ static void gen_mask(uint8_t *m, uint32_t kl, enum shape sh, uint8_t pool[][128]
     }
 }
 
-#define NA 9  /* algorithms compared: ours, tss, linear (the reference), htrie, sptrie, hybrid, (louds: not
-                 here, read-only), dtree, dfa */
+#define NA 10 /* algorithms compared: ours, tss, linear (the reference), htrie, sptrie, hybrid, (louds: not
+                 here, read-only), dtree, dfa, auto (the default: dtree or ours by key length and,
+                 at a bulk build, by the masks' shape) */
 #define SP_LIMIT (8u << 20)  /* the SP-Trie explodes on some shapes: it must fail cleanly, not eat the box */
 
 /* bands: OURS priority bands (0 = auto, which stays 1 for these small sets) */
@@ -114,12 +115,13 @@ static void differential(uint32_t kl, enum shape sh, int nops, int bulk, uint32_
         /* the tries rebuild at every update: they take part in one of the two
          * variants per shape (hybrid_budget != 0) to keep the test fast */
         live[a] = a < OFB_CLS_ALGO_HTRIE || (hybrid_budget != 0 && a != OFB_CLS_ALGO_LOUDS) ||
-                  ((a == OFB_CLS_ALGO_DTREE || a == OFB_CLS_ALGO_DFA) && bands == 0);   /* bands are OURS': once is enough */
+                  ((a == OFB_CLS_ALGO_DTREE || a == OFB_CLS_ALGO_DFA || a == OFB_CLS_ALGO_AUTO) &&
+                   bands == 0);   /* bands are OURS': once is enough */
         if (dtree_only)
             live[a] = a == OFB_CLS_ALGO_LINEAR || a == OFB_CLS_ALGO_DTREE;
         /* dtree: merges of the delta into the tree on the writer after a bulk
          * build, on a thread (adopted whenever they finish) after inserts */
-        if (a == OFB_CLS_ALGO_DTREE || a == OFB_CLS_ALGO_DFA)
+        if (a == OFB_CLS_ALGO_DTREE || a == OFB_CLS_ALGO_DFA || a == OFB_CLS_ALGO_AUTO)
             setenv("OFB_CLS_DTREE_SYNC", bulk ? "1" : "0", 1);
         if (!live[a]) {
             c[a] = NULL;

@@ -242,6 +242,35 @@ def test_default_is_auto_and_resolves_by_key_shape(key_len, runs):
         assert [c.lookup(k) for k in keys] == want
 
 
+@pytest.mark.parametrize("kind,runs", [("cb_acl", "dtree"), ("cb_fw", "dtree"), ("random8", "ours")])
+def test_auto_keeps_ours_for_arbitrary_masks(kind, runs):
+    """At its first bulk build "auto" looks at the masks: prefix-shaped bytes (ClassBench-like
+    prefixes and port ranges) keep the tree; arbitrary masks on an 8-byte key go to OURS."""
+    from traces.rulesets import make
+    if kind == "random8":
+        rnd = random.Random(8)
+        masks = [bytes(rnd.randrange(256) | rnd.randrange(256) for _ in range(8)) for _ in range(2000)]
+        rules = [(rnd.randrange(1000), bytes(rnd.randrange(256) & b for b in m), m, i + 1)
+                 for i, m in enumerate(masks)]
+        key_len = 8
+        keys = [bytes(rnd.randrange(256) for _ in range(8)) for _ in range(300)]
+        keys += [bytes(v) for _, v, _, _ in rules[:300]]
+    else:
+        rs = make(kind, 2000, seed=5)
+        rules = [(int(p), bytes(v), bytes(m), i + 1) for i, (p, v, m) in
+                 enumerate(zip(rs.priorities, rs.values, rs.masks))]
+        key_len = rs.key_len
+        keys = [bytes(k) for k in rs.keys(600, seed=6)]
+    with Classifier(key_len) as c, Classifier(key_len, "linear") as ref:
+        assert c.runs == "dtree"  # by key length, until the rules are seen
+        c.build_bulk(rules)
+        ref.build_bulk(rules)
+        assert c.runs == runs
+        assert c.lookup_batch(keys) == ref.lookup_batch(keys)
+        c.insert(5000, bytes(key_len), bytes(key_len), 99999)  # later changes keep the choice
+        assert c.runs == runs and c.lookup(bytes(key_len))[0] == 99999
+
+
 def test_bad_params():
     with pytest.raises(ValueError):
         Classifier(0)
@@ -257,7 +286,7 @@ def test_bad_params():
 def test_c_differential_and_concurrency_binary(simd):
     _path(simd)
     exe = binding.build_dir() / "dut" / "classifier" / "cls-test"
-    r = subprocess.run([str(exe), "--quick"], capture_output=True, text=True, timeout=120,
+    r = subprocess.run([str(exe), "--quick"], capture_output=True, text=True, timeout=300,
                        env={**os.environ, "OFB_CLS_SIMD": simd})
     assert r.returncode == 0, r.stdout + r.stderr
     assert f"simd path: {simd}" in r.stdout
