@@ -823,12 +823,11 @@ CACHED_LATENCY_FACTOR = 2.5  # a size within this factor of the 1 MiB latency is
 
 def host_cache_mib(memory: dict[int, float]) -> int | None:
     """The largest memchase size this run still saw at cache latency (within
-    CACHED_LATENCY_FACTOR of the smallest size's); None without the smallest size."""
+    CACHED_LATENCY_FACTOR of the smallest size's); None without measurements."""
     if not memory:
         return None
     base = memory[min(memory)]
-    fits = [mib for mib, ns in memory.items() if ns <= CACHED_LATENCY_FACTOR * base]
-    return max(fits) if fits else None
+    return max(mib for mib, ns in memory.items() if ns <= CACHED_LATENCY_FACTOR * base)
 
 
 def working_set_mib(distinct_frames: int) -> float:
@@ -856,8 +855,9 @@ def metrics_of(res: dict) -> dict:
                 m[f"host_mem_latency_{mib}mib_ns"] = ns
             # where the host's cache ended in this run: a frame set whose working set lies
             # past it runs at DRAM latency (a VM's L3 share moves with its neighbours)
-            if host_cache_mib(r) is not None:
-                m["host_cache_mib_est"] = host_cache_mib(r)
+            cache_mib = host_cache_mib(r)
+            if cache_mib is not None:
+                m["host_cache_mib_est"] = cache_mib
             continue
         who, feed = name.split("/")
         if who == "ceiling":

@@ -89,7 +89,6 @@ static void run_ours(enum ofb_cls_algo algo, const struct ofb_cls_rule *rules, u
         printf("{\"algo\":\"%s\",\"error\":\"ofb_cls_create failed: %s\"}\n", asked, strerror(errno));
         return;
     }
-    algo = ofb_cls_algo(c);   /* what runs (AUTO resolved by key length; again after the build) */
     uint32_t *ids = malloc(sizeof(uint32_t) * n);
     double t0 = now_s(), t0p = now_process_s();
     if (ofb_cls_build_bulk(c, rules, n, ids)) {

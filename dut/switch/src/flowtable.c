@@ -359,29 +359,16 @@ static void cls_destroy(void *lxp)
 	free(lx);
 }
 
-const struct ofs_lookup_ops ofs_lookup_tuple = {
-	.name = "tuple", .create = cls_create_tuple, .insert = cls_insert, .remove = cls_remove,
-	.reserve = cls_reserve, .publish = cls_publish, .lookup = cls_lookup,
-	.lookup_burst = cls_lookup_burst,
-	.reader_enter = cls_reader_enter, .reader_leave = cls_reader_leave,
-	.destroy = cls_destroy,
-};
+/* The classifier backends differ only in their name and how they create the classifier (its
+ * algorithm); the rest is shared. */
+#define CLS_LOOKUP_SHARED                                                                     \
+	.insert = cls_insert, .remove = cls_remove, .reserve = cls_reserve,                    \
+	.publish = cls_publish, .lookup = cls_lookup, .lookup_burst = cls_lookup_burst,        \
+	.reader_enter = cls_reader_enter, .reader_leave = cls_reader_leave, .destroy = cls_destroy
 
-const struct ofs_lookup_ops ofs_lookup_dtree = {
-	.name = "dtree", .create = cls_create_dtree, .insert = cls_insert, .remove = cls_remove,
-	.reserve = cls_reserve, .publish = cls_publish, .lookup = cls_lookup,
-	.lookup_burst = cls_lookup_burst,
-	.reader_enter = cls_reader_enter, .reader_leave = cls_reader_leave,
-	.destroy = cls_destroy,
-};
-
-const struct ofs_lookup_ops ofs_lookup_trie = {
-	.name = "trie", .create = cls_create_trie, .insert = cls_insert, .remove = cls_remove,
-	.reserve = cls_reserve, .publish = cls_publish, .lookup = cls_lookup,
-	.lookup_burst = cls_lookup_burst,
-	.reader_enter = cls_reader_enter, .reader_leave = cls_reader_leave,
-	.destroy = cls_destroy,
-};
+const struct ofs_lookup_ops ofs_lookup_tuple = { .name = "tuple", .create = cls_create_tuple, CLS_LOOKUP_SHARED };
+const struct ofs_lookup_ops ofs_lookup_dtree = { .name = "dtree", .create = cls_create_dtree, CLS_LOOKUP_SHARED };
+const struct ofs_lookup_ops ofs_lookup_trie = { .name = "trie", .create = cls_create_trie, CLS_LOOKUP_SHARED };
 #endif
 
 static const struct ofs_lookup_ops *const lookup_backends[] = {
