@@ -7,20 +7,27 @@
 #include <rte_cycles.h>
 #include <rte_eth_ring.h>
 #include <rte_ethdev.h>
+#include <rte_malloc.h>
 #include <rte_mbuf.h>
 #include <rte_memcpy.h>
 #include <rte_ring.h>
 #include "replay.h"
 
+enum replay_mode { REPLAY_REF, REPLAY_COPY, REPLAY_STREAM };
+
 struct replay {
 	uint16_t port_id;
-	bool copy;
+	uint8_t mode;                /* enum replay_mode */
 	uint64_t limit;              /* frames to hand out in all (loops x frames), 0: no limit */
 	uint64_t given;              /* frames handed out */
 	uint64_t alloc_failed;       /* copy mode: frames skipped for want of an mbuf */
 	uint64_t wait_cycles;        /* wait_ms in TSC cycles: nothing handed out before ... */
 	uint64_t start_tsc;          /* ... start_tsc (set by ofb_replay_arm) */
 	uint32_t n_frames;
+	uint32_t next;               /* stream mode: the frame the next rx hands out */
+	uint32_t slot;               /* stream mode: bytes per frame in `flat` (64-byte multiple) */
+	uint8_t *flat;               /* stream mode: every frame, packed in pcap order */
+	uint16_t *flat_len;          /* stream mode: each frame's length */
 	struct rte_ring *ring;       /* the templates, in pcap order, cycled */
 	struct rte_mempool *pool;    /* templates (+ copies in copy mode) */
 } __rte_cache_aligned;
@@ -65,7 +72,7 @@ static uint16_t replay_rx(uint16_t port_id, uint16_t queue, struct rte_mbuf *pkt
 		if (left < give)
 			give = (uint16_t)left;
 	}
-	if (!r->copy) {
+	if (r->mode == REPLAY_REF) {
 		for (uint16_t i = 0; i < give; i++)
 			rte_mbuf_refcnt_update(pkts[i], 1);
 	} else if (give) {
@@ -74,14 +81,32 @@ static uint16_t replay_rx(uint16_t port_id, uint16_t queue, struct rte_mbuf *pkt
 			r->alloc_failed += give;
 			return 0;
 		}
-		for (uint16_t i = 0; i < give; i++) {
-			uint16_t len = pkts[i]->data_len;
-			rte_memcpy(rte_pktmbuf_mtod(fresh[i], void *),
-				   rte_pktmbuf_mtod(pkts[i], const void *), len);
-			fresh[i]->data_len = len;
-			fresh[i]->pkt_len = len;
-			fresh[i]->port = pkts[i]->port;
-			pkts[i] = fresh[i];
+		if (r->mode == REPLAY_COPY) {
+			for (uint16_t i = 0; i < give; i++) {
+				uint16_t len = pkts[i]->data_len;
+				rte_memcpy(rte_pktmbuf_mtod(fresh[i], void *),
+					   rte_pktmbuf_mtod(pkts[i], const void *), len);
+				fresh[i]->data_len = len;
+				fresh[i]->pkt_len = len;
+				fresh[i]->port = pkts[i]->port;
+				pkts[i] = fresh[i];
+			}
+		} else {
+			/* stream: the templates the ring PMD dequeued are not read; the frames come
+			 * from the packed array in the same (pcap) order */
+			uint32_t k = r->next;
+			for (uint16_t i = 0; i < give; i++) {
+				uint16_t len = r->flat_len[k];
+				rte_memcpy(rte_pktmbuf_mtod(fresh[i], void *),
+					   r->flat + (size_t)k * r->slot, len);
+				fresh[i]->data_len = len;
+				fresh[i]->pkt_len = len;
+				fresh[i]->port = r->port_id;
+				pkts[i] = fresh[i];
+				if (++k == r->n_frames)
+					k = 0;
+			}
+			r->next = k;
 		}
 	}
 	r->given += give;
@@ -163,6 +188,39 @@ static int load_pcap(struct replay *r, const char *path, char *err, size_t errle
 	return rc;
 }
 
+/* Stream mode: copy the loaded templates, in ring (pcap) order, into one packed array, each frame
+ * in a slot of the longest frame's length rounded up to a cache line. 0 or -1 (err set). */
+static int pack_frames(struct replay *r, int socket, const char *spec, char *err, size_t errlen)
+{
+	unsigned n = r->n_frames;
+	struct rte_mbuf **t = malloc(n * sizeof(*t));
+	if (!t || rte_ring_sc_dequeue_bulk(r->ring, (void **)t, n, NULL) != n) {
+		free(t);
+		snprintf(err, errlen, "replay: %s: cannot read back the %u templates", spec, n);
+		return -1;
+	}
+	uint16_t longest = 0;
+	for (unsigned i = 0; i < n; i++)
+		longest = RTE_MAX(longest, t[i]->data_len);
+	r->slot = RTE_ALIGN_CEIL((uint32_t)longest, RTE_CACHE_LINE_SIZE);
+	r->flat = rte_malloc_socket("replay_flat", (size_t)n * r->slot, RTE_CACHE_LINE_SIZE, socket);
+	r->flat_len = rte_malloc_socket("replay_flat_len", n * sizeof(uint16_t), 0, socket);
+	if (r->flat && r->flat_len)
+		for (unsigned i = 0; i < n; i++) {
+			r->flat_len[i] = t[i]->data_len;
+			memcpy(r->flat + (size_t)i * r->slot, rte_pktmbuf_mtod(t[i], const void *),
+			       t[i]->data_len);
+		}
+	rte_ring_sp_enqueue_bulk(r->ring, (void **)t, n, NULL);
+	free(t);
+	if (!r->flat || !r->flat_len) {
+		snprintf(err, errlen, "replay: %s: no memory to pack %u frames of %u bytes", spec, n,
+			 r->slot);
+		return -1;
+	}
+	return 0;
+}
+
 /* Frames in a pcap file (-1 when unreadable or malformed, err set). */
 static long count_frames(const char *path, char *err, size_t errlen)
 {
@@ -230,9 +288,14 @@ int ofb_replay_create(const char *spec, unsigned n_txq, int socket, char *err, s
 			}
 			r->wait_cycles = ms * rte_get_tsc_hz() / 1000;
 		} else if (strcmp(kv, "copy=1") == 0) {
-			r->copy = true;
-		} else if (strcmp(kv, "copy=0") != 0) {
-			snprintf(err, errlen, "replay: %s: unknown option %s (loops=K, copy=0|1, wait_ms=N)",
+			r->mode = REPLAY_COPY;
+		} else if (strcmp(kv, "copy=stream") == 0) {
+			r->mode = REPLAY_STREAM;
+		} else if (strcmp(kv, "copy=0") == 0) {
+			r->mode = REPLAY_REF;
+		} else {
+			snprintf(err, errlen, "replay: %s: unknown option %s (loops=K, copy=0|1|stream, "
+				 "wait_ms=N)",
 				 spec, kv);
 			return -1;
 		}
@@ -250,7 +313,7 @@ int ofb_replay_create(const char *spec, unsigned n_txq, int socket, char *err, s
 	char name[RTE_MEMPOOL_NAMESIZE];
 	snprintf(name, sizeof(name), "replay%u_pool", id);
 	/* copies: the application holds at most a few bursts per queue, plus the pool caches */
-	unsigned n_mbufs = (unsigned)n + (r->copy ? 16384 : 0) + 1024;
+	unsigned n_mbufs = (unsigned)n + (r->mode != REPLAY_REF ? 16384 : 0) + 1024;
 	r->pool = rte_pktmbuf_pool_create(name, n_mbufs, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE, socket);
 	snprintf(name, sizeof(name), "replay%u_rx", id);
 	r->ring = rte_ring_create(name, (unsigned)n, socket,
@@ -278,6 +341,8 @@ int ofb_replay_create(const char *spec, unsigned n_txq, int socket, char *err, s
 	}
 	r->port_id = (uint16_t)port;
 	if (load_pcap(r, path, err, errlen) != 0)
+		return -1;
+	if (r->mode == REPLAY_STREAM && pack_frames(r, socket, spec, err, errlen) != 0)
 		return -1;
 	n_replays++;
 	return port;

@@ -15,11 +15,17 @@
  *     rewrite the template): use "copy" for rewriting workloads.
  *   - mode "copy": a fresh mbuf of the feed's pool with the frame copied into it (what a NIC's
  *     DMA does; the same work as DPDK's net_pcap infinite_rx, without its per-frame ring ops).
+ *   - mode "stream": like copy, but the frames are copied from one packed array read in order
+ *     (each frame in a slot of the longest frame rounded up to 64 bytes) instead of from the
+ *     templates: the feed then touches no per-frame line at random, as a NIC's rx, whose mbufs
+ *     come back hot from the pool's per-lcore cache and whose frames stream in. In ref and copy
+ *     mode every distinct frame has its own template (mbuf header and data lines), which adds
+ *     two cache lines per frame to the application's working set that a NIC would not.
  * `loops=K` stops after K passes over the pcap (rx then returns 0): a finite, exactly known
  * feed, for checking counters against another generator sending the same frames; `wait_ms=N`
  * hands out nothing for N ms after the port is armed (time to install flows first).
  *
- * Spec: "replay:<pcap path>[,loops=K][,copy=1][,wait_ms=N]". Frames longer than the mbuf's data room are
+ * Spec: "replay:<pcap path>[,loops=K][,copy=0|1|stream][,wait_ms=N]". Frames longer than the mbuf's data room are
  * refused (clear error naming the file and frame).
  *
  * Concurrency: one rx queue, polled by one lcore (the ring is single-producer/single-consumer,

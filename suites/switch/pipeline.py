@@ -387,7 +387,7 @@ def _accept(listener, timeout_s: float = 60) -> w.Session:
     return s
 
 
-FEEDS = ("replay", "replay-copy", "pcap")
+FEEDS = ("replay", "replay-copy", "replay-stream", "pcap")
 # port 2: discards what it is given and receives nothing (a plain net_null hands out 32 empty
 # frames per rx poll, which a switch polling every port then parses and drops: until
 # 2026-11-24 both switches of this benchmark spent part of their core on that)
@@ -397,12 +397,16 @@ SINK = "net_null0,no-rx=1"
 def rx_spec(feed: str, pcap: Path) -> str:
     """Port 1's spec for a feed: ``replay`` = drivers/replay handing out the pcap's frames from
     memory by reference (no copy; ofswitch only), ``replay-copy`` = the same frames copied into
-    fresh mbufs (what a NIC's DMA costs; for rewriting workloads), ``pcap`` = DPDK's net_pcap
+    fresh mbufs (what a NIC's DMA costs; for rewriting workloads), ``replay-stream`` = copied into
+    fresh mbufs from one packed array read in order (no per-frame template lines in the working
+    set, as a NIC's recycled mbufs and streamed frames), ``pcap`` = DPDK's net_pcap
     ``infinite_rx`` (copies; loads into any DPDK application, so OVS-DPDK gets it too)."""
     if feed == "replay":
         return f"replay:{pcap}"
     if feed == "replay-copy":
         return f"replay:{pcap},copy=1"
+    if feed == "replay-stream":
+        return f"replay:{pcap},copy=stream"
     if feed == "pcap":
         return f"net_pcap0,rx_pcap={pcap},infinite_rx=1"
     raise ValueError(f"feed {feed!r}: expected one of {FEEDS}")
@@ -689,7 +693,7 @@ def _counts_after(lab, rx_devargs: str, flows: list[BenchFlow], expect: int, tag
 def feed_check(lab, n_flows: int = 1000, n_frames: int = 2000, loops: int = 3,
                pps: int = 20_000, lcore: int = 1) -> dict:
     """The replay feed against a real generator: the same frames, `loops` times, once from
-    drivers/replay (``loops=K``) and once from softgen over memif at a low rate (`pps`) into a
+    drivers/replay (``loops=K``, by reference and in stream mode) and once from softgen over memif at a low rate (`pps`) into a
     fresh ofswitch each; returns both switches' port counters and per-flow packet counts and
     softgen's own tx/unsent counts. Equal counters say the feed hands the switch exactly the
     pcap's frames, in order, as a generator would."""
@@ -704,6 +708,9 @@ def feed_check(lab, n_flows: int = 1000, n_frames: int = 2000, loops: int = 3,
     res = {"expect": expect}
     res["replay"] = _counts_after(lab, f"replay:{pcap},loops={loops},wait_ms=4000", flows, expect,
                                   f"{tag}r", lcore)
+    res["replay_stream"] = _counts_after(
+        lab, f"replay:{pcap},loops={loops},wait_ms=4000,copy=stream", flows, expect, f"{tag}t",
+        lcore)
     sock = Path(lab.sock_path(f"{tag}-memif.sock"))
     sock.unlink(missing_ok=True)
     gen = start_on_host(lab, f"{tag}-softgen",
@@ -904,7 +911,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--profile", default="local")
     p.add_argument("--reps", type=int, default=3, help="measurement windows per switch")
     p.add_argument("--plan", default=None,
-                   help="kind/feed pairs to measure (feeds: replay, replay-copy, pcap); "
+                   help="kind/feed pairs to measure (feeds: replay, replay-copy, replay-stream, pcap); "
                         "default: both switches, ofbench on replay (replay-copy when the "
                         "workload rewrites) and pcap, OVS-DPDK on pcap")
     p.add_argument("--workers", type=int, default=1,

@@ -49,8 +49,8 @@ def test_pipeline_64b_100k_flows(lab, profile, results, progress, n_frames):
 @pytest.mark.quick
 @pytest.mark.local_lab
 def test_replay_feed_equals_softgen(lab):
-    """The replay feed is not a toy: the same 2000 frames three times, once from drivers/replay
-    and once from softgen over memif (20 kpps), give a fresh ofswitch the same port counters
+    """The replay feed is not a toy: the same 2000 frames three times, from drivers/replay (by
+    reference, and copied from its packed array in stream mode) and from softgen over memif (20 kpps), give a fresh ofswitch the same port counters
     and the same packet count on each of its 1000 flows."""
     from suites.switch.pipeline import feed_check
     r = feed_check(lab)
@@ -61,6 +61,9 @@ def test_replay_feed_equals_softgen(lab):
     assert rep["ports"][2]["tx_packets"] == sg["ports"][2]["tx_packets"] == r["expect"]
     assert len(rep["flows"]) == 1000 and sum(rep["flows"].values()) == r["expect"]
     assert rep["flows"] == sg["flows"]
+    st = r["replay_stream"]
+    assert st["ports"][1]["rx_packets"] == st["ports"][2]["tx_packets"] == r["expect"]
+    assert st["flows"] == sg["flows"]
 
 
 # issue 16 part 2: workloads that do not flatter the flow cache (long: make nightly)

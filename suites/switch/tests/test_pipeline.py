@@ -87,6 +87,7 @@ def test_rx_spec_per_feed():
     from pathlib import Path
     assert bench.rx_spec("replay", Path("/x.pcap")) == "replay:/x.pcap"
     assert bench.rx_spec("replay-copy", Path("/x.pcap")) == "replay:/x.pcap,copy=1"
+    assert bench.rx_spec("replay-stream", Path("/x.pcap")) == "replay:/x.pcap,copy=stream"
     assert bench.rx_spec("pcap", Path("/x.pcap")).startswith("net_pcap0,rx_pcap=/x.pcap")
     with pytest.raises(ValueError):
         bench.rx_spec("nic", Path("/x.pcap"))
