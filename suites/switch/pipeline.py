@@ -883,7 +883,7 @@ def metrics_of(res: dict) -> dict:
         if "other_load_cores" in r:
             m[f"{k}_other_load_cores"] = r["other_load_cores"]
     for who in ("ofbench", "ovs_dpdk"):
-        for feed in ("replay", "replay_copy", "pcap"):
+        for feed in ("replay", "replay_copy", "replay_stream", "pcap"):
             if f"{who}_{feed}_mpps" in m:
                 m[f"{who}_mpps"] = m[f"{who}_{feed}_mpps"]
                 if f"{who}_{feed}_cache_hit_ratio" in m:

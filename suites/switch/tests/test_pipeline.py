@@ -160,3 +160,9 @@ def test_rss_split_keeps_each_flow_on_one_queue():
     assert parts[0] == [f for f in frames if f in set(parts[0])]
     with pytest.raises(ValueError, match="empty"):
         bench.rss_split(frames[:1], 2)
+
+
+def test_stream_feed_alone_still_gives_ofbench_mpps():
+    m = bench.metrics_of({"ofbench/replay-stream": {"mpps": 7.7, "mpps_best": 8.2,
+                                                     "install_s": 1.0}})
+    assert m["ofbench_replay_stream_mpps"] == 7.7 and m["ofbench_mpps"] == 7.7
