@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import random
-import socket
 import subprocess
 import sys
 import time
@@ -76,11 +75,8 @@ def churn_worker(s: w.Session, rate: float, seed: int = 9):
 
 def run_one(lab, kind: str, flows, pcap: Path, *, lcore: int, rate: float, window_s: float,
             warmup_s: float, tag: str) -> dict:
-    ls = socket.socket()
-    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    ls.bind(("127.0.0.1", 0))
-    ls.listen(2)
-    port = ls.getsockname()[1]
+    ls = lab.listen_here()  # the controller side, on the switch host's loopback
+    port = ls.port
     rx_devargs = f"net_pcap0,rx_pcap={pcap},infinite_rx=1"
     stop = None
     pid = None

@@ -31,3 +31,18 @@ def test_forwarding_during_churn(lab, profile, results, progress):
                                "port_kind": "pcap/null"})
     for kind in kinds:
         assert res[kind]["errors"] == 0, f"{kind} refused FLOW_MODs during the churn: {res[kind]}"
+
+
+@pytest.mark.quick
+@pytest.mark.features("hugepages")
+def test_churn_bench_runs_small(lab):
+    """The bench's whole path (switch start, controller listener, install, churn, barrier,
+    windows) at a small size, so a change that breaks it fails here and not first in
+    `make suites`: 1000 flows, 200 FLOW_MODs/s, 0.5 s windows, ofbench only."""
+    from suites.switch.churn_bench import metrics_of, run_churn_bench
+    res = run_churn_bench(lab, kinds=("ofbench",), n_flows=1000, n_frames=256, rate=200.0,
+                          window_s=0.5, warmup_s=0.5)
+    m = metrics_of(res)
+    assert m["ofbench_errors"] == 0
+    assert m["ofbench_before_mpps"] > 0 and m["ofbench_after_mpps"] > 0
+    assert 50 <= m["ofbench_flow_mods_per_s"] <= 250
