@@ -81,33 +81,28 @@ static uint16_t replay_rx(uint16_t port_id, uint16_t queue, struct rte_mbuf *pkt
 			r->alloc_failed += give;
 			return 0;
 		}
-		if (r->mode == REPLAY_COPY) {
-			for (uint16_t i = 0; i < give; i++) {
-				uint16_t len = pkts[i]->data_len;
-				rte_memcpy(rte_pktmbuf_mtod(fresh[i], void *),
-					   rte_pktmbuf_mtod(pkts[i], const void *), len);
-				fresh[i]->data_len = len;
-				fresh[i]->pkt_len = len;
-				fresh[i]->port = pkts[i]->port;
-				pkts[i] = fresh[i];
-			}
-		} else {
-			/* stream: the templates the ring PMD dequeued are not read; the frames come
-			 * from the packed array in the same (pcap) order */
-			uint32_t k = r->next;
-			for (uint16_t i = 0; i < give; i++) {
-				uint16_t len = r->flat_len[k];
-				rte_memcpy(rte_pktmbuf_mtod(fresh[i], void *),
-					   r->flat + (size_t)k * r->slot, len);
-				fresh[i]->data_len = len;
-				fresh[i]->pkt_len = len;
-				fresh[i]->port = r->port_id;
-				pkts[i] = fresh[i];
+		/* copy: from the template the ring PMD dequeued; stream: from the packed array, in the
+		 * same (pcap) order, the templates left unread */
+		uint32_t k = r->next;
+		for (uint16_t i = 0; i < give; i++) {
+			const void *src;
+			uint16_t len;
+			if (r->mode == REPLAY_STREAM) {
+				src = r->flat + (size_t)k * r->slot;
+				len = r->flat_len[k];
 				if (++k == r->n_frames)
 					k = 0;
+			} else {
+				src = rte_pktmbuf_mtod(pkts[i], const void *);
+				len = pkts[i]->data_len;
 			}
-			r->next = k;
+			rte_memcpy(rte_pktmbuf_mtod(fresh[i], void *), src, len);
+			fresh[i]->data_len = len;
+			fresh[i]->pkt_len = len;
+			fresh[i]->port = r->port_id;
+			pkts[i] = fresh[i];
 		}
+		r->next = k;
 	}
 	r->given += give;
 	return give;
