@@ -17,7 +17,7 @@ from cffi import FFI
 
 REPO = Path(__file__).resolve().parents[2]
 ALGOS = {"ours": 0, "tss": 1, "linear": 2, "htrie": 3, "sptrie": 4, "hybrid": 5, "louds": 6, "dtree": 7, "dfa": 8,
-         "auto": 9}
+         "auto": 9, "keymap": 10}
 # "auto" is the library's default: resolved at creation by key length (classifier.h
 # ofb_cls_algo_for_key) and at the first bulk build by the rules' mask shape;
 # Classifier.runs names what it runs.

@@ -3,6 +3,7 @@
 #include "classifier.h"
 #include "trie.h"
 #include "dtree.h"
+#include "keymap.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -130,7 +131,8 @@ struct rslot {
 } __attribute__((aligned(64)));
 
 struct rrec { uint32_t tidx; uint32_t h; };   /* writer-side, by rule id */
-struct retired { void *p; size_t bytes; uint64_t v; uint8_t trie; };  /* trie: 1 ofb_trie_free, 2 ofb_dtree_free */
+struct retired { void *p; size_t bytes; uint64_t v; uint8_t trie; };  /* trie: 1 ofb_trie_free, 2 ofb_dtree_free,
+                                                                         3 ofb_kmap_free */
 /* moved: a DTREE delta rule that went into the compiled tree; its table slot
  * (tidx, h) is kept here because rr[id] already says RR_TREE */
 struct pendrm { uint64_t r; uint32_t id; uint32_t tidx, h; bool moved; };
@@ -155,6 +157,25 @@ struct dtjob {                        /* DTREE: one background rebuild */
     char err[256];
 };
 struct pendkill { uint32_t id; uint64_t v; };
+/* KEYMAP: one background build of the key-space map from a snapshot of the
+ * rules at published version v */
+struct kmjob {
+    pthread_t th;
+    _Atomic int done;
+    uint32_t key_len;
+    struct ofb_kmap_rule *rules;
+    size_t n;
+    uint64_t v, max_bytes;
+    struct ofb_kmap *out;
+    int over;
+    _Atomic int cancel;               /* destroy: stop the build early */
+    double t0, t1;                    /* when it started, ended (monotonic s) */
+    char err[256];
+};
+/* AUTO runs KEYMAP for keys of <= 4 bytes from this many rules at the first
+ * bulk build (below it the map's 2^B bytes cost more per rule than OURS' line
+ * filter, which is L2/L3-resident there) */
+#define KMAP_AUTO_MIN (1u << 19)
 /* Trie algos: the published pair (trie.h, incremental scheme).  base: all rules
  * up to base_last_id (LOUDS: the only trie); delta: an H-Trie of the visible
  * rules inserted since (NULL if none); v: the version it was published at
@@ -222,6 +243,19 @@ struct ofb_cls {
     bool auto_algo;                   /* created as OFB_CLS_ALGO_AUTO (algo may still change at
                                          the first bulk build: auto_tree_suits) */
     bool dfa_bulk_sync;               /* OFB_CLS_DFA_BULK_SYNC=1: a DFA bulk build waits for the DFA */
+    /* KEYMAP (OURS' tables hold every rule; the map answers while the rule set is the one it was built from) */
+    _Atomic(struct ofb_kmap *) km;    /* published map (stamp: ofb_kmap_v), NULL before the first */
+    _Atomic uint64_t km_lcv;          /* last published version that changed the rule set */
+    bool km_chg;                      /* writer: the set changed since the last publish */
+    bool km_sync;                     /* OFB_CLS_KEYMAP_SYNC=1: rebuild on the writer at publish */
+    bool km_force;                    /* synchronize, first bulk build: start a build whatever km_next says */
+    bool km_off;                      /* the last build was over its limits: no rebuild until the set grows or
+                                         shrinks by 1/8 (km_off_rules) */
+    uint64_t km_off_rules;
+    struct kmjob *kjob;               /* background build in flight */
+    double km_next;                   /* no new build starts at publish before this time (monotonic s): builds
+                                         take at most half of a core while the set keeps changing */
+    char km_err[256];                 /* why the last map build failed, "" = none */
 };
 
 /* Grouped line filter (design point 7).  Group k: tables of one band whose
@@ -243,6 +277,12 @@ struct gfil {
 static inline bool is_dt(const struct ofb_cls *c)
 {
     return c->algo == OFB_CLS_ALGO_DTREE || c->algo == OFB_CLS_ALGO_DFA;
+}
+
+/* OURS' tables and their lookup: OURS, and KEYMAP whenever its map is stale */
+static inline bool is_ours(const struct ofb_cls *c)
+{
+    return c->algo == OFB_CLS_ALGO_OURS || c->algo == OFB_CLS_ALGO_KEYMAP;
 }
 
 static inline bool is_trie(const struct ofb_cls *c)
@@ -603,6 +643,8 @@ static int snap_touch(struct ofb_cls *c)
 }
 
 static void trie_refresh(struct ofb_cls *c);
+static void km_after_publish(struct ofb_cls *c);
+static void km_poll(struct ofb_cls *c, bool wait);
 static inline bool gf_due(const struct ofb_cls *c);
 static int gf_build(struct ofb_cls *c);
 
@@ -629,10 +671,16 @@ static void publish(struct ofb_cls *c)
      * leaves snap_dirty set and retries at the next publish. */
     if (c->snap_dirty && !snap_rebuild(c))
         c->snap_dirty = false;
+    if (c->km_chg) {   /* before the version: a reader that sees this version sees the change's stamp */
+        atomic_store_explicit(&c->km_lcv, c->wv, memory_order_relaxed);
+        c->km_chg = false;
+    }
     atomic_store_explicit(&c->version, c->wv, memory_order_release);
     c->wv++;
     if (is_dt(c))
         dt_maybe_start(c);
+    if (c->algo == OFB_CLS_ALGO_KEYMAP)
+        km_after_publish(c);
 }
 
 /* min version of the readers inside enter, UINT64_MAX when none */
@@ -693,6 +741,8 @@ void ofb_cls_reclaim(struct ofb_cls *c)
                 atomic_fetch_sub_explicit(&c->bytes, c->ret[j].bytes, memory_order_relaxed);
                 if (c->ret[j].trie == 2)
                     ofb_dtree_free(c->ret[j].p);
+                else if (c->ret[j].trie == 3)
+                    ofb_kmap_free(c->ret[j].p);
                 else
                     ofb_trie_free(c->ret[j].p);
             } else {
@@ -722,6 +772,15 @@ void ofb_cls_synchronize(struct ofb_cls *c)
         dt_poll(c, true);
         publish(c);
         if (!c->job)
+            break;
+    }
+    /* KEYMAP: a build in flight is adopted now; a stale map rebuilt (at most 3 times) */
+    for (int k = 0; c->algo == OFB_CLS_ALGO_KEYMAP && !c->in_batch && k < 3; k++) {
+        km_poll(c, true);
+        c->km_force = true;
+        publish(c);
+        c->km_force = false;
+        if (!c->kjob)
             break;
     }
     for (int round = 0; round < 3; round++) {
@@ -980,7 +1039,7 @@ static int cmp_tbl_band(const void *a, const void *b)
  * zero_filter (never a candidate), so the AVX-512 phase 1 runs per band. */
 static int snap_rebuild(struct ofb_cls *c)
 {
-    uint32_t nb = c->algo == OFB_CLS_ALGO_OURS ? c->nbands : 1;
+    uint32_t nb = is_ours(c) ? c->nbands : 1;
     /* multiple of 8: each SoA array must stay 64-byte aligned for the AVX-512 loads */
     size_t slots_max = ((size_t)c->nwt + 16 * (size_t)nb + 7) & ~(size_t)7;
     size_t bytes = sizeof(struct snap) + slots_max * (sizeof(struct pdesc) + sizeof(void *)) +
@@ -1521,6 +1580,7 @@ static uint32_t insert_one(struct ofb_cls *c, const struct ofb_cls_rule *r)
 {
     if (rr_reserve(c, 1))
         return 0;
+    c->km_chg = true;
     uint32_t id = ++c->n_ids;
     uint64_t ebuf[4 + 2 * MAXW];
     uint64_t m[MAXW];
@@ -1563,7 +1623,7 @@ static uint32_t insert_one(struct ofb_cls *c, const struct ofb_cls_rule *r)
         c->trie_dirty = true;
         c->delta_dirty = true;
     } else {
-        uint32_t band = c->algo == OFB_CLS_ALGO_OURS ? band_of(c, e->prio) : 0;
+        uint32_t band = is_ours(c) ? band_of(c, e->prio) : 0;
         int ti = choose_table(c, e->w, m, band);
         uint32_t h;
         if (ti < 0 || tbl_put(c, (uint32_t)ti, (uint8_t *)ebuf, &h)) {
@@ -1695,7 +1755,7 @@ static void trie_refresh(struct ofb_cls *c)
 
 const char *ofb_cls_last_error(const struct ofb_cls *c)
 {
-    return c->err[0] ? c->err : NULL;
+    return c->err[0] ? c->err : c->km_err[0] ? c->km_err : NULL;
 }
 
 /* LOUDS is read-only: one build_bulk into an empty classifier, then no
@@ -1797,6 +1857,7 @@ static int delete_one(struct ofb_cls *c, uint32_t id)
 {
     if (id == 0 || id > c->n_ids || c->rr[id].tidx == UINT32_MAX)
         return -1;
+    c->km_chg = true;
     if (c->rr[id].tidx == RR_TREE) {   /* DTREE: killed in place in the compiled tree */
         struct ofb_dtree *t = atomic_load_explicit(&c->dt, memory_order_relaxed);
         if (ofb_dtree_del_v(t, id) != V_INF || ofb_dtree_kill(t, id, c->wv))
@@ -2218,6 +2279,160 @@ static void dt_poll(struct ofb_cls *c, bool wait)
  * while the whole filter fits in L2 anyway (n < BAND_MIN_RULES). */
 #define BAND_MIN_RULES (1u << 18)
 #define BAND_MIN_LAMBDA 2.0
+/* ---------- KEYMAP: the key-space map (keymap.h) in front of OURS' tables ---------- */
+
+/* the map's memory limit: mem_budget_bytes, else 4 GiB capped at 3/4 of
+ * MemAvailable (a map the machine cannot hold fails with a message instead
+ * of faulting its pages in until the OOM killer comes) */
+static uint64_t km_limit(const struct ofb_cls *c)
+{
+    if (c->budget)
+        return c->budget;
+    uint64_t lim = (uint64_t)4 << 30;
+    FILE *f = fopen("/proc/meminfo", "r");
+    char line[128];
+    while (f && fgets(line, sizeof(line), f)) {
+        unsigned long long kb;
+        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) {
+            if (kb * 1024 / 4 * 3 < lim)
+                lim = kb * 1024 / 4 * 3;
+            break;
+        }
+    }
+    if (f)
+        fclose(f);
+    return lim;
+}
+
+static double mono_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static void *km_job_run(void *arg)
+{
+    struct kmjob *j = arg;
+    j->out = ofb_kmap_build(j->key_len, j->rules, j->n, j->max_bytes, &j->cancel, &j->over, j->err,
+                            sizeof(j->err));
+    j->t1 = mono_s();
+    atomic_store_explicit(&j->done, 1, memory_order_release);
+    return NULL;
+}
+
+static void km_retire(struct ofb_cls *c, struct ofb_kmap *m)
+{
+    if (!m)
+        return;
+    retire(c, m, ofb_kmap_bytes(m));
+    c->ret[c->n_ret - 1].trie = 3;   /* reclaim subtracts its bytes then */
+}
+
+/* Snapshot the live rules (right after a publish: no unpublished change
+ * exists, so they are the set readers at the published version see) and
+ * build the map from them on a thread (OFB_CLS_KEYMAP_SYNC=1 or no thread:
+ * here, adopted at once). */
+static void km_start(struct ofb_cls *c)
+{
+    struct kmjob *j = calloc(1, sizeof(*j));
+    if (!j || !(j->rules = malloc(sizeof(*j->rules) * (c->n_rules + 1)))) {
+        free(j);
+        return;   /* no memory: OURS answers, retried at the next publish */
+    }
+    j->key_len = c->key_len;
+    j->v = atomic_load_explicit(&c->version, memory_order_relaxed);
+    j->max_bytes = km_limit(c);
+    j->t0 = mono_s();
+    for (uint32_t ti = 0; ti < c->nwt; ti++) {
+        struct tbl *t = c->wt[ti];
+        size_t nb = t->n_ent ? (size_t)1 << t->nb_log : 0;
+        for (size_t b = 0; b < nb; b++) {
+            struct blk *k = atomic_load_explicit(&t->bk[b], memory_order_relaxed);
+            for (uint32_t i = 0; k && i < k->n && j->n < c->n_rules; i++) {
+                struct ent *e = ent_at(c, k->data, i);
+                if (atomic_load_explicit(&e->del_v, memory_order_relaxed) != V_INF)
+                    continue;
+                struct ofb_kmap_rule *r = &j->rules[j->n++];
+                r->prio = e->prio;
+                r->id = e->id;
+                r->handle = e->handle;
+                memcpy(r->value, e->w, 4);           /* key bytes in memory order (load_key) */
+                memcpy(r->mask, e->w + c->nwk, 4);
+            }
+        }
+    }
+    c->kjob = j;
+    if (c->km_sync || pthread_create(&j->th, NULL, km_job_run, j)) {
+        j->th = 0;
+        km_job_run(j);
+        km_poll(c, true);
+    }
+}
+
+/* Adopt a finished build (wait: block until it finishes) when the rule set
+ * is still the one it was built from; else drop it (the next publish starts
+ * another). */
+static void km_poll(struct ofb_cls *c, bool wait)
+{
+    struct kmjob *j = c->kjob;
+    if (!j || (!wait && !atomic_load_explicit(&j->done, memory_order_acquire)))
+        return;
+    if (j->th)
+        pthread_join(j->th, NULL);
+    c->km_next = j->t1 + (j->t1 - j->t0);
+    if (j->out && atomic_load_explicit(&c->km_lcv, memory_order_relaxed) <= j->v) {
+        ofb_kmap_set_v(j->out, j->v);
+        atomic_fetch_add_explicit(&c->bytes, ofb_kmap_bytes(j->out), memory_order_relaxed);
+        km_retire(c, atomic_exchange_explicit(&c->km, j->out, memory_order_acq_rel));
+        c->km_err[0] = 0;
+    } else if (j->out) {
+        ofb_kmap_free(j->out);
+    } else {
+        snprintf(c->km_err, sizeof(c->km_err), "%s", j->err);
+        c->km_off = true;   /* over its limits or out of memory: not again until the set changes by 1/8 */
+        c->km_off_rules = c->n_rules;
+    }
+    free(j->rules);
+    free(j);
+    c->kjob = NULL;
+}
+
+/* after each publish: adopt a finished build; a map the rule set has left is
+ * retired at once (it can never answer again); start the next build, unless
+ * the last one ended less than its own duration ago (while the set keeps
+ * changing, builds take at most half of a core; ofb_cls_synchronize starts
+ * one at once) */
+static void km_after_publish(struct ofb_cls *c)
+{
+    km_poll(c, false);
+    struct ofb_kmap *m = atomic_load_explicit(&c->km, memory_order_relaxed);
+    if (m && ofb_kmap_v(m) < atomic_load_explicit(&c->km_lcv, memory_order_relaxed)) {
+        atomic_store_explicit(&c->km, NULL, memory_order_release);
+        km_retire(c, m);
+        m = NULL;
+    }
+    if (c->km_off) {
+        uint64_t d = c->n_rules > c->km_off_rules ? c->n_rules - c->km_off_rules : c->km_off_rules - c->n_rules;
+        if (d * 8 <= c->km_off_rules)
+            return;
+        c->km_off = false;
+    }
+    if (!m && !c->kjob && c->n_rules && (c->km_sync || c->km_force || mono_s() >= c->km_next))
+        km_start(c);
+}
+
+/* the map, when it answers for a reader at version v: it was built from the
+ * set at ofb_kmap_v(m) <= v and no change was published since */
+static inline const struct ofb_kmap *km_usable(const struct ofb_cls *c, uint64_t v)
+{
+    const struct ofb_kmap *m = atomic_load_explicit(&c->km, memory_order_acquire);
+    if (!m)
+        return NULL;
+    uint64_t mv = ofb_kmap_v(m);
+    return mv <= v && atomic_load_explicit(&c->km_lcv, memory_order_acquire) <= mv ? m : NULL;
+}
+
 static uint32_t auto_bands(struct ofb_cls *c, const struct ofb_cls_rule *rules, size_t n)
 {
     const char *env = getenv("OFB_CLS_BANDS");
@@ -2300,13 +2515,16 @@ int ofb_cls_build_bulk(struct ofb_cls *c, const struct ofb_cls_rule *rules, size
         /* no reader yet: nobody reads c->algo while it changes */
         if (c->auto_algo && c->algo == OFB_CLS_ALGO_DTREE && !any_reader(c) && !auto_tree_suits(c, rules, n))
             c->algo = OFB_CLS_ALGO_OURS;
-        if (c->algo == OFB_CLS_ALGO_OURS && c->bands_auto) {
+        if (c->auto_algo && c->algo == OFB_CLS_ALGO_OURS && c->key_len <= 4 && n >= KMAP_AUTO_MIN && !any_reader(c))
+            c->algo = OFB_CLS_ALGO_KEYMAP;   /* the map is built below; AUTO falls back to OURS if it cannot be */
+        if (is_ours(c) && c->bands_auto) {
             c->nbands = auto_bands(c, rules, n);
             set_quant(c, lo, hi);
         }
     }
     if (rr_reserve(c, (uint32_t)n))
         return -1;
+    bool first_km = c->algo == OFB_CLS_ALGO_KEYMAP && c->n_ids == 0 && n && !c->in_batch;
     if (is_dt(c) && c->n_ids == 0 && n && !c->in_batch)
         return dt_bulk(c, rules, n, ids);
     c->in_batch = true;
@@ -2332,6 +2550,11 @@ int ofb_cls_build_bulk(struct ofb_cls *c, const struct ofb_cls_rule *rules, size
             rc = -1;
         }
         ofb_cls_reclaim(c);
+    }
+    if (first_km && rc == 0) {   /* the first map before build_bulk returns (publish started it) */
+        km_poll(c, true);
+        if (c->auto_algo && !atomic_load_explicit(&c->km, memory_order_relaxed) && !any_reader(c))
+            c->algo = OFB_CLS_ALGO_OURS;   /* no map (c->km_err says why): OURS answers, as OURS */
     }
     if (rc && !c->err[0])
         snprintf(c->err, sizeof(c->err), "%s: bulk build of %zu rules: out of memory", ofb_cls_algo_name(c->algo), n);
@@ -2944,6 +3167,17 @@ static inline uint64_t lookup_kw(const struct ofb_cls *c, const uint64_t *kw, ui
     case OFB_CLS_ALGO_DTREE:
     case OFB_CLS_ALGO_DFA: return lookup_dtree(c, kw, v, s, id);
     case OFB_CLS_ALGO_OURS: return lookup_ours(c, kw, v, s, id);
+    case OFB_CLS_ALGO_KEYMAP: {
+        const struct ofb_kmap *m = km_usable(c, v);
+        if (!m)
+            return lookup_ours(c, kw, v, s, id);
+        uint32_t r = ofb_kmap_lookup(m, (const uint8_t *)kw), p = 0;
+        uint64_t h = 0;
+        *id = 0;
+        if (r != OFB_KMAP_NONE)
+            ofb_kmap_rank_info(m, r, &p, id, &h);
+        return h;
+    }
     case OFB_CLS_ALGO_TSS: return lookup_tss(c, kw, v, s, id);
     case OFB_CLS_ALGO_LINEAR: return lookup_linear(c, kw, v, id);
     default: {
@@ -3098,7 +3332,14 @@ size_t ofb_cls_lookup_batch(const struct ofb_cls *c, const uint8_t *const keys[]
         size_t m = n - off > OFB_CLS_BATCH_MAX ? OFB_CLS_BATCH_MAX : n - off;
         uint64_t v = atomic_load_explicit(&c->version, memory_order_acquire);
         const struct snap *s = atomic_load_explicit(&c->snap, memory_order_acquire);
-        if (c->algo == OFB_CLS_ALGO_OURS) {
+        const struct ofb_kmap *km = c->algo == OFB_CLS_ALGO_KEYMAP ? km_usable(c, v) : NULL;
+        if (km) {
+            uint32_t idb[OFB_CLS_BATCH_MAX];
+            uint32_t *ids = rule_ids_out ? rule_ids_out + off : idb;
+            ofb_kmap_lookup_batch(km, keys + off, m, ids, handles_out + off);
+            for (size_t k = 0; k < m; k++)
+                hits += ids[k] != 0;
+        } else if (is_ours(c)) {
             for (size_t k = 0; k < m; k += BATCH_CHUNK) {
                 size_t q = m - k > BATCH_CHUNK ? BATCH_CHUNK : m - k;
                 hits += batch_ours(c, keys + off + k, q, handles_out + off + k,
@@ -3136,6 +3377,7 @@ const char *ofb_cls_algo_name(enum ofb_cls_algo a)
     case OFB_CLS_ALGO_LOUDS: return "louds";
     case OFB_CLS_ALGO_DTREE: return "dtree";
     case OFB_CLS_ALGO_DFA: return "dfa";
+    case OFB_CLS_ALGO_KEYMAP: return "keymap";
     case OFB_CLS_ALGO_AUTO: return "auto";
     }
     return "?";
@@ -3157,7 +3399,8 @@ enum ofb_cls_algo ofb_cls_algo(const struct ofb_cls *c)
 
 struct ofb_cls *ofb_cls_create(const struct ofb_cls_params *p)
 {
-    if (!p || p->key_len < 1 || p->key_len > OFB_CLS_MAX_KEY_LEN || (unsigned)p->algo > OFB_CLS_ALGO_AUTO) {
+    if (!p || p->key_len < 1 || p->key_len > OFB_CLS_MAX_KEY_LEN || (unsigned)p->algo > OFB_CLS_ALGO_KEYMAP ||
+        (p->algo == OFB_CLS_ALGO_KEYMAP && p->key_len > 4)) {   /* the map indexes keys of <= 4 bytes */
         errno = EINVAL;
         return NULL;
     }
@@ -3189,7 +3432,7 @@ struct ofb_cls *ofb_cls_create(const struct ofb_cls_params *p)
     c->simd = (uint8_t)simd;
     {
         const char *e = getenv("OFB_CLS_KEY32");  /* 0 = no key32 bitmap (measurement) */
-        c->key32 = c->algo == OFB_CLS_ALGO_OURS && c->key_len <= 4 && c->simd != SIMD_AVX512 &&
+        c->key32 = is_ours(c) && c->key_len <= 4 && c->simd != SIMD_AVX512 &&
                    !(e && !strcmp(e, "0"));
         /* grouped line filter (measurement knobs; defaults measured best) */
         const char *g = getenv("OFB_CLS_GF"), *gk = getenv("OFB_CLS_GF_K");
@@ -3210,6 +3453,8 @@ struct ofb_cls *ofb_cls_create(const struct ofb_cls_params *p)
         c->dt_sync = e && !strcmp(e, "1");
         e = getenv("OFB_CLS_DFA_BULK_SYNC");   /* DFA: a bulk build also builds the DFA before it returns */
         c->dfa_bulk_sync = e && !strcmp(e, "1");
+        e = getenv("OFB_CLS_KEYMAP_SYNC");     /* KEYMAP: rebuild the map on the writer at each publish (tests) */
+        c->km_sync = e && !strcmp(e, "1");
     }
     atomic_store(&c->bytes, sizeof(*c));
     atomic_store(&c->version, 1);
@@ -3228,10 +3473,21 @@ void ofb_cls_destroy(struct ofb_cls *c)
         dt_job_free(c->job);
     }
     ofb_dtree_free(atomic_load(&c->dt));
+    if (c->kjob) {
+        atomic_store(&c->kjob->cancel, 1);
+        if (c->kjob->th)
+            pthread_join(c->kjob->th, NULL);
+        ofb_kmap_free(c->kjob->out);
+        free(c->kjob->rules);
+        free(c->kjob);
+    }
+    ofb_kmap_free(atomic_load(&c->km));
     free(c->klog);
     for (size_t j = 0; j < c->n_ret; j++)
         if (c->ret[j].trie == 2)
             ofb_dtree_free(c->ret[j].p);
+        else if (c->ret[j].trie == 3)
+            ofb_kmap_free(c->ret[j].p);
         else if (c->ret[j].trie)
             ofb_trie_free(c->ret[j].p);
         else
@@ -3284,7 +3540,7 @@ void ofb_cls_get_stats(const struct ofb_cls *c, struct ofb_cls_stats *st)
     st->version = atomic_load(&c->version);
     st->pending_frees = c->n_ret;
     st->pending_removals = c->n_prm - c->prm_head;
-    st->bands = c->algo == OFB_CLS_ALGO_OURS ? c->nbands : 1;
+    st->bands = is_ours(c) ? c->nbands : 1;
 }
 
 uint64_t ofb_cls_memory_bytes(const struct ofb_cls *c)
@@ -3301,6 +3557,8 @@ uint64_t ofb_cls_trie_bytes(const struct ofb_cls *c)
 {
     if (is_dt(c))
         return ofb_dtree_bytes(atomic_load_explicit(&c->dt, memory_order_acquire));
+    if (c->algo == OFB_CLS_ALGO_KEYMAP)
+        return ofb_kmap_bytes(atomic_load_explicit(&c->km, memory_order_acquire));
     const struct tpair *p = is_trie(c) ? atomic_load_explicit(&c->tp, memory_order_acquire) : NULL;
     return p ? ofb_trie_bytes(p->base) + ofb_trie_bytes(p->delta) : 0;
 }

@@ -35,7 +35,9 @@
  *                      sets; ClassBench-like 100k: 10.9 / 5.0 / 7.3 Mlps batched,
  *                      4-5x rte_acl on acl, where OURS gives 0.68 / 0.25 / 0.56),
  *                      OURS for 4-byte keys (document 003's condition, the grouped
- *                      line filter) and for longer keys (the switch's 128-byte
+ *                      line filter; KEYMAP from KMAP_AUTO_MIN = 2^19 rules at the
+ *                      first bulk build into an empty classifier with no reader,
+ *                      OURS again if its map cannot be built) and for longer keys (the switch's 128-byte
  *                      OpenFlow keys with a few mask shapes per table; the switch
  *                      measures both as --lookup tuple|dtree, dut/switch/README.md).
  *                      A second look at the first bulk build into an empty
@@ -144,6 +146,35 @@
  *                      M/s of writer CPU.  On the specificity-ordered sets:
  *                      6.7 / 4.7 / 5.9 Mlps, below dtree (docs/results.md).
  *
+ *  OFB_CLS_ALGO_KEYMAP keys of <= 4 bytes (create refuses longer ones, EINVAL):
+ *                      OURS' tables hold every rule, and a key-space map
+ *                      (keymap.h: one byte per key of the cared-for bits, 2^B
+ *                      bytes, B <= 31, + per-block winner lists) answers in
+ *                      front of them while the rule set is the one it was built
+ *                      from.  Every publish that changed the set stamps
+ *                      km_lcv; a reader at version v asks the map when its
+ *                      stamp s satisfies km_lcv <= s <= v (else OURS answers:
+ *                      correct at any moment, at OURS' rate).  A map the set
+ *                      has left is retired at once (RCU, like the tables'
+ *                      blocks); the writer snapshots the live rules right after
+ *                      a publish and a thread builds the next map, adopted at a
+ *                      later publish or ofb_cls_synchronize if the set has not
+ *                      changed since the snapshot.  While the set keeps
+ *                      changing, a build starts no sooner than the last one's
+ *                      duration after it ended (<= half a core); synchronize
+ *                      starts one at once and waits.  The first bulk build into
+ *                      an empty classifier builds the map before it returns.  A
+ *                      set the map cannot take (B > 31, over mem_budget_bytes
+ *                      or, with 0, over 4 GiB / 3/4 of MemAvailable) leaves
+ *                      OURS answering with the reason in ofb_cls_last_error();
+ *                      it is retried once the set has grown or shrunk by 1/8.
+ *                      ofb_cls_trie_bytes() = the map's bytes (0: none).
+ *                      OFB_CLS_KEYMAP_SYNC=1 rebuilds at every publish (tests).
+ *                      Slide 19 at 1M rules (AVX2 VM, README.md "keymap"):
+ *                      ~2.5 KB per rule, batched lookups above 10 Mlps where
+ *                      OURS stops near 4; single lookups are latency-bound
+ *                      (3-4 dependent misses).
+ *
  * Why not the document's trie.  We first modelled the H-Trie/SP-Trie hybrid
  * and bit-selection decision trees (HiCuts/HyperSplit style) for the hard case
  * (1M rules, 100 random 32-bit masks, random priorities): a random mask cares
@@ -154,7 +185,10 @@
  * rescue it: a region is covered by a single rule only when all of that rule's
  * ~16 care bits are fixed.  So the work per lookup is bounded below by
  * "one test per mask", and what decides speed is where those tests hit:
- * TSS's 100 probes are 100 DRAM misses into 1M-rule hash tables.
+ * TSS's 100 probes are 100 DRAM misses into 1M-rule hash tables.  (Unless
+ * the answer itself is stored per key: KEYMAP does that for keys of <= 31
+ * cared-for bits, one byte per key, i.e. the set-pruning trie with one level
+ * of full stride, paid in memory.)
  *
  * OURS therefore keeps the tuple structure but makes the per-mask test a
  * small cache-friendly read, and visits rule memory only for the buckets that
@@ -377,6 +411,9 @@ enum ofb_cls_algo {
     OFB_CLS_ALGO_DFA = 8,      /* DTREE with a byte-stride DFA (dfa.h) answering first */
     OFB_CLS_ALGO_AUTO = 9,     /* "auto": the library's default, resolved at ofb_cls_create by
                                   key shape (ofb_cls_algo_for_key); ofb_cls_algo() tells which */
+    OFB_CLS_ALGO_KEYMAP = 10,  /* keys of <= 4 bytes: the key-space map (keymap.h) in front of OURS;
+                                  mem_budget_bytes = the map's limit (0 = 4 GiB, at most 3/4 of
+                                  MemAvailable) */
 };
 
 struct ofb_cls_params {
@@ -464,7 +501,8 @@ size_t ofb_cls_lookup_batch(const struct ofb_cls *, const uint8_t *const keys[],
 void ofb_cls_get_stats(const struct ofb_cls *, struct ofb_cls_stats *);
 uint64_t ofb_cls_memory_bytes(const struct ofb_cls *);
 /* Bytes of the published trie alone (nodes or LOUDS bit vectors, plus its
- * copy of the rules' value/mask/handle/id); 0 for OURS, TSS and LINEAR. */
+ * copy of the rules' value/mask/handle/id), of KEYMAP's published map (0: no
+ * map, OURS answers; ofb_cls_last_error() says why); 0 for OURS, TSS and LINEAR. */
 uint64_t ofb_cls_trie_bytes(const struct ofb_cls *);
 uint32_t ofb_cls_key_len(const struct ofb_cls *);
 

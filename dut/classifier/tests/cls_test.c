@@ -24,6 +24,7 @@
  * Usage: cls-test [--quick|--full] [--tries] */
 #include "classifier.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -61,7 +62,7 @@ static const char *shape_name[] = { "prefix", "arbitrary", "fewmasks", "eqprio",
 struct r {
     uint8_t v[128], m[128];
     uint32_t prio;
-    uint32_t id[10];  /* per algorithm (NA) */
+    uint32_t id[11];  /* per algorithm (NA) */
     int alive;
 };
 
@@ -87,14 +88,15 @@ static void gen_mask(uint8_t *m, uint32_t kl, enum shape sh, uint8_t pool[][128]
     }
 }
 
-#define NA 10 /* algorithms compared: ours, tss, linear (the reference), htrie, sptrie, hybrid, (louds: not
+#define NA 11 /* algorithms compared: ours, tss, linear (the reference), htrie, sptrie, hybrid, (louds: not
                  here, read-only), dtree, dfa, auto (the default: dtree or ours by key length and,
-                 at a bulk build, by the masks' shape) */
+                 at a bulk build, by the masks' shape), keymap (keys <= 4 bytes) */
 #define SP_LIMIT (8u << 20)  /* the SP-Trie explodes on some shapes: it must fail cleanly, not eat the box */
 
 /* bands: OURS priority bands (0 = auto, which stays 1 for these small sets) */
 static int sp_refusals;
 static int dtree_only;   /* differential: dtree and linear only (dtree's leaf formats, below) */
+static int keymap_only;  /* differential: keymap and linear only (the map rebuilt at each publish, below) */
 
 /* an algorithm refused an insert/bulk build: only the SP-Trie may (over its
  * limit), and it must say so; it leaves the comparison for this rule set */
@@ -117,8 +119,13 @@ static void differential(uint32_t kl, enum shape sh, int nops, int bulk, uint32_
         live[a] = a < OFB_CLS_ALGO_HTRIE || (hybrid_budget != 0 && a != OFB_CLS_ALGO_LOUDS) ||
                   ((a == OFB_CLS_ALGO_DTREE || a == OFB_CLS_ALGO_DFA || a == OFB_CLS_ALGO_AUTO) &&
                    bands == 0);   /* bands are OURS': once is enough */
+        if (a == OFB_CLS_ALGO_KEYMAP)   /* its map indexes keys of <= 4 bytes; OURS behind it: once; its
+                                           incremental rebuilds: keymap_only (below) and concurrency */
+            live[a] = kl <= 4 && bands == 0 && bulk;
         if (dtree_only)
             live[a] = a == OFB_CLS_ALGO_LINEAR || a == OFB_CLS_ALGO_DTREE;
+        if (keymap_only)
+            live[a] = a == OFB_CLS_ALGO_LINEAR || a == OFB_CLS_ALGO_KEYMAP;
         /* dtree: merges of the delta into the tree on the writer after a bulk
          * build, on a thread (adopted whenever they finish) after inserts */
         if (a == OFB_CLS_ALGO_DTREE || a == OFB_CLS_ALGO_DFA || a == OFB_CLS_ALGO_AUTO)
@@ -267,6 +274,87 @@ static void differential(uint32_t kl, enum shape sh, int nops, int bulk, uint32_
     free(rules);
 }
 
+/* keymap: a key of > 4 bytes is refused at create; rules the map cannot take
+ * (32 cared-for bits, a budget too small) leave OURS answering, with a
+ * message; a map that fits answers (ofb_cls_trie_bytes > 0) */
+static void keymap_refusals(void)
+{
+    struct ofb_cls_params p = { .key_len = 5, .algo = OFB_CLS_ALGO_KEYMAP };
+    CHECK(ofb_cls_create(&p) == NULL && errno == EINVAL, "keymap took a 5-byte key");
+    uint8_t v[4] = { 1, 2, 3, 4 }, all[4] = { 0xff, 0xff, 0xff, 0xff }, low[4] = { 0, 0, 0x0f, 0xff };
+    struct ofb_cls_rule r[2] = { { 5, v, all, 11 }, { 4, v, low, 12 } };
+    const struct { uint32_t kl; uint64_t budget; const char *want; } cases[] = {
+        { 4, 0, "32 key bits" },               /* every bit cared for: 2^32 bytes */
+        { 3, 1u << 20, "over the limit" },     /* 2^24 bytes over a 1 MiB budget */
+        { 3, 0, NULL },                        /* fits: the map answers */
+    };
+    for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        p = (struct ofb_cls_params){ .key_len = cases[i].kl, .algo = OFB_CLS_ALGO_KEYMAP,
+                                     .mem_budget_bytes = cases[i].budget };
+        struct ofb_cls *c = ofb_cls_create(&p);
+        CHECK(c != NULL, "keymap create");
+        if (!c)
+            continue;
+        CHECK(ofb_cls_build_bulk(c, r, 2, NULL) == 0, "keymap build_bulk");
+        const char *e = ofb_cls_last_error(c);
+        uint8_t k[4] = { 1, 2, 3, 4 }, k2[4] = { 9, 9, 3, 4 };
+        CHECK(ofb_cls_lookup(c, k) == 11 && ofb_cls_lookup(c, k2) == 12,
+              "keymap answers (kl %u)", cases[i].kl);
+        if (cases[i].want)
+            CHECK(ofb_cls_trie_bytes(c) == 0 && e && strstr(e, "keymap") && strstr(e, cases[i].want),
+                  "keymap refusal message: %s", e ? e : "(none)");
+        else
+            CHECK(ofb_cls_trie_bytes(c) > 0 && !e, "keymap: no map for a 24-bit set (%s)", e ? e : "");
+        ofb_cls_destroy(c);
+    }
+    /* AUTO on <= 4-byte keys: keymap from KMAP_AUTO_MIN (2^19) rules at the
+     * first bulk build, answering as linear does (3-byte keys, 100 rand()|rand()
+     * masks as slide 19 draws them) */
+    {
+        const uint32_t n = 1u << 19, kl = 3;
+        uint8_t *vm = malloc((size_t)n * 2 * kl), pool[100][3];
+        struct ofb_cls_rule *br = malloc(sizeof(*br) * n);
+        for (int i = 0; i < 100; i++)   /* 100 masks, as slide 19 */
+            for (uint32_t j = 0; j < kl; j++)
+                pool[i][j] = (uint8_t)(rnd() | rnd());
+        for (uint32_t i = 0; i < n; i++) {
+            uint8_t *v = vm + (size_t)i * 2 * kl, *m = v + kl;
+            memcpy(m, pool[rnd() % 100], kl);
+            for (uint32_t j = 0; j < kl; j++)
+                v[j] = (uint8_t)rnd() & m[j];
+            br[i] = (struct ofb_cls_rule){ (uint32_t)(rnd() % 65536), v, m, (uint64_t)i + 1 };
+        }
+        struct ofb_cls_params pa = { .key_len = kl, .algo = OFB_CLS_ALGO_AUTO };
+        struct ofb_cls_params pl = { .key_len = kl, .algo = OFB_CLS_ALGO_LINEAR };
+        struct ofb_cls *a = ofb_cls_create(&pa), *l = ofb_cls_create(&pl);
+        CHECK(a && l && ofb_cls_build_bulk(a, br, n, NULL) == 0 && ofb_cls_build_bulk(l, br, n, NULL) == 0,
+              "auto/linear build of 2^19 rules");
+        CHECK(ofb_cls_algo(a) == OFB_CLS_ALGO_KEYMAP && ofb_cls_trie_bytes(a) > 0, "auto at 2^19 3-byte rules runs %s",
+              ofb_cls_algo_name(ofb_cls_algo(a)));
+        uint8_t keys[256][3];
+        const uint8_t *kp[256];
+        uint64_t ha[256], hl[256];
+        for (int k = 0; k < 256; k++) {
+            for (uint32_t j = 0; j < kl; j++)
+                keys[k][j] = (uint8_t)rnd();
+            kp[k] = keys[k];
+        }
+        ofb_cls_lookup_batch(a, kp, 256, ha, NULL);
+        ofb_cls_lookup_batch(l, kp, 256, hl, NULL);
+        int hits = 0;
+        for (int k = 0; k < 256; k++) {
+            CHECK(ha[k] == hl[k] && ofb_cls_lookup(a, kp[k]) == hl[k], "auto keymap key %d: %lu, linear %lu", k,
+                  (unsigned long)ha[k], (unsigned long)hl[k]);
+            hits += hl[k] != 0;
+        }
+        CHECK(hits > 200, "auto keymap: %d of 256 keys hit", hits);
+        ofb_cls_destroy(a);
+        ofb_cls_destroy(l);
+        free(br);
+        free(vm);
+    }
+}
+
 /* LOUDS vs DA+vEB (the same hybrid trie) vs linear, bulk-built, then refusals */
 static int louds_sets;
 
@@ -394,7 +482,8 @@ static void *reader(void *arg)
 /* key_len 8, and 4 for OURS' key32 bitmaps (set by the writer while readers test them) */
 static void concurrency(enum ofb_cls_algo algo, double seconds, uint32_t kl)
 {
-    struct ofb_cls_params p = { .key_len = kl, .algo = algo, .mem_budget_bytes = 1u << 20 };
+    struct ofb_cls_params p = { .key_len = kl, .algo = algo,
+                                .mem_budget_bytes = algo == OFB_CLS_ALGO_KEYMAP ? 0 : 1u << 20 };
     atomic_store(&stop, 0);
     atomic_store(&reads_done, 0);
     cc = ofb_cls_create(&p);
@@ -537,6 +626,8 @@ int main(int argc, char **argv)
          * needs 1024 otherwise): regrouped as rules double and churn, new masks
          * ungrouped in between; then tiny lines (2 bits per entry, saturated),
          * 8 masks per group (2-dword lanes) and 4 bits per probe */
+        if (getenv("CLS_TEST_VERBOSE"))
+            printf("grouped line filter variants...\n");
         const char *vars[2][4] = { { "1", "4", "12", "3" }, { "1", "8", "2", "4" } };
         for (int v = 0; v < 2; v++) {
             setenv("OFB_CLS_GF_MIN", vars[v][0], 1);
@@ -554,6 +645,32 @@ int main(int argc, char **argv)
         unsetenv("OFB_CLS_GF_BPE");
         unsetenv("OFB_CLS_GF_K");
     }
+    if (!tries) {
+        /* keymap: the map rebuilt at every publish (OFB_CLS_KEYMAP_SYNC=1), so
+         * every lookup after an update asks a fresh map; 1-3-byte keys (maps
+         * of <= 16 MiB); then its refusals */
+        keymap_only = 1;
+        setenv("OFB_CLS_KEYMAP_SYNC", "1", 1);
+        uint32_t mkl[] = { 1, 2, 3 };
+        for (int k = 0; k < 3; k++)
+            for (int sh = 0; sh < SH_N; sh++)
+                for (int bulk = 0; bulk < 2; bulk++) {
+                    struct timespec t0, t1;
+                    clock_gettime(CLOCK_MONOTONIC, &t0);
+                    differential(mkl[k], (enum shape)sh, mkl[k] == 3 ? nops / 30 : nops / 2, bulk, 0, 0);
+                    clock_gettime(CLOCK_MONOTONIC, &t1);
+                    if (getenv("CLS_TEST_VERBOSE"))
+                        printf("keymap kl=%u %s bulk=%d: %.2f s\n", mkl[k], shape_name[sh], bulk,
+                               (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
+                }
+        keymap_only = 0;
+        if (getenv("CLS_TEST_VERBOSE"))
+            printf("keymap refusals and auto at 2^19 rules...\n");
+        keymap_refusals();
+        if (getenv("CLS_TEST_VERBOSE"))
+            printf("... done\n");
+        unsetenv("OFB_CLS_KEYMAP_SYNC");
+    }
     printf("differential: %d failures (SP-Trie over its %u MiB limit in %d rule sets: refused cleanly)\n",
            failures, SP_LIMIT >> 20, sp_refusals);
     if (!tries) {
@@ -565,6 +682,8 @@ int main(int argc, char **argv)
         concurrency(OFB_CLS_ALGO_DTREE, quick ? 1.0 : 5.0, 8);
         setenv("OFB_CLS_DTREE_SYNC", "0", 1);   /* dfa: the same scheme with the DFA in front of the tree */
         concurrency(OFB_CLS_ALGO_DFA, quick ? 1.0 : 5.0, 8);
+        /* keymap: maps built on a thread, adopted, retired under readers */
+        concurrency(OFB_CLS_ALGO_KEYMAP, quick ? 1.0 : 5.0, 3);
     } else {  /* the hybrid's incremental scheme: base + delta, kills, merges, under readers */
         concurrency(OFB_CLS_ALGO_HYBRID, quick ? 1.0 : 5.0, 8);
     }

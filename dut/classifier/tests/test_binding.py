@@ -184,7 +184,7 @@ def test_dfa_over_its_budget_answers_from_the_tree(monkeypatch):
         assert c.lookup_batch(keys) == ref.lookup_batch(keys)
 
 
-@pytest.mark.parametrize("algo", ["ours", "tss", "linear", "htrie", "sptrie", "hybrid", "dtree", "dfa"])
+@pytest.mark.parametrize("algo", ["ours", "tss", "linear", "htrie", "sptrie", "hybrid", "dtree", "dfa", "keymap"])
 def test_ties_earlier_insert_wins_and_delete_by_value(algo):
     with Classifier(4, algo) as c:
         a = c.insert(5, b"\x0a\x00\x00\x00", b"\xff\x00\x00\x00", 111)
@@ -408,3 +408,40 @@ def test_louds_matches_the_reference_and_refuses_updates(budget):
         with pytest.raises(binding.ReadOnlyError, match="second build"):
             c.build_bulk(rules[:1])
         assert c.lookup_batch(keys) == want and c.stats()["rules"] == 300
+
+
+def test_keymap_answers_like_linear_with_its_map_rebuilt_at_each_update(monkeypatch):
+    """keymap: the key-space map (keymap.h) in front of OURS; OFB_CLS_KEYMAP_SYNC=1 rebuilds it
+    at every publish, so each lookup after an update asks a fresh map (a 3-byte key: 16 MiB)."""
+    monkeypatch.setenv("OFB_CLS_KEYMAP_SYNC", "1")
+    rnd = random.Random(19)
+    masks = [bytes(rnd.randrange(256) | rnd.randrange(256) for _ in range(3)) for _ in range(6)]
+    rules = []
+    for i in range(200):
+        m = rnd.choice(masks)
+        rules.append((rnd.randrange(100), bytes(rnd.randrange(256) & b for b in m), m, i + 1))
+    keys = [bytes(rnd.randrange(256) for _ in range(3)) for _ in range(300)]
+    keys += [bytes(v[j] | (rnd.randrange(256) & ~m[j] & 0xFF) for j in range(3)) for _, v, m, _ in rules[:100]]
+    with Classifier(3, "keymap") as c, Classifier(3, "linear") as ref:
+        assert c.runs == "keymap"
+        c.build_bulk(rules)
+        ref.build_bulk(rules)
+        assert c.lib.ofb_cls_trie_bytes(c._c) >= 1 << 24   # the map answers
+        assert c.lookup_batch(keys) == ref.lookup_batch(keys)
+        assert sum(1 for h, _ in ref.lookup_batch(keys) if h) >= 100
+        for i in range(0, 60, 3):
+            c.delete_id(i + 1)
+            ref.delete_id(i + 1)
+            p, v, m, _ = rules[i + 1]
+            assert c.insert(p + 1, v, m, 1000 + i) == ref.insert(p + 1, v, m, 1000 + i)
+            assert [c.lookup(k) for k in keys[::7]] == [ref.lookup(k) for k in keys[::7]]
+        assert c.lookup_batch(keys) == ref.lookup_batch(keys)
+
+
+def test_keymap_refuses_long_keys_and_says_why_it_has_no_map():
+    with pytest.raises(ValueError, match="ofb_cls_create refused key_len=5 algo=keymap"):
+        Classifier(5, "keymap")
+    with Classifier(4, "keymap") as c:   # 32 cared-for bits: 2^32 bytes, over the map's limit
+        c.build_bulk([(3, b"\x01\x02\x03\x04", b"\xff\xff\xff\xff", 7), (2, bytes(4), b"\x80\x00\x00\x01", 8)])
+        assert "keymap: the rules care about 32 key bits" in c.last_error()
+        assert c.lookup(b"\x01\x02\x03\x04") == (7, 1)   # OURS answers

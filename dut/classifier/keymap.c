@@ -1,0 +1,464 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Key-space map (design comment: keymap.h). */
+#define _GNU_SOURCE
+#include "keymap.h"
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+struct kinfo { uint64_t handle; uint32_t prio, id; };
+
+struct ofb_kmap {
+    uint32_t T[4][256];     /* key byte k, value -> its U bits, compressed */
+    uint32_t key_len, bits, sbits;
+    uint32_t n;
+    uint8_t *map;           /* 2^bits bytes (halloc, as the three below) */
+    size_t map_bytes;
+    uint32_t *off;          /* 2^(bits - sbits) + 1 */
+    uint32_t *win;          /* ranks: every block's candidates (or winners) */
+    struct kinfo *ri;       /* by rank */
+    size_t off_bytes, win_bytes, ri_bytes;
+    size_t bytes;
+    double build_s;
+    uint64_t v;             /* classifier.c's stamp */
+};
+
+#define S_MAX 11u
+#define S_MIN 4u
+
+/* Arrays read at random by lookups (map, off, win, ri) live on 2 MiB pages
+ * when they are that large: on 4 KiB pages each of a hit's three reads
+ * would also miss the TLB.  Below 2 MiB: the C library. */
+#define HUGE ((size_t)2 << 20)
+static size_t hsize(size_t bytes)
+{
+    return bytes < HUGE ? bytes : (bytes + HUGE - 1) & ~(HUGE - 1);
+}
+
+static void *halloc(size_t bytes, bool zero)
+{
+    if (bytes < HUGE)
+        return zero ? calloc(1, bytes ? bytes : 1) : malloc(bytes ? bytes : 1);
+    void *p = mmap(NULL, hsize(bytes), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    madvise(p, hsize(bytes), MADV_HUGEPAGE);
+    return p;   /* anonymous pages start zeroed */
+}
+
+static void hfree(void *p, size_t bytes)
+{
+    if (!p)
+        return;
+    if (bytes < HUGE)
+        free(p);
+    else
+        munmap(p, hsize(bytes));
+}
+
+static inline uint32_t compress(const struct ofb_kmap *m, const uint8_t *key)
+{
+    uint32_t x = 0;
+    for (uint32_t k = 0; k < m->key_len; k++)
+        x |= m->T[k][key[k]];
+    return x;
+}
+
+static inline uint32_t compress4(const struct ofb_kmap *m, const uint8_t *key)
+{
+    return m->T[0][key[0]] | m->T[1][key[1]] | m->T[2][key[2]] | m->T[3][key[3]];
+}
+
+static uint32_t union_mask(uint32_t key_len, const struct ofb_kmap_rule *r, size_t n, uint32_t *u_bytes)
+{
+    uint32_t bits = 0;
+    memset(u_bytes, 0, 4 * sizeof(uint32_t));
+    for (size_t i = 0; i < n; i++)
+        for (uint32_t k = 0; k < key_len; k++)
+            u_bytes[k] |= r[i].mask[k];
+    for (uint32_t k = 0; k < key_len; k++)
+        bits += (uint32_t)__builtin_popcount(u_bytes[k]);
+    return bits;
+}
+
+/* pairs (rule, candidate block) for block bits s: Sum 2^(free high bits) */
+static uint64_t pairs_for(const uint32_t *cm, size_t n, uint32_t bits, uint32_t s)
+{
+    uint32_t hmask = bits - s >= 32 ? UINT32_MAX : ((1u << (bits - s)) - 1);
+    uint64_t t = 0;
+    for (size_t i = 0; i < n; i++)
+        t += (uint64_t)1 << __builtin_popcount(~(cm[i] >> s) & hmask);
+    return t;
+}
+
+static uint64_t est_bytes(uint32_t bits, uint32_t s, uint64_t pairs, size_t n)
+{
+    /* map + off + win (every block's candidates) + info; the build's
+     * temporaries: fill pointers, the compressed rules */
+    return ((uint64_t)1 << bits) + 8 * ((uint64_t)1 << (bits - s)) + 4 * pairs + (sizeof(struct kinfo) + 12) * n;
+}
+
+static void make_tables(struct ofb_kmap *m, const uint32_t *ub)
+{
+    /* bit positions: byte 0 most significant; compressed order follows */
+    uint32_t pos = m->bits;
+    for (uint32_t k = 0; k < m->key_len; k++) {
+        uint32_t bp[8];
+        for (int j = 7; j >= 0; j--)
+            bp[j] = (ub[k] >> j & 1) ? --pos : UINT32_MAX;
+        for (uint32_t v = 0; v < 256; v++) {
+            uint32_t x = 0;
+            for (int j = 0; j < 8; j++)
+                if ((v >> j & 1) && bp[j] != UINT32_MAX)
+                    x |= 1u << bp[j];
+            m->T[k][v] = x;
+        }
+    }
+    for (uint32_t k = m->key_len; k < 4; k++)
+        memset(m->T[k], 0, sizeof(m->T[k]));
+}
+
+static int cmp_rank(const void *a, const void *b)
+{
+    const struct ofb_kmap_rule *x = *(const struct ofb_kmap_rule *const *)a, *y = *(const struct ofb_kmap_rule *const *)b;
+    if (x->prio != y->prio)
+        return x->prio > y->prio ? -1 : 1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+uint64_t ofb_kmap_estimate(uint32_t key_len, const struct ofb_kmap_rule *rules, size_t n)
+{
+    uint32_t ub[4];
+    if (key_len < 1 || key_len > 4)
+        return 0;
+    uint32_t bits = union_mask(key_len, rules, n, ub);
+    if (bits > OFB_KMAP_MAX_BITS)
+        return 0;
+    struct ofb_kmap m = { .key_len = key_len, .bits = bits };
+    make_tables(&m, ub);
+    uint32_t *cm = malloc(sizeof(uint32_t) * (n + 1));
+    if (!cm)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        cm[i] = compress(&m, rules[i].mask);
+    uint32_t s = bits < S_MAX ? bits : S_MAX;
+    uint64_t b = est_bytes(bits, s, pairs_for(cm, n, bits, s), n);
+    free(cm);
+    return b;
+}
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* one attempt at block bits s: 1 done, 0 a block had > 255 winners, -1 no
+ * memory, -2 cancelled.  cvm[i] = compressed mask << 32 | compressed value, rank order. */
+static int build_blocks(struct ofb_kmap *m, const uint64_t *cvm, size_t n, uint32_t s, uint64_t pairs,
+                        const _Atomic int *cancel)
+{
+    uint32_t hbits = m->bits - s, nblk = 1u << hbits, hmask = nblk - 1, lmask = (1u << s) - 1;
+    size_t off_bytes = sizeof(uint32_t) * ((size_t)nblk + 1), win_bytes = sizeof(uint32_t) * (pairs + 1);
+    uint32_t *off = halloc(off_bytes, true);
+    uint32_t *win = halloc(win_bytes, false);
+    uint32_t *fill = malloc(sizeof(uint32_t) * ((size_t)nblk + 1));
+    uint16_t *tmp = malloc(sizeof(uint16_t) << s);
+    uint8_t *loc = NULL;
+    int rc = -1;
+    if (!off || !win || !fill || !tmp)
+        goto out;
+    /* count, prefix sums (off[b] = start), fill in rank order: win[] holds
+     * every block's candidates */
+    for (size_t i = 0; i < n; i++) {
+        uint32_t fh = ~(uint32_t)(cvm[i] >> 32 >> s) & hmask, hv = (uint32_t)cvm[i] >> s, sub = 0;
+        do {
+            off[(hv | sub) + 1]++;
+            sub = (sub - fh) & fh;
+        } while (sub);
+    }
+    uint32_t maxc = 0;
+    for (uint32_t b = 0; b < nblk; b++) {
+        if (off[b + 1] > maxc)
+            maxc = off[b + 1];
+        off[b + 1] += off[b];
+    }
+    memcpy(fill, off, sizeof(uint32_t) * nblk);
+    for (size_t i = 0; i < n; i++) {
+        uint32_t fh = ~(uint32_t)(cvm[i] >> 32 >> s) & hmask, hv = (uint32_t)cvm[i] >> s, sub = 0;
+        do {
+            win[fill[hv | sub]++] = (uint32_t)i;
+            sub = (sub - fh) & fh;
+        } while (sub);
+    }
+    free(fill);
+    fill = NULL;
+    if (maxc > 255 && !(loc = malloc((size_t)maxc + 2)))
+        goto out;
+    rc = 1;
+    /* per block, candidates worst first: the better overwrite.  <= 255
+     * candidates (slide 19 at 1M: ~83 on average): the byte is the
+     * candidate's place in the block's list; more: renumbered by winner and
+     * the list compacted in place (its winners first) */
+    for (uint32_t b = 0; b < nblk && rc == 1; b++) {
+        if (cancel && !(b & 1023) && atomic_load_explicit(cancel, memory_order_relaxed)) {
+            rc = -2;
+            break;
+        }
+        uint32_t c0 = off[b], c1 = off[b + 1];
+        uint8_t *mp = m->map + ((size_t)b << s);
+        if (c1 - c0 <= 255) {
+            for (uint32_t c = c1; c-- > c0;) {
+                if (c >= c0 + 8)
+                    __builtin_prefetch(&cvm[win[c - 8]]);
+                uint64_t x = cvm[win[c]];
+                uint32_t fl = ~(uint32_t)(x >> 32) & lmask, lv = (uint32_t)x & lmask, sub = 0;
+                uint8_t tag = (uint8_t)(c - c0 + 1);
+                do {
+                    mp[lv | sub] = tag;
+                    sub = (sub - fl) & fl;
+                } while (sub);
+            }
+            continue;
+        }
+        if (c1 - c0 > UINT16_MAX) {
+            rc = 0;
+            break;
+        }
+        memset(tmp, 0, sizeof(uint16_t) << s);
+        for (uint32_t c = c1; c-- > c0;) {
+            uint64_t x = cvm[win[c]];
+            uint32_t fl = ~(uint32_t)(x >> 32) & lmask, lv = (uint32_t)x & lmask, sub = 0;
+            uint16_t tag = (uint16_t)(c - c0 + 1);
+            do {
+                tmp[lv | sub] = tag;
+                sub = (sub - fl) & fl;
+            } while (sub);
+        }
+        memset(loc, 0, (size_t)(c1 - c0) + 1);
+        uint32_t nloc = 0, w[256];
+        for (uint32_t x = 0; x <= lmask; x++) {
+            uint16_t t = tmp[x];
+            if (!t)
+                continue;
+            if (!loc[t]) {
+                if (nloc == 255) {
+                    rc = 0;
+                    break;
+                }
+                loc[t] = (uint8_t)++nloc;
+                w[nloc - 1] = win[c0 + t - 1];
+            }
+            mp[x] = loc[t];
+        }
+        if (rc == 1)
+            memcpy(&win[c0], w, sizeof(uint32_t) * nloc);
+    }
+    if (rc == 1) {
+        m->sbits = s;
+        m->off = off, m->off_bytes = off_bytes;
+        m->win = win, m->win_bytes = win_bytes;
+        off = NULL;
+        win = NULL;
+        m->bytes += off_bytes + win_bytes;
+    }
+out:
+    hfree(off, off_bytes), hfree(win, win_bytes);
+    free(fill), free(tmp), free(loc);
+    return rc;
+}
+
+struct ofb_kmap *ofb_kmap_build(uint32_t key_len, const struct ofb_kmap_rule *rules, size_t n, uint64_t max_bytes,
+                                const _Atomic int *cancel, int *over_budget, char *err, size_t errlen)
+{
+    double t0 = now_s();
+    *over_budget = 0;
+    uint32_t ub[4];
+    if (key_len < 1 || key_len > 4) {
+        *over_budget = 1;
+        snprintf(err, errlen, "keymap: key_len %u is not 1..4 bytes", key_len);
+        return NULL;
+    }
+    uint32_t bits = union_mask(key_len, rules, n, ub);
+    if (bits > OFB_KMAP_MAX_BITS) {
+        *over_budget = 1;
+        snprintf(err, errlen, "keymap: the rules care about %u key bits, the map takes at most %u (2^bits bytes)",
+                 bits, OFB_KMAP_MAX_BITS);
+        return NULL;
+    }
+    struct ofb_kmap *m = calloc(1, sizeof(*m));
+    const struct ofb_kmap_rule **ord = malloc(sizeof(*ord) * (n + 1));
+    uint32_t *cm = malloc(sizeof(uint32_t) * (n + 1));
+    uint64_t *cvm = malloc(sizeof(uint64_t) * (n + 1));
+    if (!m || !ord || !cvm || !cm)
+        goto oom;
+    m->key_len = key_len;
+    m->bits = bits;
+    m->n = (uint32_t)n;
+    make_tables(m, ub);
+    for (size_t i = 0; i < n; i++)
+        ord[i] = &rules[i];
+    qsort(ord, n, sizeof(*ord), cmp_rank);
+    m->ri_bytes = sizeof(struct kinfo) * (n + 1);
+    m->ri = halloc(m->ri_bytes, false);
+    if (!m->ri)
+        goto oom;
+    for (size_t i = 0; i < n; i++) {
+        uint8_t v[4] = { 0 };
+        for (uint32_t k = 0; k < key_len; k++)
+            v[k] = ord[i]->value[k] & ord[i]->mask[k];
+        cm[i] = compress(m, ord[i]->mask);
+        cvm[i] = (uint64_t)cm[i] << 32 | compress(m, v);
+        m->ri[i] = (struct kinfo){ ord[i]->handle, ord[i]->prio, ord[i]->id };
+    }
+    free(ord);
+    ord = NULL;
+    uint32_t s = bits < S_MAX ? bits : S_MAX;
+    uint64_t pairs = pairs_for(cm, n, bits, s);
+    uint64_t need = est_bytes(bits, s, pairs, n);
+    double t_rules = now_s();
+    if (!max_bytes)
+        max_bytes = (uint64_t)4 << 30;
+    if (need > max_bytes || pairs >= ((uint64_t)1 << 31)) {
+        *over_budget = 1;
+        snprintf(err, errlen,
+                 "keymap: %zu rules over %u key bits need ~%llu MB (%llu candidate pairs), over the limit of %llu MB",
+                 n, bits, (unsigned long long)(need >> 20), (unsigned long long)pairs,
+                 (unsigned long long)(max_bytes >> 20));
+        free(cvm), free(cm), hfree(m->ri, m->ri_bytes), free(m);
+        return NULL;
+    }
+    m->map_bytes = (size_t)1 << bits;
+    m->map = halloc(m->map_bytes, true);
+    if (!m->map)
+        goto oom;
+    m->bytes = sizeof(*m) + m->map_bytes + m->ri_bytes;
+    for (;;) {
+        int rc = build_blocks(m, cvm, n, s, pairs, cancel);
+        if (rc == -2) {
+            snprintf(err, errlen, "keymap: build cancelled");
+            goto fail;
+        }
+        if (rc < 0)
+            goto oom;
+        if (rc == 1)
+            break;
+        if (s <= S_MIN) {
+            *over_budget = 1;
+            snprintf(err, errlen, "keymap: a block of 2^%u keys has more than 255 distinct winners", s);
+            goto fail;
+        }
+        s--;
+        pairs = pairs_for(cm, n, bits, s);
+        if (pairs >= ((uint64_t)1 << 31) || est_bytes(bits, s, pairs, n) > max_bytes) {
+            *over_budget = 1;
+            snprintf(err, errlen, "keymap: blocks of 2^%u keys have too many winners and smaller blocks need too much "
+                     "memory", s + 1);
+            goto fail;
+        }
+        if (m->map_bytes >= HUGE)
+            madvise(m->map, hsize(m->map_bytes), MADV_DONTNEED);   /* zero again */
+        else
+            memset(m->map, 0, m->map_bytes);
+    }
+    free(cvm), free(cm);
+    m->build_s = now_s() - t0;
+    if (getenv("OFB_KMAP_DEBUG"))
+        fprintf(stderr, "keymap: %zu rules, %u bits, blocks of 2^%u, %zu MB, built in %.3f s (rules ready after %.3f s)\n",
+                n, bits, m->sbits, m->bytes >> 20, m->build_s, t_rules - t0);
+    return m;
+oom:
+    snprintf(err, errlen, "keymap: out of memory building the map of %zu rules over %u key bits", n, bits);
+fail:
+    free(ord), free(cvm), free(cm);
+    ofb_kmap_free(m);
+    return NULL;
+}
+
+void ofb_kmap_free(struct ofb_kmap *m)
+{
+    if (!m)
+        return;
+    hfree(m->map, m->map_bytes);
+    hfree(m->off, m->off_bytes), hfree(m->win, m->win_bytes), hfree(m->ri, m->ri_bytes);
+    free(m);
+}
+
+size_t ofb_kmap_bytes(const struct ofb_kmap *m) { return m ? m->bytes : 0; }
+uint32_t ofb_kmap_rules(const struct ofb_kmap *m) { return m ? m->n : 0; }
+unsigned ofb_kmap_bits(const struct ofb_kmap *m) { return m ? m->bits : 0; }
+unsigned ofb_kmap_block_bits(const struct ofb_kmap *m) { return m ? m->sbits : 0; }
+double ofb_kmap_build_s(const struct ofb_kmap *m) { return m ? m->build_s : 0; }
+void ofb_kmap_set_v(struct ofb_kmap *m, uint64_t v) { m->v = v; }
+uint64_t ofb_kmap_v(const struct ofb_kmap *m) { return m->v; }
+
+void ofb_kmap_rank_info(const struct ofb_kmap *m, uint32_t rank, uint32_t *prio, uint32_t *id, uint64_t *handle)
+{
+    const struct kinfo *k = &m->ri[rank];
+    *prio = k->prio;
+    *id = k->id;
+    *handle = k->handle;
+}
+
+uint32_t ofb_kmap_lookup(const struct ofb_kmap *m, const uint8_t *key)
+{
+    uint32_t x = compress(m, key);
+    uint8_t b = m->map[x];
+    return b ? m->win[m->off[x >> m->sbits] + b - 1u] : OFB_KMAP_NONE;
+}
+
+/* stages over the batch, so that each stage's misses overlap: the map bytes,
+ * then the hits' block offsets, then their winner entries, then their info */
+void ofb_kmap_lookup_batch(const struct ofb_kmap *m, const uint8_t *const keys[], size_t n, uint32_t id_out[],
+                           uint64_t handle_out[])
+{
+    enum { CH = 64 };
+    uint32_t x[CH], o[CH], r[CH];
+    uint8_t b[CH];
+    const uint32_t s = m->sbits;
+    for (size_t base = 0; base < n; base += CH) {
+        size_t q = n - base < CH ? n - base : CH;
+        const uint8_t *const *k = keys + base;
+        if (m->key_len == 4)
+            for (size_t i = 0; i < q; i++) {
+                x[i] = compress4(m, k[i]);
+                __builtin_prefetch(&m->map[x[i]]);
+            }
+        else
+            for (size_t i = 0; i < q; i++) {
+                x[i] = compress(m, k[i]);
+                __builtin_prefetch(&m->map[x[i]]);
+            }
+        for (size_t i = 0; i < q; i++) {
+            b[i] = m->map[x[i]];
+            if (b[i])
+                __builtin_prefetch(&m->off[x[i] >> s]);
+        }
+        for (size_t i = 0; i < q; i++)
+            if (b[i]) {
+                o[i] = m->off[x[i] >> s] + b[i] - 1u;
+                __builtin_prefetch(&m->win[o[i]]);
+            }
+        for (size_t i = 0; i < q; i++)
+            if (b[i]) {
+                r[i] = m->win[o[i]];
+                __builtin_prefetch(&m->ri[r[i]]);
+            }
+        for (size_t i = 0; i < q; i++) {
+            uint32_t id = 0;
+            uint64_t h = 0;
+            if (b[i]) {
+                id = m->ri[r[i]].id;
+                h = m->ri[r[i]].handle;
+            }
+            id_out[base + i] = id;
+            handle_out[base + i] = h;
+        }
+    }
+}
