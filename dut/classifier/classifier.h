@@ -171,9 +171,9 @@
  *                      ofb_cls_trie_bytes() = the map's bytes (0: none).
  *                      OFB_CLS_KEYMAP_SYNC=1 rebuilds at every publish (tests).
  *                      Slide 19 at 1M rules (AVX2 VM, README.md "keymap"):
- *                      ~2.5 KB per rule, batched lookups above 10 Mlps where
- *                      OURS stops near 4; single lookups are latency-bound
- *                      (3-4 dependent misses).
+ *                      ~2.7 KB per rule, batched 16-22 Mlps (medians of 3:
+ *                      21.2 as auto) where OURS stops near 2-4; single lookups
+ *                      are latency-bound (3 dependent misses, ~4 Mlps).
  *
  * Why not the document's trie.  We first modelled the H-Trie/SP-Trie hybrid
  * and bit-selection decision trees (HiCuts/HyperSplit style) for the hard case

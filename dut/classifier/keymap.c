@@ -17,12 +17,12 @@ struct ofb_kmap {
     uint32_t T[4][256];     /* key byte k, value -> its U bits, compressed */
     uint32_t key_len, bits, sbits;
     uint32_t n;
-    uint8_t *map;           /* 2^bits bytes (halloc, as the three below) */
-    size_t map_bytes;
-    uint32_t *off;          /* 2^(bits - sbits) + 1 */
-    uint32_t *win;          /* ranks: every block's candidates (or winners) */
+    uint8_t *blk;           /* 2^(bits - sbits) blocks of `stride` bytes (halloc, as ri): 2^sbits map
+                               bytes, then the block's list (cap ranks, u32) */
+    size_t blk_bytes, stride, lo;   /* lo: the list's offset in a block (2^sbits rounded up to 4) */
+    uint32_t cap;
     struct kinfo *ri;       /* by rank */
-    size_t off_bytes, win_bytes, ri_bytes;
+    size_t ri_bytes;
     size_t bytes;
     double build_s;
     uint64_t v;             /* classifier.c's stamp */
@@ -98,9 +98,12 @@ static uint64_t pairs_for(const uint32_t *cm, size_t n, uint32_t bits, uint32_t 
 
 static uint64_t est_bytes(uint32_t bits, uint32_t s, uint64_t pairs, size_t n)
 {
-    /* map + off + win (every block's candidates) + info; the build's
-     * temporaries: fill pointers, the compressed rules */
-    return ((uint64_t)1 << bits) + 8 * ((uint64_t)1 << (bits - s)) + 4 * pairs + (sizeof(struct kinfo) + 12) * n;
+    /* blocks: map bytes + lists of up to 255 ranks (estimated at twice the
+     * mean candidates); the build's temporaries: the candidates (CSR), their
+     * offsets and fill pointers, the compressed rules; the rules' info */
+    uint64_t nblk = (uint64_t)1 << (bits - s), cap = 2 * ((pairs + nblk - 1) / nblk);
+    cap = cap < 255 ? cap : 255;
+    return ((uint64_t)1 << bits) + 4 * cap * nblk + 4 * pairs + 8 * nblk + (sizeof(struct kinfo) + 12) * n;
 }
 
 static void make_tables(struct ofb_kmap *m, const uint32_t *ub)
@@ -131,26 +134,6 @@ static int cmp_rank(const void *a, const void *b)
     return x->id < y->id ? -1 : x->id > y->id;
 }
 
-uint64_t ofb_kmap_estimate(uint32_t key_len, const struct ofb_kmap_rule *rules, size_t n)
-{
-    uint32_t ub[4];
-    if (key_len < 1 || key_len > 4)
-        return 0;
-    uint32_t bits = union_mask(key_len, rules, n, ub);
-    if (bits > OFB_KMAP_MAX_BITS)
-        return 0;
-    struct ofb_kmap m = { .key_len = key_len, .bits = bits };
-    make_tables(&m, ub);
-    uint32_t *cm = malloc(sizeof(uint32_t) * (n + 1));
-    if (!cm)
-        return 0;
-    for (size_t i = 0; i < n; i++)
-        cm[i] = compress(&m, rules[i].mask);
-    uint32_t s = bits < S_MAX ? bits : S_MAX;
-    uint64_t b = est_bytes(bits, s, pairs_for(cm, n, bits, s), n);
-    free(cm);
-    return b;
-}
 
 static double now_s(void)
 {
@@ -160,21 +143,23 @@ static double now_s(void)
 }
 
 /* one attempt at block bits s: 1 done, 0 a block had > 255 winners, -1 no
- * memory, -2 cancelled.  cvm[i] = compressed mask << 32 | compressed value, rank order. */
+ * memory, -2 cancelled.  cvm[i] = compressed mask << 32 | compressed value,
+ * rank order.  Lays out m->blk: per block its 2^s map bytes, then its list
+ * (a hit's list entry sits next to its map byte: same or next 4 KiB page). */
 static int build_blocks(struct ofb_kmap *m, const uint64_t *cvm, size_t n, uint32_t s, uint64_t pairs,
                         const _Atomic int *cancel)
 {
     uint32_t hbits = m->bits - s, nblk = 1u << hbits, hmask = nblk - 1, lmask = (1u << s) - 1;
-    size_t off_bytes = sizeof(uint32_t) * ((size_t)nblk + 1), win_bytes = sizeof(uint32_t) * (pairs + 1);
-    uint32_t *off = halloc(off_bytes, true);
-    uint32_t *win = halloc(win_bytes, false);
+    uint32_t *off = calloc((size_t)nblk + 1, sizeof(uint32_t));
+    uint32_t *cand = malloc(sizeof(uint32_t) * (pairs + 1));
     uint32_t *fill = malloc(sizeof(uint32_t) * ((size_t)nblk + 1));
     uint16_t *tmp = malloc(sizeof(uint16_t) << s);
-    uint8_t *loc = NULL;
+    uint8_t *loc = NULL, *region = NULL;
+    size_t region_bytes = 0, stride = 0;
     int rc = -1;
-    if (!off || !win || !fill || !tmp)
+    if (!off || !cand || !fill || !tmp)
         goto out;
-    /* count, prefix sums (off[b] = start), fill in rank order: win[] holds
+    /* count, prefix sums (off[b] = start), fill in rank order: cand[] holds
      * every block's candidates */
     for (size_t i = 0; i < n; i++) {
         uint32_t fh = ~(uint32_t)(cvm[i] >> 32 >> s) & hmask, hv = (uint32_t)cvm[i] >> s, sub = 0;
@@ -193,7 +178,7 @@ static int build_blocks(struct ofb_kmap *m, const uint64_t *cvm, size_t n, uint3
     for (size_t i = 0; i < n; i++) {
         uint32_t fh = ~(uint32_t)(cvm[i] >> 32 >> s) & hmask, hv = (uint32_t)cvm[i] >> s, sub = 0;
         do {
-            win[fill[hv | sub]++] = (uint32_t)i;
+            cand[fill[hv | sub]++] = (uint32_t)i;
             sub = (sub - fh) & fh;
         } while (sub);
     }
@@ -201,23 +186,30 @@ static int build_blocks(struct ofb_kmap *m, const uint64_t *cvm, size_t n, uint3
     fill = NULL;
     if (maxc > 255 && !(loc = malloc((size_t)maxc + 2)))
         goto out;
+    uint32_t cap = maxc < 255 ? maxc : 255;
+    size_t lo = (((size_t)1 << s) + 3) & ~(size_t)3;   /* the list, 4-byte aligned (blocks of 1-2 keys) */
+    stride = lo + sizeof(uint32_t) * cap;
+    region_bytes = stride * nblk;
+    region = halloc(region_bytes, true);
+    if (!region)
+        goto out;
     rc = 1;
     /* per block, candidates worst first: the better overwrite.  <= 255
      * candidates (slide 19 at 1M: ~83 on average): the byte is the
-     * candidate's place in the block's list; more: renumbered by winner and
-     * the list compacted in place (its winners first) */
+     * candidate's place in the block's list; more: renumbered by winner */
     for (uint32_t b = 0; b < nblk && rc == 1; b++) {
         if (cancel && !(b & 1023) && atomic_load_explicit(cancel, memory_order_relaxed)) {
             rc = -2;
             break;
         }
         uint32_t c0 = off[b], c1 = off[b + 1];
-        uint8_t *mp = m->map + ((size_t)b << s);
+        uint8_t *mp = region + stride * b;
+        uint32_t *list = (uint32_t *)(mp + lo);
         if (c1 - c0 <= 255) {
             for (uint32_t c = c1; c-- > c0;) {
                 if (c >= c0 + 8)
-                    __builtin_prefetch(&cvm[win[c - 8]]);
-                uint64_t x = cvm[win[c]];
+                    __builtin_prefetch(&cvm[cand[c - 8]]);
+                uint64_t x = cvm[cand[c]];
                 uint32_t fl = ~(uint32_t)(x >> 32) & lmask, lv = (uint32_t)x & lmask, sub = 0;
                 uint8_t tag = (uint8_t)(c - c0 + 1);
                 do {
@@ -225,6 +217,7 @@ static int build_blocks(struct ofb_kmap *m, const uint64_t *cvm, size_t n, uint3
                     sub = (sub - fl) & fl;
                 } while (sub);
             }
+            memcpy(list, &cand[c0], sizeof(uint32_t) * (c1 - c0));
             continue;
         }
         if (c1 - c0 > UINT16_MAX) {
@@ -233,7 +226,7 @@ static int build_blocks(struct ofb_kmap *m, const uint64_t *cvm, size_t n, uint3
         }
         memset(tmp, 0, sizeof(uint16_t) << s);
         for (uint32_t c = c1; c-- > c0;) {
-            uint64_t x = cvm[win[c]];
+            uint64_t x = cvm[cand[c]];
             uint32_t fl = ~(uint32_t)(x >> 32) & lmask, lv = (uint32_t)x & lmask, sub = 0;
             uint16_t tag = (uint16_t)(c - c0 + 1);
             do {
@@ -242,7 +235,7 @@ static int build_blocks(struct ofb_kmap *m, const uint64_t *cvm, size_t n, uint3
             } while (sub);
         }
         memset(loc, 0, (size_t)(c1 - c0) + 1);
-        uint32_t nloc = 0, w[256];
+        uint32_t nloc = 0;
         for (uint32_t x = 0; x <= lmask; x++) {
             uint16_t t = tmp[x];
             if (!t)
@@ -253,24 +246,20 @@ static int build_blocks(struct ofb_kmap *m, const uint64_t *cvm, size_t n, uint3
                     break;
                 }
                 loc[t] = (uint8_t)++nloc;
-                w[nloc - 1] = win[c0 + t - 1];
+                list[nloc - 1] = cand[c0 + t - 1];
             }
             mp[x] = loc[t];
         }
-        if (rc == 1)
-            memcpy(&win[c0], w, sizeof(uint32_t) * nloc);
     }
     if (rc == 1) {
         m->sbits = s;
-        m->off = off, m->off_bytes = off_bytes;
-        m->win = win, m->win_bytes = win_bytes;
-        off = NULL;
-        win = NULL;
-        m->bytes += off_bytes + win_bytes;
+        m->blk = region, m->blk_bytes = region_bytes, m->stride = stride, m->lo = lo, m->cap = cap;
+        region = NULL;
+        m->bytes += region_bytes;
     }
 out:
-    hfree(off, off_bytes), hfree(win, win_bytes);
-    free(fill), free(tmp), free(loc);
+    hfree(region, region_bytes);
+    free(off), free(cand), free(fill), free(tmp), free(loc);
     return rc;
 }
 
@@ -334,11 +323,7 @@ struct ofb_kmap *ofb_kmap_build(uint32_t key_len, const struct ofb_kmap_rule *ru
         free(cvm), free(cm), hfree(m->ri, m->ri_bytes), free(m);
         return NULL;
     }
-    m->map_bytes = (size_t)1 << bits;
-    m->map = halloc(m->map_bytes, true);
-    if (!m->map)
-        goto oom;
-    m->bytes = sizeof(*m) + m->map_bytes + m->ri_bytes;
+    m->bytes = sizeof(*m) + m->ri_bytes;
     for (;;) {
         int rc = build_blocks(m, cvm, n, s, pairs, cancel);
         if (rc == -2) {
@@ -362,16 +347,12 @@ struct ofb_kmap *ofb_kmap_build(uint32_t key_len, const struct ofb_kmap_rule *ru
                      "memory", s + 1);
             goto fail;
         }
-        if (m->map_bytes >= HUGE)
-            madvise(m->map, hsize(m->map_bytes), MADV_DONTNEED);   /* zero again */
-        else
-            memset(m->map, 0, m->map_bytes);
     }
     free(cvm), free(cm);
     m->build_s = now_s() - t0;
     if (getenv("OFB_KMAP_DEBUG"))
-        fprintf(stderr, "keymap: %zu rules, %u bits, blocks of 2^%u, %zu MB, built in %.3f s (rules ready after %.3f s)\n",
-                n, bits, m->sbits, m->bytes >> 20, m->build_s, t_rules - t0);
+        fprintf(stderr, "keymap: %zu rules, %u bits, blocks of 2^%u with lists of %u, %zu MB, built in %.3f s "
+                "(rules ready after %.3f s)\n", n, bits, m->sbits, m->cap, m->bytes >> 20, m->build_s, t_rules - t0);
     return m;
 oom:
     snprintf(err, errlen, "keymap: out of memory building the map of %zu rules over %u key bits", n, bits);
@@ -385,16 +366,11 @@ void ofb_kmap_free(struct ofb_kmap *m)
 {
     if (!m)
         return;
-    hfree(m->map, m->map_bytes);
-    hfree(m->off, m->off_bytes), hfree(m->win, m->win_bytes), hfree(m->ri, m->ri_bytes);
+    hfree(m->blk, m->blk_bytes), hfree(m->ri, m->ri_bytes);
     free(m);
 }
 
 size_t ofb_kmap_bytes(const struct ofb_kmap *m) { return m ? m->bytes : 0; }
-uint32_t ofb_kmap_rules(const struct ofb_kmap *m) { return m ? m->n : 0; }
-unsigned ofb_kmap_bits(const struct ofb_kmap *m) { return m ? m->bits : 0; }
-unsigned ofb_kmap_block_bits(const struct ofb_kmap *m) { return m ? m->sbits : 0; }
-double ofb_kmap_build_s(const struct ofb_kmap *m) { return m ? m->build_s : 0; }
 void ofb_kmap_set_v(struct ofb_kmap *m, uint64_t v) { m->v = v; }
 uint64_t ofb_kmap_v(const struct ofb_kmap *m) { return m->v; }
 
@@ -409,45 +385,40 @@ void ofb_kmap_rank_info(const struct ofb_kmap *m, uint32_t rank, uint32_t *prio,
 uint32_t ofb_kmap_lookup(const struct ofb_kmap *m, const uint8_t *key)
 {
     uint32_t x = compress(m, key);
-    uint8_t b = m->map[x];
-    return b ? m->win[m->off[x >> m->sbits] + b - 1u] : OFB_KMAP_NONE;
+    const uint8_t *base = m->blk + m->stride * (x >> m->sbits);
+    uint8_t b = base[x & ((1u << m->sbits) - 1)];
+    return b ? ((const uint32_t *)(base + m->lo))[b - 1u] : OFB_KMAP_NONE;
 }
 
 /* stages over the batch, so that each stage's misses overlap: the map bytes,
- * then the hits' block offsets, then their winner entries, then their info */
+ * then the hits' list entries (next to their map bytes), then their info */
 void ofb_kmap_lookup_batch(const struct ofb_kmap *m, const uint8_t *const keys[], size_t n, uint32_t id_out[],
                            uint64_t handle_out[])
 {
     enum { CH = 64 };
-    uint32_t x[CH], o[CH], r[CH];
+    const uint8_t *p[CH];
+    uint32_t r[CH];
+    uint16_t sl[CH];
     uint8_t b[CH];
-    const uint32_t s = m->sbits;
+    const uint32_t s = m->sbits, lmask = (1u << s) - 1;
+    const size_t stride = m->stride, lo = m->lo;
     for (size_t base = 0; base < n; base += CH) {
         size_t q = n - base < CH ? n - base : CH;
         const uint8_t *const *k = keys + base;
-        if (m->key_len == 4)
-            for (size_t i = 0; i < q; i++) {
-                x[i] = compress4(m, k[i]);
-                __builtin_prefetch(&m->map[x[i]]);
-            }
-        else
-            for (size_t i = 0; i < q; i++) {
-                x[i] = compress(m, k[i]);
-                __builtin_prefetch(&m->map[x[i]]);
-            }
         for (size_t i = 0; i < q; i++) {
-            b[i] = m->map[x[i]];
+            uint32_t x = m->key_len == 4 ? compress4(m, k[i]) : compress(m, k[i]);
+            p[i] = m->blk + stride * (x >> s);
+            sl[i] = (uint16_t)(x & lmask);
+            __builtin_prefetch(p[i] + sl[i]);
+        }
+        for (size_t i = 0; i < q; i++) {
+            b[i] = p[i][sl[i]];
             if (b[i])
-                __builtin_prefetch(&m->off[x[i] >> s]);
+                __builtin_prefetch(p[i] + lo + 4 * (b[i] - 1u));
         }
         for (size_t i = 0; i < q; i++)
             if (b[i]) {
-                o[i] = m->off[x[i] >> s] + b[i] - 1u;
-                __builtin_prefetch(&m->win[o[i]]);
-            }
-        for (size_t i = 0; i < q; i++)
-            if (b[i]) {
-                r[i] = m->win[o[i]];
+                r[i] = ((const uint32_t *)(p[i] + lo))[b[i] - 1u];
                 __builtin_prefetch(&m->ri[r[i]]);
             }
         for (size_t i = 0; i < q; i++) {

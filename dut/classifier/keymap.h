@@ -23,28 +23,35 @@
  * table reads: T[byte][value], 256 x 32-bit words per key byte, 4 KiB, L1).
  * The key space 0..2^B-1 is cut into blocks of 2^S keys (S <= 11).  Per
  * block, the rules that can match some key of it are its candidates
- * (slide 19 at 1M: ~83 per block); the block's distinct winners (<= 255)
- * are listed once (win[], ranks = positions in (priority desc, id asc)
- * order) and map[x] (one byte per key) says which: 0 = no rule matches,
- * j = win[off[x >> S] + j - 1].  So a lookup is one byte read (random: a DRAM
- * miss, TLB covered by 2 MiB pages), and for a hit two more (off, win) and
- * the rule's info.  Batches issue each stage's loads for all keys before
- * the next stage (independent misses overlap).
+ * (slide 19 at 1M: ~83 per block, at most 125).  A block is laid out as
+ * its 2^S map bytes (one per key) followed by its list: the candidates'
+ * ranks (positions in (priority desc, id asc) order; a block of more than
+ * 255 candidates lists its distinct winners instead); every block has the
+ * room of the longest list (cap <= 255), so block x >> S starts at
+ * (x >> S) * stride, no offset table.  map byte 0 = no rule matches, j = the
+ * list's j-th rank.  So a lookup is one byte read (random: a DRAM miss and a
+ * page walk), and for a hit the list entry in the same or the next 4 KiB
+ * page and the rule's info.  Batches issue each stage's loads for all keys
+ * before the next stage (independent misses overlap).  (The first layout
+ * kept the lists apart behind an offset table: one more dependent miss and
+ * walk per hit; 12 -> 15 Mlps batched at 1M when they moved in, README.md.)
  *
- * Memory: 2^B bytes (slide 19: 2 GiB whatever the rule count) + 4 x 2^(B-S)
- * + 4 per listed winner + 16 per rule.  Slide 19, 1M rules: ~2.3 GB = ~2.3 KB
- * per rule (rte_acl: ~5 KB per rule on the ClassBench-like acl set).  Not
- * for small sets (100k: 21 KB per rule): OFB_CLS_ALGO_AUTO picks it only
- * from OFB_KMAP_AUTO_MIN rules (classifier.h).
+ * Memory: 2^B bytes + 2^(B-S) x 4 x cap + 16 per rule.  Slide 19, 1M rules
+ * (cap 125): ~2.7 GB = ~2.7 KB per rule (rte_acl: ~5 KB per rule on the
+ * ClassBench-like acl set).  Not for small sets (100k: 22 KB per rule, the
+ * map does not shrink): OFB_CLS_ALGO_AUTO picks it only from 2^19 rules
+ * (classifier.h).
  *
  * Build (one thread): rules compressed like keys; each rule's candidate
  * blocks enumerated (the subsets of its free high bits: Sum 2^free, slide
  * 19 at 1M: 87M), counted then filled (CSR, rank order); per block the
- * candidates worst first write their index into the block's 2^S slots they
- * match (the better overwrite the worse), then the slots are renumbered by
- * winner.  Work ~ Sum over rules of 2^(B - popcount(mask)) (slide 19 at 1M:
- * ~1e9 slot writes, in L1), ~2-4 s.  A block with more than 255 winners
- * makes the build retry with S - 1 (down to S = 4).
+ * candidates worst first write their list position into the block's 2^S
+ * slots they match (the better overwrite the worse); a block of more than
+ * 255 candidates is renumbered by winner.  Work ~ Sum over rules of
+ * 2^(B - popcount(mask)) (slide 19 at 1M: ~1e9 slot writes, in L1), plus
+ * the first touch of the pages (the kernel zeroes them): 8-11 s of CPU at
+ * 1M on the AVX2 VM.  A block with more than 255 winners makes the build
+ * retry with S - 1 (down to S = 4).
  *
  * Invariants: immutable after build; every key x has map[x] = the best rule
  * (rank order) of the rules given, or 0.  Concurrency: built by one thread,
@@ -75,16 +82,10 @@ struct ofb_kmap *ofb_kmap_build(uint32_t key_len, const struct ofb_kmap_rule *ru
                                 const _Atomic int *cancel, int *over_budget, char *err, size_t errlen);
 void ofb_kmap_free(struct ofb_kmap *);
 size_t ofb_kmap_bytes(const struct ofb_kmap *);
-uint32_t ofb_kmap_rules(const struct ofb_kmap *);
-unsigned ofb_kmap_bits(const struct ofb_kmap *);       /* B */
-unsigned ofb_kmap_block_bits(const struct ofb_kmap *); /* S */
-double ofb_kmap_build_s(const struct ofb_kmap *);
 /* The classifier's publication stamp: the map answers for readers whose
  * rule set equals the set at version v (classifier.c, KEYMAP). */
 void ofb_kmap_set_v(struct ofb_kmap *, uint64_t v);
 uint64_t ofb_kmap_v(const struct ofb_kmap *);
-/* What the map would need for these rules (bytes), without building it; 0 if B > 31. */
-uint64_t ofb_kmap_estimate(uint32_t key_len, const struct ofb_kmap_rule *rules, size_t n);
 
 /* Best rule for a key: its rank, or OFB_KMAP_NONE. */
 uint32_t ofb_kmap_lookup(const struct ofb_kmap *, const uint8_t *key);
