@@ -609,6 +609,17 @@ static void words_of(const struct ofb_cls *c, const uint8_t *bytes, uint64_t *w)
 
 /* ---------- retire / reclaim (epoch-based, versions are the epochs) ---------- */
 
+/* a retired compiled structure (struct retired.trie != 0), freed by its kind */
+static void free_compiled(uint8_t kind, void *p)
+{
+    if (kind == 2)
+        ofb_dtree_free(p);
+    else if (kind == 3)
+        ofb_kmap_free(p);
+    else
+        ofb_trie_free(p);
+}
+
 static void retire(struct ofb_cls *c, void *p, size_t bytes)
 {
     if (!p)
@@ -739,12 +750,7 @@ void ofb_cls_reclaim(struct ofb_cls *c)
         if (m == UINT64_MAX || c->ret[j].v <= m)
             if (c->ret[j].trie) {
                 atomic_fetch_sub_explicit(&c->bytes, c->ret[j].bytes, memory_order_relaxed);
-                if (c->ret[j].trie == 2)
-                    ofb_dtree_free(c->ret[j].p);
-                else if (c->ret[j].trie == 3)
-                    ofb_kmap_free(c->ret[j].p);
-                else
-                    ofb_trie_free(c->ret[j].p);
+                free_compiled(c->ret[j].trie, c->ret[j].p);
             } else {
                 xfree(c, c->ret[j].p, c->ret[j].bytes);
             }
@@ -3484,12 +3490,8 @@ void ofb_cls_destroy(struct ofb_cls *c)
     ofb_kmap_free(atomic_load(&c->km));
     free(c->klog);
     for (size_t j = 0; j < c->n_ret; j++)
-        if (c->ret[j].trie == 2)
-            ofb_dtree_free(c->ret[j].p);
-        else if (c->ret[j].trie == 3)
-            ofb_kmap_free(c->ret[j].p);
-        else if (c->ret[j].trie)
-            ofb_trie_free(c->ret[j].p);
+        if (c->ret[j].trie)
+            free_compiled(c->ret[j].trie, c->ret[j].p);
         else
             sized_free(c->ret[j].p, c->ret[j].bytes);
     for (uint32_t i = 0; i < c->nwt; i++) {

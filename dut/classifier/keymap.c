@@ -142,6 +142,28 @@ static double now_s(void)
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
+/* A block's candidates cand[c0..c1), worst first, write their place in the
+ * list (1-based) into the slots they match: the better overwrite.  wide:
+ * 16-bit slots (tmp, blocks of more than 255 candidates), else the map's
+ * bytes (constant at each call: the compiler keeps two loops). */
+static inline void paint(void *dst, bool wide, const uint64_t *cvm, const uint32_t *cand, uint32_t c0, uint32_t c1,
+                         uint32_t lmask)
+{
+    for (uint32_t c = c1; c-- > c0;) {
+        if (c >= c0 + 8)
+            __builtin_prefetch(&cvm[cand[c - 8]]);
+        uint64_t x = cvm[cand[c]];
+        uint32_t fl = ~(uint32_t)(x >> 32) & lmask, lv = (uint32_t)x & lmask, sub = 0, tag = c - c0 + 1;
+        do {
+            if (wide)
+                ((uint16_t *)dst)[lv | sub] = (uint16_t)tag;
+            else
+                ((uint8_t *)dst)[lv | sub] = (uint8_t)tag;
+            sub = (sub - fl) & fl;
+        } while (sub);
+    }
+}
+
 /* one attempt at block bits s: 1 done, 0 a block had > 255 winners, -1 no
  * memory, -2 cancelled.  cvm[i] = compressed mask << 32 | compressed value,
  * rank order.  Lays out m->blk: per block its 2^s map bytes, then its list
@@ -206,17 +228,7 @@ static int build_blocks(struct ofb_kmap *m, const uint64_t *cvm, size_t n, uint3
         uint8_t *mp = region + stride * b;
         uint32_t *list = (uint32_t *)(mp + lo);
         if (c1 - c0 <= 255) {
-            for (uint32_t c = c1; c-- > c0;) {
-                if (c >= c0 + 8)
-                    __builtin_prefetch(&cvm[cand[c - 8]]);
-                uint64_t x = cvm[cand[c]];
-                uint32_t fl = ~(uint32_t)(x >> 32) & lmask, lv = (uint32_t)x & lmask, sub = 0;
-                uint8_t tag = (uint8_t)(c - c0 + 1);
-                do {
-                    mp[lv | sub] = tag;
-                    sub = (sub - fl) & fl;
-                } while (sub);
-            }
+            paint(mp, false, cvm, cand, c0, c1, lmask);
             memcpy(list, &cand[c0], sizeof(uint32_t) * (c1 - c0));
             continue;
         }
@@ -225,15 +237,7 @@ static int build_blocks(struct ofb_kmap *m, const uint64_t *cvm, size_t n, uint3
             break;
         }
         memset(tmp, 0, sizeof(uint16_t) << s);
-        for (uint32_t c = c1; c-- > c0;) {
-            uint64_t x = cvm[cand[c]];
-            uint32_t fl = ~(uint32_t)(x >> 32) & lmask, lv = (uint32_t)x & lmask, sub = 0;
-            uint16_t tag = (uint16_t)(c - c0 + 1);
-            do {
-                tmp[lv | sub] = tag;
-                sub = (sub - fl) & fl;
-            } while (sub);
-        }
+        paint(tmp, true, cvm, cand, c0, c1, lmask);
         memset(loc, 0, (size_t)(c1 - c0) + 1);
         uint32_t nloc = 0;
         for (uint32_t x = 0; x <= lmask; x++) {
