@@ -20,7 +20,8 @@
 # key = v3.08-src<16 hex of the source hash>-cpu<12 hex>-flags<8 hex>: the build uses
 # -march=native, so the CPU signature is what gcc expands -march=native into on this host (a
 # different CPU rebuilds); the flags hash covers the configure/build flags and the gcc version.
-# A failed build is not retried by later setups unless OFBENCH_TREX_REBUILD=1.
+# A failed build is not retried by later setups unless OFBENCH_TREX_REBUILD=1 (a failed git
+# clone is: no network is not a build failure).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -42,10 +43,14 @@ MODE=build
 
 # ---- source and key -----------------------------------------------------------------------------
 vendored_tarball() {
-  # ../shared/vendor/ beside the clone; for a git worktree also beside its main clone
-  local roots=("$ROOT") common
+  # ../shared/vendor/ beside the clone; for a git worktree also beside its main clone; for a
+  # clone of a local repository (a CI clone in /tmp of /work/main) also beside that one
+  local roots=("$ROOT") common origin
   common=$(git -C "$ROOT" rev-parse --path-format=absolute --git-common-dir 2>/dev/null || true)
   [[ -n $common ]] && roots+=("$(dirname "$common")")
+  origin=$(git -C "$ROOT" remote get-url origin 2>/dev/null || true)
+  origin=${origin#file://}
+  [[ $origin == /* && -d $origin ]] && roots+=("$(readlink -f "$origin")")
   for r in "${roots[@]}"; do
     if [[ -f $r/../shared/vendor/trex-core-$TREX_VERSION.tar.xz ]]; then
       readlink -f "$r/../shared/vendor/trex-core-$TREX_VERSION.tar.xz"
@@ -162,9 +167,14 @@ if [[ -f $FAILED && ${OFBENCH_TREX_REBUILD:-0} != 1 ]]; then
   exit 0
 fi
 
+fail_unsticky=0
 fail() {
-  local why=$1
-  printf '%s\nat %s, source %s (%s)\n' "$why" "$(date -u +%FT%TZ)" "$src_path" "$src_kind" > "$FAILED"
+  local why="$*"
+  if ((fail_unsticky)); then
+    rm -rf "$BUILD_DIR"
+  else
+    printf '%s\nat %s, source %s (%s)\n' "$why" "$(date -u +%FT%TZ)" "$src_path" "$src_kind" > "$FAILED"
+  fi
   say "FAILED: $why"
   say "log: $LOG (last lines below); the rest of the project stays usable, TRex tests skip."
   tail -n 15 "$LOG" 2>/dev/null | sed 's/^/[setup] trex:   /' >&2 || true
@@ -204,8 +214,10 @@ else
         || fail "cannot copy $src_path" ;;
     git)
       say "cloning $TREX_REPO at $TREX_VERSION"
+      # not a build failure: a later setup (with the network, or the vendored tarball) retries
       git clone -q --depth 1 --branch "$TREX_VERSION" "$TREX_REPO" "$BUILD_DIR" >>"$LOG" 2>&1 \
-        || fail "git clone $TREX_REPO $TREX_VERSION failed"
+        || { fail_unsticky=1; fail "git clone $TREX_REPO $TREX_VERSION failed (no network? the vendored" \
+               "tarball ../shared/vendor/trex-core-$TREX_VERSION.tar.xz was not found beside the clone)"; }
       got=$(git -C "$BUILD_DIR" rev-parse HEAD)
       [[ $got == "$TREX_COMMIT" ]] || fail "tag $TREX_VERSION is commit $got, pinned $TREX_COMMIT" ;;
   esac

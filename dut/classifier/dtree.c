@@ -57,7 +57,9 @@ struct ofb_dtree {
     uint32_t *er;                    /* entry ranks (build: binary leaves' rules) */
     uint64_t ne, cap_e;
     struct rinfo *ri;                /* by rank */
-    struct idrank *ir;               /* sorted by id */
+    struct idrank *ir;               /* sorted by id (ids too sparse for rid), else NULL */
+    uint32_t *rid;                   /* rank by id - id_lo (UINT32_MAX: not here) when the ids are dense */
+    uint32_t id_lo, id_span;
     size_t bytes;
     uint64_t min_v;                  /* readers at an older version must re-read theirs (classifier.c) */
     uint64_t max_add_v;              /* every rule is added at a version <= this */
@@ -539,7 +541,27 @@ struct ofb_dtree *ofb_dtree_build(uint32_t key_len, const struct ofb_dtree_rule 
             hi[(size_t)r * kl + d] = vb[d] | (uint8_t)~mb[d];
         }
     }
-    qsort(t->ir, n, sizeof(struct idrank), cmp_idrank);
+    /* id -> rank for kills: a direct table when the ids are dense (a bulk
+     * build numbers its rules in a row; a rebuild keeps most of them), one
+     * cache miss per delete instead of a binary search over n */
+    uint32_t id_hi = 0;
+    t->id_lo = UINT32_MAX;
+    for (uint32_t r = 0; r < n; r++) {
+        t->id_lo = t->ir[r].id < t->id_lo ? t->ir[r].id : t->id_lo;
+        id_hi = t->ir[r].id > id_hi ? t->ir[r].id : id_hi;
+    }
+    const char *dense = getenv("OFB_DTREE_RID");   /* "0": always the sorted list (tests) */
+    if (n && (uint64_t)id_hi - t->id_lo < 4 * (uint64_t)n + 1024 && !(dense && !strcmp(dense, "0")) &&
+        (t->rid = malloc(sizeof(uint32_t) * ((size_t)id_hi - t->id_lo + 1)))) {
+        t->id_span = id_hi - t->id_lo + 1;
+        memset(t->rid, 0xff, sizeof(uint32_t) * t->id_span);
+        for (uint32_t r = 0; r < n; r++)
+            t->rid[t->ir[r].id - t->id_lo] = r;
+        free(t->ir);
+        t->ir = NULL;
+    } else {
+        qsort(t->ir, n, sizeof(struct idrank), cmp_idrank);
+    }
     if (!mask_ids(t, rw)) {
         free(ord), free(lo), free(hi), free(grp), free(idx);
         t->rk = rw;
@@ -614,7 +636,8 @@ struct ofb_dtree *ofb_dtree_build(uint32_t key_len, const struct ofb_dtree_rule 
     to_hugepages(t);
     t->bytes = sizeof(*t) + sizeof(struct snode) * t->cap_sn + t->cap_lf + sizeof(uint64_t) * w2 * n +
                sizeof(uint64_t) * t->esw * t->nmt +
-               (sizeof(struct rinfo) + sizeof(struct idrank)) * n + ofb_bdfa_bytes(t->dfa);
+               sizeof(struct rinfo) * n + (t->rid ? sizeof(uint32_t) * t->id_span : sizeof(struct idrank) * n) +
+               ofb_bdfa_bytes(t->dfa);
     return t;
 oom:
     snprintf(err, errlen, "dtree: out of memory building the tree of %zu rules", n);
@@ -640,6 +663,7 @@ void ofb_dtree_free(struct ofb_dtree *t)
     free(t->er);
     free(t->ri);
     free(t->ir);
+    free(t->rid);
     ofb_bdfa_free(t->dfa);
     free(t);
 }
@@ -661,9 +685,16 @@ void ofb_dtree_rank_info(const struct ofb_dtree *t, uint32_t rank, uint32_t *pri
 
 static inline bool live(const struct ofb_dtree *t, uint32_t r, uint64_t v);
 
-static const struct idrank *find_id(const struct ofb_dtree *t, uint32_t id)
+/* the rank of rule id, UINT32_MAX when the tree does not hold it */
+static uint32_t find_id(const struct ofb_dtree *t, uint32_t id)
 {
-    size_t lo = 0, hi = t ? t->n : 0;
+    if (!t)
+        return UINT32_MAX;
+    if (t->rid) {
+        uint32_t off = id - t->id_lo;
+        return off < t->id_span ? t->rid[off] : UINT32_MAX;
+    }
+    size_t lo = 0, hi = t->ir ? t->n : 0;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
         if (t->ir[mid].id < id)
@@ -671,23 +702,23 @@ static const struct idrank *find_id(const struct ofb_dtree *t, uint32_t id)
         else
             hi = mid;
     }
-    return lo < (t ? t->n : 0) && t->ir[lo].id == id ? &t->ir[lo] : NULL;
+    return t->ir && lo < t->n && t->ir[lo].id == id ? t->ir[lo].rank : UINT32_MAX;
 }
 
 int ofb_dtree_kill(struct ofb_dtree *t, uint32_t id, uint64_t v)
 {
-    const struct idrank *x = find_id(t, id);
-    if (!x)
+    uint32_t r = find_id(t, id);
+    if (r == UINT32_MAX)
         return -1;
-    atomic_store_explicit(&t->ri[x->rank].del_v, v, memory_order_release);
+    atomic_store_explicit(&t->ri[r].del_v, v, memory_order_release);
     atomic_fetch_add_explicit(&t->kills, 1, memory_order_release);
     return 0;
 }
 
 uint64_t ofb_dtree_del_v(const struct ofb_dtree *t, uint32_t id)
 {
-    const struct idrank *x = find_id(t, id);
-    return x ? atomic_load_explicit(&t->ri[x->rank].del_v, memory_order_relaxed) : 0;
+    uint32_t r = find_id(t, id);
+    return r != UINT32_MAX ? atomic_load_explicit(&t->ri[r].del_v, memory_order_relaxed) : 0;
 }
 
 void ofb_dtree_rule_at(const struct ofb_dtree *t, uint32_t rank, struct ofb_dtree_rule *out)

@@ -80,6 +80,11 @@
  * while rte_acl falls to 2.05 on cb_acl (5 KB per rule) and does not build
  * fw/ipc in 8 GB, and OURS to 0.68 / 0.25 / 0.56 (docs/results.md).
  *
+ * Kills (ofb_dtree_kill, ofb_dtree_del_v) find a rule's rank by id in a
+ * direct table (4 bytes per id of the tree's id span) when the span is
+ * < 4 x rules + 1024, else by binary search over (id, rank) pairs sorted by
+ * id (OFB_DTREE_RID=0 forces the search: tests).
+ *
  * Invariants: immutable after build except each rule's del_v (one atomic
  * 64-bit store by the writer, ofb_dtree_kill).  A rule is live for a reader at
  * version v when add_v <= v < del_v.  Rank r < s means r beats s.

@@ -610,17 +610,21 @@ int main(int argc, char **argv)
     if (!tries) {
         /* dtree's leaf entries: value + mask id at the 16- and 32-byte entry
          * boundaries (key_len 14, 16), and value + mask words (OFB_DTREE_MID=0,
-         * what a set of > 65536 masks gets) */
+         * what a set of > 65536 masks gets); at key_len 40 kills find ranks by
+         * binary search (OFB_DTREE_RID=0) */
         dtree_only = 1;
         uint32_t dkl[] = { 14, 16, 13, 40 };
         for (int k = 0; k < 4; k++) {
             if (k >= 2)
                 setenv("OFB_DTREE_MID", "0", 1);
+            if (k == 3)   /* kills through the sorted (id, rank) list, not the direct table */
+                setenv("OFB_DTREE_RID", "0", 1);
             for (int sh = SH_PREFIX; sh <= SH_FEWMASKS; sh++)
                 for (int bulk = 0; bulk < 2; bulk++)
                     differential(dkl[k], (enum shape)sh, nops / 2, bulk, 0, 0);
         }
         unsetenv("OFB_DTREE_MID");
+        unsetenv("OFB_DTREE_RID");
         dtree_only = 0;
         /* OURS' grouped line filter at key_len 4 from the first rule on (it
          * needs 1024 otherwise): regrouped as rules double and churn, new masks
