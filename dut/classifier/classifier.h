@@ -382,8 +382,11 @@
  *    >= 4 KiB (filter words, bucket arrays, snapshots) come from a process-wide
  *    arena of 2 MiB chunks advised MADV_HUGEPAGE (fewer TLB misses on the ~100
  *    random probes per key: +16 % at NTT 1M, measured); freed blocks are kept
- *    for reuse, not returned to the system.  OFB_CLS_HUGEPAGES=0 (read once per
- *    process) turns the arena off.
+ *    for reuse, not returned to the system.  Smaller objects (bucket blocks,
+ *    copied on every update; tables) come from the classifier's own writer
+ *    slab: 16-byte size classes with free lists in chunks of 64 KiB doubling
+ *    to 2 MiB, freed at destroy (no lock: one writer).  OFB_CLS_HUGEPAGES=0
+ *    (read once per process) turns both off (malloc: sanitizer runs).
  */
 
 #include <stddef.h>
