@@ -167,18 +167,23 @@ if [[ -f $FAILED && ${OFBENCH_TREX_REBUILD:-0} != 1 ]]; then
   exit 0
 fi
 
-fail_unsticky=0
-fail() {
-  local why="$*"
-  if ((fail_unsticky)); then
-    rm -rf "$BUILD_DIR"
-  else
-    printf '%s\nat %s, source %s (%s)\n' "$why" "$(date -u +%FT%TZ)" "$src_path" "$src_kind" > "$FAILED"
-  fi
-  say "FAILED: $why"
+report_failure() {
+  say "FAILED: $1"
   say "log: $LOG (last lines below); the rest of the project stays usable, TRex tests skip."
   tail -n 15 "$LOG" 2>/dev/null | sed 's/^/[setup] trex:   /' >&2 || true
   exit 0
+}
+
+# a build failure: marked, later setups skip the build until OFBENCH_TREX_REBUILD=1
+fail() {
+  printf '%s\nat %s, source %s (%s)\n' "$1" "$(date -u +%FT%TZ)" "$src_path" "$src_kind" > "$FAILED"
+  report_failure "$1"
+}
+
+# not a build failure (no source reachable): not marked, a later setup retries
+fail_retry() {
+  rm -rf "$BUILD_DIR"
+  report_failure "$1"
 }
 
 # ---- apt packages the build needs -----------------------------------------------------------------
@@ -214,10 +219,8 @@ else
         || fail "cannot copy $src_path" ;;
     git)
       say "cloning $TREX_REPO at $TREX_VERSION"
-      # not a build failure: a later setup (with the network, or the vendored tarball) retries
       git clone -q --depth 1 --branch "$TREX_VERSION" "$TREX_REPO" "$BUILD_DIR" >>"$LOG" 2>&1 \
-        || { fail_unsticky=1; fail "git clone $TREX_REPO $TREX_VERSION failed (no network? the vendored" \
-               "tarball ../shared/vendor/trex-core-$TREX_VERSION.tar.xz was not found beside the clone)"; }
+        || fail_retry "git clone $TREX_REPO $TREX_VERSION failed (no network? the vendored tarball ../shared/vendor/trex-core-$TREX_VERSION.tar.xz was not found beside the clone)"
       got=$(git -C "$BUILD_DIR" rev-parse HEAD)
       [[ $got == "$TREX_COMMIT" ]] || fail "tag $TREX_VERSION is commit $got, pinned $TREX_COMMIT" ;;
   esac

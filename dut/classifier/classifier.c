@@ -224,8 +224,8 @@ struct ofb_cls {
     struct pendrm *prm; size_t n_prm, cap_prm;
     size_t prm_head;
     _Atomic uint64_t bytes;
-    /* writer's slab for allocations < HP_MIN (xalloc): free lists by 16-byte
-     * size class, carved from 2 MiB huge-page chunks, all freed at destroy */
+    /* writer's slab for allocations < HP_MIN (xalloc, sl_alloc): free lists by
+     * 16-byte size class, carved from chunks of 64 KiB doubling to 2 MiB */
     void *sl_free[SL_CLASSES];
     char *sl_cur;
     size_t sl_left;
@@ -453,8 +453,9 @@ static void sized_free(void *p, size_t n)
  * cost malloc + free per update (~10 % of dtree's writer) and sat on 4 KiB
  * pages that lookups then walk.  Writer only (one writer per classifier): no
  * lock.  Freed objects go back to their class's list (16-byte classes: at
- * most 15 bytes of waste each); chunks are freed at destroy.  On with the huge-page arena (OFB_CLS_HUGEPAGES=0: malloc, which
- * sanitizer runs use to see every object). */
+ * most 15 bytes of waste each); chunks are freed at destroy.  On with the
+ * huge-page arena (OFB_CLS_HUGEPAGES=0: malloc, which sanitizer runs use to
+ * see every object). */
 static inline size_t sl_class(size_t n)
 {
     return n ? (n + 15) >> 4 : 1;
