@@ -38,3 +38,39 @@ def test_unavailable_switches_say_why():
     assert "unknown switch kind" in switch_available("p4", prof)
     remote = _profile({"kind": "ofbench"}, features=("ovs",), lab_kind="remote")
     assert "runs on this box only" in switch_available("ovs", remote)
+
+
+# OVS 3.1's dpif-netdev/pmd-stats-show (abridged to the lines that matter; one PMD, the main
+# thread's block, which is not a PMD's)
+PMD_STATS = """pmd thread numa_id 0 core_id 1:
+  packets received: 5000
+  emc hits: 4990
+  idle cycles: 3000 (30.00%)
+  processing cycles: 7000 (70.00%)
+  avg cycles per packet: 2.00 (10000/5000)
+main thread:
+  packets received: 12
+  idle cycles: 900 (10.00%)
+  processing cycles: 8100 (90.00%)
+"""
+
+
+def test_ovs_pmd_cycles_count_pmd_threads_only():
+    from drivers.lab.switches import parse_ovs_pmd_cycles
+    assert parse_ovs_pmd_cycles(PMD_STATS) == {"busy_cycles": 7000, "idle_cycles": 3000}
+    two = PMD_STATS.replace("main thread:", "pmd thread numa_id 0 core_id 2:\n  idle cycles: 1 (50.00%)\n"
+                                            "  processing cycles: 1 (50.00%)\nmain thread:")
+    assert parse_ovs_pmd_cycles(two) == {"busy_cycles": 7001, "idle_cycles": 3001}
+    assert parse_ovs_pmd_cycles("main thread:\n  idle cycles: 5 (100%)\n") == {"busy_cycles": 0, "idle_cycles": 0}
+
+
+def test_ofbench_worker_cycles_sum_and_busy_share():
+    from drivers.lab.switches import busy_share, ofbench_pmd_cycles
+    st = {"workers": [{"lcore": 1, "busy_cycles": 60, "idle_cycles": 40},
+                      {"lcore": 2, "busy_cycles": 40, "idle_cycles": 60}]}
+    c0 = ofbench_pmd_cycles(st)
+    assert c0 == {"busy_cycles": 100, "idle_cycles": 100}
+    assert ofbench_pmd_cycles({"ports": []}) is None and ofbench_pmd_cycles(None) is None
+    c1 = {"busy_cycles": 190, "idle_cycles": 110}
+    assert busy_share(c0, c1) == (0.9, 90)
+    assert busy_share(c0, c0) is None and busy_share(None, c1) is None

@@ -9,6 +9,7 @@ wires (memif, vhost-user) are added by the suites that need rates, through ``ext
 from __future__ import annotations
 
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +40,46 @@ def switch_available(kind: str, profile) -> str | None:
                     "or /dev/hugepages-ofbench is not mounted")
         return None
     return f"unknown switch kind {kind!r}"
+
+
+_OVS_PMD_RE = re.compile(r"pmd thread numa_id \S+ core_id \S+:(.*?)(?=\n\S|\Z)", re.S)
+
+
+def parse_ovs_pmd_cycles(text: str) -> dict[str, int]:
+    """OVS-DPDK's ``dpif-netdev/pmd-stats-show``: the PMD threads' idle and processing
+    (busy) TSC cycles, summed ({"busy_cycles", "idle_cycles"}; zeros without a PMD thread).
+    The main thread's block is not a PMD's and is left out."""
+    out = {"busy_cycles": 0, "idle_cycles": 0}
+    for m in _OVS_PMD_RE.finditer(text):
+        body = m.group(1)
+        for key, name in (("busy_cycles", "processing cycles"), ("idle_cycles", "idle cycles")):
+            mm = re.search(rf"^\s*{name}:\s*(\d+)", body, re.M)
+            if mm:
+                out[key] += int(mm.group(1))
+    return out
+
+
+def ofbench_pmd_cycles(stats: dict | None) -> dict[str, int] | None:
+    """ofbench's stats-socket answer -> its workers' busy and idle TSC cycles, summed (None
+    for a switch too old to report them)."""
+    workers = (stats or {}).get("workers")
+    if not workers:
+        return None
+    return {"busy_cycles": sum(int(w["busy_cycles"]) for w in workers),
+            "idle_cycles": sum(int(w["idle_cycles"]) for w in workers)}
+
+
+def busy_share(c0: dict | None, c1: dict | None) -> tuple[float, int] | None:
+    """(busy share of the forwarding threads' cycles, busy cycles) between two pmd_cycles
+    samples; None when either is missing or no cycles passed. A share well below 1 means the
+    switch waited for its feed: the feed, not the switch, set the rate."""
+    if not c0 or not c1:
+        return None
+    busy = c1["busy_cycles"] - c0["busy_cycles"]
+    total = busy + c1["idle_cycles"] - c0["idle_cycles"]
+    if total <= 0:
+        return None
+    return busy / total, busy
 
 
 def ofbench_settings(profile, kind: str, env=os.environ) -> dict:
@@ -81,6 +122,17 @@ class SwitchHandle:
         from dut.switch.launcher import read_stats
         return read_stats(self.proc.stats_sock, 2.0,
                           connect=getattr(self.proc.host, "connect_unix", None))
+
+
+    def pmd_cycles(self) -> dict[str, int] | None:
+        """The forwarding threads' busy and idle TSC cycles so far, as OVS-DPDK's
+        pmd-stats-show counts them, for ofbench (its stats socket) and OVS-DPDK (appctl);
+        None for a switch that does not count them (OVS netdev)."""
+        if self.ovs is not None:
+            if self.kind != "ovs-dpdk":
+                return None
+            return parse_ovs_pmd_cycles(self.ovs.appctl("dpif-netdev/pmd-stats-show"))
+        return ofbench_pmd_cycles(self.stats())
 
 
 def start_switch(lab, kind: str, *, name: str, ports: list[tuple[int, str]],

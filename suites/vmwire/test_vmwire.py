@@ -10,6 +10,7 @@ carry a path (plain OVS has no vhost-user) is skipped with the reason. Guests:
 from __future__ import annotations
 
 import json
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -17,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from dut.vmwire import capture as cap
+from drivers.lab.switches import busy_share
 from drivers.vmwire.ctxstats import cost_per_packet, is_disturbed, median_trial, other_load, sample
 from drivers.vmwire.guest import Nic, Role, find_guest_image, start_qemu_guest, wait_guest
 from dut.vmwire.tenants import parse_config
@@ -114,17 +116,22 @@ ATTEMPTS = 3  # per trial of the side by side: a disturbed window is measured ag
 DISTURBED_LOAD = 0.1  # cores of other work over a window that make it disturbed
 
 
-def _measure_loop(guest: PmdGuest, extra_pids, seconds=MEASURE_S) -> dict:
+def _measure_loop(guest: PmdGuest, extra_pids, seconds=MEASURE_S, switch_cycles=None) -> dict:
     """Rate of a packet loop: guest port 0 -> switch -> guest port 1 -> (io forward) -> guest
     port 0 -> ... seeded with ``start tx_first``. One polling thread for the guests (CPU 0),
     the switch on the other core; every frame crosses the switch once per lap, so the rate is
-    the switch path's guest-to-guest capacity (not split between competing guests)."""
+    the switch path's guest-to-guest capacity (not split between competing guests), unless
+    the guest is the slower side: ``switch_cycles`` (SwitchHandle.pmd_cycles) gives the
+    switch's busy share over the window (below ~0.9: it waited for the guest) and its busy
+    TSC cycles per forwarded packet, which compare two switches whichever side limited."""
     guest.cmd("start tx_first 16")
     time.sleep(2.0)  # links up, loop filled
     pids = [guest.proc.pid, *extra_pids]
+    k0 = switch_cycles() if switch_cycles else None
     s0, c0, t0 = guest.port_stats(), sample(pids), time.monotonic()
     time.sleep(seconds)
     s1, c1, t1 = guest.port_stats(), sample(pids), time.monotonic()
+    k1 = switch_cycles() if switch_cycles else None
     guest.cmd("stop")
     dt = t1 - t0
     rx = sum(s1[p]["rx_packets"] - s0[p]["rx_packets"] for p in (0, 1))
@@ -132,6 +139,10 @@ def _measure_loop(guest: PmdGuest, extra_pids, seconds=MEASURE_S) -> dict:
     m = {"rx_mpps": round(rx / dt / 1e6, 4), "tx_mpps": round(tx / dt / 1e6, 4),
          "rx_mbps": round(rx * 64 * 8 / dt / 1e6, 1)}
     m.update(cost_per_packet(c0, c1, rx, dt))
+    share = busy_share(k0, k1)
+    if share is not None:
+        m["switch_busy_share"] = round(share[0], 4)
+        m["switch_busy_cycles_per_pkt"] = round(share[1] / rx, 1) if rx else None
     return m
 
 
@@ -156,7 +167,8 @@ def _guest_loop(lab, topo, name: str, vdevs: list[str]) -> dict:
     try:
         guest = PmdGuest.start(lab, name, vdevs, fwd="io", cpu=0, netns=topo.ns,
                                extra=["--port-topology=paired"])
-        return _measure_loop(guest, topo.switch_pids())
+        return _measure_loop(guest, topo.switch_pids(),
+                             switch_cycles=topo.switch.pmd_cycles if topo.switch else None)
     finally:
         if guest:
             lab.supervisor.stop(guest.proc)
@@ -250,7 +262,10 @@ def test_vhost_user_ofbench_vs_ovs_dpdk(lab, profile, results, progress):
             attempts[label].append([t["rx_mpps"] for t in tried])
     med = {label: median_trial(ts, "rx_mpps") for label, ts in trials.items()}
     rows = [{"variant": label, "rx_mpps": m["rx_mpps"], "trials_mpps": m["rx_mpps_trials"],
-             "cpu_us_per_pkt": m.get("proc_cpu_us_per_pkt")} for label, m in med.items()]
+             "cpu_us_per_pkt": m.get("proc_cpu_us_per_pkt"),
+             "switch_busy_share": m.get("switch_busy_share"),
+             "switch_busy_cycles_per_pkt": m.get("switch_busy_cycles_per_pkt")}
+            for label, m in med.items()]
     results.add_table(rows, "vhost-user loop, 64 B, median trial per variant (alternating)")
 
     def ratio(a, b):
@@ -269,7 +284,16 @@ def test_vhost_user_ofbench_vs_ovs_dpdk(lab, profile, results, progress):
                "ofbench_vs_ovs_dpdk_trial_min": min((r for r in per_trial if r is not None),
                                                     default=None),
                "trials_ofbench_at_least_ovs_dpdk": sum(1 for r in per_trial
-                                                       if r is not None and r >= 1.0)}
+                                                       if r is not None and r >= 1.0),
+               # the switches' own cost, whichever side limited the loop: busy TSC cycles per
+               # forwarded packet (median over trials), and how much of the window each
+               # switch was busy (a share well below 1: the guest set the rate, not it)
+               **{f"{label}_{key}": _median_of(ts, key) for label, ts in trials.items()
+                  for key in ("switch_busy_share", "switch_busy_cycles_per_pkt")}}
+    if metrics.get("ofbench_switch_busy_cycles_per_pkt") and metrics.get("ovs_dpdk_switch_busy_cycles_per_pkt"):
+        # < 1: ofbench spends fewer busy cycles per packet than OVS-DPDK
+        metrics["ofbench_cycles_per_pkt_vs_ovs_dpdk"] = round(
+            metrics["ofbench_switch_busy_cycles_per_pkt"] / metrics["ovs_dpdk_switch_busy_cycles_per_pkt"], 3)
     results.record(name="vhost_user_ofbench_vs_ovs_dpdk", metrics=metrics,
                    params={"frame_bytes": 64, "measure_s": MEASURE_S, "trials": TRIALS,
                            "statistic": "median trial", "order": "alternating per trial",
@@ -281,7 +305,8 @@ def test_vhost_user_ofbench_vs_ovs_dpdk(lab, profile, results, progress):
                            **{f"{label}_trials_{key}": [t.get(key) for t in ts]
                               for label, ts in trials.items()
                               for key in ("other_load_cores", "host_other_cpu_s",
-                                          "host_steal_s")},
+                                          "host_steal_s", "switch_busy_share",
+                                          "switch_busy_cycles_per_pkt")},
                            **{f"{label}_attempts_mpps": [r for rs in a for r in rs]
                               for label, a in attempts.items()},
                            **{f"{label}_attempts_per_trial": [len(rs) for rs in a]
@@ -291,6 +316,12 @@ def test_vhost_user_ofbench_vs_ovs_dpdk(lab, profile, results, progress):
                    provenance={"port_kind": "vhost-user", "generator": "dpdk-testpmd",
                                "dut_switch_kind": "ofbench"})
     assert all(m["rx_mpps"] > 0 for m in med.values()), f"a variant forwarded nothing: {rows}"
+
+
+def _median_of(trials: list[dict], key: str) -> float | None:
+    """The median of ``key`` over the trials that have it (None if none has)."""
+    vals = [t[key] for t in trials if t.get(key) is not None]
+    return round(statistics.median(vals), 4) if vals else None
 
 
 def _record_summary(results, name, vhost: dict, kernel: dict, params: dict, *, mbps_key: str):

@@ -27,7 +27,8 @@
  * flow tables are committed.
  * Stats socket (--stats-sock): a UNIX socket answering one JSON line of counters per
  * connection (launcher and benchmarks read it), answered also while disconnected;
- * of_connected is true while at least one controller session is up.
+ * of_connected is true while at least one controller session is up; each worker's busy and
+ * idle TSC cycles (with tsc_hz) tell a benchmark whether the switch or its feed limited.
  * Concurrency: the agent thread only; it reads worker counters without locks (64-bit loads).
  * Limits: connect is blocking (1 s timeout); IPv4 controller addresses only.
  */
@@ -142,6 +143,15 @@ static void stats_answer(int ls)
 			i ? ", " : "", ofs_dp.ports[i].ofport, (unsigned long long)rx,
 			(unsigned long long)tx);
 	}
+	/* each worker's busy and idle TSC cycles (struct ofs_worker): who limited a run */
+	n += (size_t)snprintf(buf + n, sizeof(buf) - n, "], \"tsc_hz\": %llu, \"workers\": [",
+			      (unsigned long long)rte_get_tsc_hz());
+	for (unsigned w = 0; w < ofs_dp.n_workers; w++)
+		n += (size_t)snprintf(buf + n, sizeof(buf) - n,
+			"%s{\"lcore\": %u, \"busy_cycles\": %llu, \"idle_cycles\": %llu}",
+			w ? ", " : "", ofs_dp.workers[w].lcore_id,
+			(unsigned long long)ofs_dp.workers[w].busy_tsc,
+			(unsigned long long)ofs_dp.workers[w].idle_tsc);
 	n += (size_t)snprintf(buf + n, sizeof(buf) - n, "]}\n");
 	ssize_t wr = write(c, buf, n);
 	(void)wr;

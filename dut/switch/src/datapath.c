@@ -1386,7 +1386,7 @@ int ofs_worker_main(void *arg)
 	}
 	unsigned idle = 0;
 	const uint64_t drain_tsc = rte_get_tsc_hz() * OFS_TX_DRAIN_US / 1000000;
-	uint64_t last_drain = rte_rdtsc();
+	uint64_t last_drain = rte_rdtsc(), pass_tsc = last_drain;
 	w->ctr_off = (size_t)w->idx * ofs_arena_ctr_stride;
 	rte_rcu_qsbr_thread_register(ofs_dp.qsbr, w->idx);
 	rte_rcu_qsbr_thread_online(ofs_dp.qsbr, w->idx);
@@ -1412,6 +1412,11 @@ int ofs_worker_main(void *arg)
 		 * partial ones are flushed when the loop found nothing to do (no latency added at
 		 * low rates) or every OFS_TX_DRAIN_US, not after every poll. */
 		uint64_t now_tsc = rte_rdtsc();
+		if (got)
+			w->busy_tsc += now_tsc - pass_tsc;
+		else
+			w->idle_tsc += now_tsc - pass_tsc;
+		pass_tsc = now_tsc;
 		if (got == 0 || now_tsc - last_drain >= drain_tsc) {
 			last_drain = now_tsc;
 			for (unsigned p = 0; p < ofs_dp.n_ports; p++)
@@ -1425,6 +1430,9 @@ int ofs_worker_main(void *arg)
 				rte_rcu_qsbr_thread_offline(ofs_dp.qsbr, w->idx);
 				usleep(ofs_dp.idle_sleep_us);
 				rte_rcu_qsbr_thread_online(ofs_dp.qsbr, w->idx);
+				uint64_t woke = rte_rdtsc();  /* the nap is idle time */
+				w->idle_tsc += woke - pass_tsc;
+				pass_tsc = woke;
 			}
 		} else {
 			idle = 0;

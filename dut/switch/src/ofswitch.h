@@ -335,6 +335,11 @@ struct ofs_worker {
 	uint64_t cache_hits, cache_misses;
 	uint64_t cache_revalidated;  /* hits on an entry of an older version (ck_revalidate) */
 	uint64_t entered;            /* tables whose lookup structure this worker entered */
+	/* where the worker's time goes, in TSC cycles, as OVS-DPDK's pmd-stats-show counts it: a
+	 * loop pass that received or sent something is busy, one that found nothing idle (its
+	 * idle sleep included); the stats socket reports both, so a benchmark can tell whether
+	 * the switch or its feed was the limit, and the switch's cycles per packet */
+	uint64_t busy_tsc, idle_tsc;
 	/* fail-standalone MAC learning (datapath.c standalone_forward): direct-mapped, this
 	 * worker's own; an entry is mac (48 bits) | (ports[] index + 1) << 48, 0 = empty */
 	uint64_t mac_learned[OFS_MAC_TABLE];

@@ -183,6 +183,9 @@ def test_controller_loss_fail_modes_and_flows_kept(tmp_path, mode):
         q1b, q2b = port_tx(tmp_path, 1), port_tx(tmp_path, 2)
         st = launcher.read_stats(tmp_path / "stats")
         assert st["of_connected"] is False
+        # the worker's time: busy while the frame circles, idle (its naps) before it did
+        [wk] = st["workers"]
+        assert st["tsc_hz"] > 0 and wk["busy_cycles"] > 0 and wk["idle_cycles"] > 0, st
         if mode == "secure":
             assert q1b > q1a, "fail-secure: the installed flow keeps forwarding"
             assert q2b == q2a, "fail-secure: nothing beyond the flows"
