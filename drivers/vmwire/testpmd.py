@@ -6,7 +6,7 @@ rates measurable on this box. testpmd runs interactively with its stdin on a pip
 test can send commands (``start``, ``show port stats all``) and read the replies from the
 process log.
 
-Pure: :func:`parse_port_stats`, :func:`pmd_argv`. Thin: :class:`PmdGuest`.
+Pure: :func:`parse_port_stats`, :func:`parse_rx_empty_burst_share`, :func:`pmd_argv`. Thin: :class:`PmdGuest`.
 Ports are numbered in ``--vdev`` order (DPDK probes virtual devices in argument order).
 """
 from __future__ import annotations
@@ -64,6 +64,27 @@ def parse_port_stats(text: str) -> dict[int, dict[str, int]]:
     return out
 
 
+_FWD_STATS = "Forward statistics for port 0"
+_RX_BURSTS_RE = re.compile(r"RX-bursts : (\d+) \[(\d+)% of 0 pkts")
+
+
+def parse_rx_empty_burst_share(text: str) -> float | None:
+    """Share of the guest's RX polls that found nothing, from the forward statistics testpmd
+    prints at ``stop`` with ``--record-burst-stats`` (the last stop's block; testpmd always
+    lists the 0-packet bursts first, as a whole percent), weighted by each port's poll count.
+    Near 1: the guest waited for the switch, so the switch set the loop's rate. None without
+    burst statistics."""
+    i = text.rfind(_FWD_STATS)
+    if i < 0:
+        return None
+    polls = empty = 0.0
+    for m in _RX_BURSTS_RE.finditer(text, i):
+        n = int(m.group(1))
+        polls += n
+        empty += n * int(m.group(2)) / 100
+    return round(empty / polls, 3) if polls else None
+
+
 def _drop_opt(args: list[str], opt: str) -> list[str]:
     out, skip = [], False
     for a in args:
@@ -112,6 +133,16 @@ class PmdGuest:
 
     def log(self) -> str:
         return self.proc.log_path.read_text(errors="replace")
+
+    def rx_empty_burst_share(self, timeout_s: float = 3.0) -> float | None:
+        """After ``stop`` of a guest started with ``--record-burst-stats``: its RX polls'
+        empty share (parse_rx_empty_burst_share), waiting for testpmd to print it."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            got = parse_rx_empty_burst_share(self.log())
+            if got is not None or time.monotonic() > deadline:
+                return got
+            time.sleep(0.05)
 
     def port_stats(self, timeout_s: float = 5.0) -> dict[int, dict[str, int]]:
         """Send ``show port stats all`` and return the fresh counters of every port."""

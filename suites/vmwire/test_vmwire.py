@@ -166,9 +166,12 @@ def _guest_loop(lab, topo, name: str, vdevs: list[str]) -> dict:
     guest = None
     try:
         guest = PmdGuest.start(lab, name, vdevs, fwd="io", cpu=0, netns=topo.ns,
-                               extra=["--port-topology=paired"])
-        return _measure_loop(guest, topo.switch_pids(),
-                             switch_cycles=topo.switch.pmd_cycles if topo.switch else None)
+                               extra=["--port-topology=paired", "--record-burst-stats"])
+        m = _measure_loop(guest, topo.switch_pids(),
+                          switch_cycles=topo.switch.pmd_cycles if topo.switch else None)
+        # which side set the rate: the guest's empty RX polls (near 1: it waited for the switch)
+        m["guest_rx_empty_poll_share"] = guest.rx_empty_burst_share()
+        return m
     finally:
         if guest:
             lab.supervisor.stop(guest.proc)
@@ -264,7 +267,8 @@ def test_vhost_user_ofbench_vs_ovs_dpdk(lab, profile, results, progress):
     rows = [{"variant": label, "rx_mpps": m["rx_mpps"], "trials_mpps": m["rx_mpps_trials"],
              "cpu_us_per_pkt": m.get("proc_cpu_us_per_pkt"),
              "switch_busy_share": m.get("switch_busy_share"),
-             "switch_busy_cycles_per_pkt": m.get("switch_busy_cycles_per_pkt")}
+             "switch_busy_cycles_per_pkt": m.get("switch_busy_cycles_per_pkt"),
+             "guest_rx_empty_poll_share": m.get("guest_rx_empty_poll_share")}
             for label, m in med.items()]
     results.add_table(rows, "vhost-user loop, 64 B, median trial per variant (alternating)")
 
@@ -286,10 +290,12 @@ def test_vhost_user_ofbench_vs_ovs_dpdk(lab, profile, results, progress):
                "trials_ofbench_at_least_ovs_dpdk": sum(1 for r in per_trial
                                                        if r is not None and r >= 1.0),
                # the switches' own cost, whichever side limited the loop: busy TSC cycles per
-               # forwarded packet (median over trials), and how much of the window each
-               # switch was busy (a share well below 1: the guest set the rate, not it)
+               # forwarded packet (median over trials), how much of the window each switch
+               # was busy, and the guest's empty RX polls (near 1 with the switch busy ~1:
+               # the switch, not the guest, set the rate)
                **{f"{label}_{key}": _median_of(ts, key) for label, ts in trials.items()
-                  for key in ("switch_busy_share", "switch_busy_cycles_per_pkt")}}
+                  for key in ("switch_busy_share", "switch_busy_cycles_per_pkt",
+                              "guest_rx_empty_poll_share")}}
     if metrics.get("ofbench_switch_busy_cycles_per_pkt") and metrics.get("ovs_dpdk_switch_busy_cycles_per_pkt"):
         # < 1: ofbench spends fewer busy cycles per packet than OVS-DPDK
         metrics["ofbench_cycles_per_pkt_vs_ovs_dpdk"] = round(
@@ -306,7 +312,8 @@ def test_vhost_user_ofbench_vs_ovs_dpdk(lab, profile, results, progress):
                               for label, ts in trials.items()
                               for key in ("other_load_cores", "host_other_cpu_s",
                                           "host_steal_s", "switch_busy_share",
-                                          "switch_busy_cycles_per_pkt")},
+                                          "switch_busy_cycles_per_pkt",
+                                          "guest_rx_empty_poll_share")},
                            **{f"{label}_attempts_mpps": [r for rs in a for r in rs]
                               for label, a in attempts.items()},
                            **{f"{label}_attempts_per_trial": [len(rs) for rs in a]

@@ -38,6 +38,10 @@ static int on_new_device(int vid)
 	/* The worker polls: the guest need not kick (an eventfd write, a syscall per burst). */
 	for (uint16_t q = 0; q < rte_vhost_get_vring_num(vid); q++)
 		rte_vhost_enable_guest_notification(vid, q, 0);
+	uint64_t features = 0;
+	rte_vhost_get_negotiated_features(vid, &features);
+	fprintf(stderr, "ofswitch: vhost %s: guest attached (vid %d, %u vrings, features 0x%llx)\n",
+		v->path, vid, (unsigned)rte_vhost_get_vring_num(vid), (unsigned long long)features);
 	__atomic_store_n(&v->vid, vid, __ATOMIC_RELEASE);
 	return 0;
 }

@@ -135,3 +135,27 @@ def test_median_trial_is_one_whole_trial_with_every_value():
     assert median_trial(trials[:2], "rx_mbps")["rx_mbps"] == 10.0  # lower middle
     with pytest.raises(ValueError):
         median_trial([], "rx_mbps")
+
+
+# what testpmd 22.11 prints at "stop" with --record-burst-stats (abridged)
+FWD_STATS = """
+  ---------------------- Forward statistics for port 0  ----------------------
+  RX-packets: 27867488       RX-dropped: 0             RX-total: 27867488
+  RX-bursts : 300 [99% of 0 pkts + 1% of 32 pkts]
+  TX-bursts : 870844 [0% of 0 pkts + 100% of 32 pkts]
+  ----------------------------------------------------------------------------
+
+  ---------------------- Forward statistics for port 1  ----------------------
+  RX-bursts : 100 [50% of 0 pkts + 40% of 32 pkts + 10% of others]
+  TX-bursts : 870875 [0% of 0 pkts + 100% of 32 pkts]
+"""
+
+
+def test_rx_empty_burst_share_weights_ports_and_reads_the_last_stop():
+    from drivers.vmwire.testpmd import parse_rx_empty_burst_share
+    assert parse_rx_empty_burst_share(FWD_STATS) == round((300 * 0.99 + 100 * 0.5) / 400, 3)
+    # an earlier stop's block is not this trial's
+    older = FWD_STATS.replace("99% of 0", "10% of 0")
+    assert parse_rx_empty_burst_share(older + FWD_STATS.split("----\n\n", 1)[0] + "\n") == 0.99
+    assert parse_rx_empty_burst_share("Forward statistics for port 0\n  RX-packets: 5\n") is None
+    assert parse_rx_empty_burst_share("no statistics") is None
