@@ -123,7 +123,6 @@ class SwitchHandle:
         return read_stats(self.proc.stats_sock, 2.0,
                           connect=getattr(self.proc.host, "connect_unix", None))
 
-
     def pmd_cycles(self) -> dict[str, int] | None:
         """The forwarding threads' busy and idle TSC cycles so far, as OVS-DPDK's
         pmd-stats-show counts them, for ofbench (its stats socket) and OVS-DPDK (appctl);

@@ -18,8 +18,9 @@ the ratios (softgen / TRex for rates, softgen / TRex for latency: lower is bette
 The TX figure can be bounded by the sink (testpmd copying every frame out of memif on one
 core): both generators' best windows landed at 25-31 Mpps on this box, and slow spells of the
 host halve either one. The share of frames the memif ring refused softgen
-(``softgen_tx_refused_share_*``) says when softgen was held by the sink rather than by itself. (A zero-copy memif client sink, generators as servers, was tried on
-2026-11-25: it did not separate the two either, docs/results.md.)
+(``softgen_tx_refused_share_*``) says when softgen was held by the sink rather than by
+itself. (A zero-copy memif client sink, generators as servers, was tried on 2026-11-25: it
+did not separate the two either, docs/results.md.)
 """
 from __future__ import annotations
 

@@ -114,6 +114,8 @@ MEASURE_S = 5.0
 TRIALS = 3  # per path, alternating
 ATTEMPTS = 3  # per trial of the side by side: a disturbed window is measured again
 DISTURBED_LOAD = 0.1  # cores of other work over a window that make it disturbed
+# which side set a loop trial's rate (_measure_loop, _guest_loop): recorded per variant
+LIMIT_KEYS = ("switch_busy_share", "switch_busy_cycles_per_pkt", "guest_rx_empty_poll_share")
 
 
 def _measure_loop(guest: PmdGuest, extra_pids, seconds=MEASURE_S, switch_cycles=None) -> dict:
@@ -265,10 +267,7 @@ def test_vhost_user_ofbench_vs_ovs_dpdk(lab, profile, results, progress):
             attempts[label].append([t["rx_mpps"] for t in tried])
     med = {label: median_trial(ts, "rx_mpps") for label, ts in trials.items()}
     rows = [{"variant": label, "rx_mpps": m["rx_mpps"], "trials_mpps": m["rx_mpps_trials"],
-             "cpu_us_per_pkt": m.get("proc_cpu_us_per_pkt"),
-             "switch_busy_share": m.get("switch_busy_share"),
-             "switch_busy_cycles_per_pkt": m.get("switch_busy_cycles_per_pkt"),
-             "guest_rx_empty_poll_share": m.get("guest_rx_empty_poll_share")}
+             "cpu_us_per_pkt": m.get("proc_cpu_us_per_pkt"), **{k: m.get(k) for k in LIMIT_KEYS}}
             for label, m in med.items()]
     results.add_table(rows, "vhost-user loop, 64 B, median trial per variant (alternating)")
 
@@ -294,8 +293,7 @@ def test_vhost_user_ofbench_vs_ovs_dpdk(lab, profile, results, progress):
                # was busy, and the guest's empty RX polls (near 1 with the switch busy ~1:
                # the switch, not the guest, set the rate)
                **{f"{label}_{key}": _median_of(ts, key) for label, ts in trials.items()
-                  for key in ("switch_busy_share", "switch_busy_cycles_per_pkt",
-                              "guest_rx_empty_poll_share")}}
+                  for key in LIMIT_KEYS}}
     if metrics.get("ofbench_switch_busy_cycles_per_pkt") and metrics.get("ovs_dpdk_switch_busy_cycles_per_pkt"):
         # < 1: ofbench spends fewer busy cycles per packet than OVS-DPDK
         metrics["ofbench_cycles_per_pkt_vs_ovs_dpdk"] = round(
@@ -311,9 +309,7 @@ def test_vhost_user_ofbench_vs_ovs_dpdk(lab, profile, results, progress):
                            **{f"{label}_trials_{key}": [t.get(key) for t in ts]
                               for label, ts in trials.items()
                               for key in ("other_load_cores", "host_other_cpu_s",
-                                          "host_steal_s", "switch_busy_share",
-                                          "switch_busy_cycles_per_pkt",
-                                          "guest_rx_empty_poll_share")},
+                                          "host_steal_s", *LIMIT_KEYS)},
                            **{f"{label}_attempts_mpps": [r for rs in a for r in rs]
                               for label, a in attempts.items()},
                            **{f"{label}_attempts_per_trial": [len(rs) for rs in a]
