@@ -132,6 +132,7 @@ class Supervisor:
             proc = matches[-1]
         if proc.alive():
             _signal_group(proc.pid, proc.stop_signal)
+            _signal_group(proc.pid, signal.SIGCONT)  # a paused group acts on the signal now
             try:
                 proc.popen.wait(timeout=timeout_s)
             except subprocess.TimeoutExpired:
@@ -142,6 +143,20 @@ class Supervisor:
         if proc in self.procs:
             self.procs.remove(proc)
         return proc.popen.returncode
+
+    # ---- pause ----------------------------------------------------------------------------
+    def pause(self, proc: ManagedProcess) -> None:
+        """SIGSTOP the process and its group: it keeps every socket, shared ring and hugepage
+        and takes no CPU until :meth:`resume` (or :meth:`stop`, which resumes it first). Lets
+        two busy-polling systems share a core by turns (suites/vmwire's interleaved
+        comparison)."""
+        if proc.alive():
+            _signal_group(proc.pid, signal.SIGSTOP)
+
+    def resume(self, proc: ManagedProcess) -> None:
+        """SIGCONT what :meth:`pause` stopped."""
+        if proc.alive():
+            _signal_group(proc.pid, signal.SIGCONT)
 
     def stop_all(self, timeout_s: float = 5.0) -> None:
         for proc in reversed(list(self.procs)):

@@ -56,3 +56,31 @@ def test_duplicate_name_refused(sup):
     sup.start("one", [sys.executable, "-c", "import time; time.sleep(60)"])
     with pytest.raises(ValueError, match="already running"):
         sup.start("one", [sys.executable, "-c", "import time; time.sleep(60)"])
+
+
+def _state(pid: int) -> str:
+    # /proc/<pid>/stat: "pid (comm) S ...", the state after the last ')'
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
+
+
+def test_pause_stops_the_group_resume_continues_and_stop_ends_a_paused_one(sup, tmp_path):
+    ticks = tmp_path / "ticks"
+    p = sup.start("ticker", [sys.executable, "-c",
+                             f"import time\nwhile True:\n open('{ticks}','a').write('.'); "
+                             f"time.sleep(0.02)"], ready=ticks.exists, ready_timeout_s=10)
+    sup.pause(p)
+    time.sleep(0.1)
+    assert _state(p.pid) == "T"
+    n = len(ticks.read_text())
+    time.sleep(0.3)
+    assert len(ticks.read_text()) == n, "a paused process kept running"
+    sup.resume(p)
+    deadline = time.monotonic() + 5
+    while len(ticks.read_text()) == n and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert len(ticks.read_text()) > n, "resume did not continue the process"
+    sup.pause(p)
+    t0 = time.monotonic()
+    sup.stop(p, timeout_s=3)   # the stop signal reaches a paused process at once
+    assert not p.alive() and time.monotonic() - t0 < 2.5

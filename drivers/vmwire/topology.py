@@ -174,12 +174,16 @@ class VmwireTopology:
             self.ns = None
 
     # ---- helpers -----------------------------------------------------------------------------
-    def switch_pids(self) -> list[int]:
+    def switch_procs(self) -> list:
+        """The processes that forward (ofbench; OVS's ovs-vswitchd, not its ovsdb-server)."""
         if self.switch is None:
             return []
         if self.switch.ovs is not None:
-            return [p.pid for p in self.switch.ovs.procs if p.name.endswith("vswitchd")]
-        return [self.switch.proc.pid] if self.switch.proc is not None else []
+            return [p for p in self.switch.ovs.procs if p.name.endswith("vswitchd")]
+        return [self.switch.proc] if self.switch.proc is not None else []
+
+    def switch_pids(self) -> list[int]:
+        return [p.pid for p in self.switch_procs()]
 
     def port_stats(self) -> dict[int, dict[str, int]]:
         """OpenFlow port counters (OVS kinds): {ofport: {rx_packets, tx_packets, tx_dropped}}."""

@@ -128,13 +128,23 @@ def _measure_loop(guest: PmdGuest, extra_pids, seconds=MEASURE_S, switch_cycles=
     TSC cycles per forwarded packet, which compare two switches whichever side limited."""
     guest.cmd("start tx_first 16")
     time.sleep(2.0)  # links up, loop filled
+    m = _loop_window(guest, extra_pids, seconds, switch_cycles)
+    guest.cmd("stop")
+    return m
+
+
+def _loop_window(guest: PmdGuest, extra_pids, seconds: float, switch_cycles=None) -> dict:
+    """One measuring window of a running loop (_measure_loop's figures)."""
     pids = [guest.proc.pid, *extra_pids]
     k0 = switch_cycles() if switch_cycles else None
-    s0, c0, t0 = guest.port_stats(), sample(pids), time.monotonic()
+    # the clock before each stats command: testpmd reads its counters as the command arrives,
+    # the reply is polled from its log (up to ~50 ms later)
+    t0, c0 = time.monotonic(), sample(pids)
+    s0 = guest.port_stats()
     time.sleep(seconds)
-    s1, c1, t1 = guest.port_stats(), sample(pids), time.monotonic()
+    t1, c1 = time.monotonic(), sample(pids)
+    s1 = guest.port_stats()
     k1 = switch_cycles() if switch_cycles else None
-    guest.cmd("stop")
     dt = t1 - t0
     rx = sum(s1[p]["rx_packets"] - s0[p]["rx_packets"] for p in (0, 1))
     tx = sum(s1[p]["tx_packets"] - s0[p]["tx_packets"] for p in (0, 1))
@@ -319,6 +329,152 @@ def test_vhost_user_ofbench_vs_ovs_dpdk(lab, profile, results, progress):
                    provenance={"port_kind": "vhost-user", "generator": "dpdk-testpmd",
                                "dut_switch_kind": "ofbench"})
     assert all(m["rx_mpps"] > 0 for m in med.values()), f"a variant forwarded nothing: {rows}"
+
+
+# ---- the same comparison interleaved: both loops up at once, running by turns -------------------
+PAIRS = 8            # window pairs (ofbench, OVS-DPDK), the order flipped every pair
+WINDOW_S = 2.0       # each window
+SETTLE_S = 0.5       # after a side is resumed, before its window opens
+INTERLEAVED = (("ofbench", "ofbench"), ("ovs_dpdk", "ovs-dpdk"))
+
+
+def interleaved_order(pairs: int, labels: tuple[str, str]) -> list[tuple[str, str]]:
+    """ABBAABBA...: each pair's two windows back to back, the first of a pair alternating so
+    neither side always follows the other (a drift over the run cancels)."""
+    a, b = labels
+    return [(a, b) if i % 2 == 0 else (b, a) for i in range(pairs)]
+
+
+def summarize_pairs(windows: dict[str, list[dict]], ours: str,
+                    peer: str) -> tuple[dict, list[float]]:
+    """(metrics, per-pair ratios) of an interleaved run: each side's median window, the
+    per-pair ratios (pair i: window i of each side) and their median, minimum and how many
+    held 1.0, plus each side's median LIMIT_KEYS and the busy cycles per packet ratio."""
+    rates = {k: [w["rx_mpps"] for w in ws] for k, ws in windows.items()}
+    ratios = [round(a / b, 3) for a, b in zip(rates[ours], rates[peer]) if b]
+    m = {f"{ours}_mpps": round(statistics.median(rates[ours]), 4),
+         f"{peer}_mpps": round(statistics.median(rates[peer]), 4),
+         f"{ours}_vs_{peer}": round(statistics.median(ratios), 3) if ratios else None,
+         f"{ours}_vs_{peer}_pair_min": min(ratios, default=None),
+         f"{ours}_vs_{peer}_pair_max": max(ratios, default=None),
+         f"pairs_{ours}_at_least_{peer}": sum(1 for r in ratios if r >= 1.0),
+         "pairs": len(ratios)}
+    for k, ws in windows.items():
+        for key in LIMIT_KEYS:
+            m[f"{k}_{key}"] = _median_of(ws, key)
+    a, b = m.get(f"{ours}_switch_busy_cycles_per_pkt"), m.get(f"{peer}_switch_busy_cycles_per_pkt")
+    if a and b:
+        m[f"{ours}_cycles_per_pkt_vs_{peer}"] = round(a / b, 3)
+    return m, ratios
+
+
+@pytest.mark.bench
+@pytest.mark.features("netns", "ovs_dpdk")
+def test_vhost_user_interleaved_ofbench_vs_ovs_dpdk(lab, profile, results, progress):
+    """The virtio_user loop of the side-by-side test through ofbench and through OVS-DPDK,
+    both up at once (each its own namespace, guest and sockets; both switches' forwarding
+    core is CPU 1, the guests' CPU 0) and run by turns: the idle side's switch and guest are
+    paused (SIGSTOP, Supervisor.pause), so each window has the two cores to itself. PAIRS
+    pairs of WINDOW_S windows, back to back: the host's slow and fast spells (minutes long
+    here, docs/results.md) fall on both windows of a pair, which the side-by-side test's
+    fresh topology per trial (~15 s apart) cannot promise. Record
+    ``vhost_user_interleaved_ofbench_vs_ovs_dpdk``: the median of the per-pair ratios, their
+    minimum, how many pairs held 1.0, every window's figures."""
+    from contextlib import ExitStack
+    from drivers.lab.switches import switch_available
+    for kind in ("ofbench", "ovs-dpdk"):
+        why = switch_available(kind, profile)
+        if why:
+            pytest.skip(why)
+    sides: dict[str, tuple] = {}
+    windows: dict[str, list[dict]] = {label: [] for label, _ in INTERLEAVED}
+
+    def procs(label):
+        topo, guest = sides[label]
+        return [*topo.switch_procs(), guest.proc]
+
+    with ExitStack() as stack:
+        for label, kind in INTERLEAVED:
+            tag = f"il{TAGS[kind]}"
+            s1, s2, ports, cfg = _loop_ports(lab, tag)
+            topo = stack.enter_context(VmwireTopology(lab, kind, tag, ports, cfg, busy_poll=True))
+            guest = PmdGuest.start(lab, f"{tag}-vh", [virtio_user_vdev(0, s1, server=True),
+                                                      virtio_user_vdev(1, s2, server=True)],
+                                   fwd="io", cpu=0, netns=topo.ns,
+                                   extra=["--port-topology=paired", "--record-burst-stats"])
+            stack.callback(lab.supervisor.stop, guest.proc)
+            sides[label] = (topo, guest)
+            guest.cmd("start tx_first 16")
+            time.sleep(2.0)  # links up, loop filled
+            for p in procs(label):
+                lab.supervisor.pause(p)
+        # whatever happens next, nothing stays paused (stop resumes too; this is for the
+        # window in which the stack unwinds the other side first)
+        stack.callback(lambda: [lab.supervisor.resume(p) for label in sides for p in procs(label)])
+        for i, order in enumerate(interleaved_order(PAIRS, tuple(sides))):
+            for label in order:
+                topo, guest = sides[label]
+                for p in procs(label):
+                    lab.supervisor.resume(p)
+                try:
+                    time.sleep(SETTLE_S)
+                    w = _loop_window(guest, topo.switch_pids(), WINDOW_S,
+                                     switch_cycles=topo.switch.pmd_cycles)
+                finally:
+                    for p in procs(label):
+                        lab.supervisor.pause(p)
+                w["other_load_cores"] = round(other_load(w), 3)
+                windows[label].append(w)
+            a, b = (windows[k][-1]["rx_mpps"] for k, _ in INTERLEAVED)
+            progress(f"vhost interleaved, pair {i + 1}/{PAIRS} ({' then '.join(order)}): "
+                     f"ofbench {a} Mpps, OVS-DPDK {b} Mpps, ratio {a / b if b else float('nan'):.3f}")
+        for label in sides:   # the guests' empty RX polls over the whole run (paused time adds none)
+            for p in procs(label):
+                lab.supervisor.resume(p)
+            guest = sides[label][1]
+            guest.cmd("stop")
+            share = guest.rx_empty_burst_share()
+            for w in windows[label]:
+                w["guest_rx_empty_poll_share"] = share
+            for p in procs(label):
+                lab.supervisor.pause(p)
+    metrics, ratios = summarize_pairs(windows, "ofbench", "ovs_dpdk")
+    metrics["disturbed_windows"] = sum(is_disturbed(w, DISTURBED_LOAD) for ws in windows.values()
+                                       for w in ws)
+    progress("vhost interleaved: " + ", ".join(f"{k} {v}" for k, v in metrics.items()))
+    results.record(name="vhost_user_interleaved_ofbench_vs_ovs_dpdk", metrics=metrics,
+                   params={"frame_bytes": 64, "pairs": PAIRS, "window_s": WINDOW_S,
+                           "settle_s": SETTLE_S, "order": "ABBA: pairs back to back, the "
+                           "first of a pair alternating; the idle side paused (SIGSTOP)",
+                           "statistic": "median of the per-pair ratios",
+                           "ofbench_vs_ovs_dpdk_pairs": ratios,
+                           **{f"{label}_windows_{key}": [w.get(key) for w in ws]
+                              for label, ws in windows.items()
+                              for key in ("rx_mpps", "other_load_cores", "host_steal_s",
+                                          "switch_busy_share", "switch_busy_cycles_per_pkt")},
+                           "disturbed_load_cores": DISTURBED_LOAD, "guest_cpu": 0,
+                           "switch_busy_poll": True},
+                   provenance={"port_kind": "vhost-user", "generator": "dpdk-testpmd",
+                               "dut_switch_kind": "ofbench"})
+    assert all(w["rx_mpps"] > 0 for ws in windows.values() for w in ws), \
+        f"a window forwarded nothing: {windows}"
+
+
+@pytest.mark.quick
+def test_interleaved_order_and_pair_summary():
+    assert interleaved_order(4, ("a", "b")) == [("a", "b"), ("b", "a"), ("a", "b"), ("b", "a")]
+    ws = {"a": [{"rx_mpps": 2.0, "switch_busy_cycles_per_pkt": 300.0},
+                {"rx_mpps": 1.0, "switch_busy_cycles_per_pkt": 320.0},
+                {"rx_mpps": 3.0, "switch_busy_cycles_per_pkt": 310.0}],
+          "b": [{"rx_mpps": 1.0, "switch_busy_cycles_per_pkt": 400.0},
+                {"rx_mpps": 2.0, "switch_busy_cycles_per_pkt": 410.0},
+                {"rx_mpps": 2.0, "switch_busy_cycles_per_pkt": 390.0}]}
+    m, ratios = summarize_pairs(ws, "a", "b")
+    assert ratios == [2.0, 0.5, 1.5]
+    assert m["a_vs_b"] == 1.5 and m["a_vs_b_pair_min"] == 0.5 and m["pairs_a_at_least_b"] == 2
+    assert m["a_mpps"] == 2.0 and m["b_mpps"] == 2.0 and m["pairs"] == 3
+    assert m["a_cycles_per_pkt_vs_b"] == round(310 / 400, 3)
+    assert m["a_guest_rx_empty_poll_share"] is None
 
 
 def _median_of(trials: list[dict], key: str) -> float | None:
