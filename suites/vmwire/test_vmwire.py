@@ -368,24 +368,20 @@ def summarize_pairs(windows: dict[str, list[dict]], ours: str,
     return m, ratios
 
 
-@pytest.mark.bench
-@pytest.mark.features("netns", "ovs_dpdk")
-def test_vhost_user_interleaved_ofbench_vs_ovs_dpdk(lab, profile, results, progress):
-    """The virtio_user loop of the side-by-side test through ofbench and through OVS-DPDK,
-    both up at once (each its own namespace, guest and sockets; both switches' forwarding
-    core is CPU 1, the guests' CPU 0) and run by turns: the idle side's switch and guest are
-    paused (SIGSTOP, Supervisor.pause), so each window has the two cores to itself. PAIRS
-    pairs of WINDOW_S windows, back to back: the host's slow and fast spells (minutes long
-    here, docs/results.md) fall on both windows of a pair, which the side-by-side test's
-    fresh topology per trial (~15 s apart) cannot promise. Record
-    ``vhost_user_interleaved_ofbench_vs_ovs_dpdk``: the median of the per-pair ratios, their
-    minimum, how many pairs held 1.0, every window's figures."""
-    from contextlib import ExitStack
+def _need_both_switches(profile) -> None:
     from drivers.lab.switches import switch_available
     for kind in ("ofbench", "ovs-dpdk"):
         why = switch_available(kind, profile)
         if why:
             pytest.skip(why)
+
+
+def _run_interleaved(lab, progress, pairs: int, window_s: float,
+                     tag_prefix: str = "il") -> dict[str, list[dict]]:
+    """Both loops up at once, run by turns (test_vhost_user_interleaved_ofbench_vs_ovs_dpdk):
+    {label: that side's windows (_loop_window figures), in pair order}. Nothing stays paused
+    or running when it returns or raises."""
+    from contextlib import ExitStack
     sides: dict[str, tuple] = {}
     windows: dict[str, list[dict]] = {label: [] for label, _ in INTERLEAVED}
 
@@ -395,7 +391,7 @@ def test_vhost_user_interleaved_ofbench_vs_ovs_dpdk(lab, profile, results, progr
 
     with ExitStack() as stack:
         for label, kind in INTERLEAVED:
-            tag = f"il{TAGS[kind]}"
+            tag = f"{tag_prefix}{TAGS[kind]}"
             s1, s2, ports, cfg = _loop_ports(lab, tag)
             topo = stack.enter_context(VmwireTopology(lab, kind, tag, ports, cfg, busy_poll=True))
             guest = PmdGuest.start(lab, f"{tag}-vh", [virtio_user_vdev(0, s1, server=True),
@@ -411,14 +407,14 @@ def test_vhost_user_interleaved_ofbench_vs_ovs_dpdk(lab, profile, results, progr
         # whatever happens next, nothing stays paused (stop resumes too; this is for the
         # window in which the stack unwinds the other side first)
         stack.callback(lambda: [lab.supervisor.resume(p) for label in sides for p in procs(label)])
-        for i, order in enumerate(interleaved_order(PAIRS, tuple(sides))):
+        for i, order in enumerate(interleaved_order(pairs, tuple(sides))):
             for label in order:
                 topo, guest = sides[label]
                 for p in procs(label):
                     lab.supervisor.resume(p)
                 try:
                     time.sleep(SETTLE_S)
-                    w = _loop_window(guest, topo.switch_pids(), WINDOW_S,
+                    w = _loop_window(guest, topo.switch_pids(), window_s,
                                      switch_cycles=topo.switch.pmd_cycles)
                 finally:
                     for p in procs(label):
@@ -426,7 +422,7 @@ def test_vhost_user_interleaved_ofbench_vs_ovs_dpdk(lab, profile, results, progr
                 w["other_load_cores"] = round(other_load(w), 3)
                 windows[label].append(w)
             a, b = (windows[k][-1]["rx_mpps"] for k, _ in INTERLEAVED)
-            progress(f"vhost interleaved, pair {i + 1}/{PAIRS} ({' then '.join(order)}): "
+            progress(f"vhost interleaved, pair {i + 1}/{pairs} ({' then '.join(order)}): "
                      f"ofbench {a} Mpps, OVS-DPDK {b} Mpps, ratio {a / b if b else float('nan'):.3f}")
         for label in sides:   # the guests' empty RX polls over the whole run (paused time adds none)
             for p in procs(label):
@@ -438,6 +434,23 @@ def test_vhost_user_interleaved_ofbench_vs_ovs_dpdk(lab, profile, results, progr
                 w["guest_rx_empty_poll_share"] = share
             for p in procs(label):
                 lab.supervisor.pause(p)
+    return windows
+
+
+@pytest.mark.bench
+@pytest.mark.features("netns", "ovs_dpdk")
+def test_vhost_user_interleaved_ofbench_vs_ovs_dpdk(lab, profile, results, progress):
+    """The virtio_user loop of the side-by-side test through ofbench and through OVS-DPDK,
+    both up at once (each its own namespace, guest and sockets; both switches' forwarding
+    core is CPU 1, the guests' CPU 0) and run by turns: the idle side's switch and guest are
+    paused (SIGSTOP, Supervisor.pause), so each window has the two cores to itself. PAIRS
+    pairs of WINDOW_S windows, back to back: the host's slow and fast spells (minutes long
+    here, docs/results.md) fall on both windows of a pair, which the side-by-side test's
+    fresh topology per trial (~15 s apart) cannot promise. Record
+    ``vhost_user_interleaved_ofbench_vs_ovs_dpdk``: the median of the per-pair ratios, their
+    minimum, how many pairs held 1.0, every window's figures."""
+    _need_both_switches(profile)
+    windows = _run_interleaved(lab, progress, PAIRS, WINDOW_S)
     metrics, ratios = summarize_pairs(windows, "ofbench", "ovs_dpdk")
     metrics["disturbed_windows"] = sum(is_disturbed(w, DISTURBED_LOAD) for ws in windows.values()
                                        for w in ws)
@@ -458,6 +471,18 @@ def test_vhost_user_interleaved_ofbench_vs_ovs_dpdk(lab, profile, results, progr
                                "dut_switch_kind": "ofbench"})
     assert all(w["rx_mpps"] > 0 for ws in windows.values() for w in ws), \
         f"a window forwarded nothing: {windows}"
+
+
+@pytest.mark.quick
+@pytest.mark.features("netns", "ovs_dpdk")
+def test_vhost_user_interleaved_path(lab, profile, progress):
+    """The interleaved bench's whole path, one pair of short windows (make test; no record):
+    both sides forward in their windows and nothing of theirs is left, paused or not."""
+    _need_both_switches(profile)
+    windows = _run_interleaved(lab, progress, pairs=1, window_s=0.5, tag_prefix="iq")
+    assert all(ws and ws[0]["rx_mpps"] > 0 for ws in windows.values()), windows
+    left = [p.name for p in lab.supervisor.procs if p.name.startswith("iq")]
+    assert not left, f"left running: {left}"
 
 
 @pytest.mark.quick
