@@ -174,9 +174,12 @@ def config_yaml(cfg: dict) -> str:
     return yaml.safe_dump([cfg], default_flow_style=False, sort_keys=False)
 
 
-def server_argv(cfg_path: str | Path) -> list[str]:
-    """Run with cwd = the runtime dir (the binary finds so/x86_64/ relative to it)."""
-    return ["./_t-rex-64", "-i", "--cfg", str(cfg_path), "--no-scapy-server", "--no-termio"]
+def server_argv(cfg_path: str | Path, watchdog: bool = True) -> list[str]:
+    """Run with cwd = the runtime dir (the binary finds so/x86_64/ relative to it).
+    ``watchdog=False`` (``--no-watchdog``): for a server that is paused on purpose
+    (Supervisor.pause), whose threads the watchdog would find stuck on resume and abort."""
+    return ["./_t-rex-64", "-i", "--cfg", str(cfg_path), "--no-scapy-server", "--no-termio",
+            *([] if watchdog else ["--no-watchdog"])]
 
 
 def server_env(runtime: str | Path) -> dict:
@@ -291,8 +294,10 @@ def dpdk_runtime_dir(prefix: str) -> Path:
 
 def start_trex_server(lab, name: str, interfaces: list[str], *, cores: TrexCores | None = None,
                       limit_memory_mb: int = 512, macs: list[tuple[str, str]] | None = None,
-                      runtime: Path | None = None, ready_timeout_s: float = 60.0) -> TrexServer:
-    """Start a TRex server on this box under lab.supervisor with the given vdev ports."""
+                      runtime: Path | None = None, ready_timeout_s: float = 60.0,
+                      watchdog: bool = True) -> TrexServer:
+    """Start a TRex server on this box under lab.supervisor with the given vdev ports
+    (``watchdog``: see server_argv)."""
     if runtime is None:
         runtime, why = find_runtime()
         if runtime is None:
@@ -322,7 +327,7 @@ def start_trex_server(lab, name: str, interfaces: list[str], *, cores: TrexCores
                 seen["version"] = v
             return bool(v)
         try:
-            proc = lab.supervisor.start(name, server_argv(cfg_path), cwd=runtime, env=server_env(runtime),
+            proc = lab.supervisor.start(name, server_argv(cfg_path, watchdog), cwd=runtime, env=server_env(runtime),
                                         ready=ready, ready_timeout_s=ready_timeout_s)
             break
         except BaseException as e:

@@ -37,6 +37,7 @@ from drivers.trafficgen.base import make_measure
 from drivers.trafficgen.model import Stream
 from drivers.trafficgen.ndr import SearchConfig, search_ndr_pdr
 from reports.distributions import quantiles_from_histogram
+from suites.interleave import interleaved_order, pair_ratios, pair_summary
 from suites.throughput import topology
 
 pytestmark = [pytest.mark.local_lab, pytest.mark.features("softgen"),
@@ -318,6 +319,164 @@ def test_vs_trex_64b(lab, results, progress, request):
                    distributions={k: d for k, runs in lat_runs.items()
                                   if (d := pooled_latency_quantiles(runs))})
     assert fig["softgen"].get("tx_mpps") and fig["trex"].get("tx_mpps"), f"a sender reported no TX window: {fig}"
+
+
+# ---- TX interleaved: both senders up at once, run by turns --------------------------------------
+IL_PAIRS, IL_WINDOW_S, IL_SETTLE_S = 8, 2.0, 0.5
+
+
+class _SoftgenSender:
+    """softgen sending 64 B at TX_ASK_PPS into the sink at sock until close()."""
+    def __init__(self, lab, sock, tag):
+        from drivers.softgen.driver import SoftgenPort, Softgen, wait_links_up
+        self.lab = lab
+        self.inst = topology.start_softgen(lab, f"vs-il-softgen{tag}",
+                                           [SoftgenPort("t", topology.memif(0, "client", sock))])
+        self.gen = Softgen([self.inst])
+        if not wait_links_up(self.gen, 15):
+            self.close()
+            raise RuntimeError(f"softgen: memif to the sink {sock} not up after 15 s")
+        # a stream that outlasts every window (paused time counts against its duration)
+        [self.r] = self.gen.load([Stream("tx", "t", frame_size=64, rate_pps=TX_ASK_PPS, duration_s=3600)])
+        self.gen.start()
+        self.procs = [self.inst.managed]
+
+    def sample(self) -> tuple[float, int]:
+        """(seconds by the sender's TSC, packets sent so far)."""
+        st = self.gen.raw_stats()[0]
+        return (st["tsc"] / st["tsc_hz"],
+                next((t["tx"] for t in st["tx_streams"] if t["id"] == self.r.id), 0))
+
+    def close(self):
+        try:
+            self.gen.stop()
+            self.gen.close()
+        finally:
+            self.lab.supervisor.stop(self.inst.managed)
+
+
+class _TrexSender:
+    """TRex (low_end, watchdog off: it is paused between its windows) sending 64 B at
+    TX_ASK_PPS on port 0, a memif client of the sink at sock."""
+    def __init__(self, lab, sock, tag, runtime):
+        from drivers.trex.driver import Trex
+        from drivers.trex.server import memif_vdev, start_trex_server
+        self.srv = start_trex_server(lab, f"vs-il-trex{tag}", [memif_vdev(0, "client", sock), "dummy"],
+                                     runtime=runtime, watchdog=False)
+        self.gen = None
+        try:
+            self.gen = Trex(self.srv.host, {"t": (0, VIRTUAL_WIRE_MBPS)}, sync_port=self.srv.rpc_port,
+                            async_port=self.srv.pub_port)
+            deadline = time.monotonic() + 15
+            while self.gen.rpc("port_info")["ports"][0].get("link") != "UP":
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"TRex: memif to the sink {sock} not up after 15 s")
+                time.sleep(0.2)
+            self.gen.load([Stream("tx", "t", frame_size=64, rate_pps=TX_ASK_PPS)])
+            self.gen.start()
+        except BaseException:
+            self.close()
+            raise
+        self.procs = [self.srv.proc]
+
+    def sample(self) -> tuple[float, int]:
+        return time.monotonic(), int(self.gen.rpc("stats")["stats"]["0"]["opackets"])
+
+    def close(self):
+        try:
+            if self.gen is not None:
+                try:
+                    self.gen.stop()
+                finally:
+                    self.gen.close()
+        finally:
+            self.srv.stop()
+
+
+def run_tx_interleaved(lab, runtime, progress, pairs: int, window_s: float) -> dict[str, list[float]]:
+    """Each sender with its own sink, both up at once, run by turns: the idle sender and its
+    sink paused (Supervisor.pause). {who: Mpps of each window, in pair order}."""
+    from contextlib import ExitStack
+    sides: dict[str, tuple] = {}
+    rates: dict[str, list[float]] = {"softgen": [], "trex": []}
+
+    def procs(who):
+        sender, sink = sides[who]
+        return [*sender.procs, sink]
+
+    with ExitStack() as stack:
+        for who in ("softgen", "trex"):
+            sock = topology.fresh_sock(lab, f"vs-il-{who}")
+            sink = _sink(lab, sock, f"il{who[0]}")
+            stack.callback(lab.supervisor.stop, sink)
+            sender = _SoftgenSender(lab, sock, "") if who == "softgen" else _TrexSender(lab, sock, "", runtime)
+            stack.callback(sender.close)
+            sides[who] = (sender, sink)
+            for p in procs(who):
+                lab.supervisor.pause(p)
+        stack.callback(lambda: [lab.supervisor.resume(p) for who in sides for p in procs(who)])
+        for i, order in enumerate(interleaved_order(pairs, ("softgen", "trex"))):
+            for who in order:
+                for p in procs(who):
+                    lab.supervisor.resume(p)
+                try:
+                    time.sleep(IL_SETTLE_S)
+                    t0, n0 = sides[who][0].sample()
+                    time.sleep(window_s)
+                    t1, n1 = sides[who][0].sample()
+                finally:
+                    for p in procs(who):
+                        lab.supervisor.pause(p)
+                rates[who].append(round((n1 - n0) / (t1 - t0) / 1e6, 3) if t1 > t0 else 0.0)
+            progress(f"vs_trex tx interleaved, pair {i + 1}/{pairs} ({' then '.join(order)}): "
+                     f"softgen {rates['softgen'][-1]} Mpps, TRex {rates['trex'][-1]} Mpps")
+    return rates
+
+
+@pytest.mark.bench
+def test_vs_trex_tx_interleaved_64b(lab, results, progress):
+    """softgen's and TRex's TX into a memif sink (the sink and the senders' cores as
+    test_vs_trex_64b), both senders and their sinks up at once and run by turns: the host's
+    spells (both generators moved between 8 and 31 Mpps within a minute in the alternating
+    trials) fall on both windows of a pair. Record ``vs_trex_tx_interleaved_64b``: the
+    median of the per-pair softgen / TRex ratios, their minimum, how many held 1.0."""
+    runtime = _trex_runtime()
+    rates = run_tx_interleaved(lab, runtime, progress, IL_PAIRS, IL_WINDOW_S)
+    ratios = pair_ratios(rates["softgen"], rates["trex"])
+    metrics = {"softgen_tx_mpps": statistics.median(rates["softgen"]),
+               "trex_tx_mpps": statistics.median(rates["trex"]),
+               "softgen_tx_best_mpps": max(rates["softgen"]), "trex_tx_best_mpps": max(rates["trex"]),
+               **pair_summary(ratios, "tx_softgen_vs_trex")}
+    metrics["pairs_softgen_at_least_trex"] = metrics.pop("pairs_at_least_1")
+    progress("vs_trex tx interleaved: " + ", ".join(f"{k} {v}" for k, v in metrics.items()))
+    from drivers.trex.server import runtime_info
+    info = runtime_info(runtime)
+    results.record("vs_trex_tx_interleaved_64b", metrics=metrics,
+                   params={"frame_size": 64, "pairs": IL_PAIRS, "window_s": IL_WINDOW_S,
+                           "settle_s": IL_SETTLE_S, "ask_pps": TX_ASK_PPS, "generator_cpu": GEN_CPU,
+                           "sink_cpu": SINK_CPU, "trex_mode": "low_end, --no-watchdog",
+                           "order": "ABBA: pairs back to back, the first of a pair alternating; "
+                                    "the idle sender and its sink paused (SIGSTOP)",
+                           "statistic": "median of the per-pair ratios",
+                           "tx_softgen_vs_trex_pairs": ratios,
+                           "softgen_windows_mpps": rates["softgen"], "trex_windows_mpps": rates["trex"]},
+                   provenance={"generator": "softgen+trex",
+                               "generator_version": f"softgen {SOFTGEN_VERSION}; TRex {info.get('version', '?')} "
+                                                    f"({info.get('commit', '?')[:7]})",
+                               "port_kind": "memif", "dut_switch_kind": "none"})
+    assert all(x > 0 for xs in rates.values() for x in xs), f"a window sent nothing: {rates}"
+
+
+@pytest.mark.quick
+def test_vs_trex_tx_interleaved_path(lab, progress):
+    """The interleaved TX bench's whole path, one pair of short windows (make test; no
+    record): both senders send in their windows, TRex survives its pauses (no watchdog), and
+    nothing of theirs is left."""
+    runtime = _trex_runtime()
+    rates = run_tx_interleaved(lab, runtime, progress, pairs=1, window_s=0.5)
+    assert rates["softgen"][0] > 0 and rates["trex"][0] > 0, rates
+    left = [p.name for p in lab.supervisor.procs if p.name.startswith(("vs-il", "vs-sinkil"))]
+    assert not left, f"left running: {left}"
 
 
 @pytest.mark.quick

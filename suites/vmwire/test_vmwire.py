@@ -25,6 +25,7 @@ from dut.vmwire.tenants import parse_config
 from drivers.vmwire.testpmd import PmdGuest, virtio_user_vdev
 from drivers.vmwire.topology import VmwireTopology
 from dut.vmwire.wiring import VHOST, af_packet_port, pcap_port, switch_support, vhost_port
+from suites.interleave import interleaved_order, pair_ratios, pair_summary
 
 # guests, sockets and namespaces are built on this box (a remote lab's hosts would need a
 # guest launcher over SSH, which does not exist yet)
@@ -338,27 +339,17 @@ SETTLE_S = 0.5       # after a side is resumed, before its window opens
 INTERLEAVED = (("ofbench", "ofbench"), ("ovs_dpdk", "ovs-dpdk"))
 
 
-def interleaved_order(pairs: int, labels: tuple[str, str]) -> list[tuple[str, str]]:
-    """ABBAABBA...: each pair's two windows back to back, the first of a pair alternating so
-    neither side always follows the other (a drift over the run cancels)."""
-    a, b = labels
-    return [(a, b) if i % 2 == 0 else (b, a) for i in range(pairs)]
-
-
 def summarize_pairs(windows: dict[str, list[dict]], ours: str,
                     peer: str) -> tuple[dict, list[float]]:
     """(metrics, per-pair ratios) of an interleaved run: each side's median window, the
     per-pair ratios (pair i: window i of each side) and their median, minimum and how many
     held 1.0, plus each side's median LIMIT_KEYS and the busy cycles per packet ratio."""
     rates = {k: [w["rx_mpps"] for w in ws] for k, ws in windows.items()}
-    ratios = [round(a / b, 3) for a, b in zip(rates[ours], rates[peer]) if b]
+    ratios = pair_ratios(rates[ours], rates[peer])
     m = {f"{ours}_mpps": round(statistics.median(rates[ours]), 4),
          f"{peer}_mpps": round(statistics.median(rates[peer]), 4),
-         f"{ours}_vs_{peer}": round(statistics.median(ratios), 3) if ratios else None,
-         f"{ours}_vs_{peer}_pair_min": min(ratios, default=None),
-         f"{ours}_vs_{peer}_pair_max": max(ratios, default=None),
-         f"pairs_{ours}_at_least_{peer}": sum(1 for r in ratios if r >= 1.0),
-         "pairs": len(ratios)}
+         **pair_summary(ratios, f"{ours}_vs_{peer}")}
+    m[f"pairs_{ours}_at_least_{peer}"] = m.pop("pairs_at_least_1")
     for k, ws in windows.items():
         for key in LIMIT_KEYS:
             m[f"{k}_{key}"] = _median_of(ws, key)
@@ -447,7 +438,7 @@ def test_vhost_user_interleaved_ofbench_vs_ovs_dpdk(lab, profile, results, progr
     pairs of WINDOW_S windows, back to back: the host's slow and fast spells (minutes long
     here, docs/results.md) fall on both windows of a pair, which the side-by-side test's
     fresh topology per trial (~15 s apart) cannot promise. Record
-    ``vhost_user_interleaved_ofbench_vs_ovs_dpdk``: the median of the per-pair ratios, their
+    ``vhost_interleaved_vs_ovs_dpdk``: the median of the per-pair ratios, their
     minimum, how many pairs held 1.0, every window's figures."""
     _need_both_switches(profile)
     windows = _run_interleaved(lab, progress, PAIRS, WINDOW_S)
@@ -455,7 +446,7 @@ def test_vhost_user_interleaved_ofbench_vs_ovs_dpdk(lab, profile, results, progr
     metrics["disturbed_windows"] = sum(is_disturbed(w, DISTURBED_LOAD) for ws in windows.values()
                                        for w in ws)
     progress("vhost interleaved: " + ", ".join(f"{k} {v}" for k, v in metrics.items()))
-    results.record(name="vhost_user_interleaved_ofbench_vs_ovs_dpdk", metrics=metrics,
+    results.record(name="vhost_interleaved_vs_ovs_dpdk", metrics=metrics,
                    params={"frame_bytes": 64, "pairs": PAIRS, "window_s": WINDOW_S,
                            "settle_s": SETTLE_S, "order": "ABBA: pairs back to back, the "
                            "first of a pair alternating; the idle side paused (SIGSTOP)",

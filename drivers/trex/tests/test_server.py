@@ -45,6 +45,7 @@ def test_config_normal_mode_and_bad_input():
 def test_argv_runs_from_the_runtime_dir():
     assert server_argv("/run/c.yaml") == ["./_t-rex-64", "-i", "--cfg", "/run/c.yaml", "--no-scapy-server",
                                           "--no-termio"]
+    assert server_argv("/run/c.yaml", watchdog=False)[-1] == "--no-watchdog"
 
 
 def test_find_runtime_says_why(tmp_path):
