@@ -37,7 +37,7 @@ from drivers.trafficgen.base import make_measure
 from drivers.trafficgen.model import Stream
 from drivers.trafficgen.ndr import SearchConfig, search_ndr_pdr
 from reports.distributions import quantiles_from_histogram
-from suites.interleave import interleaved_order, pair_ratios, pair_summary
+from suites.interleave import by_turns, pair_ratios, pair_summary
 from suites.throughput import topology
 
 pytestmark = [pytest.mark.local_lab, pytest.mark.features("softgen"),
@@ -397,40 +397,32 @@ def run_tx_interleaved(lab, runtime, progress, pairs: int, window_s: float) -> d
     """Each sender with its own sink, both up at once, run by turns: the idle sender and its
     sink paused (Supervisor.pause). {who: Mpps of each window, in pair order}."""
     from contextlib import ExitStack
-    sides: dict[str, tuple] = {}
-    rates: dict[str, list[float]] = {"softgen": [], "trex": []}
+    senders: dict[str, object] = {}
+    procs: dict[str, list] = {}   # who -> what pauses with it: the sender and its sink
+    sup = lab.supervisor
 
-    def procs(who):
-        sender, sink = sides[who]
-        return [*sender.procs, sink]
+    def window(who) -> float:
+        t0, n0 = senders[who].sample()
+        time.sleep(window_s)
+        t1, n1 = senders[who].sample()
+        return round((n1 - n0) / (t1 - t0) / 1e6, 3) if t1 > t0 else 0.0
+
+    def report(i, order, rates):
+        progress(f"vs_trex tx interleaved, pair {i + 1}/{pairs} ({' then '.join(order)}): "
+                 f"softgen {rates['softgen'][-1]} Mpps, TRex {rates['trex'][-1]} Mpps")
 
     with ExitStack() as stack:
         for who in ("softgen", "trex"):
             sock = topology.fresh_sock(lab, f"vs-il-{who}")
             sink = _sink(lab, sock, f"il{who[0]}")
-            stack.callback(lab.supervisor.stop, sink)
+            stack.callback(sup.stop, sink)
             sender = _SoftgenSender(lab, sock, "") if who == "softgen" else _TrexSender(lab, sock, "", runtime)
             stack.callback(sender.close)
-            sides[who] = (sender, sink)
-            for p in procs(who):
-                lab.supervisor.pause(p)
-        stack.callback(lambda: [lab.supervisor.resume(p) for who in sides for p in procs(who)])
-        for i, order in enumerate(interleaved_order(pairs, ("softgen", "trex"))):
-            for who in order:
-                for p in procs(who):
-                    lab.supervisor.resume(p)
-                try:
-                    time.sleep(IL_SETTLE_S)
-                    t0, n0 = sides[who][0].sample()
-                    time.sleep(window_s)
-                    t1, n1 = sides[who][0].sample()
-                finally:
-                    for p in procs(who):
-                        lab.supervisor.pause(p)
-                rates[who].append(round((n1 - n0) / (t1 - t0) / 1e6, 3) if t1 > t0 else 0.0)
-            progress(f"vs_trex tx interleaved, pair {i + 1}/{pairs} ({' then '.join(order)}): "
-                     f"softgen {rates['softgen'][-1]} Mpps, TRex {rates['trex'][-1]} Mpps")
-    return rates
+            senders[who], procs[who] = sender, [*sender.procs, sink]
+            for p in procs[who]:
+                sup.pause(p)
+        stack.callback(lambda: [sup.resume(p) for ps in procs.values() for p in ps])
+        return by_turns(sup, procs, pairs, IL_SETTLE_S, window, report)
 
 
 @pytest.mark.bench
@@ -446,8 +438,7 @@ def test_vs_trex_tx_interleaved_64b(lab, results, progress):
     metrics = {"softgen_tx_mpps": statistics.median(rates["softgen"]),
                "trex_tx_mpps": statistics.median(rates["trex"]),
                "softgen_tx_best_mpps": max(rates["softgen"]), "trex_tx_best_mpps": max(rates["trex"]),
-               **pair_summary(ratios, "tx_softgen_vs_trex")}
-    metrics["pairs_softgen_at_least_trex"] = metrics.pop("pairs_at_least_1")
+               **pair_summary(ratios, "tx_softgen_vs_trex", "pairs_softgen_at_least_trex")}
     progress("vs_trex tx interleaved: " + ", ".join(f"{k} {v}" for k, v in metrics.items()))
     from drivers.trex.server import runtime_info
     info = runtime_info(runtime)

@@ -25,7 +25,7 @@ from dut.vmwire.tenants import parse_config
 from drivers.vmwire.testpmd import PmdGuest, virtio_user_vdev
 from drivers.vmwire.topology import VmwireTopology
 from dut.vmwire.wiring import VHOST, af_packet_port, pcap_port, switch_support, vhost_port
-from suites.interleave import interleaved_order, pair_ratios, pair_summary
+from suites.interleave import by_turns, interleaved_order, pair_ratios, pair_summary, running
 
 # guests, sockets and namespaces are built on this box (a remote lab's hosts would need a
 # guest launcher over SSH, which does not exist yet)
@@ -348,8 +348,7 @@ def summarize_pairs(windows: dict[str, list[dict]], ours: str,
     ratios = pair_ratios(rates[ours], rates[peer])
     m = {f"{ours}_mpps": round(statistics.median(rates[ours]), 4),
          f"{peer}_mpps": round(statistics.median(rates[peer]), 4),
-         **pair_summary(ratios, f"{ours}_vs_{peer}")}
-    m[f"pairs_{ours}_at_least_{peer}"] = m.pop("pairs_at_least_1")
+         **pair_summary(ratios, f"{ours}_vs_{peer}", f"pairs_{ours}_at_least_{peer}")}
     for k, ws in windows.items():
         for key in LIMIT_KEYS:
             m[f"{k}_{key}"] = _median_of(ws, key)
@@ -374,11 +373,19 @@ def _run_interleaved(lab, progress, pairs: int, window_s: float,
     or running when it returns or raises."""
     from contextlib import ExitStack
     sides: dict[str, tuple] = {}
-    windows: dict[str, list[dict]] = {label: [] for label, _ in INTERLEAVED}
+    procs: dict[str, list] = {}   # label -> what pauses with it: its switch and its guest
+    sup = lab.supervisor
 
-    def procs(label):
+    def window(label) -> dict:
         topo, guest = sides[label]
-        return [*topo.switch_procs(), guest.proc]
+        w = _loop_window(guest, topo.switch_pids(), window_s, switch_cycles=topo.switch.pmd_cycles)
+        w["other_load_cores"] = round(other_load(w), 3)
+        return w
+
+    def report(i, order, windows):
+        a, b = (windows[k][-1]["rx_mpps"] for k, _ in INTERLEAVED)
+        progress(f"vhost interleaved, pair {i + 1}/{pairs} ({' then '.join(order)}): "
+                 f"ofbench {a} Mpps, OVS-DPDK {b} Mpps, ratio {a / b if b else float('nan'):.3f}")
 
     with ExitStack() as stack:
         for label, kind in INTERLEAVED:
@@ -389,42 +396,22 @@ def _run_interleaved(lab, progress, pairs: int, window_s: float,
                                                       virtio_user_vdev(1, s2, server=True)],
                                    fwd="io", cpu=0, netns=topo.ns,
                                    extra=["--port-topology=paired", "--record-burst-stats"])
-            stack.callback(lab.supervisor.stop, guest.proc)
-            sides[label] = (topo, guest)
+            stack.callback(sup.stop, guest.proc)
+            sides[label], procs[label] = (topo, guest), [*topo.switch_procs(), guest.proc]
             guest.cmd("start tx_first 16")
             time.sleep(2.0)  # links up, loop filled
-            for p in procs(label):
-                lab.supervisor.pause(p)
+            for p in procs[label]:
+                sup.pause(p)
         # whatever happens next, nothing stays paused (stop resumes too; this is for the
         # window in which the stack unwinds the other side first)
-        stack.callback(lambda: [lab.supervisor.resume(p) for label in sides for p in procs(label)])
-        for i, order in enumerate(interleaved_order(pairs, tuple(sides))):
-            for label in order:
-                topo, guest = sides[label]
-                for p in procs(label):
-                    lab.supervisor.resume(p)
-                try:
-                    time.sleep(SETTLE_S)
-                    w = _loop_window(guest, topo.switch_pids(), window_s,
-                                     switch_cycles=topo.switch.pmd_cycles)
-                finally:
-                    for p in procs(label):
-                        lab.supervisor.pause(p)
-                w["other_load_cores"] = round(other_load(w), 3)
-                windows[label].append(w)
-            a, b = (windows[k][-1]["rx_mpps"] for k, _ in INTERLEAVED)
-            progress(f"vhost interleaved, pair {i + 1}/{pairs} ({' then '.join(order)}): "
-                     f"ofbench {a} Mpps, OVS-DPDK {b} Mpps, ratio {a / b if b else float('nan'):.3f}")
-        for label in sides:   # the guests' empty RX polls over the whole run (paused time adds none)
-            for p in procs(label):
-                lab.supervisor.resume(p)
-            guest = sides[label][1]
-            guest.cmd("stop")
-            share = guest.rx_empty_burst_share()
+        stack.callback(lambda: [sup.resume(p) for ps in procs.values() for p in ps])
+        windows = by_turns(sup, procs, pairs, SETTLE_S, window, report)
+        for label, (_, guest) in sides.items():   # the guests' empty RX polls over the run
+            with running(sup, procs[label]):        # (paused time adds none)
+                guest.cmd("stop")
+                share = guest.rx_empty_burst_share()
             for w in windows[label]:
                 w["guest_rx_empty_poll_share"] = share
-            for p in procs(label):
-                lab.supervisor.pause(p)
     return windows
 
 
