@@ -1,9 +1,10 @@
-"""Interleaved comparisons: two systems up at once, run by turns, the idle one paused
-(drivers/supervisor.py Supervisor.pause), so each window has the box to itself and the two
-windows of a pair are seconds apart. Used where the host's slow and fast spells (minutes long,
+"""Interleaved comparisons: two or more systems up at once, run by turns, the idle ones
+paused (drivers/supervisor.py Supervisor.pause), so each window has the box to itself and the
+windows of a round are seconds apart. Used where the host's slow and fast spells (minutes long,
 2x apart on the shared 2-core box, docs/results.md) are larger than the difference measured:
-suites/vmwire (ofbench vs OVS-DPDK over vhost-user) and suites/softgen (softgen vs TRex TX).
-The schedule and the ratios are pure; :func:`by_turns` drives the processes."""
+suites/vmwire (ofbench vs OVS-DPDK over vhost-user; every switch's vhost-user and kernel-path
+loops) and suites/softgen (softgen vs TRex TX). The schedule and the ratios are pure;
+:func:`by_turns` drives the processes."""
 from __future__ import annotations
 
 import statistics
@@ -12,11 +13,12 @@ from contextlib import contextmanager
 from typing import Callable
 
 
-def interleaved_order(pairs: int, labels: tuple[str, str]) -> list[tuple[str, str]]:
-    """ABBAABBA...: each pair's two windows back to back, the first of a pair alternating so
-    neither side always follows the other (a drift over the run cancels)."""
-    a, b = labels
-    return [(a, b) if i % 2 == 0 else (b, a) for i in range(pairs)]
+def interleaved_order(rounds: int, labels: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """Every side once per round, the rounds alternately forward and backward: ABBAABBA... for
+    two sides (each pair's windows back to back, the first of a pair alternating), ABCDDCBA...
+    for more, so no side always follows another and a drift over the run cancels."""
+    labels = tuple(labels)
+    return [labels if i % 2 == 0 else labels[::-1] for i in range(rounds)]
 
 
 def pair_ratios(ours: list[float], peer: list[float]) -> list[float]:
@@ -46,18 +48,21 @@ def running(supervisor, procs: list):
             supervisor.pause(p)
 
 
-def by_turns(supervisor, procs: dict[str, list], pairs: int, settle_s: float,
+def by_turns(supervisor, procs: dict[str, list], rounds: int, settle_s: float,
              measure: Callable[[str], object],
-             on_pair: Callable[[int, tuple[str, str], dict], None] | None = None) -> dict[str, list]:
-    """Two sides (``procs``: label -> its paused processes) measured in interleaved_order:
-    each side resumed, ``settle_s`` later ``measure(label)``, paused again. {label: each
-    window's measure, in pair order}; ``on_pair(i, order, so_far)`` after every pair."""
+             on_round: Callable[[int, tuple[str, ...], dict], None] | None = None
+             ) -> dict[str, list]:
+    """Sides (``procs``: label -> its paused processes; a process may belong to several
+    sides, e.g. one switch under two guests) measured in interleaved_order: each side
+    resumed, ``settle_s`` later ``measure(label)``, paused again. {label: each window's
+    measure, in round order}; ``on_round(i, order, so_far)`` after every round (a pair, for
+    two sides)."""
     out: dict[str, list] = {label: [] for label in procs}
-    for i, order in enumerate(interleaved_order(pairs, tuple(procs))):
+    for i, order in enumerate(interleaved_order(rounds, tuple(procs))):
         for label in order:
             with running(supervisor, procs[label]):
                 time.sleep(settle_s)
                 out[label].append(measure(label))
-        if on_pair:
-            on_pair(i, order, out)
+        if on_round:
+            on_round(i, order, out)
     return out

@@ -1,7 +1,7 @@
 """suites/interleave.py: the turn-taking driver with a recording stand-in for the supervisor."""
 import pytest
 
-from suites.interleave import by_turns, running
+from suites.interleave import by_turns, interleaved_order, running
 
 
 class RecordingSupervisor:
@@ -40,3 +40,16 @@ def test_running_pauses_again_when_the_block_raises():
         with running(sup, ["x"]):
             raise RuntimeError("boom")
     assert sup.calls == [("resume", "x"), ("pause", "x")]
+
+
+def test_interleaved_order_runs_more_sides_forward_then_backward():
+    assert interleaved_order(3, ("a", "b", "c")) == [("a", "b", "c"), ("c", "b", "a"),
+                                                      ("a", "b", "c")]
+
+
+def test_by_turns_resumes_a_shared_process_with_each_of_its_sides():
+    sup = RecordingSupervisor()
+    out = by_turns(sup, {"sw/vh": ["sw", "g1"], "sw/k": ["sw", "g2"]}, 1, 0.0, lambda label: label)
+    assert out == {"sw/vh": ["sw/vh"], "sw/k": ["sw/k"]}
+    assert sup.calls == [("resume", "sw"), ("resume", "g1"), ("pause", "sw"), ("pause", "g1"),
+                         ("resume", "sw"), ("resume", "g2"), ("pause", "sw"), ("pause", "g2")]

@@ -190,45 +190,93 @@ def _guest_loop(lab, topo, name: str, vdevs: list[str]) -> dict:
             lab.supervisor.stop(guest.proc)
 
 
+# Every switch's two loops (vhost-user, kernel path), all up at once and run by turns: the
+# switches are compared in the same seconds; the windows' length and settle time are the
+# interleaved test's (WINDOW_S, SETTLE_S below).
+TURN_ROUNDS = 6      # every loop measured once per round, forward then backward
+LOOP_PATHS = ("vhost_user", "kernel")
+
+
+def _vhost_kinds(profile) -> list[str]:
+    """The profile's switch kinds (its own first) that carry vhost-user and can run here."""
+    from drivers.lab.switches import switch_available
+    return [k for k in profile.switch_kinds
+            if not switch_support(k, VHOST) and not switch_available(k, profile)]
+
+
 @pytest.mark.bench
 @pytest.mark.features("netns")
-def test_vhost_vs_kernel_virtio_user(lab, switch_kind, results):
+def test_vhost_vs_kernel_virtio_user(lab, profile, results, progress):
     """virtio_user guests (testpmd, 64 B frames looping g1 -> switch -> g2 -> g1) over
-    vhost-user and over veths that the switch reads with af_packet, alternating, TRIALS times
-    each; same run, same switch; each path's median trial goes into the summary."""
-    _need(switch_kind, VHOST)
-    tag = f"vk{TAGS[switch_kind]}"
-    s1, s2, ports, cfg = _loop_ports(lab, tag)
-    trials: dict[str, list[dict]] = {"vhost_user": [], "kernel": []}
-    # busy_poll: our switch polls like OVS-DPDK's PMD thread (no idle sleep), on its core.
-    with VmwireTopology(lab, switch_kind, tag, ports, cfg, busy_poll=True) as topo:
-        # The paths alternate, TRIALS times each, and each path's median trial is recorded:
-        # single 5 s windows on the shared 2-core box moved the ratio between 17 and 29 for
-        # the same build; alternating spreads any slow spell over both paths.
-        for trial in range(1, TRIALS + 1):
-            for path, vtx, vrx in (
-                    ("vhost_user", virtio_user_vdev(0, s1, server=True),
-                     virtio_user_vdev(1, s2, server=True)),
-                    ("kernel", "net_af_packet0,iface=k1g", "net_af_packet1,iface=k2g")):
-                trials[path].append(_guest_loop(lab, topo, f"{tag}-{path[:2]}{trial}",
-                                                [vtx, vrx]))
-    per_path = {path: median_trial(ts, "rx_mbps") for path, ts in trials.items()}
-    for path, m in per_path.items():
-        every_trial = m.pop("rx_mbps_trials")  # a list: params, metrics stay flat numbers
-        results.record(name=f"virtio_user_{path}", metrics=m,
-                       params={"switch_kind": switch_kind, "frame_bytes": 64,
-                               "measure_s": MEASURE_S, "trials": TRIALS,
-                               "rx_mbps_trials": every_trial, "guest_cpu": 0,
-                               "switch_cpu_mask": topo.pmd_cpu_mask,
-                               "switch_busy_poll": True,
-                               "hugepages": bool(getattr(lab, "use_hugepages", False))},
-                       provenance={"port_kind": "vhost-user" if path == "vhost_user"
-                                   else "af_packet-veth", "generator": "dpdk-testpmd",
-                                   "dut_switch_kind": switch_kind})
-    _record_summary(results, "vhost_vs_kernel", per_path["vhost_user"], per_path["kernel"],
-                    {"guest_kind": "virtio_user", "switch_kind": switch_kind,
-                     "kernel_path": "af_packet-veth", "trials_per_path": TRIALS,
-                     "statistic": "median trial"}, mbps_key="rx_mbps")
+    vhost-user and over veths that the switch reads with af_packet, through every switch kind
+    of the profile that carries vhost-user. All loops are up at once (each its own switch
+    instance with the same four ports, guest and namespace) and run by turns, the idle ones
+    paused (_run_by_turns): TURN_ROUNDS rounds of
+    WINDOW_S windows, each loop once per round, the vhost-user loops of the switches back to
+    back. A switch's vhost-user and kernel figures, and two switches' vhost-user rates, come
+    from the same minute: until 2026-11-25 each switch ran its own test a minute apart, and
+    the host moved one binary's cost per packet by a third in that time (docs/results.md).
+    Record ``vhost_vs_kernel`` per switch: each path's median window and their ratio."""
+    kinds = _vhost_kinds(profile)
+    if not kinds:
+        pytest.skip(f"no switch of the profile carries vhost-user here: {profile.switch_kinds}")
+    # vhost-user loops first, so in a forward round and in a backward one the switches'
+    # vhost-user windows are adjacent
+    sides = [(f"{TAGS[k]}_{path}", k, path) for path in LOOP_PATHS for k in kinds]
+    windows = _run_by_turns(lab, progress, sides, TURN_ROUNDS, WINDOW_S, "vk",
+                            "vhost vs kernel")
+    vhost_rates = {k: [w["rx_mpps"] for w in windows[f"{TAGS[k]}_vhost_user"]] for k in kinds}
+    for kind in kinds:
+        per_path = {}
+        for path in LOOP_PATHS:
+            ws = windows[f"{TAGS[kind]}_{path}"]
+            m = median_trial(ws, "rx_mbps")
+            every_window = m.pop("rx_mbps_trials")  # a list: params, metrics stay flat numbers
+            per_path[path] = m
+            results.record(name=f"virtio_user_{path}", metrics=m,
+                           params={"switch_kind": kind, "frame_bytes": 64,
+                                   "window_s": WINDOW_S, "rounds": TURN_ROUNDS,
+                                   "rx_mbps_samples": every_window, "guest_cpu": 0,
+                                   "statistic": "median window",
+                                   "switch_busy_poll": True,
+                                   "hugepages": bool(getattr(lab, "use_hugepages", False))},
+                           provenance={"port_kind": "vhost-user" if path == "vhost_user"
+                                       else "af_packet-veth", "generator": "dpdk-testpmd",
+                                       "dut_switch_kind": kind})
+        # this switch's vhost-user rate against every other switch's, round by round
+        vs_peers = {f"vhost_user_vs_{TAGS[peer]}_rounds": pair_ratios(vhost_rates[kind],
+                                                                      vhost_rates[peer])
+                    for peer in kinds if peer != kind}
+        _record_summary(results, "vhost_vs_kernel", per_path["vhost_user"], per_path["kernel"],
+                        {"guest_kind": "virtio_user", "switch_kind": kind,
+                         "kernel_path": "af_packet-veth", "rounds": TURN_ROUNDS,
+                         "window_s": WINDOW_S, "settle_s": SETTLE_S,
+                         "order": "all switches' loops up at once, run by turns (the idle "
+                                  "ones paused), rounds forward then backward",
+                         "switches_by_turns": kinds, "statistic": "median window",
+                         "disturbed_windows": sum(is_disturbed(w, DISTURBED_LOAD)
+                                                  for p in LOOP_PATHS
+                                                  for w in windows[f"{TAGS[kind]}_{p}"]),
+                         **vs_peers}, mbps_key="rx_mbps")
+    assert all(w["rx_mpps"] > 0 for ws in windows.values() for w in ws), \
+        f"a loop forwarded nothing: {windows}"
+
+
+@pytest.mark.quick
+@pytest.mark.features("netns")
+def test_vhost_vs_kernel_by_turns_path(lab, profile, progress):
+    """test_vhost_vs_kernel_virtio_user's whole path, one round of short windows (make test;
+    no record): every loop forwards in its window, the kernel-path guests survive the pauses
+    too, and nothing of theirs is left, paused or not. The interleaved test runs the same
+    _run_by_turns with its two vhost-user sides."""
+    kinds = _vhost_kinds(profile)
+    if not kinds:
+        pytest.skip(f"no switch of the profile carries vhost-user here: {profile.switch_kinds}")
+    sides = [(f"{TAGS[k]}_{path}", k, path) for path in LOOP_PATHS for k in kinds]
+    windows = _run_by_turns(lab, progress, sides, 1, 0.5, "kq", "vhost vs kernel (quick)")
+    assert all(ws and ws[0]["rx_mpps"] > 0 for ws in windows.values()), windows
+    left = [p.name for p in lab.supervisor.procs if p.name.startswith("kq")]
+    assert not left, f"left running: {left}"
 
 
 # ---- ofbench vs OVS-DPDK on the same guests, trial by trial (issue 16 part 3) --------------------
@@ -336,7 +384,7 @@ def test_vhost_user_ofbench_vs_ovs_dpdk(lab, profile, results, progress):
 PAIRS = 8            # window pairs (ofbench, OVS-DPDK), the order flipped every pair
 WINDOW_S = 2.0       # each window
 SETTLE_S = 0.5       # after a side is resumed, before its window opens
-INTERLEAVED = (("ofbench", "ofbench"), ("ovs_dpdk", "ovs-dpdk"))
+INTERLEAVED = [("ofbench", "ofbench", "vhost_user"), ("ovs_dpdk", "ovs-dpdk", "vhost_user")]
 
 
 def summarize_pairs(windows: dict[str, list[dict]], ours: str,
@@ -366,48 +414,60 @@ def _need_both_switches(profile) -> None:
             pytest.skip(why)
 
 
-def _run_interleaved(lab, progress, pairs: int, window_s: float,
-                     tag_prefix: str = "il") -> dict[str, list[dict]]:
-    """Both loops up at once, run by turns (test_vhost_user_interleaved_ofbench_vs_ovs_dpdk):
-    {label: that side's windows (_loop_window figures), in pair order}. Nothing stays paused
+def _path_vdevs(path: str, s1, s2) -> list[str]:
+    """A loop guest's two ports on ``path``: virtio_user on the vhost-user sockets (the guest
+    is the server) or af_packet on the veths' guest ends (_loop_ports)."""
+    if path == "vhost_user":
+        return [virtio_user_vdev(0, s1, server=True), virtio_user_vdev(1, s2, server=True)]
+    return ["net_af_packet0,iface=k1g", "net_af_packet1,iface=k2g"]
+
+
+def _run_by_turns(lab, progress, sides: list[tuple[str, str, str]], rounds: int,
+                  window_s: float, tag_prefix: str, what: str) -> dict[str, list[dict]]:
+    """Loops up at once and run by turns (suites/interleave.by_turns): ``sides`` is
+    [(label, switch kind, path)], each side its own switch (_loop_ports: both paths' ports,
+    as every loop test here), namespace, sockets and testpmd guest. A side's window resumes
+    its switch and its guest, the rest stay paused (SIGSTOP), so it has the two cores to
+    itself (the switches' forwarding core is CPU 1, the guests' CPU 0). A switch is never
+    shared between two sides: one running while its other guest was paused would drop that
+    loop's frames (a paused guest takes none) and the loop would thin out round by round.
+    {label: that side's windows (_loop_window figures), in round order}. Nothing stays paused
     or running when it returns or raises."""
     from contextlib import ExitStack
-    sides: dict[str, tuple] = {}
-    procs: dict[str, list] = {}   # label -> what pauses with it: its switch and its guest
+    sides_of: dict[str, tuple] = {}   # label -> (topology, guest)
+    procs: dict[str, list] = {}       # label -> what runs in its window: its switch and guest
     sup = lab.supervisor
 
     def window(label) -> dict:
-        topo, guest = sides[label]
+        topo, guest = sides_of[label]
         w = _loop_window(guest, topo.switch_pids(), window_s, switch_cycles=topo.switch.pmd_cycles)
         w["other_load_cores"] = round(other_load(w), 3)
         return w
 
     def report(i, order, windows):
-        a, b = (windows[k][-1]["rx_mpps"] for k, _ in INTERLEAVED)
-        progress(f"vhost interleaved, pair {i + 1}/{pairs} ({' then '.join(order)}): "
-                 f"ofbench {a} Mpps, OVS-DPDK {b} Mpps, ratio {a / b if b else float('nan'):.3f}")
+        rates = ", ".join(f"{label} {windows[label][-1]['rx_mpps']}" for label in order)
+        progress(f"{what}, round {i + 1}/{rounds}: {rates} Mpps")
 
     with ExitStack() as stack:
-        for label, kind in INTERLEAVED:
-            tag = f"{tag_prefix}{TAGS[kind]}"
+        for label, kind, path in sides:
+            tag = f"{tag_prefix}{TAGS[kind]}{path[0]}"
             s1, s2, ports, cfg = _loop_ports(lab, tag)
             topo = stack.enter_context(VmwireTopology(lab, kind, tag, ports, cfg, busy_poll=True))
-            guest = PmdGuest.start(lab, f"{tag}-vh", [virtio_user_vdev(0, s1, server=True),
-                                                      virtio_user_vdev(1, s2, server=True)],
-                                   fwd="io", cpu=0, netns=topo.ns,
+            guest = PmdGuest.start(lab, f"{tag}-g", _path_vdevs(path, s1, s2), fwd="io", cpu=0,
+                                   netns=topo.ns,
                                    extra=["--port-topology=paired", "--record-burst-stats"])
             stack.callback(sup.stop, guest.proc)
-            sides[label], procs[label] = (topo, guest), [*topo.switch_procs(), guest.proc]
+            sides_of[label], procs[label] = (topo, guest), [*topo.switch_procs(), guest.proc]
             guest.cmd("start tx_first 16")
             time.sleep(2.0)  # links up, loop filled
             for p in procs[label]:
                 sup.pause(p)
         # whatever happens next, nothing stays paused (stop resumes too; this is for the
-        # window in which the stack unwinds the other side first)
+        # window in which the stack unwinds the other sides first)
         stack.callback(lambda: [sup.resume(p) for ps in procs.values() for p in ps])
-        windows = by_turns(sup, procs, pairs, SETTLE_S, window, report)
-        for label, (_, guest) in sides.items():   # the guests' empty RX polls over the run
-            with running(sup, procs[label]):        # (paused time adds none)
+        windows = by_turns(sup, procs, rounds, SETTLE_S, window, report)
+        for label, (_, guest) in sides_of.items():   # the guests' empty RX polls over the run
+            with running(sup, procs[label]):           # (paused time adds none)
                 guest.cmd("stop")
                 share = guest.rx_empty_burst_share()
             for w in windows[label]:
@@ -428,7 +488,7 @@ def test_vhost_user_interleaved_ofbench_vs_ovs_dpdk(lab, profile, results, progr
     ``vhost_interleaved_vs_ovs_dpdk``: the median of the per-pair ratios, their
     minimum, how many pairs held 1.0, every window's figures."""
     _need_both_switches(profile)
-    windows = _run_interleaved(lab, progress, PAIRS, WINDOW_S)
+    windows = _run_by_turns(lab, progress, INTERLEAVED, PAIRS, WINDOW_S, "il", "vhost interleaved")
     metrics, ratios = summarize_pairs(windows, "ofbench", "ovs_dpdk")
     metrics["disturbed_windows"] = sum(is_disturbed(w, DISTURBED_LOAD) for ws in windows.values()
                                        for w in ws)
@@ -449,18 +509,6 @@ def test_vhost_user_interleaved_ofbench_vs_ovs_dpdk(lab, profile, results, progr
                                "dut_switch_kind": "ofbench"})
     assert all(w["rx_mpps"] > 0 for ws in windows.values() for w in ws), \
         f"a window forwarded nothing: {windows}"
-
-
-@pytest.mark.quick
-@pytest.mark.features("netns", "ovs_dpdk")
-def test_vhost_user_interleaved_path(lab, profile, progress):
-    """The interleaved bench's whole path, one pair of short windows (make test; no record):
-    both sides forward in their windows and nothing of theirs is left, paused or not."""
-    _need_both_switches(profile)
-    windows = _run_interleaved(lab, progress, pairs=1, window_s=0.5, tag_prefix="iq")
-    assert all(ws and ws[0]["rx_mpps"] > 0 for ws in windows.values()), windows
-    left = [p.name for p in lab.supervisor.procs if p.name.startswith("iq")]
-    assert not left, f"left running: {left}"
 
 
 @pytest.mark.quick
