@@ -197,11 +197,22 @@ TURN_ROUNDS = 6      # every loop measured once per round, forward then backward
 LOOP_PATHS = ("vhost_user", "kernel")
 
 
-def _vhost_kinds(profile) -> list[str]:
-    """The profile's switch kinds (its own first) that carry vhost-user and can run here."""
+def _side(kind: str, path: str) -> str:
+    """The label of switch ``kind``'s loop on ``path`` in _run_by_turns."""
+    return f"{TAGS[kind]}_{path}"
+
+
+def _vhost_vs_kernel_sides(profile) -> tuple[list[str], list[tuple[str, str, str]]]:
+    """(switch kinds, _run_by_turns sides) of the vhost-vs-kernel comparison: the profile's
+    switch kinds (its own first) that carry vhost-user and can run here, each on both paths,
+    vhost-user loops first so that in a forward round and in a backward one the switches'
+    vhost-user windows are adjacent. Skips when no switch qualifies."""
     from drivers.lab.switches import switch_available
-    return [k for k in profile.switch_kinds
-            if not switch_support(k, VHOST) and not switch_available(k, profile)]
+    kinds = [k for k in profile.switch_kinds
+             if not switch_support(k, VHOST) and not switch_available(k, profile)]
+    if not kinds:
+        pytest.skip(f"no switch of the profile carries vhost-user here: {profile.switch_kinds}")
+    return kinds, [(_side(k, path), k, path) for path in LOOP_PATHS for k in kinds]
 
 
 @pytest.mark.bench
@@ -217,19 +228,14 @@ def test_vhost_vs_kernel_virtio_user(lab, profile, results, progress):
     from the same minute: until 2026-11-25 each switch ran its own test a minute apart, and
     the host moved one binary's cost per packet by a third in that time (docs/results.md).
     Record ``vhost_vs_kernel`` per switch: each path's median window and their ratio."""
-    kinds = _vhost_kinds(profile)
-    if not kinds:
-        pytest.skip(f"no switch of the profile carries vhost-user here: {profile.switch_kinds}")
-    # vhost-user loops first, so in a forward round and in a backward one the switches'
-    # vhost-user windows are adjacent
-    sides = [(f"{TAGS[k]}_{path}", k, path) for path in LOOP_PATHS for k in kinds]
+    kinds, sides = _vhost_vs_kernel_sides(profile)
     windows = _run_by_turns(lab, progress, sides, TURN_ROUNDS, WINDOW_S, "vk",
                             "vhost vs kernel")
-    vhost_rates = {k: [w["rx_mpps"] for w in windows[f"{TAGS[k]}_vhost_user"]] for k in kinds}
+    vhost_rates = {k: [w["rx_mpps"] for w in windows[_side(k, "vhost_user")]] for k in kinds}
     for kind in kinds:
         per_path = {}
         for path in LOOP_PATHS:
-            ws = windows[f"{TAGS[kind]}_{path}"]
+            ws = windows[_side(kind, path)]
             m = median_trial(ws, "rx_mbps")
             every_window = m.pop("rx_mbps_trials")  # a list: params, metrics stay flat numbers
             per_path[path] = m
@@ -256,7 +262,7 @@ def test_vhost_vs_kernel_virtio_user(lab, profile, results, progress):
                          "switches_by_turns": kinds, "statistic": "median window",
                          "disturbed_windows": sum(is_disturbed(w, DISTURBED_LOAD)
                                                   for p in LOOP_PATHS
-                                                  for w in windows[f"{TAGS[kind]}_{p}"]),
+                                                  for w in windows[_side(kind, p)]),
                          **vs_peers}, mbps_key="rx_mbps")
     assert all(w["rx_mpps"] > 0 for ws in windows.values() for w in ws), \
         f"a loop forwarded nothing: {windows}"
@@ -269,10 +275,7 @@ def test_vhost_vs_kernel_by_turns_path(lab, profile, progress):
     no record): every loop forwards in its window, the kernel-path guests survive the pauses
     too, and nothing of theirs is left, paused or not. The interleaved test runs the same
     _run_by_turns with its two vhost-user sides."""
-    kinds = _vhost_kinds(profile)
-    if not kinds:
-        pytest.skip(f"no switch of the profile carries vhost-user here: {profile.switch_kinds}")
-    sides = [(f"{TAGS[k]}_{path}", k, path) for path in LOOP_PATHS for k in kinds]
+    _, sides = _vhost_vs_kernel_sides(profile)
     windows = _run_by_turns(lab, progress, sides, 1, 0.5, "kq", "vhost vs kernel (quick)")
     assert all(ws and ws[0]["rx_mpps"] > 0 for ws in windows.values()), windows
     left = [p.name for p in lab.supervisor.procs if p.name.startswith("kq")]
