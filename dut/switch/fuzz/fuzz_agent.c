@@ -104,12 +104,10 @@ static void worker_init(struct rte_mempool *pool)
 	w->idx = 0;
 	w->lcore_id = rte_lcore_id();
 	w->pool = pool;
-	w->cache = aligned_alloc(64, sizeof(*w->cache) * OFS_CACHE_SIZE);
-	w->cache_keys = aligned_alloc(64, sizeof(*w->cache_keys) * OFS_CACHE_SIZE);
-	if (!w->cache || !w->cache_keys)
+	w->cache = aligned_alloc(64, sizeof(*w->cache) * OFS_CACHE_LINES);
+	if (!w->cache)
 		die("flow cache alloc failed");
-	memset(w->cache, 0, sizeof(*w->cache) * OFS_CACHE_SIZE);
-	memset(w->cache_keys, 0, sizeof(*w->cache_keys) * OFS_CACHE_SIZE);
+	memset(w->cache, 0, sizeof(*w->cache) * OFS_CACHE_LINES);
 	for (unsigned p = 0; p < N_PORTS; p++) {
 		w->txb[p] = rte_zmalloc("txb", RTE_ETH_TX_BUFFER_SIZE(OFS_BURST), 0);
 		if (!w->txb[p])

@@ -928,10 +928,28 @@ static bool apply_meter(struct pkt_ctx *c, uint32_t meter_id)
 struct ck_probe {
 	const struct ofs_table_view *ix; /* NULL: table never had a flow */
 	bool cacheable;                  /* ix->cacheable */
+	bool wide;                       /* an entry of this table takes two lines */
 	uint32_t sig;                    /* hash of (serial, compacted key) */
-	int stale;                       /* way of a stale entry for this key (ck_find), or -1 */
+	uint32_t idx[2];                 /* the entry's two places (ck_index) */
+	int stale;                       /* place (0, 1) of a stale entry for this key, or -1 */
 	uint64_t w[OFS_CK_WORDS];
 };
+
+/* The two places of an entry of hash sig: indexes of its first line, taken from disjoint bits
+ * of the hash, even for a two-line entry, never the same. */
+static inline void ck_index(struct ck_probe *p)
+{
+	uint32_t m = OFS_CACHE_LINES - 1;
+	uint32_t a = p->sig & m, b = ((p->sig >> 15) ^ ((p->sig << 17) >> 15)) & m;
+	if (p->wide) {
+		a &= ~1u;
+		b &= ~1u;
+	}
+	if (b == a)
+		b = a ^ 2;
+	p->idx[0] = a;
+	p->idx[1] = b;
+}
 
 static inline void ck_prepare(const struct ofs_key *key, const struct ofs_table_view *ix,
 			      struct ck_probe *p)
@@ -946,21 +964,16 @@ static inline void ck_prepare(const struct ofs_key *key, const struct ofs_table_
 		p->w[i] = kw[ix->word[i]] & ix->mask[i];
 		h = rte_hash_crc_8byte(p->w[i], h);
 	}
-	p->sig = h ^ (h >> 15);  /* spread the high bits into the bucket index */
+	p->sig = h ^ (h >> 15);  /* spread the high bits into the index */
+	p->wide = ix->n_words > OFS_CK_LINE1_WORDS;
+	ck_index(p);
 }
 
-static inline struct ofs_cache_entry *ck_bucket(struct ofs_worker *w, const struct ck_probe *p)
+static inline void ck_prefetch(struct ofs_worker *w, const struct ck_probe *p, int place)
 {
-	return &w->cache[p->sig & (OFS_CACHE_SIZE - 1)];
-}
-
-/* The way of p's bucket whose signature matches, or -1. */
-static inline int ck_way(const struct ofs_cache_entry *b, const struct ck_probe *p)
-{
-	for (int way = 0; way < OFS_CACHE_WAYS; way++)
-		if ((b->valid >> way & 1) && b->sig[way] == p->sig)
-			return way;
-	return -1;
+	rte_prefetch0(&w->cache[p->idx[place]]);
+	if (p->wide)
+		rte_prefetch0(&w->cache[p->idx[place] + 1]);
 }
 
 /* Enter table t's lookup structure (once per poll loop; ofs_reader_leave_all leaves). */
@@ -1015,58 +1028,79 @@ static __rte_noinline bool ck_revalidate(const struct ofs_table_view *v, uint32_
 	return true;
 }
 
+#define CK_FLOW_BITS 48
+static inline struct ofs_flow *ck_flow(uint64_t x0)
+{
+	return (struct ofs_flow *)(uintptr_t)(x0 & ((1ull << CK_FLOW_BITS) - 1));
+}
+
+/* Does the entry at p's place hold p's key of p->ix's epoch? Then *f is its flow, after
+ * revalidation when the entry is of an older version (a stale one is noted in p->stale). */
+static inline bool ck_find_at(struct ofs_worker *w, struct ck_probe *p, int place,
+			      struct ofs_flow **f)
+{
+	struct ofs_cache_line *l = &w->cache[p->idx[place]];
+	unsigned n = p->ix->n_words, n1 = n < OFS_CK_LINE1_WORDS ? n : OFS_CK_LINE1_WORDS;
+	uint64_t tag = ck_tag(p->ix);
+	if (l->tag >> OFS_VERSION_BITS != p->ix->serial)
+		return false;
+	for (unsigned i = 0; i < n1; i++)
+		if (l->x[1 + i] != p->w[i])
+			return false;
+	if (p->wide) {
+		const struct ofs_cache_line *l2 = l + 1;
+		if (l2->tag != l->tag)
+			return false;  /* its second line was taken by another entry */
+		for (unsigned i = OFS_CK_LINE1_WORDS; i < n; i++)
+			if (l2->x[i - OFS_CK_LINE1_WORDS] != p->w[i])
+				return false;
+	}
+	if (unlikely(l->tag != tag)) {
+		uint32_t ver = (uint32_t)(l->tag & ((1u << OFS_VERSION_BITS) - 1));
+		if (!ck_revalidate(p->ix, ver, ck_flow(l->x[0]),
+				   (uint16_t)(l->x[0] >> CK_FLOW_BITS), p->w)) {
+			p->stale = place;  /* the caller looks up and overwrites it */
+			return false;
+		}
+		l->tag = tag;
+		if (p->wide)
+			l[1].tag = tag;
+		w->cache_revalidated++;
+	}
+	*f = ck_flow(l->x[0]);
+	return true;
+}
+
 /* The cached flow of p->ix for the probe's key, or false when the cache does not hold it (a
  * stale entry for the key is noted in p->stale, so ck_store replaces it). */
 static inline bool ck_find(struct ofs_worker *w, struct ck_probe *p, struct ofs_flow **f)
 {
 	p->stale = -1;
-	uint32_t bi = p->sig & (OFS_CACHE_SIZE - 1);
-	const struct ofs_cache_entry *b = &w->cache[bi];
-	struct ofs_cache_keys *ks = &w->cache_keys[bi];
-	unsigned n = p->ix->n_words;
-	uint64_t tag = ck_tag(p->ix);
-	for (int way = 0; way < OFS_CACHE_WAYS; way++) {
-		if (!(b->valid >> way & 1) || b->sig[way] != p->sig ||
-		    ks->way[way].tag >> OFS_VERSION_BITS != p->ix->serial)
-			continue;
-		unsigned i = 0;
-		while (i < n && ks->way[way].w[i] == p->w[i])
-			i++;
-		if (i < n)
-			continue;
-		if (unlikely(ks->way[way].tag != tag)) {
-			uint32_t ver = (uint32_t)(ks->way[way].tag & ((1u << OFS_VERSION_BITS) - 1));
-			if (!ck_revalidate(p->ix, ver, b->flow[way], b->prio[way], p->w)) {
-				p->stale = way;  /* the caller looks up and overwrites it */
-				continue;
-			}
-			ks->way[way].tag = tag;
-			w->cache_revalidated++;
-		}
-		*f = b->flow[way];
-		return true;
-	}
-	return false;
+	return ck_find_at(w, p, 0, f) || ck_find_at(w, p, 1, f);
 }
 
-/* Remember f as the answer of p->ix for the probe's key (a miss too). */
+/* Remember f as the answer of p->ix for the probe's key (a miss too): in place of the key's
+ * stale entry, else in the first free place, else in one of the two chosen by the worker's
+ * miss count (pseudo-random: a fixed choice would make two keys that share both places evict
+ * each other every time). */
 static inline void ck_store(struct ofs_worker *w, const struct ck_probe *p, struct ofs_flow *f)
 {
-	uint32_t bi = p->sig & (OFS_CACHE_SIZE - 1);
-	struct ofs_cache_entry *b = &w->cache[bi];
-	struct ofs_cache_keys *ks = &w->cache_keys[bi];
-	/* the key's stale entry, else a free way, else a pseudo-random one (the worker's miss
-	 * count): round robin per bucket would make a bucket that cycles through 5 keys miss
-	 * every time */
-	int way = p->stale >= 0 ? p->stale
-		: b->valid == (1u << OFS_CACHE_WAYS) - 1 ? (int)(w->cache_misses & (OFS_CACHE_WAYS - 1))
-		: __builtin_ctz(~(unsigned)b->valid);
-	b->sig[way] = p->sig;
-	b->flow[way] = f;
-	b->prio[way] = f ? f->priority : 0;
-	ks->way[way].tag = ck_tag(p->ix);
-	memcpy(ks->way[way].w, p->w, p->ix->n_words * sizeof(p->w[0]));
-	b->valid |= (uint8_t)(1u << way);
+	if (unlikely((uintptr_t)f >> CK_FLOW_BITS))
+		return;  /* not representable next to its priority: not cached */
+	int place = p->stale >= 0 ? p->stale
+		: !w->cache[p->idx[0]].tag ? 0
+		: !w->cache[p->idx[1]].tag ? 1
+		: (int)(w->cache_misses & 1);
+	struct ofs_cache_line *l = &w->cache[p->idx[place]];
+	unsigned n = p->ix->n_words, n1 = n < OFS_CK_LINE1_WORDS ? n : OFS_CK_LINE1_WORDS;
+	uint64_t tag = ck_tag(p->ix);
+	l->tag = tag;
+	l->x[0] = (uint64_t)(uintptr_t)f | (uint64_t)(f ? f->priority : 0) << CK_FLOW_BITS;
+	memcpy(&l->x[1], p->w, n1 * sizeof(p->w[0]));
+	if (p->wide) {
+		l[1].tag = tag;
+		memcpy(l[1].x, &p->w[OFS_CK_LINE1_WORDS], (n - n1) * sizeof(p->w[0]));
+	}
 }
 
 /* Flow of p->ix for key: from the cache when it holds the same (epoch, compacted key) and the
@@ -1283,8 +1317,8 @@ static void standalone_forward(struct pkt_ctx *c, int pidx)
 }
 
 /* A burst from one port, l3fwd style, in passes so each one's memory loads overlap: parse every
- * packet and hash its table-0 cache key (prefetch the bucket); find the signature's way
- * (prefetch its key line); finish the table-0 cache probes and look the misses up in one batch
+ * packet and hash its table-0 cache key (prefetch the entry's first place); probe it there
+ * (prefetch the second place when it is not); probe the second places and look the misses up in one batch
  * (lookup_burst); prefetch the flows' hot line and actions; run the pipelines. The view and the
  * flows stay valid: the worker reports its RCU quiescent state only after the burst. */
 static void process_burst(struct ofs_worker *w, int pidx, struct rte_mbuf **pkts, uint16_t n,
@@ -1323,25 +1357,36 @@ static void process_burst(struct ofs_worker *w, int pidx, struct rte_mbuf **pkts
 			continue;
 		ck_prepare(&ctx[j].key, ix0, &probe[j]);
 		if (probe[j].cacheable)
-			rte_prefetch0(ck_bucket(w, &probe[j]));
+			ck_prefetch(w, &probe[j], 0);
 	}
-	for (uint16_t j = 0; j < n; j++) {
-		if (!live[j] || !probe[j].cacheable)
-			continue;
-		int way = ck_way(ck_bucket(w, &probe[j]), &probe[j]);
-		if (way >= 0)
-			rte_prefetch0(&w->cache_keys[probe[j].sig & (OFS_CACHE_SIZE - 1)].way[way]);
-	}
+	/* the entries at their first place; the rest prefetch their second */
+	bool second[OFS_BURST];
 	for (uint16_t j = 0; j < n; j++) {
 		first[j] = NULL;
+		second[j] = false;
 		if (!live[j])
 			continue;
 		ctx[j].pre_looked_up = true;
-		if (!ix0)
+		if (!ix0 || !probe[j].cacheable)
 			continue;
-		if (probe[j].cacheable && ck_find(w, &probe[j], &first[j])) {
+		probe[j].stale = -1;
+		if (ck_find_at(w, &probe[j], 0, &first[j])) {
 			w->cache_hits++;
 			continue;
+		}
+		second[j] = true;
+		ck_prefetch(w, &probe[j], 1);
+	}
+	for (uint16_t j = 0; j < n; j++) {
+		if (!live[j] || !ix0)
+			continue;
+		if (probe[j].cacheable) {
+			if (!second[j])
+				continue;
+			if (ck_find_at(w, &probe[j], 1, &first[j])) {
+				w->cache_hits++;
+				continue;
+			}
 		}
 		w->cache_misses++;
 		miss[n_miss] = j;

@@ -309,10 +309,8 @@ int main(int argc, char **argv)
 		struct ofs_worker *wk = &ofs_dp.workers[w];
 		wk->idx = w;
 		wk->pool = pool;
-		wk->cache = rte_zmalloc("ofs_cache", sizeof(*wk->cache) * OFS_CACHE_SIZE,
+		wk->cache = rte_zmalloc("ofs_cache", sizeof(*wk->cache) * OFS_CACHE_LINES,
 					RTE_CACHE_LINE_SIZE);
-		wk->cache_keys = rte_zmalloc("ofs_cache_keys", sizeof(*wk->cache_keys) * OFS_CACHE_SIZE,
-					     RTE_CACHE_LINE_SIZE);
 		for (unsigned p = 0; p < ofs_dp.n_ports; p++) {
 			wk->txb[p] = rte_zmalloc("txb", RTE_ETH_TX_BUFFER_SIZE(OFS_BURST), 0);
 			if (!wk->txb[p])
@@ -325,7 +323,7 @@ int main(int argc, char **argv)
 			if (p % ofs_dp.n_workers == w)
 				wk->rx_ports[wk->n_rx_ports++] = (uint16_t)p;
 		}
-		if (!wk->cache || !wk->cache_keys)
+		if (!wk->cache)
 			rte_exit(EXIT_FAILURE, "flow cache alloc failed\n");
 	}
 	pthread_t agent;

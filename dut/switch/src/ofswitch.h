@@ -35,7 +35,7 @@
  *
  * Flow lookup: a wildcard lookup per table reached through struct ofs_lookup_ops (so
  * dut/classifier can replace the simple priority-sorted list), behind one exact-match flow cache
- * per worker (4-way set-associative, OFS_CACHE_SIZE buckets).  The lookup structure of a table
+ * per worker (skewed 2-way, OFS_CACHE_LINES lines: struct ofs_cache_line).  The lookup structure of a table
  * is updated in place, incrementally (flowtable.h: a FLOW_MOD stages only the rules it touches,
  * a commit publishes them all at once), and what workers load per table is an immutable
  * struct ofs_table_view republished by every commit of that table: a serial number unique over
@@ -80,7 +80,6 @@
 #define OFS_MAX_WORKERS 16
 #define OFS_BURST 32
 #define OFS_TX_DRAIN_US 100  /* partial tx buffers wait at most this long while busy */
-#define OFS_CACHE_SIZE 32768 /* buckets per worker (x OFS_CACHE_WAYS entries), power of 2 */
 #define OFS_MAX_PKT 9216
 #define OFS_MAC_TABLE 4096  /* per worker, power of 2: fail-standalone MAC learning */
 
@@ -138,7 +137,7 @@ _Static_assert(offsetof(struct ofs_flow, write) <= 64, "a flow's hot part is one
  * (it stays valid unless its flow was removed, or an added flow matches its key with a
  * priority >= its flow's, or its version is older than the log). Any other commit (union
  * change, bulk change) opens a new epoch, whose serial no cache entry has. */
-#define OFS_CK_WORDS 7       /* cacheable tables use at most this many key words */
+#define OFS_CK_WORDS 13      /* cacheable tables use at most this many key words */
 #define OFS_VIEW_LOG 64      /* changes a view keeps for revalidation */
 #define OFS_VERSION_BITS 24  /* cache tag = serial << OFS_VERSION_BITS | version */
 struct ofs_change {
@@ -300,24 +299,28 @@ struct ofs_txq {
 	struct ofs_port_stats *stats;
 };
 
-/* Exact-match flow cache: OFS_CACHE_SIZE buckets of OFS_CACHE_WAYS ways. A bucket (one cache
- * line) holds the ways' hash signatures and results; the compacted keys live in a parallel
- * array (ofs_worker.cache_keys, one 64-byte line per way: index serial + key words), touched
- * only when a signature matches. */
-#define OFS_CACHE_WAYS 4
-struct ofs_cache_entry {         /* one bucket */
-	uint32_t sig[OFS_CACHE_WAYS];
-	struct ofs_flow *flow[OFS_CACHE_WAYS];  /* NULL: cached miss */
-	uint16_t prio[OFS_CACHE_WAYS];  /* flow[]'s priority: revalidation never reads the flow */
-	uint8_t valid;               /* bit per way */
+/* Exact-match flow cache, one per worker: OFS_CACHE_LINES 64-byte lines, skewed 2-way. An
+ * entry is one line for a table of at most OFS_CK_LINE1_WORDS key words (tag, flow, words) and
+ * two adjacent lines (an even index) for a wider one (the second repeats the tag and holds the
+ * rest of the words). A key's entry sits at one of two indexes of its hash (ck_index): a hit
+ * reads the entry's own line(s) and nothing else, so a packet that hits touches its frame,
+ * this line and its flow's hot line (no bucket of signatures in front of the keys). The tag
+ * tells entries of different tables and epochs apart; a line overwritten by another table's
+ * entry shows a different tag, so a two-line entry whose second line was taken is a miss.
+ *   x[0] of a first line: the flow (NULL: cached miss) | its priority << 48 (revalidation
+ *   never reads the flow); pointers above 2^48 are not cached (ck_store). */
+#ifndef OFS_CACHE_LINES         /* test_ofswitch_churn builds a tiny one: evictions everywhere */
+#define OFS_CACHE_LINES 131072  /* per worker (8 MiB), power of 2 */
+#endif
+#define OFS_CK_LINE1_WORDS 6    /* key words in an entry's first line */
+struct ofs_cache_line {
+	uint64_t tag;                /* serial << OFS_VERSION_BITS | version of the view that
+				      * answered; 0: empty */
+	uint64_t x[7];               /* first line: flow|priority<<48, words 0..5; second
+				      * line: words 6..12 */
 } __rte_cache_aligned;
-_Static_assert(sizeof(struct ofs_cache_entry) == 64, "a bucket is one cache line");
-struct ofs_cache_keys {          /* the keys of one bucket */
-	struct {
-		uint64_t tag;        /* serial << OFS_VERSION_BITS | version of the view that answered */
-		uint64_t w[OFS_CK_WORDS];
-	} way[OFS_CACHE_WAYS];
-} __rte_cache_aligned;
+_Static_assert(sizeof(struct ofs_cache_line) == 64, "a cache entry's line is one cache line");
+_Static_assert(OFS_CK_WORDS <= OFS_CK_LINE1_WORDS + 7, "a wide entry is two lines");
 
 struct ofs_worker {
 	unsigned lcore_id;
@@ -330,8 +333,7 @@ struct ofs_worker {
 	struct ofs_port_stats port_stats[OFS_MAX_PORTS];
 	uint64_t lookup_count[OFS_N_TABLES];
 	uint64_t matched_count[OFS_N_TABLES];
-	struct ofs_cache_entry *cache;
-	struct ofs_cache_keys *cache_keys;
+	struct ofs_cache_line *cache;
 	uint64_t cache_hits, cache_misses;
 	uint64_t cache_revalidated;  /* hits on an entry of an older version (ck_revalidate) */
 	uint64_t entered;            /* tables whose lookup structure this worker entered */

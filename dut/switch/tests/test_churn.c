@@ -68,13 +68,15 @@ static size_t oxm(uint8_t *p, int field, const void *val, const void *mask, int 
 	return 4 + (mask ? 2 * len : len);
 }
 
-/* A match of one of the four mask shapes, or (wide_shapes) in_port or udp_src. */
+/* A match of one of the issue's four mask shapes, or (wide_shapes) in_port, udp_src, or
+ * eth_dst + metadata + tunnel_id (the union then spans key words 0..6: the cache's two-line
+ * entries, ofswitch.h). */
 static size_t random_match(uint8_t *ox, struct ofs_match *mt)
 {
 	static const uint8_t plen[] = { 16, 24, 26, 28, 30, 32 };
 	memset(mt, 0, sizeof(*mt));
 	size_t n = 0;
-	int shape = rand() % (wide_shapes ? 6 : 4);
+	int shape = rand() % (wide_shapes ? 7 : 4);
 	uint16_t et = htons(0x0800);
 	uint8_t proto = 17;
 	uint32_t dst = htonl(0x0a000000u | (uint32_t)(rand() & 3) << 8 | (uint32_t)(rand() & 15));
@@ -117,6 +119,16 @@ static size_t random_match(uint8_t *ox, struct ofs_match *mt)
 		n += oxm(ox + n, OXM_IP_PROTO, &proto, NULL, 1);
 		n += oxm(ox + n, OXM_IPV4_DST, &dst, &dm, 4);
 		break;
+	case 6: {
+		uint8_t mac[6] = { 2, 0, 0, 0, 0, (uint8_t)(2 + rand() % 2) };
+		uint64_t zero = 0, m64 = htobe64(0xffffull);
+		memcpy(mt->value.eth_dst, mac, 6); memset(mt->mask.eth_dst, 0xff, 6);
+		mt->mask.metadata = m64; mt->mask.tunnel_id = m64;
+		n += oxm(ox + n, OXM_ETH_DST, mac, NULL, 6);
+		n += oxm(ox + n, OXM_METADATA, &zero, &m64, 8);
+		n += oxm(ox + n, OXM_TUNNEL_ID, &zero, &m64, 8);
+		break;
+	}
 	case 5:
 		mt->value.ip_proto = proto; mt->mask.ip_proto = 0xff;
 		mt->value.tp_src = udp; mt->mask.tp_src = 0xffff;
@@ -335,9 +347,7 @@ int main(int argc, char **argv)
 	struct ofs_worker *w = &ofs_dp.workers[0];
 	w->idx = 0;
 	w->pool = pool;
-	w->cache = rte_zmalloc("c", sizeof(*w->cache) * OFS_CACHE_SIZE, RTE_CACHE_LINE_SIZE);
-	w->cache_keys = rte_zmalloc("k", sizeof(*w->cache_keys) * OFS_CACHE_SIZE,
-				    RTE_CACHE_LINE_SIZE);
+	w->cache = rte_zmalloc("c", sizeof(*w->cache) * OFS_CACHE_LINES, RTE_CACHE_LINE_SIZE);
 	for (unsigned p = 0; p < 2; p++) {
 		w->txb[p] = rte_zmalloc("txb", RTE_ETH_TX_BUFFER_SIZE(OFS_BURST), 0);
 		rte_eth_tx_buffer_init(w->txb[p], OFS_BURST);
