@@ -822,9 +822,10 @@ def _key(name: str) -> str:
     return name.replace("-", "_")
 
 
-# Lines a frame of the set keeps warm at a cache hit: mbuf header, frame data, flow-cache
-# bucket, cache key line, the flow's hot line (docs/results.md "Why the 24576-frame case ...").
-LINES_PER_FRAME = 5
+# Lines a frame of the set keeps warm at a cache hit: mbuf header, frame data, its flow-cache
+# entry line, the flow's hot line (docs/results.md "Why the 24576-frame case ..."; 5 until the
+# cache dropped its bucket lines, "One line per cache entry").
+LINES_PER_FRAME = 4
 CACHED_LATENCY_FACTOR = 2.5  # a size within this factor of the 1 MiB latency is still cache
 
 

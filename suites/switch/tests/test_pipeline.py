@@ -78,7 +78,7 @@ def test_host_cache_and_working_set():
     assert bench.host_cache_mib({1: 16.5, 4: 126.0, 8: 144.0, 16: 152.0}) == 1
     assert bench.host_cache_mib({1: 14.0, 4: 16.0, 8: 17.7, 16: 119.9}) == 8
     assert bench.host_cache_mib({}) is None
-    assert bench.working_set_mib(24576) == 7.5 and bench.working_set_mib(8192) == 2.5
+    assert bench.working_set_mib(24576) == 6.0 and bench.working_set_mib(8192) == 2.0
     assert "speedup_vs_ovs_dpdk" not in bench.metrics_of({"ofbench/replay": {
         "mpps": 1.0, "mpps_best": 1.0, "install_s": 1.0}})
 
