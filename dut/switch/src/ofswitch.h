@@ -35,11 +35,11 @@
  *
  * Flow lookup: a wildcard lookup per table reached through struct ofs_lookup_ops (so
  * dut/classifier can replace the simple priority-sorted list), behind one exact-match flow cache
- * per worker (skewed 2-way, OFS_CACHE_LINES lines: struct ofs_cache_line).  The lookup structure of a table
- * is updated in place, incrementally (flowtable.h: a FLOW_MOD stages only the rules it touches,
- * a commit publishes them all at once), and what workers load per table is an immutable
- * struct ofs_table_view republished by every commit of that table: a serial number unique over
- * the process lifetime, the union of the table's flow masks ("fields used", as compacted key
+ * per worker (skewed 2-way over OFS_CACHE_LINES lines, struct ofs_cache_line).  The lookup
+ * structure of a table is updated in place, incrementally (flowtable.h: a FLOW_MOD stages only
+ * the rules it touches, a commit publishes them all at once), and what workers load per table
+ * is an immutable struct ofs_table_view republished by every commit of that table: a serial
+ * number unique over the process lifetime, the union of the table's flow masks ("fields used", as compacted key
  * words) and the lookup structure.  The cache key is the packet key ANDed with that union,
  * compacted to the used words, plus the serial: two packets equal there match exactly the same
  * flows, so the cached answer is the table's own answer.  An entry is tagged with the view it
