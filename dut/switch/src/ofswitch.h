@@ -33,23 +33,23 @@
  * that hits the common flow (one output, nothing else) reads only its first cache line, which
  * carries the decoded output (fast_out), never the action bytes.
  *
- * Flow lookup: a wildcard lookup per table reached through struct ofs_lookup_ops (so
- * dut/classifier can replace the simple priority-sorted list), behind one exact-match flow cache
- * per worker (skewed 2-way over OFS_CACHE_LINES lines, struct ofs_cache_line).  The lookup
- * structure of a table is updated in place, incrementally (flowtable.h: a FLOW_MOD stages only
- * the rules it touches, a commit publishes them all at once), and what workers load per table
- * is an immutable struct ofs_table_view republished by every commit of that table: a serial
- * number unique over the process lifetime, the union of the table's flow masks ("fields used", as compacted key
- * words) and the lookup structure.  The cache key is the packet key ANDed with that union,
- * compacted to the used words, plus the serial: two packets equal there match exactly the same
- * flows, so the cached answer is the table's own answer.  An entry is tagged with the view it
- * was computed under (epoch serial, version); a commit needs no cache flush: a small commit
- * keeps the epoch and its log lets older entries be revalidated on their next hit (struct
- * ofs_table_view), a large one opens a new epoch whose entries start empty, and other tables'
- * entries are untouched.  Views and removed flows outlive every lookup of the burst that loaded
- * them (QSBR, reclaimed without blocking the agent); the lookup structure's own memory is
- * protected by its reader protocol (reader_enter/leave, once per poll loop and table used).
- * Tables whose flows use more than OFS_CK_WORDS key words bypass the cache.
+ * Flow lookup: a wildcard lookup per table reached through struct ofs_lookup_ops (so dut/classifier
+ * can replace the simple priority-sorted list), behind one exact-match flow cache per worker
+ * (skewed 2-way over OFS_CACHE_LINES lines, struct ofs_cache_line).  The lookup structure of a
+ * table is updated in place, incrementally (flowtable.h: a FLOW_MOD stages only the rules it
+ * touches, a commit publishes them all at once), and what workers load per table is an immutable
+ * struct ofs_table_view republished by every commit of that table: a serial number unique over the
+ * process lifetime, the union of the table's flow masks ("fields used", as compacted key words) and
+ * the lookup structure.  The cache key is the packet key ANDed with that union, compacted to the
+ * used words, plus the serial: two packets equal there match exactly the same flows, so the cached
+ * answer is the table's own answer.  An entry is tagged with the view it was computed under (epoch
+ * serial, version); a commit needs no cache flush: a small commit keeps the epoch and its log lets
+ * older entries be revalidated on their next hit (struct ofs_table_view), a large one opens a new
+ * epoch whose entries start empty, and other tables' entries are untouched.  Views and removed
+ * flows outlive every lookup of the burst that loaded them (QSBR, reclaimed without blocking the
+ * agent); the lookup structure's own memory is protected by its reader protocol
+ * (reader_enter/leave, once per poll loop and table used). Tables whose flows use more than
+ * OFS_CK_WORDS key words bypass the cache.
  *
  * Limits: OFS_MAX_PORTS ports (OpenFlow port numbers 1..254), OFS_N_TABLES tables,
  * OFS_MAX_GROUPS groups, OFS_MAX_METERS meters; single-segment mbufs are assumed for header
