@@ -1040,7 +1040,7 @@ static inline bool ck_find_at(struct ofs_worker *w, struct ck_probe *p, int plac
 			      struct ofs_flow **f)
 {
 	struct ofs_cache_line *l = &w->cache[p->idx[place]];
-	unsigned n = p->ix->n_words, n1 = n < OFS_CK_LINE1_WORDS ? n : OFS_CK_LINE1_WORDS;
+	unsigned n = p->ix->n_words, n1 = RTE_MIN(n, (unsigned)OFS_CK_LINE1_WORDS);
 	uint64_t tag = ck_tag(p->ix);
 	if (l->tag >> OFS_VERSION_BITS != p->ix->serial)
 		return false;
@@ -1092,7 +1092,7 @@ static inline void ck_store(struct ofs_worker *w, const struct ck_probe *p, stru
 		: !w->cache[p->idx[1]].tag ? 1
 		: (int)(w->cache_misses & 1);
 	struct ofs_cache_line *l = &w->cache[p->idx[place]];
-	unsigned n = p->ix->n_words, n1 = n < OFS_CK_LINE1_WORDS ? n : OFS_CK_LINE1_WORDS;
+	unsigned n = p->ix->n_words, n1 = RTE_MIN(n, (unsigned)OFS_CK_LINE1_WORDS);
 	uint64_t tag = ck_tag(p->ix);
 	l->tag = tag;
 	l->x[0] = (uint64_t)(uintptr_t)f | (uint64_t)(f ? f->priority : 0) << CK_FLOW_BITS;
@@ -1318,8 +1318,8 @@ static void standalone_forward(struct pkt_ctx *c, int pidx)
 
 /* A burst from one port, l3fwd style, in passes so each one's memory loads overlap: parse every
  * packet and hash its table-0 cache key (prefetch the entry's first place); probe it there
- * (prefetch the second place when it is not); probe the second places and look the misses up in one batch
- * (lookup_burst); prefetch the flows' hot line and actions; run the pipelines. The view and the
+ * (prefetch the second place when it is not); probe the second places and look the misses up
+ * in one batch (lookup_burst); prefetch the flows' hot line and actions; run the pipelines. The view and the
  * flows stay valid: the worker reports its RCU quiescent state only after the burst. */
 static void process_burst(struct ofs_worker *w, int pidx, struct rte_mbuf **pkts, uint16_t n,
 			  struct pkt_ctx *ctx)
