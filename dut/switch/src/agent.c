@@ -98,9 +98,12 @@ static const struct msg_type {
 };
 
 /* THE entry point: handle one OpenFlow message received on the controller connection. */
+uint64_t ofs_agent_requests;
+
 int ofs_handle_msg(struct obuf *out, const uint8_t *msg, size_t len)
 {
 	uint8_t type = msg[1];
+	ofs_agent_requests++;
 	if (msg[0] != OFP13_VERSION && type != OFPT_HELLO) {
 		ofs_send_error(out, msg, len, OFS_ERR(OFPET_BAD_REQUEST, OFPBRC_BAD_VERSION));
 		return 0;

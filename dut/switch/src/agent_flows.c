@@ -109,7 +109,7 @@ void ofs_flows_commit(void)
 	while (all && dead_flows) {
 		struct ofs_flow *f = dead_flows;
 		dead_flows = f->next;
-		ofs_defer_free(f, free_flow_cb);
+		ofs_defer_free_flow(f, free_flow_cb);
 	}
 }
 
@@ -486,6 +486,13 @@ static void send_flow_removed(struct obuf *out, struct ofs_flow *f, uint8_t reas
 {
 	if (!(f->flags & OFPFF_SEND_FLOW_REM))
 		return;
+	/* the counts the workers' cache entries still hold (ofswitch.h): once per message or
+	 * expiry pass, not per flow of a bulk removal */
+	static uint64_t synced_for = ~0ull;
+	if (synced_for != ofs_agent_requests) {
+		ofs_counters_sync();
+		synced_for = ofs_agent_requests;
+	}
 	size_t at = ofs_msg_begin(out, OFPT_FLOW_REMOVED, 0);
 	uint8_t *p = ob_put(out, 40);
 	uint64_t d = ofs_now_ns() - f->created_ns;
@@ -648,6 +655,11 @@ static int modify_flows(struct ofs_table *tb, struct fm_req *r, const struct ofs
 		ofs_table_stage_remove(tb, g);
 		g->next = dead_flows;
 		dead_flows = g;
+		/* counts the workers' cache entries hold for g go on to c (ofswitch.h) */
+		if (!(flags & OFPFF_RESET_COUNTS)) {
+			g->succ = c;
+			__atomic_store_n(&g->replaced, true, __ATOMIC_RELEASE);
+		}
 	}
 	free(copy);
 	free(sel);
@@ -817,6 +829,7 @@ void ofs_expire_flows(struct obuf *out, uint64_t now)
 	 * timeout (the count is exact: kept by add/remove below). */
 	if (n_timed_flows == 0)
 		return;
+	ofs_agent_requests++;
 	struct to_arg a = { now, OFPRR_HARD_TIMEOUT };
 	ofs_remove_flows(out, OFPTT_ALL, timed_out, &a, OFPRR_HARD_TIMEOUT);
 	a.reason = OFPRR_IDLE_TIMEOUT;

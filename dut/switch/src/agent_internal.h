@@ -69,6 +69,9 @@ ofs_msg_handler ofs_on_multipart_request;                              /* agent_
 /* ---- session (agent_session.c) ---- */
 /* The connection's role (OFPCR_ROLE_*): slaves are refused state-changing messages. */
 uint32_t ofs_session_role(void);
+/* Messages handled and expiry passes run so far: what ran in one of them shares one
+ * ofs_counters_sync (agent_flows.c send_flow_removed). */
+extern uint64_t ofs_agent_requests;
 
 /* ---- flows (agent_flows.c) ---- */
 /* Does one of f's actions output to port (OFPP_ANY: any) or to group (OFPG_ANY: any)? */

@@ -227,6 +227,7 @@ static void mp_flow(const struct mp_req *q)
 	uint64_t pk = 0, by = 0;
 	uint32_t nf = 0;
 	struct mp r;
+	ofs_counters_sync();  /* the counts cache entries still hold (ofswitch.h) */
 	mp_begin(&r, q->out, q->type, q->xid);
 	for (int t = 0; t < OFS_N_TABLES; t++) {
 		for (struct ofs_flow *f = ofs_dp.tables[t].flows; f; f = f->next) {

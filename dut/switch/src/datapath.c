@@ -932,6 +932,8 @@ struct ck_probe {
 	uint32_t sig;                    /* hash of (serial, compacted key) */
 	uint32_t idx[2];                 /* the entry's two places (ck_index) */
 	int stale;                       /* place (0, 1) of a stale entry for this key, or -1 */
+	uint32_t line;                   /* a hit: the entry's first line */
+	uint8_t fast;                    /* a hit on a fast entry: its output's ports[] index + 1 */
 	uint64_t w[OFS_CK_WORDS];
 };
 
@@ -955,6 +957,7 @@ static inline void ck_prepare(const struct ofs_key *key, const struct ofs_table_
 			      struct ck_probe *p)
 {
 	p->ix = ix;
+	p->fast = 0;
 	p->cacheable = ix && ix->cacheable;
 	if (!p->cacheable)
 		return;
@@ -1034,6 +1037,151 @@ static inline struct ofs_flow *ck_flow(uint64_t x0)
 	return (struct ofs_flow *)(uintptr_t)(x0 & ((1ull << CK_FLOW_BITS) - 1));
 }
 
+/* ---- counts held in fast entries (ofswitch.h, struct ofs_cache_line) ---------------------- */
+#define CK_FAST_SHIFT 56
+#define CK_PEND_PK_SHIFT 32
+#define CK_PEND_PK_MAX 0xffffffull
+#define CK_PEND_MASK ((1ull << CK_FAST_SHIFT) - 1)
+#define CTR_WORDS (OFS_CACHE_LINES / 64)
+
+static inline bool ctr_is_dirty(const struct ofs_worker *w, uint32_t line)
+{
+	return w->ctr_dirty[line / 64] >> (line % 64) & 1;
+}
+
+/* Add line's pending counts to its flow (or to the MODIFY copy that carries it on) and clear
+ * them. The flow is valid: it was in a view this worker used since its last sweep of this
+ * line, and removed flows wait for the sweep (ofs_counters_swept). */
+static void ck_flush_line(struct ofs_worker *w, uint32_t line)
+{
+	struct ofs_cache_line *l = &w->cache[line];
+	uint64_t x = l->x[6];
+	w->ctr_dirty[line / 64] &= ~(1ull << (line % 64));
+	__atomic_store_n(&w->ctr_dirty_lines, w->ctr_dirty_lines - 1, __ATOMIC_RELEASE);
+	l->x[6] = x & ~CK_PEND_MASK;
+	struct ofs_flow *f = ck_flow(l->x[0]);
+	while (unlikely(__atomic_load_n(&f->replaced, __ATOMIC_ACQUIRE)))
+		f = f->succ;
+	uint64_t pk = x >> CK_PEND_PK_SHIFT & CK_PEND_PK_MAX, by = (uint32_t)x;
+	if (ofs_dp.n_workers == 1) {  /* as run_pipeline counts (flowarena.h) */
+		f->packets += pk;
+		f->bytes += by;
+	} else {
+		struct ofs_flow_ctr *k = f->ctr + w->ctr_off;
+		k->packets += pk;
+		k->bytes += by;
+	}
+}
+
+/* A packet of len bytes forwarded by the fast entry at line: counted in the entry. */
+static inline void ck_count(struct ofs_worker *w, uint32_t line, uint32_t len)
+{
+	struct ofs_cache_line *l = &w->cache[line];
+	if (!ctr_is_dirty(w, line)) {
+		w->ctr_dirty[line / 64] |= 1ull << (line % 64);
+		__atomic_store_n(&w->ctr_dirty_lines, w->ctr_dirty_lines + 1, __ATOMIC_RELEASE);
+	} else if (unlikely((l->x[6] >> CK_PEND_PK_SHIFT & CK_PEND_PK_MAX) == CK_PEND_PK_MAX ||
+			    (uint32_t)l->x[6] + len < (uint32_t)l->x[6])) {
+		ck_flush_line(w, line);  /* a count would overflow: flush, then start again */
+		w->ctr_dirty[line / 64] |= 1ull << (line % 64);
+		__atomic_store_n(&w->ctr_dirty_lines, w->ctr_dirty_lines + 1, __ATOMIC_RELEASE);
+	}
+	l->x[6] += (1ull << CK_PEND_PK_SHIFT) + len;
+}
+
+/* A hit on p's entry: when it is a fast entry and the packet may take run_pipeline's fast_out
+ * way (ofs_port_idx of the output, not back out of its in_port, at least 60 bytes), count it in
+ * the entry now, while its line is at hand and before a store of this burst may take the line
+ * (ck_store flushes what it overwrites); process_burst sends it. Else p->fast = 0: the general
+ * way. */
+static inline void ck_take_fast(struct ofs_worker *w, struct ck_probe *p, struct pkt_ctx *c)
+{
+	if (!p->fast)
+		return;
+	uint32_t len = rte_pktmbuf_data_len(c->m);
+	if (len < 60 || ofs_dp.ports[p->fast - 1].ofport == c->in_port) {
+		p->fast = 0;
+		return;
+	}
+	ck_count(w, p->line, len);
+}
+
+static void ctr_flush_word(struct ofs_worker *w, uint32_t word)
+{
+	uint64_t bits = w->ctr_dirty[word];
+	for (uint64_t b = bits; b; b &= b - 1)
+		rte_prefetch0(&w->cache[word * 64 + (uint32_t)__builtin_ctzll(b)]);
+	for (uint64_t b = bits; b; b &= b - 1)
+		rte_prefetch0(ck_flow(w->cache[word * 64 + (uint32_t)__builtin_ctzll(b)].x[0]));
+	for (; bits; bits &= bits - 1)
+		ck_flush_line(w, word * 64 + (uint32_t)__builtin_ctzll(bits));
+}
+
+/* Flush every line with pending counts (the agent asked, or the worker is about to sleep or
+ * stop). */
+static __rte_cold void ctr_flush_all(struct ofs_worker *w)
+{
+	for (uint32_t i = 0; i < CTR_WORDS; i++)
+		if (w->ctr_dirty[i])
+			ctr_flush_word(w, i);
+	__atomic_store_n(&w->ctr_sweeps, w->ctr_sweeps + 2, __ATOMIC_RELEASE);
+}
+
+/* Once per poll loop: the sweep's words that are due (a whole sweep per OFS_CTR_SWEEP_US),
+ * and a full flush when the agent asked for one. */
+static inline void ctr_sweep(struct ofs_worker *w, uint64_t now_tsc, uint64_t word_tsc)
+{
+	uint64_t seq = __atomic_load_n(&ofs_dp.ctr_flush_seq, __ATOMIC_ACQUIRE);
+	if (unlikely(seq != w->ctr_ack_seq)) {
+		ctr_flush_all(w);
+		__atomic_store_n(&w->ctr_ack_seq, seq, __ATOMIC_RELEASE);
+	}
+	if (now_tsc < w->ctr_next_tsc)
+		return;
+	if (now_tsc - w->ctr_next_tsc > OFS_CACHE_LINES / 64 * word_tsc)
+		w->ctr_next_tsc = now_tsc;  /* the worker was held up: no catch-up burst */
+	for (unsigned k = 0; k < 8 && now_tsc >= w->ctr_next_tsc; k++) {
+		if (w->ctr_dirty[w->ctr_sweep_word])
+			ctr_flush_word(w, w->ctr_sweep_word);
+		w->ctr_next_tsc += word_tsc;
+		if (++w->ctr_sweep_word == CTR_WORDS) {
+			w->ctr_sweep_word = 0;
+			__atomic_store_n(&w->ctr_sweeps, w->ctr_sweeps + 1, __ATOMIC_RELEASE);
+		}
+	}
+}
+
+void ofs_counters_sync(void)
+{
+	uint64_t seq = __atomic_add_fetch(&ofs_dp.ctr_flush_seq, 1, __ATOMIC_ACQ_REL);
+	uint64_t give_up = ofs_now_ns() + 500000000ull;  /* a worker that never loops: stuck */
+	for (unsigned i = 0; i < ofs_dp.n_workers; i++) {
+		struct ofs_worker *w = &ofs_dp.workers[i];
+		while (__atomic_load_n(&w->ctr_ack_seq, __ATOMIC_ACQUIRE) < seq &&
+		       __atomic_load_n(&w->ctr_dirty_lines, __ATOMIC_ACQUIRE) != 0 &&
+		       !ofs_dp.force_quit && ofs_now_ns() < give_up)
+			rte_pause();
+	}
+}
+
+void ofs_counters_snapshot(uint64_t snap[OFS_MAX_WORKERS])
+{
+	for (unsigned i = 0; i < ofs_dp.n_workers; i++)
+		snap[i] = __atomic_load_n(&ofs_dp.workers[i].ctr_sweeps, __ATOMIC_ACQUIRE);
+}
+
+bool ofs_counters_swept(const uint64_t snap[OFS_MAX_WORKERS])
+{
+	for (unsigned i = 0; i < ofs_dp.n_workers; i++) {
+		const struct ofs_worker *w = &ofs_dp.workers[i];
+		/* a sweep in progress at the snapshot may have passed a line already: two */
+		if (__atomic_load_n(&w->ctr_sweeps, __ATOMIC_ACQUIRE) < snap[i] + 2 &&
+		    __atomic_load_n(&w->ctr_dirty_lines, __ATOMIC_ACQUIRE) != 0)
+			return false;
+	}
+	return true;
+}
+
 /* Does the entry at p's place hold p's key of p->ix's epoch? Then *f is its flow, after
  * revalidation when the entry is of an older version (a stale one is noted in p->stale). */
 static inline bool ck_find_at(struct ofs_worker *w, struct ck_probe *p, int place,
@@ -1068,6 +1216,8 @@ static inline bool ck_find_at(struct ofs_worker *w, struct ck_probe *p, int plac
 		w->cache_revalidated++;
 	}
 	*f = ck_flow(l->x[0]);
+	p->line = p->idx[place];
+	p->fast = n <= OFS_CK_FAST_WORDS ? (uint8_t)(l->x[6] >> CK_FAST_SHIFT) : 0;
 	return true;
 }
 
@@ -1091,12 +1241,22 @@ static inline void ck_store(struct ofs_worker *w, const struct ck_probe *p, stru
 		: !w->cache[p->idx[0]].tag ? 0
 		: !w->cache[p->idx[1]].tag ? 1
 		: (int)(w->cache_misses & 1);
-	struct ofs_cache_line *l = &w->cache[p->idx[place]];
+	uint32_t line = p->idx[place];
+	struct ofs_cache_line *l = &w->cache[line];
 	unsigned n = p->ix->n_words, n1 = RTE_MIN(n, (unsigned)OFS_CK_LINE1_WORDS);
 	uint64_t tag = ck_tag(p->ix);
+	if (unlikely(ctr_is_dirty(w, line)))
+		ck_flush_line(w, line);
+	if (p->wide && unlikely(ctr_is_dirty(w, line + 1)))
+		ck_flush_line(w, line + 1);
 	l->tag = tag;
 	l->x[0] = (uint64_t)(uintptr_t)f | (uint64_t)(f ? f->priority : 0) << CK_FLOW_BITS;
 	memcpy(&l->x[1], p->w, n1 * sizeof(p->w[0]));
+	if (n <= OFS_CK_FAST_WORDS) {
+		int out = f && f->fast_out && !f->meter_id && !f->idle_timeout
+			? ofs_port_idx(f->fast_out) : -1;
+		l->x[6] = out >= 0 ? (uint64_t)(out + 1) << CK_FAST_SHIFT : 0;
+	}
 	if (p->wide) {
 		l[1].tag = tag;
 		memcpy(l[1].x, &p->w[OFS_CK_LINE1_WORDS], (n - n1) * sizeof(p->w[0]));
@@ -1372,6 +1532,7 @@ static void process_burst(struct ofs_worker *w, int pidx, struct rte_mbuf **pkts
 		probe[j].stale = -1;
 		if (ck_find_at(w, &probe[j], 0, &first[j])) {
 			w->cache_hits++;
+			ck_take_fast(w, &probe[j], &ctx[j]);
 			continue;
 		}
 		second[j] = true;
@@ -1385,6 +1546,7 @@ static void process_burst(struct ofs_worker *w, int pidx, struct rte_mbuf **pkts
 				continue;
 			if (ck_find_at(w, &probe[j], 1, &first[j])) {
 				w->cache_hits++;
+				ck_take_fast(w, &probe[j], &ctx[j]);
 				continue;
 			}
 		}
@@ -1404,7 +1566,20 @@ static void process_burst(struct ofs_worker *w, int pidx, struct rte_mbuf **pkts
 			/* the same key twice in one burst: store it once */
 			if (probe[j].cacheable && !ck_find(w, &probe[j], &cached))
 				ck_store(w, &probe[j], first[j]);
+			probe[j].fast = 0;  /* a miss goes the general way */
 		}
+	}
+	/* Hits on fast entries (ofswitch.h), counted in their entry at the hit (ck_take_fast):
+	 * the common flow's output, as run_pipeline's fast_out path sends it, without reading the
+	 * flow's line. */
+	for (uint16_t j = 0; j < n; j++) {
+		if (!live[j] || !probe[j].fast)
+			continue;
+		w->lookup_count[0]++;
+		w->matched_count[0]++;
+		tx_one(w, probe[j].fast - 1, ctx[j].m);
+		ctx[j].m = NULL;
+		live[j] = false;
 	}
 	for (uint16_t j = 0; j < n; j++)
 		if (live[j] && first[j])
@@ -1431,7 +1606,10 @@ int ofs_worker_main(void *arg)
 	}
 	unsigned idle = 0;
 	const uint64_t drain_tsc = rte_get_tsc_hz() * OFS_TX_DRAIN_US / 1000000;
+	const uint64_t word_tsc = RTE_MAX(rte_get_tsc_hz() / 1000000 * OFS_CTR_SWEEP_US / CTR_WORDS,
+					  (uint64_t)1);
 	uint64_t last_drain = rte_rdtsc(), pass_tsc = last_drain;
+	w->ctr_next_tsc = last_drain;
 	w->ctr_off = (size_t)w->idx * ofs_arena_ctr_stride;
 	rte_rcu_qsbr_thread_register(ofs_dp.qsbr, w->idx);
 	rte_rcu_qsbr_thread_online(ofs_dp.qsbr, w->idx);
@@ -1468,9 +1646,14 @@ int ofs_worker_main(void *arg)
 				port_tx_flush(w, (int)p);
 		}
 		ofs_reader_leave_all(w);
+		ctr_sweep(w, now_tsc, word_tsc);
 		rte_rcu_qsbr_quiescent(ofs_dp.qsbr, w->idx);
 		if (got == 0 && ofs_dp.idle_sleep_us) {
 			if (++idle > 100) {
+				/* nothing left pending while asleep (ofs_counters_sync does not wait
+				 * for a worker without pending counts) */
+				if (w->ctr_dirty_lines)
+					ctr_flush_all(w);
 				/* offline while asleep: a grace period does not wait for the nap */
 				rte_rcu_qsbr_thread_offline(ofs_dp.qsbr, w->idx);
 				usleep(ofs_dp.idle_sleep_us);
@@ -1485,6 +1668,7 @@ int ofs_worker_main(void *arg)
 	}
 	for (unsigned p = 0; p < ofs_dp.n_ports; p++)
 		port_tx_flush(w, (int)p);
+	ctr_flush_all(w);
 	rte_rcu_qsbr_thread_offline(ofs_dp.qsbr, w->idx);
 	rte_rcu_qsbr_thread_unregister(ofs_dp.qsbr, w->idx);
 	rte_free(c);

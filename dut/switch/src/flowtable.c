@@ -11,23 +11,62 @@
 #include "flowtable.h"
 
 /* ---- deferred frees (QSBR tokens, FIFO) ------------------------------------------------- */
-struct deferred { uint64_t token; void *p; void (*fn)(void *); };
+/* A flow (ofs_defer_free_flow) has a second stage: after its grace period it waits in sq until
+ * every worker swept its cache's pending counts (ofs_counters_swept), since a fast cache
+ * entry may still hold counts for it (ofswitch.h, struct ofs_cache_line). */
+struct deferred { uint64_t token; void *p; void (*fn)(void *); bool swept; };
+struct sweep_wait { uint64_t snap[OFS_MAX_WORKERS]; void *p; void (*fn)(void *); };
 static struct deferred *dq;
 static size_t dq_head, dq_len, dq_cap;  /* ring of dq_cap entries */
+static struct sweep_wait *sq;
+static size_t sq_head, sq_len, sq_cap;  /* ring of sq_cap entries */
+
+/* Grow a ring of *cap entries of size sz (head, len) to twice its size; false: no memory. */
+static bool ring_grow(void **ring, size_t sz, size_t *head, size_t len, size_t *cap)
+{
+	size_t nc = *cap ? *cap * 2 : 256;
+	char *n = malloc(nc * sz);
+	if (!n)
+		return false;
+	for (size_t i = 0; i < len; i++)
+		memcpy(n + i * sz, (char *)*ring + ((*head + i) % *cap) * sz, sz);
+	free(*ring);
+	*ring = n;
+	*head = 0;
+	*cap = nc;
+	return true;
+}
 
 void ofs_reclaim(bool wait)
 {
 	while (dq_len) {
 		struct deferred *d = &dq[dq_head];
 		if (ofs_dp.qsbr && rte_rcu_qsbr_check(ofs_dp.qsbr, d->token, wait) != 1)
-			return;
-		d->fn(d->p);
+			break;
+		if (d->swept && (sq_len < sq_cap ||
+				 ring_grow((void **)&sq, sizeof(*sq), &sq_head, sq_len, &sq_cap))) {
+			struct sweep_wait *s = &sq[(sq_head + sq_len++) % sq_cap];
+			ofs_counters_snapshot(s->snap);
+			s->p = d->p;
+			s->fn = d->fn;
+		} else {
+			if (d->swept)  /* no memory to wait in: make every worker flush now */
+				ofs_counters_sync();
+			d->fn(d->p);
+		}
 		dq_head = (dq_head + 1) % dq_cap;
 		dq_len--;
 	}
+	if (sq_len && wait)
+		ofs_counters_sync();  /* a full flush counts as a sweep */
+	while (sq_len && ofs_counters_swept(sq[sq_head].snap)) {
+		sq[sq_head].fn(sq[sq_head].p);
+		sq_head = (sq_head + 1) % sq_cap;
+		sq_len--;
+	}
 }
 
-void ofs_defer_free(void *p, void (*fn)(void *))
+static void defer(void *p, void (*fn)(void *), bool swept)
 {
 	if (!p)
 		return;
@@ -35,24 +74,28 @@ void ofs_defer_free(void *p, void (*fn)(void *))
 		fn(p);
 		return;
 	}
-	if (dq_len == dq_cap) {
-		size_t nc = dq_cap ? dq_cap * 2 : 256;
-		struct deferred *n = malloc(nc * sizeof(*n));
-		if (!n) {  /* out of memory: wait for the workers instead of queueing */
-			rte_rcu_qsbr_synchronize(ofs_dp.qsbr, RTE_QSBR_THRID_INVALID);
-			ofs_reclaim(true);
-			fn(p);
-			return;
-		}
-		for (size_t i = 0; i < dq_len; i++)
-			n[i] = dq[(dq_head + i) % dq_cap];
-		free(dq);
-		dq = n;
-		dq_head = 0;
-		dq_cap = nc;
+	if (dq_len == dq_cap && !ring_grow((void **)&dq, sizeof(*dq), &dq_head, dq_len, &dq_cap)) {
+		/* out of memory: wait for the workers instead of queueing */
+		rte_rcu_qsbr_synchronize(ofs_dp.qsbr, RTE_QSBR_THRID_INVALID);
+		ofs_reclaim(true);
+		if (swept)
+			ofs_counters_sync();
+		fn(p);
+		return;
 	}
-	dq[(dq_head + dq_len) % dq_cap] = (struct deferred){ rte_rcu_qsbr_start(ofs_dp.qsbr), p, fn };
+	dq[(dq_head + dq_len) % dq_cap] = (struct deferred){ rte_rcu_qsbr_start(ofs_dp.qsbr), p, fn,
+							      swept };
 	dq_len++;
+}
+
+void ofs_defer_free(void *p, void (*fn)(void *))
+{
+	defer(p, fn, false);
+}
+
+void ofs_defer_free_flow(void *p, void (*fn)(void *))
+{
+	defer(p, fn, true);
 }
 
 /* ---- simple backend: a priority-sorted array, copied and re-sorted at publish ------------- */

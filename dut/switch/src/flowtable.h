@@ -101,6 +101,9 @@ bool ofs_table_overlaps(const struct ofs_table *tb, const struct ofs_match *m, u
 bool ofs_tables_commit(void);
 /* Free p with fn once no worker can hold it (now when there are no workers). */
 void ofs_defer_free(void *p, void (*fn)(void *));
+/* A removed flow: freed after its grace period and, then, every worker's sweep of the pending
+ * counts its flow cache holds (ofswitch.h, struct ofs_cache_line). */
+void ofs_defer_free_flow(void *p, void (*fn)(void *));
 /* Free what the workers have left behind; wait for them when `wait`. */
 void ofs_reclaim(bool wait);
 

@@ -107,6 +107,7 @@ struct ofs_flow {
 	bool has_write_md, clear_actions;
 	bool table_miss;             /* priority 0, no match field: Packet-Ins say NO_MATCH */
 	bool in_arena;               /* from ofs_flow_alloc (agent-private) */
+	bool replaced;               /* succ is set (release: succ first) */
 	/* ---- cold ---- */
 	const uint8_t *write;
 	uint64_t last_used_ns;       /* written by workers when idle_timeout */
@@ -119,6 +120,9 @@ struct ofs_flow {
 	uint64_t created_ns;
 	struct ofs_flow *next, **pprev;  /* agent-private list linkage */
 	struct ofs_flow *hnext;      /* agent-private exact-match hash chain */
+	struct ofs_flow *succ;       /* the MODIFY's copy that carries on this flow's counts
+				      * (agent writes, then sets replaced; workers' counter
+				      * flushes read it when replaced is set) */
 	uint32_t hash;               /* of (priority, match) */
 	uint32_t lookup_id;          /* the lookup backend's handle (agent-private) */
 	uint32_t mgroup, mpos;       /* its mask group and place there (agent-private, flowtable.c) */
@@ -308,11 +312,29 @@ struct ofs_txq {
  * tells entries of different tables and epochs apart; a line overwritten by another table's
  * entry shows a different tag, so a two-line entry whose second line was taken is a miss.
  *   x[0] of a first line: the flow (NULL: cached miss) | its priority << 48 (revalidation
- *   never reads the flow); pointers above 2^48 are not cached (ck_store). */
+ *   never reads the flow); pointers above 2^48 are not cached (ck_store).
+ *   x[6] of the first line of a table of at most OFS_CK_FAST_WORDS words: the fast word.
+ *   A fast entry's flow is the common flow (fast_out, no meter, no idle timeout): bits 56..63
+ *   its output's ports[] index + 1 (0: not a fast entry), bits 32..55 packets and 0..31
+ *   bytes counted here and not yet added to the flow. A hit on a fast entry forwards without
+ *   reading the flow's line: the flow's counts are deferred. They reach the flow when the
+ *   line is flushed: before the line is overwritten, when a count would overflow, by the
+ *   sweep (every OFS_CTR_SWEEP_US) and by a full flush that the agent asks for before it
+ *   reads counts (ofs_counters_sync). A flushed line's flow is valid: a removed flow is
+ *   released only after every worker swept or fully flushed since the grace period that
+ *   took it out of the views (ofs_counters_swept). A MODIFY's copy carries its
+ *   predecessor's counts; what is flushed to the predecessor afterwards goes on to the
+ *   copy (ofs_flow.succ). */
 #ifndef OFS_CACHE_LINES         /* test_ofswitch_churn builds a tiny one: evictions everywhere */
 #define OFS_CACHE_LINES 131072  /* per worker (8 MiB), power of 2 */
 #endif
 #define OFS_CK_LINE1_WORDS 6    /* key words in an entry's first line */
+#define OFS_CK_FAST_WORDS 5     /* at most this many: x[6] of the first line is the entry's
+				 * fast word (below) */
+#define OFS_CTR_SWEEP_US 100000 /* every fast entry's pending counts reach its flow within
+				 * this (one sweep); the agent's reads sync (ofs_counters_sync).
+				 * A flush costs the entry's line and the flow's: it pays when the
+				 * entry was hit several times since the last one */
 struct ofs_cache_line {
 	uint64_t tag;                /* serial << OFS_VERSION_BITS | version of the view that
 				      * answered; 0: empty */
@@ -334,6 +356,17 @@ struct ofs_worker {
 	uint64_t lookup_count[OFS_N_TABLES];
 	uint64_t matched_count[OFS_N_TABLES];
 	struct ofs_cache_line *cache;
+	/* Counts held in cache entries (ofs_cache_line "fast entries"): bit i set = line i holds
+	 * packets not yet added to its flow. The sweep flushes OFS_CACHE_LINES / 64 words once
+	 * per OFS_CTR_SWEEP_US, a word at a time (ctr_sweep_word, due at ctr_next_tsc). */
+	uint64_t ctr_dirty[OFS_CACHE_LINES / 64];
+	uint32_t ctr_sweep_word;
+	uint64_t ctr_next_tsc;
+	/* read by the agent (atomics): lines with pending counts; sweeps completed (+2 for a
+	 * full flush); the last ofs_dp.ctr_flush_seq this worker fully flushed for */
+	uint32_t ctr_dirty_lines;
+	uint64_t ctr_sweeps;
+	uint64_t ctr_ack_seq;
 	uint64_t cache_hits, cache_misses;
 	uint64_t cache_revalidated;  /* hits on an entry of an older version (ck_revalidate) */
 	uint64_t entered;            /* tables whose lookup structure this worker entered */
@@ -388,6 +421,7 @@ struct ofs_dp {
 	bool standalone;
 	unsigned idle_sleep_us;
 	volatile bool force_quit;
+	uint64_t ctr_flush_seq;      /* the agent's last full-flush request (ofs_counters_sync) */
 	/* agent wake-up (see "The agent does not poll" above); agent_sleeping is only ever set
 	 * by the agent loop after it opened agent_wake_fd, so unit tests never write to it */
 	uint32_t agent_sleeping;
@@ -417,6 +451,14 @@ int ofs_worker_main(void *arg);
 void ofs_wake_agent(void);
 void ofs_tx_unsent(struct rte_mbuf **pkts, uint16_t n, void *txq);
 void ofs_run_packet_out(struct ofs_worker *w, struct ofs_pout *po);
+/* Agent: every count the workers' cache entries hold is in its flow when this returns (each
+ * running worker fully flushed once; a worker with nothing pending is not waited for). */
+void ofs_counters_sync(void);
+/* Agent: a snapshot of the workers' sweep counts, and whether every worker has swept (or
+ * has nothing pending) since it was taken: then no cache entry holds counts of a flow that
+ * was out of every view when the snapshot was taken. */
+void ofs_counters_snapshot(uint64_t snap[OFS_MAX_WORKERS]);
+bool ofs_counters_swept(const uint64_t snap[OFS_MAX_WORKERS]);
 
 /* agent_conn.c: the agent thread (arg: struct ofs_agent_cfg *) */
 #ifndef OFS_MAX_CONTROLLERS
