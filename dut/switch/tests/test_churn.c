@@ -396,7 +396,10 @@ static int run_counts(struct ofs_worker *w, unsigned lc, struct rte_mempool *poo
 	uint64_t t_end = ofs_now_ns() + (uint64_t)(seconds * 1e9);
 	while (ofs_now_ns() < t_end || epochs < 60) {
 		epochs++;
-		int r = rand() % 10, i = rand() % n_cflows;
+		/* mostly a flow that forwards (the best of a random key): one with counts in entries */
+		int r = rand() % 10, i = rand() % n_cflows, kb = counts_best(rand() % NKEYS);
+		if (kb >= 0 && rand() % 4)
+			i = kb;
 		struct cflow *f = &cflows[i];
 		if (r < 3) {  /* MODIFY_STRICT, the same actions; half of them reset the counts */
 			bool reset = rand() % 2;
