@@ -20,11 +20,13 @@
  * packets/bytes (hot line, plain adds, as before); with several, worker w adds to
  * f->ctr[w * ofs_arena_ctr_stride] (struct ofs_worker.ctr_off), a line only it writes, so no
  * line bounces between cores and no atomic is needed. The agent sums them (ofs_flow_counts)
- * for flow stats, aggregate stats and FLOW_REMOVED.
+ * for flow stats, aggregate stats and FLOW_REMOVED, after ofs_counters_sync: a worker's fast
+ * cache entries hold counts until they are flushed (ofswitch.h, struct ofs_cache_line).
  *
  * Concurrency: agent thread only, except that workers read flows and add to counters.
- * A slot is released (ofs_flow_release) only through the deferred frees (flowtable.h, QSBR):
- * no worker holds the flow then, and none can add to its counters, so the agent zeroes a
+ * A slot is released (ofs_flow_release) only through the deferred frees (flowtable.h, QSBR,
+ * then the workers' counter sweeps: ofs_defer_free_flow): no worker holds the flow then, no
+ * cache entry holds counts for it, and none can add to its counters, so the agent zeroes a
  * slot's counters when it hands the slot out again, without racing a worker.
  * Limits: an ADD finds no slot once max_flows flows are in use (--max-flows, 0: as many as
  * memory gives; removed flows count until they are reclaimed, and the agent waits one grace

@@ -26,9 +26,11 @@
  *     its value/mask on the union's words, a removed one as its address), so cached answers
  *     are revalidated on their next hit instead of all being recomputed; any other commit
  *     opens a new epoch.
- *  3. The old view and the removed flows are handed to ofs_defer_free() with a QSBR token and
- *     freed by a later commit or housekeeping tick once every worker has passed a quiescent
- *     state (a flow's slot goes back to the flow arena then, flowarena.h, and only then may
+ *  3. The old view (ofs_defer_free) and the removed flows (ofs_defer_free_flow) are queued with a
+ *     QSBR token and freed by a later commit or housekeeping tick once every worker has passed a
+ *     quiescent state, flows only after every worker has then also swept the counts its cache
+ *     entries hold (ofswitch.h, struct ofs_cache_line; a flow's slot goes back to the flow
+ *     arena then, flowarena.h, and only then may
  *     its counters be reset for a new flow); the commit itself never waits for the workers,
  *     except in step 4 and when an ADD finds the arena full (agent_flows.c arena_flow).
  *  4. Mask-union growth: a cached answer is keyed on the packet key ANDed with the published

@@ -8,7 +8,8 @@
  *    ports and their own tx queue on every port. They only READ flows, tables, groups, meters
  *    config and ports; they WRITE only per-worker counters (struct ofs_worker), per-flow
  *    counters (plain adds: with one worker on the flow's hot line, with several each worker
- *    in its own array, flowarena.h, summed by the agent), per-group counters (relaxed
+ *    in its own array, flowarena.h, summed by the agent; a fast cache entry holds them until
+ *    its line is flushed, struct ofs_cache_line), per-group counters (relaxed
  *    atomics, no locks), a flow's last_used_ns (idle timeouts), and meter buckets (one
  *    spinlock per meter, taken only by packets that hit that meter).
  *  - The agent thread (a DPDK control thread, ofs_agent_main) is the ONLY writer of flows, tables,
