@@ -1479,8 +1479,9 @@ static void standalone_forward(struct pkt_ctx *c, int pidx)
 /* A burst from one port, l3fwd style, in passes so each one's memory loads overlap: parse every
  * packet and hash its table-0 cache key (prefetch the entry's first place); probe it there
  * (prefetch the second place when it is not); probe the second places and look the misses up
- * in one batch (lookup_burst); prefetch the flows' hot line and actions; run the pipelines. The view and the
- * flows stay valid: the worker reports its RCU quiescent state only after the burst. */
+ * in one batch (lookup_burst); send the hits on fast entries (counted at the hit,
+ * ck_take_fast); prefetch the other flows' hot line and actions; run their pipelines. The view
+ * and the flows stay valid: the worker reports its RCU quiescent state only after the burst. */
 static void process_burst(struct ofs_worker *w, int pidx, struct rte_mbuf **pkts, uint16_t n,
 			  struct pkt_ctx *ctx)
 {
