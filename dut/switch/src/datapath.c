@@ -1057,7 +1057,6 @@ static void ck_flush_line(struct ofs_worker *w, uint32_t line)
 	struct ofs_cache_line *l = &w->cache[line];
 	uint64_t x = l->x[6];
 	w->ctr_dirty[line / 64] &= ~(1ull << (line % 64));
-	__atomic_store_n(&w->ctr_dirty_lines, w->ctr_dirty_lines - 1, __ATOMIC_RELEASE);
 	l->x[6] = x & ~CK_PEND_MASK;
 	struct ofs_flow *f = ck_flow(l->x[0]);
 	while (unlikely(__atomic_load_n(&f->replaced, __ATOMIC_ACQUIRE)))
@@ -1071,6 +1070,10 @@ static void ck_flush_line(struct ofs_worker *w, uint32_t line)
 		k->packets += pk;
 		k->bytes += by;
 	}
+	/* last, with release: an agent that reads 0 pending lines (ofs_counters_sync,
+	 * ofs_counters_swept) sees these adds, and no flush of this worker still writes to a
+	 * flow it may free */
+	__atomic_store_n(&w->ctr_dirty_lines, w->ctr_dirty_lines - 1, __ATOMIC_RELEASE);
 }
 
 /* A packet of len bytes forwarded by the fast entry at line: counted in the entry. */
