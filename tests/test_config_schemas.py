@@ -76,6 +76,8 @@ CASES = [
     ("profile", "missing required", drop(["lab", "kind"]), "lab.kind", "required key is missing"),
     ("profile", "out of range", put(["controller"], {"port": 70000}), "controller.port",
      "must be in 0..65535, got 70000"),
+    ("profile", "failed check", put(["switch", "cache_lines"], 100000), "switch.cache_lines",
+     "expected a power of 2, got 100000"),
     ("profile", "bad choice", put(["switch", "kind"], "cisco"), "switch.kind",
      "expected one of ofbench, ovs, ovs-dpdk, got 'cisco'"),
     ("profile", "bad nesting", put(["switch", "ports", "p1"], "net_memif0"), "switch.ports.p1",

@@ -14,6 +14,13 @@ def test_profile_switch_settings_reach_ofbench():
     assert ofbench_settings(prof, "ofbench", env={}) == {"lookup": "simple", "workers": 2}
 
 
+def test_profile_cache_lines_reach_ofbench():
+    prof = _profile({"kind": "ofbench", "lookup": "tuple", "workers": 1, "cache_lines": 1024})
+    assert ofbench_settings(prof, "ofbench", env={})["cache_lines"] == 1024
+    peer = _profile({"kind": "ovs", "cache_lines": 1024})
+    assert "cache_lines" not in ofbench_settings(peer, "ofbench", env={})
+
+
 def test_profile_cores_reach_ofbench():
     prof = _profile({"kind": "ofbench", "lookup": "trie", "workers": 1, "cores": "2-3"})
     assert ofbench_settings(prof, "ofbench", env={})["lcores"] == "2-3"

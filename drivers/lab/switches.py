@@ -84,7 +84,8 @@ def busy_share(c0: dict | None, c1: dict | None) -> tuple[float, int] | None:
 
 def ofbench_settings(profile, kind: str, env=os.environ) -> dict:
     """The profile's settings for our switch (``switch.lookup``, ``switch.workers``,
-    ``switch.cores``, ``switch.fail_mode``) when ``kind`` is the profile's own switch; env
+    ``switch.cores``, ``switch.fail_mode``, ``switch.cache_lines``) when ``kind`` is the
+    profile's own switch; env
     ``OFBENCH_SWITCH_LOOKUP`` (an alias kept for old scripts) overrides the lookup. For
     ofbench as a peer, the defaults."""
     from dut.profiles.schema import DEFAULT_LOOKUP
@@ -96,6 +97,8 @@ def ofbench_settings(profile, kind: str, env=os.environ) -> dict:
             out["lcores"] = sw["cores"]
         if sw.get("fail_mode"):
             out["fail_mode"] = sw["fail_mode"]
+        if sw.get("cache_lines"):
+            out["cache_lines"] = int(sw["cache_lines"])
     if kind == "ofbench" and env.get("OFBENCH_SWITCH_LOOKUP"):
         out["lookup"] = env["OFBENCH_SWITCH_LOOKUP"]
     return out

@@ -24,6 +24,8 @@ Schema version 1 (``schema_version: 1``)::
     switch: {kind: ofbench|ovs|ovs-dpdk, workers: int, cores: str, host: <role>,
              lookup: tuple|dtree|trie|simple,  # ofbench's flow lookup (SWITCH_LOOKUPS below)
              busy_poll: bool,        # idle workers spin (dedicated cores) instead of sleeping
+             cache_lines: int,       # ofbench's flow cache per worker, 64-byte lines, a power
+                                     # of 2 (default the binary's: 262144, 16 MiB)
              fail_mode: secure|standalone,  # ofbench with no controller (default secure)
              ports: {<name>: {devargs: str, speed_gbps: num, pci: str}}}
     peers: [ofbench|ovs|ovs-dpdk]  # switches measured side by side with `switch`
@@ -89,6 +91,10 @@ class ProfileError(SchemaError):
     """A profile that must not be used. The message names the file, the line and the key."""
 
 
+def _check_power_of_2(n: int) -> str | None:
+    return None if n & (n - 1) == 0 else f"expected a power of 2, got {n}"
+
+
 def _check_target(expr: str) -> str | None:
     return None if TARGET_RE.match(expr) else (
         f"bad target {expr!r}: write '<op> <number>' with op one of >= <= > < ==")
@@ -131,6 +137,8 @@ PROFILE = Spec(dict, fields={
         "lookup": Spec(str, default=DEFAULT_LOOKUP, choices=SWITCH_LOOKUPS),
         "host": Spec(str),
         "busy_poll": Spec(bool, default=False),
+        # ofbench's --cache-lines (dut/switch/src/ofswitch.h): absent = the binary's default
+        "cache_lines": Spec(int, ge=64, le=1 << 26, check=_check_power_of_2),
         # ofbench with no controller connected (OF1.3.5 6.4): secure keeps the flow tables
         # and drops what needs a controller; standalone forwards as a learning switch
         # (drivers/lab/switches.py passes it to ofbench, and to OVS as the profile's switch)

@@ -77,13 +77,14 @@ def switch_argv(binary: str | Path, eal_args: list[str], ports: list[tuple[int, 
                 workers: int = 1, lookup: str = DEFAULT_LOOKUP,
                 stats_sock: str | Path | None = None, idle_sleep_us: int = 0,
                 fail_mode: str | None = None, echo_interval_ms: int | None = None,
-                mbufs: int | None = None) -> list[str]:
+                mbufs: int | None = None, cache_lines: int | None = None) -> list[str]:
     """Command line of ofswitch. ``ports`` = [(openflow port number, devargs or port id)];
     ``controller`` one (host, port) or a list of them (one connection each, roles per OF1.3.5
     6.3.6); ``fail_mode`` secure (the binary's default) or standalone (a learning switch while
     no controller is connected); ``echo_interval_ms`` the keepalive (default 5000 in the
     binary, 0 off); ``mbufs``: size of the switch's mbuf pool (default: the switch's own
-    sizing; a net_pcap ``infinite_rx`` port keeps its whole pcap in it)."""
+    sizing; a net_pcap ``infinite_rx`` port keeps its whole pcap in it); ``cache_lines``:
+    each worker's flow cache in 64-byte lines, a power of 2 (default: the binary's)."""
     if not ports:
         raise ValueError("ofswitch needs at least one port")
     if lookup not in LOOKUPS:
@@ -127,6 +128,11 @@ def switch_argv(binary: str | Path, eal_args: list[str], ports: list[tuple[int, 
         argv += ["--echo-interval-ms", str(echo_interval_ms)]
     if mbufs:
         argv += ["--mbufs", str(int(mbufs))]
+    if cache_lines is not None:
+        n = int(cache_lines)
+        if n < 64 or n & (n - 1):
+            raise ValueError(f"cache_lines {cache_lines!r}: expected a power of 2 >= 64")
+        argv += ["--cache-lines", str(n)]
     return argv
 
 
@@ -161,7 +167,7 @@ def start_ofswitch(lab, name: str, ports: list[tuple[int, str]], controller: tup
                    idle_sleep_us: int | None = None, mem_mb: int = 512,
                    lcores: str | None = None, ready_timeout_s: float = 30.0, host=None,
                    fail_mode: str | None = None, echo_interval_ms: int | None = None,
-                   mbufs: int | None = None):
+                   mbufs: int | None = None, cache_lines: int | None = None):
     """Start ofswitch on ``host`` (a lab host; default: ``lab`` itself, the local box) with
     that host's own build; returns the host's process handle once the switch answers on its
     stats socket (and, if asked, has its OpenFlow session up). ``proc.stats_sock`` is the
@@ -186,7 +192,8 @@ def start_ofswitch(lab, name: str, ports: list[tuple[int, str]], controller: tup
     argv = switch_argv(binary, eal, ports, controller=controller, dpid=dpid,
                        workers=workers, lookup=lookup, stats_sock=stats_sock,
                        idle_sleep_us=idle_sleep_us, fail_mode=fail_mode,
-                       echo_interval_ms=echo_interval_ms, mbufs=mbufs)
+                       echo_interval_ms=echo_interval_ms, mbufs=mbufs,
+                       cache_lines=cache_lines)
     if not host.exists(binary):
         raise FileNotFoundError(f"{binary} not built on {getattr(host, 'role', 'this box')} "
                                 "(run `make setup` or set OFBENCH_BUILD_DIR)")

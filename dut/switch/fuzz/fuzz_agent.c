@@ -104,10 +104,12 @@ static void worker_init(struct rte_mempool *pool)
 	w->idx = 0;
 	w->lcore_id = rte_lcore_id();
 	w->pool = pool;
-	w->cache = aligned_alloc(64, sizeof(*w->cache) * OFS_CACHE_LINES);
-	if (!w->cache)
+	struct ofs_cache_line *cache = aligned_alloc(64, sizeof(*cache) * OFS_CACHE_LINES);
+	uint64_t *dirty = calloc(OFS_CACHE_LINES / 64, sizeof(*dirty));
+	if (!cache || !dirty)
 		die("flow cache alloc failed");
-	memset(w->cache, 0, sizeof(*w->cache) * OFS_CACHE_LINES);
+	memset(cache, 0, sizeof(*cache) * OFS_CACHE_LINES);
+	ofs_worker_set_cache(w, cache, dirty, OFS_CACHE_LINES);
 	for (unsigned p = 0; p < N_PORTS; p++) {
 		w->txb[p] = rte_zmalloc("txb", RTE_ETH_TX_BUFFER_SIZE(OFS_BURST), 0);
 		if (!w->txb[p])

@@ -129,9 +129,10 @@ static void stats_answer(int ls)
 		flows += ofs_dp.tables[t].n_flows;
 	n += (size_t)snprintf(buf + n, sizeof(buf) - n,
 		"{\"dpid\": %llu, \"of_connected\": %s, \"flows\": %u, \"cache_hits\": %llu, "
-		"\"cache_misses\": %llu, \"ports\": [", (unsigned long long)ofs_dp.dpid,
-		of_connected ? "true" : "false", flows, (unsigned long long)hits,
-		(unsigned long long)misses);
+		"\"cache_misses\": %llu, \"cache_lines\": %u, \"ports\": [",
+		(unsigned long long)ofs_dp.dpid, of_connected ? "true" : "false", flows,
+		(unsigned long long)hits, (unsigned long long)misses,
+		ofs_dp.workers[0].cache_mask + 1);
 	for (unsigned i = 0; i < ofs_dp.n_ports; i++) {
 		uint64_t rx = 0, tx = 0;
 		for (unsigned w = 0; w < ofs_dp.n_workers; w++) {

@@ -937,12 +937,15 @@ struct ck_probe {
 	uint64_t w[OFS_CK_WORDS];
 };
 
-/* The two places of an entry of hash sig: indexes of its first line, taken from disjoint bits
- * of the hash, even for a two-line entry, never the same. */
-static inline void ck_index(struct ck_probe *p)
+/* The two places of an entry of hash sig in a cache of m + 1 lines: indexes of its first
+ * line, even for a two-line entry, never the same. The first is the hash's low bits, the
+ * second the high bits of a multiplicative mix of it (Fibonacci hashing: every bit of sig
+ * moves them), so keys that share a first place spread over the whole cache for their
+ * second, whatever the size. */
+static inline void ck_index(struct ck_probe *p, uint32_t m)
 {
-	uint32_t m = OFS_CACHE_LINES - 1;
-	uint32_t a = p->sig & m, b = ((p->sig >> 15) ^ ((p->sig << 17) >> 15)) & m;
+	uint32_t a = p->sig & m;
+	uint32_t b = (uint32_t)(((uint64_t)(p->sig * 0x9e3779b1u) * ((uint64_t)m + 1)) >> 32);
 	if (p->wide) {
 		a &= ~1u;
 		b &= ~1u;
@@ -954,7 +957,7 @@ static inline void ck_index(struct ck_probe *p)
 }
 
 static inline void ck_prepare(const struct ofs_key *key, const struct ofs_table_view *ix,
-			      struct ck_probe *p)
+			      uint32_t cache_mask, struct ck_probe *p)
 {
 	p->ix = ix;
 	p->fast = 0;
@@ -969,7 +972,7 @@ static inline void ck_prepare(const struct ofs_key *key, const struct ofs_table_
 	}
 	p->sig = h ^ (h >> 15);  /* spread the high bits into the index */
 	p->wide = ix->n_words > OFS_CK_LINE1_WORDS;
-	ck_index(p);
+	ck_index(p, cache_mask);
 }
 
 static inline void ck_prefetch(struct ofs_worker *w, const struct ck_probe *p, int place)
@@ -1042,7 +1045,6 @@ static inline struct ofs_flow *ck_flow(uint64_t x0)
 #define CK_PEND_PK_SHIFT 32
 #define CK_PEND_PK_MAX 0xffffffull
 #define CK_PEND_MASK ((1ull << CK_FAST_SHIFT) - 1)
-#define CTR_WORDS (OFS_CACHE_LINES / 64)
 
 static inline bool ctr_is_dirty(const struct ofs_worker *w, uint32_t line)
 {
@@ -1080,7 +1082,9 @@ static void ck_flush_line(struct ofs_worker *w, uint32_t line)
 static inline void ck_count(struct ofs_worker *w, uint32_t line, uint32_t len)
 {
 	struct ofs_cache_line *l = &w->cache[line];
-	if (!ctr_is_dirty(w, line)) {
+	/* a fast entry's line is dirty exactly when it holds a packet: ask its own word, at hand,
+	 * not the bitmap (one line of it per 64 entries: a line more per frame in L1) */
+	if (!(l->x[6] & CK_PEND_MASK)) {
 		w->ctr_dirty[line / 64] |= 1ull << (line % 64);
 		__atomic_store_n(&w->ctr_dirty_lines, w->ctr_dirty_lines + 1, __ATOMIC_RELEASE);
 	} else if (unlikely((l->x[6] >> CK_PEND_PK_SHIFT & CK_PEND_PK_MAX) == CK_PEND_PK_MAX ||
@@ -1124,7 +1128,7 @@ static void ctr_flush_word(struct ofs_worker *w, uint32_t word)
  * stop). */
 static __rte_cold void ctr_flush_all(struct ofs_worker *w)
 {
-	for (uint32_t i = 0; i < CTR_WORDS; i++)
+	for (uint32_t i = 0; i < w->ctr_words; i++)
 		if (w->ctr_dirty[i])
 			ctr_flush_word(w, i);
 	__atomic_store_n(&w->ctr_sweeps, w->ctr_sweeps + 2, __ATOMIC_RELEASE);
@@ -1141,17 +1145,28 @@ static inline void ctr_sweep(struct ofs_worker *w, uint64_t now_tsc, uint64_t wo
 	}
 	if (now_tsc < w->ctr_next_tsc)
 		return;
-	if (now_tsc - w->ctr_next_tsc > OFS_CACHE_LINES / 64 * word_tsc)
+	if (now_tsc - w->ctr_next_tsc > w->ctr_words * word_tsc)
 		w->ctr_next_tsc = now_tsc;  /* the worker was held up: no catch-up burst */
 	for (unsigned k = 0; k < 8 && now_tsc >= w->ctr_next_tsc; k++) {
 		if (w->ctr_dirty[w->ctr_sweep_word])
 			ctr_flush_word(w, w->ctr_sweep_word);
 		w->ctr_next_tsc += word_tsc;
-		if (++w->ctr_sweep_word == CTR_WORDS) {
+		if (++w->ctr_sweep_word == w->ctr_words) {
 			w->ctr_sweep_word = 0;
 			__atomic_store_n(&w->ctr_sweeps, w->ctr_sweeps + 1, __ATOMIC_RELEASE);
 		}
 	}
+}
+
+void ofs_worker_set_cache(struct ofs_worker *w, struct ofs_cache_line *cache, uint64_t *dirty,
+			  uint32_t lines)
+{
+	RTE_VERIFY(rte_is_power_of_2(lines) && lines >= OFS_CACHE_LINES_MIN &&
+		   lines <= OFS_CACHE_LINES_MAX);
+	w->cache = cache;
+	w->cache_mask = lines - 1;
+	w->ctr_dirty = dirty;
+	w->ctr_words = lines / 64;
 }
 
 void ofs_counters_sync(void)
@@ -1297,7 +1312,7 @@ static struct ofs_flow *table_lookup(struct pkt_ctx *c, uint8_t t)
 	if (v)
 		reader_enter(c->w, t, v);
 	ensure_parsed(c);
-	ck_prepare(&c->key, v, &p);
+	ck_prepare(&c->key, v, c->w->cache_mask, &p);
 	return ck_lookup(c->w, &c->key, &p);
 }
 
@@ -1519,7 +1534,7 @@ static void process_burst(struct ofs_worker *w, int pidx, struct rte_mbuf **pkts
 	for (uint16_t j = 0; j < n; j++) {
 		if (!live[j])
 			continue;
-		ck_prepare(&ctx[j].key, ix0, &probe[j]);
+		ck_prepare(&ctx[j].key, ix0, w->cache_mask, &probe[j]);
 		if (probe[j].cacheable)
 			ck_prefetch(w, &probe[j], 0);
 	}
@@ -1610,8 +1625,8 @@ int ofs_worker_main(void *arg)
 	}
 	unsigned idle = 0;
 	const uint64_t drain_tsc = rte_get_tsc_hz() * OFS_TX_DRAIN_US / 1000000;
-	const uint64_t word_tsc = RTE_MAX(rte_get_tsc_hz() / 1000000 * OFS_CTR_SWEEP_US / CTR_WORDS,
-					  (uint64_t)1);
+	const uint64_t word_tsc = RTE_MAX(rte_get_tsc_hz() / 1000000 * OFS_CTR_SWEEP_US /
+					  w->ctr_words, (uint64_t)1);
 	uint64_t last_drain = rte_rdtsc(), pass_tsc = last_drain;
 	w->ctr_next_tsc = last_drain;
 	w->ctr_off = (size_t)w->idx * ofs_arena_ctr_stride;

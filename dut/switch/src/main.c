@@ -5,6 +5,10 @@
  *          --port 1=<dpdk port name or id> [--port 2=...] [--workers N]
  *          [--lookup tuple|dtree|trie|simple] [--stats-sock PATH] [--idle-sleep-us N] [--mbufs N]
  *          [--max-flows N] [--echo-interval-ms N] [--fail-mode secure|standalone]
+ *          [--cache-lines N]
+ *
+ * --cache-lines: each worker's flow cache, in 64-byte lines (a power of 2, default
+ * OFS_CACHE_LINES: 262144, 16 MiB per worker, from the EAL's -m memory; ofswitch.h).
  *
  * A port may be a vhost-user socket driven through librte_vhost directly (vhost_port.h):
  * --port 1=vhost:<socket path>[,client=0|1] (client=1, the default: the guest owns the socket).
@@ -50,6 +54,7 @@ static uint32_t port_nums[OFS_MAX_PORTS];
 static unsigned n_port_specs;
 static unsigned n_mbufs_opt;     /* --mbufs: 0 = sized below */
 static uint32_t max_flows_opt;   /* --max-flows: 0 = as many as the EAL memory holds */
+static uint32_t cache_lines_opt = OFS_CACHE_LINES;  /* --cache-lines */
 
 static void on_signal(int sig)
 {
@@ -62,7 +67,8 @@ static __rte_noreturn void usage(const char *why)
 	fprintf(stderr, "ofswitch: %s\nusage: ofswitch <EAL args> -- --dpid HEX --controller "
 		"tcp:HOST:PORT [--controller ...] --port OFPORT=DEVNAME|ID [...] [--workers N] "
 		"[--lookup " OFS_LOOKUP_NAMES "] [--stats-sock PATH] [--idle-sleep-us N] [--mbufs N] "
-		"[--max-flows N] [--echo-interval-ms N] [--fail-mode secure|standalone]\n", why);
+		"[--max-flows N] [--echo-interval-ms N] [--fail-mode secure|standalone] "
+		"[--cache-lines N]\n", why);
 	exit(2);
 }
 
@@ -73,7 +79,7 @@ static void parse_args(int argc, char **argv)
 		{"workers", 1, 0, 'w'}, {"lookup", 1, 0, 'l'}, {"stats-sock", 1, 0, 's'},
 		{"idle-sleep-us", 1, 0, 'i'}, {"echo-interval-ms", 1, 0, 'e'},
 		{"fail-mode", 1, 0, 'f'}, {"mbufs", 1, 0, 'm'}, {"max-flows", 1, 0, 'M'},
-		{0, 0, 0, 0}};
+		{"cache-lines", 1, 0, 'C'}, {0, 0, 0, 0}};
 	int c;
 	ofs_dp.dpid = 1;
 	ofs_dp.n_workers = 1;
@@ -137,6 +143,15 @@ static void parse_args(int argc, char **argv)
 			if (*end || !*optarg || v > UINT32_MAX)
 				usage("--max-flows wants a count (0: no cap)");
 			max_flows_opt = (uint32_t)v;
+			break;
+		}
+		case 'C': {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+			if (*end || !*optarg || v < OFS_CACHE_LINES_MIN || v > OFS_CACHE_LINES_MAX ||
+			    (v & (v - 1)))
+				usage("--cache-lines wants a power of 2 in 64..67108864");
+			cache_lines_opt = (uint32_t)v;
 			break;
 		}
 		default: usage("unknown option");
@@ -309,8 +324,15 @@ int main(int argc, char **argv)
 		struct ofs_worker *wk = &ofs_dp.workers[w];
 		wk->idx = w;
 		wk->pool = pool;
-		wk->cache = rte_zmalloc("ofs_cache", sizeof(*wk->cache) * OFS_CACHE_LINES,
-					RTE_CACHE_LINE_SIZE);
+		struct ofs_cache_line *cache = rte_zmalloc("ofs_cache",
+			sizeof(*cache) * cache_lines_opt, RTE_CACHE_LINE_SIZE);
+		uint64_t *dirty = rte_zmalloc("ofs_cache_dirty", cache_lines_opt / 8,
+					      RTE_CACHE_LINE_SIZE);
+		if (!cache || !dirty)
+			rte_exit(EXIT_FAILURE, "flow cache: %u lines (%u MiB) per worker do not fit "
+				 "in the EAL's memory (-m, or a smaller --cache-lines)\n",
+				 cache_lines_opt, (unsigned)((uint64_t)cache_lines_opt * 64 >> 20));
+		ofs_worker_set_cache(wk, cache, dirty, cache_lines_opt);
 		for (unsigned p = 0; p < ofs_dp.n_ports; p++) {
 			wk->txb[p] = rte_zmalloc("txb", RTE_ETH_TX_BUFFER_SIZE(OFS_BURST), 0);
 			if (!wk->txb[p])
@@ -323,8 +345,6 @@ int main(int argc, char **argv)
 			if (p % ofs_dp.n_workers == w)
 				wk->rx_ports[wk->n_rx_ports++] = (uint16_t)p;
 		}
-		if (!wk->cache)
-			rte_exit(EXIT_FAILURE, "flow cache alloc failed\n");
 	}
 	pthread_t agent;
 	/* A control thread, not a plain pthread: DPDK pins it to the CPUs that are not worker

@@ -36,7 +36,7 @@
  *
  * Flow lookup: a wildcard lookup per table reached through struct ofs_lookup_ops (so dut/classifier
  * can replace the simple priority-sorted list), behind one exact-match flow cache per worker
- * (skewed 2-way over OFS_CACHE_LINES lines, struct ofs_cache_line).  The lookup structure of a
+ * (skewed 2-way over --cache-lines lines, struct ofs_cache_line).  The lookup structure of a
  * table is updated in place, incrementally (flowtable.h: a FLOW_MOD stages only the rules it
  * touches, a commit publishes them all at once), and what workers load per table is an immutable
  * struct ofs_table_view republished by every commit of that table: a serial number unique over the
@@ -304,7 +304,8 @@ struct ofs_txq {
 	struct ofs_port_stats *stats;
 };
 
-/* Exact-match flow cache, one per worker: OFS_CACHE_LINES 64-byte lines, skewed 2-way. An
+/* Exact-match flow cache, one per worker: cache_mask + 1 64-byte lines (a power of 2,
+ * --cache-lines, default OFS_CACHE_LINES: 16 MiB; ofs_worker_set_cache), skewed 2-way. An
  * entry is one line for a table of at most OFS_CK_LINE1_WORDS key words (tag, flow, words) and
  * two adjacent lines (an even index) for a wider one (the second repeats the tag and holds the
  * rest of the words). A key's entry sits at one of two indexes of its hash (ck_index): a hit
@@ -327,8 +328,12 @@ struct ofs_txq {
  *   predecessor's counts; what is flushed to the predecessor afterwards goes on to the
  *   copy (ofs_flow.succ). */
 #ifndef OFS_CACHE_LINES         /* test_ofswitch_churn builds a tiny one: evictions everywhere */
-#define OFS_CACHE_LINES 131072  /* per worker (8 MiB), power of 2 */
+#define OFS_CACHE_LINES 262144  /* the default per worker (16 MiB), power of 2: 100k entries
+				 * fill 38 % of it, where 131072 lines (76 %) left 5 % of
+				 * distinct frames missing (docs/results.md "Flow cache size") */
 #endif
+#define OFS_CACHE_LINES_MIN 64  /* --cache-lines range: a power of 2 in MIN..MAX */
+#define OFS_CACHE_LINES_MAX (1u << 26)
 #define OFS_CK_LINE1_WORDS 6    /* key words in an entry's first line */
 #define OFS_CK_FAST_WORDS 5     /* at most this many: x[6] of the first line is the entry's
 				 * fast word (below) */
@@ -357,10 +362,12 @@ struct ofs_worker {
 	uint64_t lookup_count[OFS_N_TABLES];
 	uint64_t matched_count[OFS_N_TABLES];
 	struct ofs_cache_line *cache;
+	uint32_t cache_mask;         /* lines - 1 (ofs_worker_set_cache) */
 	/* Counts held in cache entries (ofs_cache_line "fast entries"): bit i set = line i holds
-	 * packets not yet added to its flow. The sweep flushes OFS_CACHE_LINES / 64 words once
-	 * per OFS_CTR_SWEEP_US, a word at a time (ctr_sweep_word, due at ctr_next_tsc). */
-	uint64_t ctr_dirty[OFS_CACHE_LINES / 64];
+	 * packets not yet added to its flow. The sweep flushes the ctr_words words once per
+	 * OFS_CTR_SWEEP_US, a word at a time (ctr_sweep_word, due at ctr_next_tsc). */
+	uint64_t *ctr_dirty;         /* ctr_words = lines / 64 */
+	uint32_t ctr_words;
 	uint32_t ctr_sweep_word;
 	uint64_t ctr_next_tsc;
 	/* read by the agent (atomics): lines with pending counts; sweeps completed (+2 for a
@@ -452,6 +459,11 @@ int ofs_worker_main(void *arg);
 void ofs_wake_agent(void);
 void ofs_tx_unsent(struct rte_mbuf **pkts, uint16_t n, void *txq);
 void ofs_run_packet_out(struct ofs_worker *w, struct ofs_pout *po);
+/* Give worker w its flow cache before it starts: `lines` lines (a power of 2 in
+ * OFS_CACHE_LINES_MIN..MAX) at cache and their dirty bitmap (lines / 64 words) at dirty,
+ * both zeroed, cache 64-byte aligned. */
+void ofs_worker_set_cache(struct ofs_worker *w, struct ofs_cache_line *cache, uint64_t *dirty,
+			  uint32_t lines);
 /* Agent: every count the workers' cache entries hold is in its flow when this returns (each
  * running worker fully flushed once; a worker with nothing pending is not waited for). */
 void ofs_counters_sync(void);

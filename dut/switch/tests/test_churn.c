@@ -533,7 +533,9 @@ int main(int argc, char **argv)
 	struct ofs_worker *w = &ofs_dp.workers[0];
 	w->idx = 0;
 	w->pool = pool;
-	w->cache = rte_zmalloc("c", sizeof(*w->cache) * OFS_CACHE_LINES, RTE_CACHE_LINE_SIZE);
+	ofs_worker_set_cache(w, rte_zmalloc("c", sizeof(*w->cache) * OFS_CACHE_LINES,
+					    RTE_CACHE_LINE_SIZE),
+			     rte_zmalloc("d", OFS_CACHE_LINES / 8, 0), OFS_CACHE_LINES);
 	for (unsigned p = 0; p < 2; p++) {
 		w->txb[p] = rte_zmalloc("txb", RTE_ETH_TX_BUFFER_SIZE(OFS_BURST), 0);
 		rte_eth_tx_buffer_init(w->txb[p], OFS_BURST);

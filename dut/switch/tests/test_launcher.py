@@ -72,6 +72,18 @@ def test_argv_rejects_bad_lookup_and_workers():
                              workers=0)
 
 
+def test_argv_cache_lines():
+    argv = launcher.switch_argv("b", [], [(1, "net_ring0")], controller=("h", 1), dpid=1,
+                                cache_lines=4096)
+    assert argv[argv.index("--cache-lines") + 1] == "4096"
+    assert "--cache-lines" not in launcher.switch_argv("b", [], [(1, "net_ring0")],
+                                                       controller=("h", 1), dpid=1)
+    for bad in (1000, 32):
+        with pytest.raises(ValueError, match="power of 2"):
+            launcher.switch_argv("b", [], [(1, "net_ring0")], controller=("h", 1), dpid=1,
+                                 cache_lines=bad)
+
+
 def test_build_dir_override(monkeypatch, tmp_path):
     monkeypatch.setenv("OFBENCH_BUILD_DIR", str(tmp_path))
     assert launcher.binary_path() == tmp_path / "dut" / "switch" / "ofswitch"
