@@ -20,6 +20,7 @@
 #include "ofswitch.h"
 #include "flowarena.h"
 #include "vhost_port.h"
+#include "csum.h"
 
 struct ofs_dp ofs_dp;
 
@@ -52,6 +53,11 @@ struct pkt_ctx {
 	bool parse_stale;           /* a push/pop moved the headers: key/lay are re-extracted by
 				     * ensure_parsed() before anything reads them (an output
 				     * right after a pop never pays for the parse) */
+	bool key_stale;             /* a set-field changed a value the key holds, the layout
+				     * holds: the key is re-extracted by ensure_parsed() before
+				     * it is read; ensure_layout() readers of lay (set-field,
+				     * checksums) need no parse (two set-fields and an output
+				     * parse nothing) */
 	/* action set (write-actions): one slot per action type, set-fields per field */
 	const uint8_t *aset[32];
 	const uint8_t *aset_setf[OXM_N_FIELDS];
@@ -67,31 +73,27 @@ static inline uint32_t plen(struct pkt_ctx *c) { return rte_pktmbuf_data_len(c->
 static void reparse(struct pkt_ctx *c)
 {
 	c->parse_stale = false;
+	c->key_stale = false;
 	ofs_key_extract(pdata(c), plen(c), &c->key, &c->lay);
 }
 
-/* Every reader of c->key / c->lay after an action may have moved the headers calls this. */
+/* Every reader of c->key / c->lay after an action may have moved the headers or changed a
+ * field calls this. */
 static inline void ensure_parsed(struct pkt_ctx *c)
+{
+	if (unlikely(c->parse_stale | c->key_stale))
+		reparse(c);
+}
+
+/* A reader of c->lay (and of key.eth_type, which only set-fields that reparse at once change)
+ * after an action may have moved the headers calls this. */
+static inline void ensure_layout(struct pkt_ctx *c)
 {
 	if (unlikely(c->parse_stale))
 		reparse(c);
 }
 
 /* ---- checksums ---------------------------------------------------------------------------- */
-static uint32_t csum_add(uint32_t s, const uint8_t *p, uint32_t n)
-{
-	for (uint32_t i = 0; i + 1 < n; i += 2)
-		s += (uint32_t)p[i] << 8 | p[i + 1];
-	if (n & 1)
-		s += (uint32_t)p[n - 1] << 8;
-	return s;
-}
-static uint16_t csum_fold(uint32_t s)
-{
-	while (s >> 16)
-		s = (s & 0xffff) + (s >> 16);
-	return (uint16_t)~s;
-}
 
 /* CRC32c (Castagnoli) as SCTP uses it: DPDK's rte_hash_crc_*byte are the raw CRC32c update
  * (SSE4.2 crc32 instructions, or its table fallback, chosen once at DPDK start-up), so nothing
@@ -121,7 +123,7 @@ static void fix_checksums(struct pkt_ctx *c)
 	if (!c->csum_dirty)
 		return;
 	c->csum_dirty = false;
-	ensure_parsed(c);
+	ensure_layout(c);
 	uint8_t *p = pdata(c);
 	uint32_t len = plen(c);
 	int l3 = c->lay.l3_ofs, l4 = c->lay.l4_ofs;
@@ -418,6 +420,18 @@ static inline void move_head(uint8_t *dst, const uint8_t *src, uint32_t len)
 	memmove(dst, src, len);
 }
 
+/* The layout of a frame after n bytes were inserted in front of everything the layout's
+ * offsets point at (a VLAN tag behind the MACs). */
+static inline void layout_shift(struct ofs_layout *l, int n)
+{
+	l->l2_end = (int16_t)(l->l2_end + n);
+	if (l->vlan_ofs >= 0) l->vlan_ofs = (int16_t)(l->vlan_ofs + n);
+	if (l->mpls_ofs >= 0) l->mpls_ofs = (int16_t)(l->mpls_ofs + n);
+	if (l->pbb_ofs >= 0) l->pbb_ofs = (int16_t)(l->pbb_ofs + n);
+	if (l->l3_ofs >= 0) l->l3_ofs = (int16_t)(l->l3_ofs + n);
+	if (l->l4_ofs >= 0) l->l4_ofs = (int16_t)(l->l4_ofs + n);
+}
+
 static uint8_t *insert_bytes(struct pkt_ctx *c, uint32_t ofs, uint32_t n)
 {
 	if (rte_pktmbuf_linearize(c->m) != 0)
@@ -461,6 +475,118 @@ static int ip_ttl_ofs(struct pkt_ctx *c, int l3, uint16_t *et_out)
 	return -1;
 }
 
+/* ---- checksums updated in place (RFC 1624), as Open vSwitch's packet_set_* do ------------
+ * A set-field of an IPv4/IPv6 header field or a TCP/UDP port changes a few 16-bit words that a
+ * checksum covers: the checksum is updated from their old and new values instead of being
+ * recomputed over the packet (fix_checksums), which would read back the bytes the set-field
+ * just stored (a store-forwarding stall per word). On a packet whose checksums were right the
+ * result is byte for byte the full recomputation's (test_actions.c checks both ways on every
+ * field and protocol); a wrong checksum stays wrong by the same amount, as in OVS. Each
+ * returns false where it cannot stand in for fix_checksums exactly (the caller marks the packet
+ * csum_dirty then): the header not whole in the frame, SCTP's CRC over changed ports, ip_proto
+ * rewritten earlier (csum_layout_proto). */
+
+/* The checksum field at cs after the n bytes (n even) at old became those at new. Neither
+ * may be bytes just stored narrower than 16 bits (a load across such a store waits for it:
+ * a word changed in part is passed by value, csum_replace16). */
+static inline void csum_replace(uint8_t *cs, const uint8_t *old, const uint8_t *new, uint32_t n)
+{
+	uint32_t s = (uint16_t)~rd16(cs);
+	for (uint32_t i = 0; i < n; i += 2)
+		s += (uint16_t)~rd16(old + i) + (uint32_t)rd16(new + i);
+	while (s >> 16)
+		s = (s & 0xffff) + (s >> 16);
+	wr16(cs, (uint16_t)~s);
+}
+
+/* The checksum field at cs after one 16-bit word (host order values) went from old to new. */
+static inline void csum_replace16(uint8_t *cs, uint16_t old, uint16_t new)
+{
+	uint32_t s = (uint32_t)(uint16_t)~rd16(cs) + (uint16_t)~old + new;
+	s = (s & 0xffff) + (s >> 16);
+	s = (s & 0xffff) + (s >> 16);
+	wr16(cs, (uint16_t)~s);
+}
+
+/* Is the IPv4 header at l3 whole in the frame? fix_checksums leaves one that is not alone,
+ * so an in-place update does too. */
+static inline bool ip4_whole(struct pkt_ctx *c, const uint8_t *ip)
+{
+	return (uint32_t)c->lay.l3_ofs + (ip[0] & 0xf) * 4u <= plen(c);
+}
+
+/* The IPv4 header's own checksum, after n bytes of it changed (old -> new). */
+static bool ip4_csum_replace(struct pkt_ctx *c, const uint8_t *old, const uint8_t *new,
+			     uint32_t n)
+{
+	uint8_t *ip = pdata(c) + c->lay.l3_ofs;
+	if (ip4_whole(c, ip))
+		csum_replace(ip + 10, old, new, n);
+	return true;
+}
+
+/* An IPv4 header's first word (version, IHL, DSCP, ECN) set to w, its checksum updated. */
+static bool ip4_set_word0(struct pkt_ctx *c, uint16_t w)
+{
+	uint8_t *ip = pdata(c) + c->lay.l3_ofs;
+	uint16_t old = rd16(ip);
+	wr16(ip, w);
+	if (ip4_whole(c, ip))
+		csum_replace16(ip + 10, old, w);
+	return true;
+}
+
+/* The L4 checksum (TCP, UDP, ICMPv6), after n bytes it covers changed (old -> new): the IP
+ * addresses of its pseudo-header (pseudo) or a port (!pseudo). Mirrors fix_checksums' tests of
+ * what the frame holds. */
+static bool l4_csum_replace(struct pkt_ctx *c, bool pseudo, const uint8_t *old,
+			    const uint8_t *new, uint32_t n)
+{
+	if (c->csum_layout_proto)
+		return false;
+	int l3 = c->lay.l3_ofs, l4 = c->lay.l4_ofs;
+	uint8_t *p = pdata(c);
+	uint32_t len = plen(c), l4len;
+	bool v4 = ntohs(c->key.eth_type) == OFS_ETH_P_IPV4;
+	uint8_t proto = c->lay.l4_proto;
+	if (!pseudo && proto != 6 && proto != 17)
+		return false;  /* a port of SCTP (its CRC) or bytes of another header */
+	if (l4 < 0)
+		return true;
+	if (v4) {
+		uint32_t ihl = (p[l3] & 0xf) * 4u, tot = rd16(p + l3 + 2);
+		if ((uint32_t)l3 + ihl > len || tot < ihl || (uint32_t)l3 + tot > len)
+			return true;
+		l4len = tot - ihl;
+	} else {
+		uint32_t pl = rd16(p + l3 + 4), ext = (uint32_t)l4 - (uint32_t)l3 - 40;
+		if (pl < ext || (uint32_t)l3 + 40 + pl > len)
+			return true;
+		l4len = pl - ext;
+	}
+	uint8_t *t = p + l4;
+	switch (proto) {
+	case 6:
+		if (l4len >= 20)
+			csum_replace(t + 16, old, new, n);
+		break;
+	case 17:
+		if (l4len < 8 || (v4 && rd16(t + 6) == 0))
+			break;  /* no UDP checksum over IPv4 */
+		csum_replace(t + 6, old, new, n);
+		if (rd16(t + 6) == 0)
+			wr16(t + 6, 0xffff);
+		break;
+	case 58:
+		if (!v4 && l4len >= 4)
+			csum_replace(t + 2, old, new, n);
+		break;
+	default:
+		break;  /* ICMPv4 and SCTP do not cover the addresses */
+	}
+	return true;
+}
+
 static void set_field(struct pkt_ctx *c, const uint8_t *oxm)
 {
 	int f = oxm[2] >> 1;
@@ -469,6 +595,8 @@ static void set_field(struct pkt_ctx *c, const uint8_t *oxm)
 	int l3 = c->lay.l3_ofs, l4 = c->lay.l4_ofs;
 	uint16_t et = ntohs(c->key.eth_type);
 	bool v4 = et == OFS_ETH_P_IPV4 && l3 >= 0, v6 = et == OFS_ETH_P_IPV6 && l3 >= 0;
+	bool csum_kept = false;  /* the checksums were updated in place (or need nothing) */
+	uint8_t old[16];
 	switch (f) {
 	case OXM_ETH_DST: memcpy(p, v, 6); break;
 	case OXM_ETH_SRC: memcpy(p + 6, v, 6); break;
@@ -486,19 +614,24 @@ static void set_field(struct pkt_ctx *c, const uint8_t *oxm)
 		}
 		break;
 	case OXM_IP_DSCP:
-		if (v4) p[l3 + 1] = (uint8_t)(v[0] << 2) | (p[l3 + 1] & 3);
-		else if (v6) {
+		if (v4) {
+			csum_kept = ip4_set_word0(c, (uint16_t)((rd16(p + l3) & 0xff03) |
+							(v[0] & 0x3f) << 2));
+		} else if (v6) {
 			uint32_t w = rd32(p + l3);
 			w = (w & ~(0xfcu << 20)) | ((uint32_t)(v[0] & 0x3f) << 22);
 			wr32(p + l3, w);
+			csum_kept = true;  /* no IPv6 header checksum; not in the pseudo-header */
 		}
 		break;
 	case OXM_IP_ECN:
-		if (v4) p[l3 + 1] = (p[l3 + 1] & 0xfc) | (v[0] & 3);
-		else if (v6) {
+		if (v4) {
+			csum_kept = ip4_set_word0(c, (uint16_t)((rd16(p + l3) & 0xfffc) | (v[0] & 3)));
+		} else if (v6) {
 			uint32_t w = rd32(p + l3);
 			w = (w & ~(3u << 20)) | ((uint32_t)(v[0] & 3) << 20);
 			wr32(p + l3, w);
+			csum_kept = true;
 		}
 		break;
 	case OXM_IP_PROTO:
@@ -507,13 +640,24 @@ static void set_field(struct pkt_ctx *c, const uint8_t *oxm)
 		if (v4) p[l3 + 9] = v[0];
 		else if (v6 && l4 == l3 + 40) p[l3 + 6] = v[0];
 		break;
-	case OXM_IPV4_SRC: if (v4) memcpy(p + l3 + 12, v, 4); break;
-	case OXM_IPV4_DST: if (v4) memcpy(p + l3 + 16, v, 4); break;
-	case OXM_TCP_SRC: case OXM_UDP_SRC: case OXM_SCTP_SRC:
-		if (l4 >= 0) memcpy(p + l4, v, 2);
+	case OXM_IPV4_SRC: case OXM_IPV4_DST:
+		if (v4) {
+			uint8_t *a = p + l3 + (f == OXM_IPV4_SRC ? 12 : 16);
+			memcpy(old, a, 4);
+			memcpy(a, v, 4);
+			csum_kept = ip4_csum_replace(c, old, v, 4) &&
+				    l4_csum_replace(c, true, old, v, 4);
+		}
 		break;
+	case OXM_TCP_SRC: case OXM_UDP_SRC: case OXM_SCTP_SRC:
 	case OXM_TCP_DST: case OXM_UDP_DST: case OXM_SCTP_DST:
-		if (l4 >= 0) memcpy(p + l4 + 2, v, 2);
+		if (l4 >= 0) {
+			uint8_t *port = p + l4 + (f == OXM_TCP_SRC || f == OXM_UDP_SRC ||
+						  f == OXM_SCTP_SRC ? 0 : 2);
+			memcpy(old, port, 2);
+			memcpy(port, v, 2);
+			csum_kept = l4_csum_replace(c, false, old, v, 2);
+		}
 		break;
 	case OXM_ICMPV4_TYPE: case OXM_ICMPV6_TYPE: if (l4 >= 0) p[l4] = v[0]; break;
 	case OXM_ICMPV4_CODE: case OXM_ICMPV6_CODE: if (l4 >= 0) p[l4 + 1] = v[0]; break;
@@ -522,8 +666,14 @@ static void set_field(struct pkt_ctx *c, const uint8_t *oxm)
 	case OXM_ARP_SPA: if (et == OFS_ETH_P_ARP && l3 >= 0) memcpy(p + l3 + 14, v, 4); break;
 	case OXM_ARP_THA: if (et == OFS_ETH_P_ARP && l3 >= 0) memcpy(p + l3 + 18, v, 6); break;
 	case OXM_ARP_TPA: if (et == OFS_ETH_P_ARP && l3 >= 0) memcpy(p + l3 + 24, v, 4); break;
-	case OXM_IPV6_SRC: if (v6) memcpy(p + l3 + 8, v, 16); break;
-	case OXM_IPV6_DST: if (v6) memcpy(p + l3 + 24, v, 16); break;
+	case OXM_IPV6_SRC: case OXM_IPV6_DST:
+		if (v6) {
+			uint8_t *a = p + l3 + (f == OXM_IPV6_SRC ? 8 : 24);
+			memcpy(old, a, 16);
+			memcpy(a, v, 16);
+			csum_kept = l4_csum_replace(c, true, old, v, 16);
+		}
+		break;
 	case OXM_IPV6_FLABEL:
 		if (v6) wr32(p + l3, (rd32(p + l3) & 0xfff00000u) | (rd32(v) & 0xfffff));
 		break;
@@ -565,8 +715,12 @@ static void set_field(struct pkt_ctx *c, const uint8_t *oxm)
 	case OXM_TUNNEL_ID: memcpy(&c->key.tunnel_id, v, 8); return;
 	default: return;
 	}
-	c->csum_dirty = true;
-	reparse(c);
+	if (!csum_kept)
+		c->csum_dirty = true;
+	if (f == OXM_ETH_TYPE || f == OXM_IP_PROTO)
+		reparse(c);  /* the headers after it read differently now: the layout changed */
+	else
+		c->key_stale = true;  /* a value: the key is re-extracted when something reads it */
 }
 
 /* TTL handling: returns false when the packet must stop (ttl expired). */
@@ -599,7 +753,9 @@ static bool exec_one(struct pkt_ctx *c, const uint8_t *a)
 		flush_pending(c);
 	if (!c->m)
 		return false;
-	if (type != OFPAT_OUTPUT)
+	if (type == OFPAT_SET_FIELD)
+		ensure_layout(c);  /* set_field reads the layout and key.eth_type only */
+	else if (type != OFPAT_OUTPUT)
 		ensure_parsed(c);
 	switch (type) {
 	case OFPAT_OUTPUT:
@@ -677,13 +833,22 @@ static bool exec_one(struct pkt_ctx *c, const uint8_t *a)
 		set_field(c, a + 4);
 		break;
 	case OFPAT_PUSH_VLAN: {
-		uint16_t tci = 0;
+		uint16_t tci = 0, tpid = rd16(a + 4);
 		if (c->lay.vlan_ofs >= 0) tci = rd16(pdata(c) + c->lay.vlan_ofs + 2);
 		p = insert_bytes(c, 12, 4);
 		if (!p) return false;
-		wr16(p + 12, rd16(a + 4));
+		wr16(p + 12, tpid);
 		wr16(p + 14, tci);
-		c->parse_stale = true;
+		/* the first tag of an untagged frame: the layout moves by the tag, the key's VLAN
+		 * fields are re-extracted when read (test_actions.c checks it against a parse) */
+		if (c->lay.vlan_ofs < 0 && c->lay.l2_end == 12 &&
+		    (tpid == OFS_ETH_P_8021Q || tpid == OFS_ETH_P_8021AD)) {
+			layout_shift(&c->lay, 4);
+			c->lay.vlan_ofs = 12;
+			c->key_stale = true;
+		} else {
+			c->parse_stale = true;
+		}
 		break;
 	}
 	case OFPAT_POP_VLAN:
@@ -707,11 +872,22 @@ static bool exec_one(struct pkt_ctx *c, const uint8_t *a)
 				if (t >= 0) shim |= p[t];
 			}
 		}
+		bool first = c->lay.mpls_ofs < 0;
 		p = insert_bytes(c, (uint32_t)ofs + 2, 4);
 		if (!p) return false;
 		wr16(p + ofs, rd16(a + 4));
 		wr32(p + ofs + 2, shim);
-		c->parse_stale = true;
+		if (first) {
+			/* the first shim: the parser stops at it (flowkey.c), so the layout is the
+			 * tags, the ethertype and the shim; the rest of the key waits for a reader */
+			c->lay.mpls_ofs = (int16_t)(ofs + 2);
+			c->lay.pbb_ofs = c->lay.l3_ofs = c->lay.l4_ofs = -1;
+			c->lay.l4_proto = 0;
+			memcpy(&c->key.eth_type, a + 4, 2);
+			c->key_stale = true;
+		} else {
+			c->parse_stale = true;
+		}
 		break;
 	}
 	case OFPAT_POP_MPLS:

@@ -108,6 +108,20 @@ def test_c_unit_tests(build):
     assert not launcher.sanitizer_reports(cp.stdout + cp.stderr), cp.stderr[-4000:]
 
 
+@pytest.mark.parametrize("build", ["release", "sanitized"])
+def test_c_action_tests(build):
+    """The datapath's set-field checksums updated in place against the full recomputation
+    (tests/test_actions.c), also under ASan + UBSan."""
+    binary = launcher.builds()[build] / "dut" / "switch" / "test_ofswitch_actions"
+    if not binary.exists():
+        pytest.skip(f"{binary} not built" + (": scripts/build_san.sh" if build == "sanitized"
+                                             else ""))
+    cp = subprocess.run([str(binary)], capture_output=True, text=True, timeout=300)
+    assert cp.returncode == 0, cp.stdout + cp.stderr
+    assert " 0 differ" in cp.stdout, cp.stdout
+    assert not launcher.sanitizer_reports(cp.stdout + cp.stderr), cp.stderr[-4000:]
+
+
 def test_one_lookup_default_for_binary_launcher_and_profile():
     """--lookup: the C binary's default and names (src/ofswitch.h), the launcher's default and
     the profile schema's are one."""

@@ -11,6 +11,7 @@
 #include "../src/agent.h"
 #include "../src/flowtable.h"
 #include "../src/flowarena.h"
+#include "../src/csum.h"
 
 static int failures, checks;
 #define CHECK(cond, ...) do { checks++; if (!(cond)) { failures++; \
@@ -1414,6 +1415,52 @@ static void test_flow_arena(void)
 	ofs_arena_init(false, OFS_MAX_WORKERS, 0);
 }
 
+/* csum.h against the RFC 1071 sum taken one big-endian word at a time: every length up to 200
+ * at every alignment, random bytes, random pseudo-header sums added before the fold, and the
+ * edge cases of the fold (all zeros, all ones, sums of 0xffff). */
+static uint16_t csum_reference(uint32_t s, const uint8_t *p, uint32_t n)
+{
+	uint64_t acc = s;
+	for (uint32_t i = 0; i + 1 < n; i += 2)
+		acc += (uint32_t)p[i] << 8 | p[i + 1];
+	if (n & 1)
+		acc += (uint32_t)p[n - 1] << 8;
+	while (acc >> 16)
+		acc = (acc & 0xffff) + (acc >> 16);
+	return (uint16_t)~acc;
+}
+
+static void test_checksums(void)
+{
+	uint8_t buf[256];
+	unsigned wrong = 0, n_checked = 0;
+	srand(7);
+	for (int fill = 0; fill < 4; fill++) {
+		for (uint32_t n = 0; n <= 200; n++) {
+			for (uint32_t off = 0; off < 8; off++) {
+				for (size_t i = 0; i < sizeof(buf); i++)
+					buf[i] = fill == 0 ? (uint8_t)rand() : fill == 1 ? 0
+					       : fill == 2 ? 0xff : (uint8_t)(i & 1 ? 0x00 : 0xff);
+				uint32_t s = fill == 0 ? (uint32_t)(rand() % 0x40000) : (uint32_t)(n % 3);
+				n_checked++;
+				if (csum_fold(csum_add(s, buf + off, n)) != csum_reference(s, buf + off, n) &&
+				    wrong++ < 5)
+					fprintf(stderr, "csum: fill %d, %u bytes at +%u, s %u: %04x, "
+						"reference %04x\n", fill, n, off, s,
+						csum_fold(csum_add(s, buf + off, n)),
+						csum_reference(s, buf + off, n));
+			}
+		}
+	}
+	CHECK(wrong == 0, "csum_add differs from the reference in %u of %u cases", wrong, n_checked);
+	/* a known IPv4 header (RFC 1071's example family): 4500 0073 0000 4000 4011 xxxx c0a8 0001
+	 * c0a8 00c7 has checksum b861 */
+	uint8_t ip[20] = {0x45, 0, 0, 0x73, 0, 0, 0x40, 0, 0x40, 0x11, 0, 0,
+			  0xc0, 0xa8, 0, 1, 0xc0, 0xa8, 0, 0xc7};
+	CHECK(csum_fold(csum_add(0, ip, 20)) == 0xb861, "IPv4 header checksum %04x, want b861",
+	      csum_fold(csum_add(0, ip, 20)));
+}
+
 int main(void)
 {
 	setup();
@@ -1427,6 +1474,7 @@ int main(void)
 	test_queues();
 	test_truncations();
 	test_key_extract();
+	test_checksums();
 	test_lookup_backends();
 	test_incremental_tables();
 	test_failed_update_keeps_state();
