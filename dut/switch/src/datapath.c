@@ -1670,6 +1670,34 @@ static void standalone_forward(struct pkt_ctx *c, int pidx)
 	}
 }
 
+/* Multi-table pipelines (goto-table, write-metadata): the next table's cache entry of each
+ * packet whose table-0 flow goes on with nothing before the goto but write-metadata (no
+ * apply-actions, no meter: nothing that could change the key first) follows from the flow,
+ * so its line is prefetched for the whole burst here instead of being waited for one packet
+ * at a time in run_pipeline, which looks it up again (this pass only warms lines). */
+static __rte_noinline void prefetch_next_tables(struct ofs_worker *w, struct pkt_ctx *ctx,
+						struct ofs_flow *const *first, const bool *live,
+						uint16_t n)
+{
+	for (uint16_t j = 0; j < n; j++) {
+		const struct ofs_flow *f = first[j];
+		if (!live[j] || !f || f->goto_table == 0xff || f->apply_len || f->meter_id)
+			continue;
+		const struct ofs_table_view *v = __atomic_load_n(&ofs_dp.tables[f->goto_table].view,
+								 __ATOMIC_ACQUIRE);
+		if (!v || !v->cacheable)
+			continue;
+		struct ofs_key *k = &ctx[j].key;
+		uint64_t md = k->metadata;
+		if (f->has_write_md)
+			k->metadata = (md & ~f->md_mask) | (f->md_value & f->md_mask);
+		struct ck_probe p;
+		ck_prepare(k, v, w->cache_mask, &p);
+		k->metadata = md;
+		ck_prefetch(w, &p, 0);
+	}
+}
+
 /* A burst from one port, l3fwd style, in passes so each one's memory loads overlap: parse every
  * packet and hash its table-0 cache key (prefetch the entry's first place); probe it there
  * (prefetch the second place when it is not); probe the second places and look the misses up
@@ -1779,11 +1807,22 @@ static void process_burst(struct ofs_worker *w, int pidx, struct rte_mbuf **pkts
 	for (uint16_t j = 0; j < n; j++)
 		if (live[j] && first[j])
 			rte_prefetch0(first[j]);
-	/* the actions of flows that are not the common one (fast_out): one more dependent load
-	 * per packet, overlapped across the burst */
-	for (uint16_t j = 0; j < n; j++)
-		if (live[j] && first[j] && !first[j]->fast_out && first[j]->apply)
-			rte_prefetch0(first[j]->apply);
+	/* the actions of flows that are not the common one (fast_out), and the cold line of
+	 * those that write metadata or an action set: one more dependent load per packet,
+	 * overlapped across the burst */
+	bool goes_on = false;
+	for (uint16_t j = 0; j < n; j++) {
+		const struct ofs_flow *f = first[j];
+		if (!live[j] || !f || f->fast_out)
+			continue;
+		if (f->apply)
+			rte_prefetch0(f->apply);
+		if (f->has_write_md || f->write_len)
+			rte_prefetch0((const char *)f + RTE_CACHE_LINE_SIZE);
+		goes_on |= f->goto_table != 0xff;
+	}
+	if (unlikely(goes_on))
+		prefetch_next_tables(w, ctx, first, live, n);
 	for (uint16_t j = 0; j < n; j++)
 		if (live[j])
 			run_pipeline(&ctx[j], 0, first[j]);
