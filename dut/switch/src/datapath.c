@@ -587,6 +587,21 @@ static bool l4_csum_replace(struct pkt_ctx *c, bool pseudo, const uint8_t *old,
 	return true;
 }
 
+/* A field no checksum that fix_checksums computes covers (Ethernet, VLAN, MPLS, PBB, ARP, the
+ * IPv6 flow label): setting it leaves them as they are. */
+static inline bool csum_free_field(int f)
+{
+	switch (f) {
+	case OXM_ETH_DST: case OXM_ETH_SRC: case OXM_VLAN_VID: case OXM_VLAN_PCP:
+	case OXM_MPLS_LABEL: case OXM_MPLS_TC: case OXM_MPLS_BOS: case OXM_PBB_ISID:
+	case OXM_ARP_OP: case OXM_ARP_SHA: case OXM_ARP_SPA: case OXM_ARP_THA: case OXM_ARP_TPA:
+	case OXM_IPV6_FLABEL:
+		return true;
+	default:
+		return false;
+	}
+}
+
 static void set_field(struct pkt_ctx *c, const uint8_t *oxm)
 {
 	int f = oxm[2] >> 1;
@@ -715,7 +730,7 @@ static void set_field(struct pkt_ctx *c, const uint8_t *oxm)
 	case OXM_TUNNEL_ID: memcpy(&c->key.tunnel_id, v, 8); return;
 	default: return;
 	}
-	if (!csum_kept)
+	if (!csum_kept && !csum_free_field(f))
 		c->csum_dirty = true;
 	if (f == OXM_ETH_TYPE || f == OXM_IP_PROTO)
 		reparse(c);  /* the headers after it read differently now: the layout changed */
