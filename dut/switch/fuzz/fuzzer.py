@@ -15,6 +15,7 @@ report names the file to copy into regress/ once the bug is fixed.
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -146,9 +147,33 @@ def replay(files: list[Path], lookup: str = "tuple") -> FuzzRun:
         return run
 
 
-SOURCES = ["dut/switch/src/flowkey.c", "dut/switch/src/flowtable.c", "dut/switch/src/datapath.c",
-           "dut/switch/src/agent.c", "dut/switch/fuzz/fuzz_agent.c",
-           "dut/classifier/classifier.c", "dut/classifier/trie.c"]
+# The targets whose C sources the coverage build compiles: the harness (every switch source
+# it links) and the classifier library it links.
+COVERAGE_TARGETS = ("fuzz_agent", "ofbcls")
+
+
+def coverage_sources(build: Path | None = None) -> list[Path]:
+    """The C sources of COVERAGE_TARGETS as meson lists them in the sanitizer build
+    (meson-info/intro-targets.json), so the coverage build follows every source file the
+    harness gains (a hand-kept list missed the agent's split and failed to link)."""
+    info = (build or launcher.san_build_dir()) / "meson-info" / "intro-targets.json"
+    if not info.exists():
+        raise FileNotFoundError(f"{info} is missing: run scripts/build_san.sh")
+    out: list[Path] = []
+    found: set[str] = set()
+    for t in json.loads(info.read_text()):
+        if t["name"] not in COVERAGE_TARGETS:
+            continue
+        for group in t.get("target_sources", []):
+            for src in group.get("sources", []):
+                if src.endswith(".c"):
+                    found.add(t["name"])
+                    if Path(src) not in out:
+                        out.append(Path(src))
+    missing = [n for n in COVERAGE_TARGETS if n not in found]
+    if missing:
+        raise ValueError(f"{info}: no C sources for target(s) {', '.join(missing)}")
+    return out
 
 
 def coverage(dirs: list[Path], lookup: str = "tuple") -> str:
@@ -157,6 +182,7 @@ def coverage(dirs: list[Path], lookup: str = "tuple") -> str:
     coverage is measured on a separate build of the same sources with clang's source-based
     coverage and no sanitizer (one clang command, in a scratch folder)."""
     repo = launcher.REPO
+    sources = [str(p) for p in coverage_sources()]
     with tempfile.TemporaryDirectory(prefix="ofb-fuzz-cov-") as tmp:
         exe, raw, prof = Path(tmp) / "fuzz_cov", Path(tmp) / "cov.profraw", Path(tmp) / "cov.prof"
         dpdk = subprocess.run(["pkg-config", "--cflags", "--libs", "libdpdk"], capture_output=True,
@@ -167,7 +193,7 @@ def coverage(dirs: list[Path], lookup: str = "tuple") -> str:
                         "-fno-strict-aliasing", "-fsanitize=fuzzer", "-fprofile-instr-generate",
                         "-fcoverage-mapping", "-DOFS_HAVE_CLASSIFIER", "-w",
                         f"-I{repo / 'dut/classifier'}", *cflags,
-                        *[str(repo / s) for s in SOURCES], "-o", str(exe), *libs,
+                        *sources, "-o", str(exe), *libs,
                         "-lpthread", "-lm"], check=True, capture_output=True, text=True)
         e = env(lookup)
         e["LLVM_PROFILE_FILE"] = str(raw)
@@ -175,7 +201,7 @@ def coverage(dirs: list[Path], lookup: str = "tuple") -> str:
                        capture_output=True, text=True, errors="replace", timeout=1800, check=True)
         subprocess.run(["llvm-profdata-14", "merge", "-o", str(prof), str(raw)], check=True)
         cp = subprocess.run(["llvm-cov-14", "report", str(exe), f"-instr-profile={prof}",
-                             *[str(repo / s) for s in SOURCES]],
+                             *sources],
                             capture_output=True, text=True, check=True)
         return cp.stdout
 

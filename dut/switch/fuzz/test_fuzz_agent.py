@@ -63,3 +63,23 @@ def test_short_fuzz_run_finds_nothing(tmp_path):
     assert r.clean, (r.summary() + "\n" + r.log_tail +
                      f"\nfix the bug, then copy the input into {fuzzer.REGRESS}/")
     assert r.execs > 0 and r.cov_edges > 0, r.log_tail
+
+
+def test_coverage_sources_follow_the_build(tmp_path):
+    """The coverage build compiles what meson compiles into the harness and the classifier
+    library (a hand-kept list fell behind the agent's split), and says when it cannot tell."""
+    info = tmp_path / "meson-info"
+    info.mkdir()
+    (info / "intro-targets.json").write_text(
+        '[{"name": "fuzz_agent", "target_sources": [{"sources": ["/r/a.c", "/r/b.c", "/r/h.h"]}]},'
+        ' {"name": "ofbcls", "target_sources": [{"sources": ["/r/c.c", "/r/a.c"]}]},'
+        ' {"name": "other", "target_sources": [{"sources": ["/r/x.c"]}]}]')
+    assert [str(p) for p in fuzzer.coverage_sources(tmp_path)] == ["/r/a.c", "/r/b.c", "/r/c.c"]
+    (info / "intro-targets.json").write_text('[{"name": "fuzz_agent", "target_sources": []}]')
+    with pytest.raises(ValueError, match="fuzz_agent, ofbcls"):
+        fuzzer.coverage_sources(tmp_path)
+    with pytest.raises(FileNotFoundError, match="build_san"):
+        fuzzer.coverage_sources(tmp_path / "none")
+    _need_binary()
+    real = {p.name for p in fuzzer.coverage_sources()}
+    assert {"datapath.c", "agent_flows.c", "fuzz_agent.c", "classifier.c"} <= real, real
