@@ -44,7 +44,7 @@ pytestmark = [pytest.mark.local_lab, pytest.mark.features("softgen"),
               pytest.mark.skipif(not softgen_binary().exists(), reason=f"softgen not built ({softgen_binary()})")]
 
 GEN_CPU, SINK_CPU = 1, 0
-TX_ASK_PPS = 40e6   # as suites/throughput's softgen TX trial asks
+TX_ASK_PPS = topology.TX_ASK_PPS   # as suites/throughput's softgen TX trial asks
 TX_TRIAL_S = 3.0
 LAT_RATE_PPS, LAT_S = 10_000, 2.0
 

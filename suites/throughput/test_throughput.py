@@ -291,7 +291,8 @@ def _softgen_tx_trial(lab, sock, tag, progress):
         # testpmd txonly does, and what it could not build counts as unsent, not as sent
         # the same ~1 s windows testpmd reports, read from the stats' own TSC
         # (the stream outlasts the sampling: every window is one of full-speed sending)
-        [r] = gen.load([Stream("tx", "t", frame_size=64, rate_pps=40e6, duration_s=TX_BENCH_TRIAL_S + 10)])
+        [r] = gen.load([Stream("tx", "t", frame_size=64, rate_pps=topology.TX_ASK_PPS,
+                                         duration_s=TX_BENCH_TRIAL_S + 10)])
         samples = []
         gen.start()
         try:
