@@ -29,19 +29,10 @@ static inline uint32_t csum_add(uint32_t s, const uint8_t *p, uint32_t n)
 		memcpy(&v, p, 8);
 		sum += (v & 0xffffffffu) + (v >> 32);
 	}
-	if (n >= 4) {
-		uint32_t v;
-		memcpy(&v, p, 4);
-		sum += v;
-		p += 4;
-		n -= 4;
-	}
-	if (n >= 2) {
+	for (; n >= 2; p += 2, n -= 2) {  /* at most 3 words left */
 		uint16_t v;
 		memcpy(&v, p, 2);
 		sum += v;
-		p += 2;
-		n -= 2;
 	}
 	if (n) {
 		uint16_t v = 0;

@@ -481,10 +481,11 @@ static int ip_ttl_ofs(struct pkt_ctx *c, int l3, uint16_t *et_out)
  * recomputed over the packet (fix_checksums), which would read back the bytes the set-field
  * just stored (a store-forwarding stall per word). On a packet whose checksums were right the
  * result is byte for byte the full recomputation's (test_actions.c checks both ways on every
- * field and protocol); a wrong checksum stays wrong by the same amount, as in OVS. Each
- * returns false where it cannot stand in for fix_checksums exactly (the caller marks the packet
- * csum_dirty then): the header not whole in the frame, SCTP's CRC over changed ports, ip_proto
- * rewritten earlier (csum_layout_proto). */
+ * field and protocol); a wrong checksum stays wrong by the same amount, as in OVS. The IPv4
+ * header's own checksum can always be updated so (or is left alone, as fix_checksums leaves it,
+ * when the header is not whole in the frame); l4_csum_replace returns false where it cannot
+ * stand in for fix_checksums exactly (the caller marks the packet csum_dirty then): SCTP's CRC
+ * over changed ports, ip_proto rewritten earlier (csum_layout_proto). */
 
 /* The checksum field at cs after the n bytes (n even) at old became those at new. Neither
  * may be bytes just stored narrower than 16 bits (a load across such a store waits for it:
@@ -494,18 +495,13 @@ static inline void csum_replace(uint8_t *cs, const uint8_t *old, const uint8_t *
 	uint32_t s = (uint16_t)~rd16(cs);
 	for (uint32_t i = 0; i < n; i += 2)
 		s += (uint16_t)~rd16(old + i) + (uint32_t)rd16(new + i);
-	while (s >> 16)
-		s = (s & 0xffff) + (s >> 16);
-	wr16(cs, (uint16_t)~s);
+	wr16(cs, csum_fold(s));
 }
 
 /* The checksum field at cs after one 16-bit word (host order values) went from old to new. */
 static inline void csum_replace16(uint8_t *cs, uint16_t old, uint16_t new)
 {
-	uint32_t s = (uint32_t)(uint16_t)~rd16(cs) + (uint16_t)~old + new;
-	s = (s & 0xffff) + (s >> 16);
-	s = (s & 0xffff) + (s >> 16);
-	wr16(cs, (uint16_t)~s);
+	wr16(cs, csum_fold((uint32_t)(uint16_t)~rd16(cs) + (uint16_t)~old + new));
 }
 
 /* Is the IPv4 header at l3 whole in the frame? fix_checksums leaves one that is not alone,
@@ -516,24 +512,22 @@ static inline bool ip4_whole(struct pkt_ctx *c, const uint8_t *ip)
 }
 
 /* The IPv4 header's own checksum, after n bytes of it changed (old -> new). */
-static bool ip4_csum_replace(struct pkt_ctx *c, const uint8_t *old, const uint8_t *new,
+static void ip4_csum_replace(struct pkt_ctx *c, const uint8_t *old, const uint8_t *new,
 			     uint32_t n)
 {
 	uint8_t *ip = pdata(c) + c->lay.l3_ofs;
 	if (ip4_whole(c, ip))
 		csum_replace(ip + 10, old, new, n);
-	return true;
 }
 
 /* An IPv4 header's first word (version, IHL, DSCP, ECN) set to w, its checksum updated. */
-static bool ip4_set_word0(struct pkt_ctx *c, uint16_t w)
+static void ip4_set_word0(struct pkt_ctx *c, uint16_t w)
 {
 	uint8_t *ip = pdata(c) + c->lay.l3_ofs;
 	uint16_t old = rd16(ip);
 	wr16(ip, w);
 	if (ip4_whole(c, ip))
 		csum_replace16(ip + 10, old, w);
-	return true;
 }
 
 /* The L4 checksum (TCP, UDP, ICMPv6), after n bytes it covers changed (old -> new): the IP
@@ -630,8 +624,8 @@ static void set_field(struct pkt_ctx *c, const uint8_t *oxm)
 		break;
 	case OXM_IP_DSCP:
 		if (v4) {
-			csum_kept = ip4_set_word0(c, (uint16_t)((rd16(p + l3) & 0xff03) |
-							(v[0] & 0x3f) << 2));
+			ip4_set_word0(c, (uint16_t)((rd16(p + l3) & 0xff03) | (v[0] & 0x3f) << 2));
+			csum_kept = true;
 		} else if (v6) {
 			uint32_t w = rd32(p + l3);
 			w = (w & ~(0xfcu << 20)) | ((uint32_t)(v[0] & 0x3f) << 22);
@@ -641,7 +635,8 @@ static void set_field(struct pkt_ctx *c, const uint8_t *oxm)
 		break;
 	case OXM_IP_ECN:
 		if (v4) {
-			csum_kept = ip4_set_word0(c, (uint16_t)((rd16(p + l3) & 0xfffc) | (v[0] & 3)));
+			ip4_set_word0(c, (uint16_t)((rd16(p + l3) & 0xfffc) | (v[0] & 3)));
+			csum_kept = true;
 		} else if (v6) {
 			uint32_t w = rd32(p + l3);
 			w = (w & ~(3u << 20)) | ((uint32_t)(v[0] & 3) << 20);
@@ -660,8 +655,8 @@ static void set_field(struct pkt_ctx *c, const uint8_t *oxm)
 			uint8_t *a = p + l3 + (f == OXM_IPV4_SRC ? 12 : 16);
 			memcpy(old, a, 4);
 			memcpy(a, v, 4);
-			csum_kept = ip4_csum_replace(c, old, v, 4) &&
-				    l4_csum_replace(c, true, old, v, 4);
+			ip4_csum_replace(c, old, v, 4);
+			csum_kept = l4_csum_replace(c, true, old, v, 4);
 		}
 		break;
 	case OXM_TCP_SRC: case OXM_UDP_SRC: case OXM_SCTP_SRC:
