@@ -36,6 +36,7 @@ from pathlib import Path
 from drivers.lab.base import LabError
 from drivers.lab import hostside  # noqa: E402
 from drivers.supervisor import await_ready, proc_start_time
+from harness.redact import redact_text
 
 # What a role builds on its host (ninja targets of the meson project).
 ROLE_TARGETS = {"switch": ["dut/switch/ofswitch", "dut/classifier/cls-bench",
@@ -254,16 +255,16 @@ class RemoteHost:
                 break
             if time.monotonic() > deadline:
                 chan.close()
-                raise LabError(f"{self.role} ({self.address}): `{cmd[:200]}` timed out after "
-                               f"{timeout:.0f} s")
+                raise LabError(f"{self.role} ({self.address}): `{redact_text(cmd)[:200]}` timed "
+                               f"out after {timeout:.0f} s")
             time.sleep(0.005)
         rc = chan.recv_exit_status()
         chan.close()
         cp = subprocess.CompletedProcess(cmd, rc, out.decode(errors="replace"),
                                          err.decode(errors="replace"))
         if check and rc != 0:
-            raise LabError(f"{self.role} ({self.address}): `{cmd[:200]}` failed ({rc}): "
-                           f"{(cp.stderr or cp.stdout).strip()[-2000:]}")
+            raise LabError(f"{self.role} ({self.address}): `{redact_text(cmd)[:200]}` failed "
+                           f"({rc}): {redact_text((cp.stderr or cp.stdout).strip()[-2000:])}")
         return cp
 
     def python_snippet(self, code: str, *args: str, timeout: float = 30.0) -> str:
