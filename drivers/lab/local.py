@@ -20,7 +20,7 @@ import socket
 import subprocess
 from pathlib import Path
 
-from drivers.lab.base import LabError  # re-exported: callers import it from here too
+from drivers.lab.base import LabError, check_name  # LabError re-exported: callers import it here
 from drivers.lab.cleanup import (HUGE_DIR, STATE_ROOT, delete_netns, remove_dpdk_runtime,
                                  remove_hugepage_files)
 from drivers.supervisor import Supervisor, proc_start_time
@@ -110,7 +110,7 @@ class LocalLab:
         return name
 
     def file_prefix(self, name: str) -> str:
-        return f"ofb{self.short}{name}"
+        return f"ofb{self.short}{check_name(name, 'DPDK file prefix')}"
 
     def sock_path(self, name: str) -> Path:
         return self.state_dir / name
