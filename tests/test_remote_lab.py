@@ -52,6 +52,14 @@ def test_workdir_action_decides_where_rsync_delete_may_go():
                         "count": 40}, key, "/opt/data")
     with pytest.raises(LabError, match=r"workdir: /opt/f exists on the host and is not a folder"):
         workdir_action({"exists": True, "is_dir": False}, key, "/opt/f")
+    # an emulated lab's cache tree from before the marker: adopted only when asked and a tree
+    tree = {"exists": True, "is_dir": True, "entries": [".venv", "harness"], "count": 9,
+            "ofbench_tree": True}
+    assert workdir_action(tree, key, "/var/cache/ofbench/lab-emu/sw", adopt_tree=True) == "adopt"
+    with pytest.raises(LabError, match="no ofbench marker"):
+        workdir_action(tree, key, "/var/cache/ofbench/lab-emu/sw")
+    with pytest.raises(LabError, match="no ofbench marker"):
+        workdir_action({**tree, "ofbench_tree": False}, key, "/x/y", adopt_tree=True)
 
 
 def test_stop_never_signals_a_process_whose_start_time_differs(tmp_path):
@@ -117,3 +125,31 @@ def test_a_process_record_on_the_host_is_valid_json_for_any_allowed_name(tmp_pat
         assert time.monotonic() < deadline
         time.sleep(0.05)
     assert not (tmp_path / "pwned").exists()
+
+
+def test_the_host_side_workdir_snippet_marks_only_an_empty_folder(tmp_path):
+    """hostside.WORKDIR run by this box's python3, as a host runs it."""
+    import json
+    import subprocess
+    import sys
+    from drivers.lab import hostside
+    from drivers.lab.remote import WORKDIR_MARKER
+
+    def snippet(wd, *more):
+        return subprocess.run([sys.executable, "-c", hostside.WORKDIR, str(wd), WORKDIR_MARKER,
+                               *more], capture_output=True, text=True, timeout=30)
+    new = tmp_path / "a" / "b"
+    assert json.loads(snippet(new).stdout) == {"exists": False, "is_dir": False,
+                                               "marker": False, "entries": []}
+    st = json.loads(snippet(new, "mark", "ofbench workdir\n").stdout)
+    assert st["marker"] and (new / WORKDIR_MARKER).read_text() == "ofbench workdir\n"
+    full = tmp_path / "full"
+    (full / "harness").mkdir(parents=True)
+    (full / ".venv").mkdir()
+    (full / "harness" / "plugin.py").write_text("")
+    cp = snippet(full, "mark", "x")
+    assert cp.returncode != 0 and "no longer empty" in cp.stderr
+    assert not (full / WORKDIR_MARKER).exists()
+    st = json.loads(snippet(full).stdout)
+    assert st["ofbench_tree"] and not st["marker"] and st["count"] == 2
+    assert json.loads(snippet(full, "adopt", "x").stdout)["marker"]

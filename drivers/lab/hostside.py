@@ -113,9 +113,10 @@ while True:
 """
 
 # The state of a host's workdir before rsync --delete syncs into it, or (argv "mark") the marker
-# written into an empty or missing one: argv: workdir marker_name [mark marker_text].
+# written into an empty or missing one: argv: workdir marker_name [mark|adopt marker_text].
 # drivers.lab.remote.workdir_action decides from the state; the marker is created with O_EXCL
-# and only while the folder is still empty, so nothing decides twice.
+# and, for "mark", only while the folder is still empty, so nothing decides twice ("adopt":
+# an emulated lab's own cache tree synced before the marker existed).
 WORKDIR = r"""
 import json, os, sys
 wd, name = sys.argv[1], sys.argv[2]
@@ -126,11 +127,13 @@ def state():
     if not os.path.isdir(wd):
         return {"exists": False, "is_dir": False, "marker": False, "entries": []}
     entries = sorted(os.listdir(wd))
+    tree = (os.path.isfile(os.path.join(wd, "harness", "plugin.py"))
+            and os.path.isdir(os.path.join(wd, ".venv")))
     return {"exists": True, "is_dir": True, "marker": os.path.isfile(marker),
-            "entries": entries[:8], "count": len(entries)}
-if len(sys.argv) > 3 and sys.argv[3] == "mark":
+            "entries": entries[:8], "count": len(entries), "ofbench_tree": tree}
+if len(sys.argv) > 3 and sys.argv[3] in ("mark", "adopt"):
     os.makedirs(wd, exist_ok=True)
-    if os.listdir(wd):
+    if sys.argv[3] == "mark" and os.listdir(wd):
         sys.exit("workdir is no longer empty")
     fd = os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     os.write(fd, sys.argv[4].encode())

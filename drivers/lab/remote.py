@@ -52,11 +52,17 @@ SYNC_EXCLUDES = ["/.git", "/build", "/tools", "/reports/run-*", "/reports/latest
                  "/reports/spool", "/traces/out", "__pycache__", "/.venv", f"/{WORKDIR_MARKER}"]
 
 
-def workdir_action(state: dict, key: str, workdir: str) -> str:
+# An emulated lab's hosts keep their trees in this box's cache (dut/profiles/lab-emu*.yaml);
+# a tree synced there before the marker existed is adopted once (emulated labs only).
+EMULATED_WORKDIR_CACHE = "/var/cache/ofbench/lab-emu/"
+
+
+def workdir_action(state: dict, key: str, workdir: str, adopt_tree: bool = False) -> str:
     """What to do before rsync --delete into a host's workdir, from the host's answer to
     hostside.WORKDIR (pure): "sync" (it carries ofbench's marker), "mark" (missing or empty:
-    the marker is written first), or LabError naming the profile key (``key``: ``<profile>:
-    lab.hosts.<role>.workdir``) for anything else."""
+    the marker is written first), "adopt" (``adopt_tree``: an emulated lab's cache folder that
+    holds an ofbench tree and venv synced before the marker existed), or LabError naming the
+    profile key (``key``: ``<profile>: lab.hosts.<role>.workdir``) for anything else."""
     if state.get("exists") and not state.get("is_dir"):
         raise LabError(f"{key}: {workdir} exists on the host and is not a folder; give a "
                        f"folder of ofbench's own")
@@ -65,6 +71,8 @@ def workdir_action(state: dict, key: str, workdir: str) -> str:
     entries = state.get("entries") or []
     if not state.get("exists") or not entries:
         return "mark"
+    if adopt_tree and state.get("ofbench_tree"):
+        return "adopt"
     shown = ", ".join(entries[:5]) + (", ..." if state.get("count", len(entries)) > 5 else "")
     raise LabError(f"{key}: {workdir} is not empty and has no ofbench marker ({WORKDIR_MARKER});"
                    f" rsync --delete would remove what it holds ({shown}). Give an empty or new "
@@ -514,11 +522,14 @@ class RemoteHost:
         marker, or is missing / empty and gets it now; else LabError naming the profile key."""
         wd = str(self.workdir)
         state = json.loads(self.python_snippet(hostside.WORKDIR, wd, WORKDIR_MARKER))
-        if workdir_action(state, self.key("workdir"), wd) == "mark":
+        adopt = (getattr(self.lab, "emulation", None) is not None
+                 and wd.startswith(EMULATED_WORKDIR_CACHE))
+        action = workdir_action(state, self.key("workdir"), wd, adopt_tree=adopt)
+        if action in ("mark", "adopt"):
             text = (f"ofbench workdir: the ofbench tree is synced here with rsync --delete "
                     f"(drivers/lab/remote.py); marked by {controller_id()} at "
                     f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}\n")
-            cp = self.run([HOST_PYTHON, "-c", hostside.WORKDIR, wd, WORKDIR_MARKER, "mark",
+            cp = self.run([HOST_PYTHON, "-c", hostside.WORKDIR, wd, WORKDIR_MARKER, action,
                            text], check=False)
             if cp.returncode != 0:
                 raise LabError(f"{self.key('workdir')}: could not mark {wd} as ofbench's: "
