@@ -12,6 +12,7 @@ import time
 import pytest
 
 from harness.paths import REPORTS
+from harness.redact import redact_command, redact_url
 
 
 class RunReporter:
@@ -60,7 +61,7 @@ class RunReporter:
         summary = dict(state.counts, failed_tests=state.failed_tests,
                        duration_s=round(time.time() - state.started, 1),
                        profile=state.profile.name, exitstatus=int(exitstatus),
-                       command=" ".join(["pytest", *sys.argv[1:]]))
+                       command=redact_command(["pytest", *sys.argv[1:]]))
         (state.run_dir / "session.json").write_text(json.dumps(summary, indent=2))
         try:
             from reports.html import render_run_index
@@ -86,7 +87,8 @@ def start_influx_export(state) -> None:
     if not url:
         return
     from reports.influx import InfluxExporter
-    settings = {"url": url, "token": cfg.getoption("--influx-token"),
+    from harness.options import INFLUX_TOKEN
+    settings = {"url": url, "token": cfg.stash.get(INFLUX_TOKEN, "-"),
                 "org": cfg.getoption("--influx-org"), "bucket": cfg.getoption("--influx-bucket")}
     if url == "local":
         from reports.influxd import LocalInfluxd
@@ -104,7 +106,8 @@ def start_influx_export(state) -> None:
     state.influx = InfluxExporter(spool_dir=REPORTS / "spool", **settings)
     replay = state.influx.replay_spool()
     if replay.replayed:
-        print(f"[ofbench] replayed {replay.replayed} spooled record(s) to {settings['url']}",
+        print(f"[ofbench] replayed {replay.replayed} spooled record(s) to "
+              f"{redact_url(settings['url'])}",
               file=sys.stderr)
 
 

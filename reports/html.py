@@ -33,6 +33,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from harness.redact import redact_record, redact_text
 from reports.results import load_results
 
 INDEX_FILE = "index.html"
@@ -489,7 +490,7 @@ def _summary_html(session: Mapping, records: Sequence[Mapping]) -> str:
         chips.append(f'<span class="chip fail">{misses} target misses</span>')
     out = f'<div class="chips">{"".join(chips)}</div>'
     if session.get("command"):
-        out += f'<p class="note">command: <code>{esc(session["command"])}</code></p>'
+        out += f'<p class="note">command: <code>{esc(redact_text(session["command"]))}</code></p>'
     if session.get("_load_error"):
         out += f'<p class="note">{esc(session["_load_error"])}</p>'
     failed = session.get("failed_tests") or []
@@ -845,7 +846,7 @@ def render_run_index(run_dir: Path) -> Path:
     run_dir = Path(run_dir)
     load_errors: list[str] = []
     # a torn or hand-edited line must not cost the whole page: show what is readable
-    records = [r for r in load_results(run_dir, errors=load_errors)
+    records = [redact_record(r) for r in load_results(run_dir, errors=load_errors)
                if isinstance(r.get("metrics"), dict) and isinstance(r.get("provenance"), dict)]
     session = load_session(run_dir)
     run_id = next((r["run_id"] for r in records if r.get("run_id")), run_dir.name)

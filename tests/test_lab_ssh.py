@@ -163,3 +163,71 @@ def test_an_unknown_host_key_is_refused_not_accepted(emu):
     with pytest.raises(LabError, match=r"emu-test.yaml: lab.known_hosts: SSH to 198.18.7.2 "
                                        r"refused"):
         _open(_profile(tmp, lab={"known_hosts": str(empty)}), tmp=tmp)
+
+
+# ---- rsync --delete only into a workdir that carries ofbench's marker (issue 38 part 3) ------
+
+def test_a_missing_workdir_is_marked_then_synced_and_the_marker_survives_delete(emu):
+    from drivers.lab.remote import WORKDIR_MARKER
+    tmp, _ = emu
+    wd = tmp / "wd-new" / "ofbench"
+    repo = tmp / "fake-repo"
+    (repo / ".venv" / "bin").mkdir(parents=True, exist_ok=True)
+    (repo / "README.md").write_text("tree\n")
+    lab = _open(_profile(tmp, host={"workdir": str(wd)}), "run-20990101T000004Z-aaa4", tmp)
+    try:
+        h = lab.host("switch")
+        h.sync_tree(repo)
+        assert (wd / WORKDIR_MARKER).is_file() and (wd / "README.md").read_text() == "tree\n"
+        assert "ofbench workdir" in (wd / WORKDIR_MARKER).read_text()
+        (wd / "stale-file").write_text("from an older tree\n")
+        h.sync_tree(repo)   # marked: --delete runs, removes what the tree no longer has
+        assert not (wd / "stale-file").exists() and (wd / WORKDIR_MARKER).is_file()
+    finally:
+        lab.close()
+
+
+def test_a_non_empty_workdir_without_the_marker_stops_and_nothing_is_deleted(emu):
+    tmp, _ = emu
+    wd = tmp / "someones-dir"
+    wd.mkdir(exist_ok=True)
+    (wd / "precious.txt").write_text("keep me\n")
+    repo = tmp / "fake-repo2"
+    (repo / ".venv").mkdir(parents=True, exist_ok=True)
+    lab = _open(_profile(tmp, host={"workdir": str(wd)}), "run-20990101T000005Z-aaa5", tmp)
+    try:
+        with pytest.raises(LabError, match=rf"emu-test.yaml: lab.hosts.switch.workdir: {wd} is "
+                                           r"not empty and has no ofbench marker .*precious.txt"):
+            lab.host("switch").sync_tree(repo)
+        assert (wd / "precious.txt").read_text() == "keep me\n"
+        assert sorted(p.name for p in wd.iterdir()) == ["precious.txt"]
+    finally:
+        lab.close()
+
+
+@pytest.mark.timeout(180)
+def test_a_run_on_a_workdir_without_the_marker_exits_4_naming_the_key(tmp_path):
+    """The whole harness: the emulated lab comes up, opening it stops at the workdir."""
+    import sys
+    import yaml
+    repo = Path(__file__).resolve().parents[1]
+    wd = tmp_path / "wd"
+    wd.mkdir()
+    (wd / "precious.txt").write_text("keep me\n")
+    prof = tmp_path / "emu-marker.yaml"
+    prof.write_text(yaml.safe_dump({
+        "schema_version": 1,
+        "lab": {"kind": "remote", "emulated": True, "known_hosts": str(tmp_path / "kh"),
+                "state_dir": str(tmp_path / "hoststate"),
+                "hosts": {"switch": {"address": "198.18.9.2", "workdir": str(wd),
+                                     "key_file": str(tmp_path / "id")}}},
+        "switch": {"kind": "ofbench", "host": "switch"},
+        "generator": {"kind": "softgen", "host": "switch"}}))
+    cp = subprocess.run([sys.executable, "-m", "pytest", "suites/smoke/test_links.py",
+                         f"--dut={prof}", f"--reports-dir={tmp_path / 'reports'}", "-q"],
+                        cwd=repo, capture_output=True, text=True, timeout=170)
+    out = cp.stdout + cp.stderr
+    assert cp.returncode == 4, out[-3000:]
+    assert f"emu-marker.yaml: lab.hosts.switch.workdir: {wd} is not empty and has no ofbench " \
+           f"marker" in out, out[-3000:]
+    assert sorted(p.name for p in wd.iterdir()) == ["precious.txt"]

@@ -20,10 +20,11 @@ import socket
 import subprocess
 from pathlib import Path
 
-from drivers.lab.base import LabError  # re-exported: callers import it from here too
+from drivers.lab.base import LabError, check_name  # LabError re-exported: callers import it here
 from drivers.lab.cleanup import (HUGE_DIR, STATE_ROOT, delete_netns, remove_dpdk_runtime,
                                  remove_hugepage_files)
 from drivers.supervisor import Supervisor, proc_start_time
+from harness.redact import redact_command, redact_text
 
 
 
@@ -32,8 +33,8 @@ def run(argv: list[str], *, check: bool = True, timeout: float = 30.0,
     cp = subprocess.run([str(a) for a in argv], capture_output=True, text=True,
                         timeout=timeout, input=input)
     if check and cp.returncode != 0:
-        raise LabError(f"`{' '.join(map(str, argv))}` failed ({cp.returncode}): "
-                       f"{(cp.stderr or cp.stdout).strip()}")
+        raise LabError(f"`{redact_command(argv)}` failed ({cp.returncode}): "
+                       f"{redact_text((cp.stderr or cp.stdout).strip())}")
     return cp
 
 
@@ -110,7 +111,7 @@ class LocalLab:
         return name
 
     def file_prefix(self, name: str) -> str:
-        return f"ofb{self.short}{name}"
+        return f"ofb{self.short}{check_name(name, 'DPDK file prefix')}"
 
     def sock_path(self, name: str) -> Path:
         return self.state_dir / name
