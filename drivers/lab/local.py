@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import json
 import os
 import shutil
 import socket
@@ -22,7 +21,7 @@ from pathlib import Path
 
 from drivers.lab.base import LabError  # re-exported: callers import it from here too
 from drivers.lab.cleanup import (HUGE_DIR, STATE_ROOT, delete_netns, remove_dpdk_runtime,
-                                 remove_hugepage_files)
+                                 remove_hugepage_files, write_owner)
 from drivers.supervisor import Supervisor, proc_start_time
 
 
@@ -88,8 +87,8 @@ class LocalLab:
         self.run_dir = Path(run_dir)
         self.state_dir = STATE_ROOT / run_id
         self.state_dir.mkdir(parents=True, exist_ok=True)
-        (self.state_dir / "owner.json").write_text(json.dumps(
-            {"pid": os.getpid(), "start_time": proc_start_time(os.getpid()), "run_id": run_id}))
+        write_owner(self.state_dir, {"pid": os.getpid(),
+                                     "start_time": proc_start_time(os.getpid()), "run_id": run_id})
         self.supervisor = Supervisor(self.state_dir, self.run_dir / "logs")
         self.namespaces: list[str] = []
         self.use_hugepages = "hugepages" in profile.features and hugepages_usable()
