@@ -83,7 +83,8 @@ def test_down_or_bad_url_spools_with_a_warning_naming_the_spool(tmp_path, url):
     w = ResultWriter(tmp_path / "run", BASE_PROVENANCE)
     recs = _records(w, 3, T0)
     exp = InfluxExporter(url.format(port=_closed_port()), spool_dir=tmp_path / "spool")
-    with pytest.warns(InfluxSpoolWarning, match=str(tmp_path / "spool" / "influx-spool.jsonl")):
+    with pytest.warns(InfluxSpoolWarning,
+                      match=re.escape(str(tmp_path / "spool")) + r"/influx-spool-[0-9a-f]{16}\.jsonl"):
         res = exp.export(recs)
     assert res.spooled == 3 and res.sent == 0 and res.error
     spooled = [json.loads(x) for x in exp.spool_path.read_text().splitlines()]
@@ -189,7 +190,7 @@ def test_spool_and_replay_against_real_influxd(tmp_path, influxd):
 
     influxd.kill()  # a crash: the next export cannot reach it
     second = _records(w, 4, T0 + dt.timedelta(minutes=1), suite="throughput")
-    with pytest.warns(InfluxSpoolWarning, match="influx-spool.jsonl"):
+    with pytest.warns(InfluxSpoolWarning, match=r"influx-spool-[0-9a-f]{16}\.jsonl"):
         res = exp.export(second)
     assert (res.sent, res.spooled) == (0, 4)
     assert exp.spooled_count() == 4
@@ -294,3 +295,84 @@ def test_bad_data_is_rejected_alone_and_kept(tmp_path, influxd):
     assert kept[0]["record"] == bad and "HTTP 400" in kept[0]["reason"]
     assert len(_count_and_values(influxd, "smoke")) == 3
     assert not exp.spool_path.exists()
+
+
+# ---- issue 38: a spool that cannot lose or misroute -----------------------------------------
+
+def test_a_torn_last_line_does_not_swallow_the_next_record(tmp_path):
+    w = ResultWriter(tmp_path / "run", BASE_PROVENANCE)
+    a, b, c = _records(w, 3, T0)
+    exp = InfluxExporter(f"http://127.0.0.1:{_closed_port()}", spool_dir=tmp_path / "spool")
+    with pytest.warns(InfluxSpoolWarning):
+        exp.export([a])          # the server is down: exports now spool without the network
+    with open(exp.spool_path, "a") as f:
+        f.write(json.dumps(b)[:40])      # another writer died mid-write
+    assert exp.export([c]).spooled == 1
+    with pytest.warns(InfluxSpoolWarning, match="1 unreadable spool line"):
+        assert exp._read_spool() == [a, c]
+    assert json.loads(exp.corrupt_path.read_text())["line"] == json.dumps(b)[:40]
+    # a line torn just before its newline is a whole record again
+    with open(exp.spool_path, "a") as f:
+        f.write(json.dumps(b))
+    exp.export([a])
+    assert exp._read_spool() == [a, c, b, a]
+
+
+def test_corrupt_lines_are_moved_once_and_the_spool_rewritten(tmp_path):
+    exp = InfluxExporter(f"http://127.0.0.1:{_closed_port()}", spool_dir=tmp_path)
+    exp.spool_path.write_text('{"torn": \nnot json either\n')
+    with pytest.warns(InfluxSpoolWarning, match="2 unreadable spool line"):
+        exp.replay_spool()
+    assert not exp.spool_path.exists()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", InfluxSpoolWarning)
+        exp.replay_spool()
+        exp.replay_spool()
+    assert len(exp.corrupt_path.read_text().splitlines()) == 2
+
+
+def test_one_spool_per_destination_and_no_credentials_in_it(tmp_path):
+    """Records spooled for one server+bucket are never replayed into another; the URL's and
+    the token's credentials are in no file of the spool dir and in no message."""
+    spool = tmp_path / "spool"
+    w = ResultWriter(tmp_path / "run", BASE_PROVENANCE)
+    port = _closed_port()
+    nightly = InfluxExporter(f"http://nightly:pw-s3cret@127.0.0.1:{port}/", token="tok-s3cret",
+                             bucket="ofbench/autogen", spool_dir=spool)
+    with pytest.warns(InfluxSpoolWarning) as caught:
+        nightly.export(_records(w, 2, T0))
+    assert "s3cret" not in " ".join(str(m.message) for m in caught)
+    same = InfluxExporter(f"http://other:pw2@127.0.0.1:{port}", bucket="ofbench/autogen",
+                          spool_dir=spool)
+    assert same.spool_path == nightly.spool_path      # credentials do not make a destination
+    for other in (InfluxExporter(f"http://127.0.0.1:{port}", bucket="dev/autogen",
+                                 spool_dir=spool),
+                  InfluxExporter(f"http://127.0.0.1:{_closed_port()}", spool_dir=spool)):
+        assert other.spool_path != nightly.spool_path and other.spooled_count() == 0
+    assert nightly.spooled_count() == 2
+    for f in spool.iterdir():
+        assert "s3cret" not in f.name and "s3cret" not in f.read_text(errors="replace"), f
+    dest = json.loads(nightly.spool_path.with_name(
+        nightly.spool_path.name.replace(".jsonl", ".dest.json")).read_text())
+    assert dest == {"url": f"http://127.0.0.1:{port}", "bucket": "ofbench/autogen"}
+
+
+def test_ctrl_c_inside_a_send_keeps_the_record(tmp_path):
+    w = ResultWriter(tmp_path / "run", BASE_PROVENANCE)
+    recs = _records(w, 3, T0)
+    exp = InfluxExporter("http://127.0.0.1:1", spool_dir=tmp_path)
+
+    def interrupted(batch):
+        raise KeyboardInterrupt
+    exp._send = interrupted
+    with pytest.raises(KeyboardInterrupt):
+        exp.export(recs)
+    assert exp._read_spool() == recs
+
+
+def test_a_legacy_spool_of_unknown_destination_is_left_alone(tmp_path, caplog):
+    (tmp_path / "influx-spool.jsonl").write_text('{"suite": "x"}\n')
+    exp = InfluxExporter(f"http://127.0.0.1:{_closed_port()}", spool_dir=tmp_path)
+    assert "destination is unknown" in caplog.text
+    assert exp.spooled_count() == 0
+    assert (tmp_path / "influx-spool.jsonl").read_text() == '{"suite": "x"}\n'
