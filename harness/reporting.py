@@ -89,9 +89,14 @@ def start_influx_export(state) -> None:
     settings = {"url": url, "token": cfg.getoption("--influx-token"),
                 "org": cfg.getoption("--influx-org"), "bucket": cfg.getoption("--influx-bucket")}
     if url == "local":
-        from reports.influxd import LocalInfluxd
-        srv = LocalInfluxd(log_path=state.run_dir / "logs" / "influxd.log")
+        from drivers.lab.cleanup import STATE_ROOT
+        from reports.influxd import LocalInfluxd, token_auth
         try:
+            # under the supervisor, in a state folder of its own (a SIGKILLed run's server is
+            # stopped by the next run's cleanup); auth on when a token is configured
+            srv = LocalInfluxd(log_path=state.run_dir / "logs" / "influxd.log",
+                               state_dir=STATE_ROOT / f"{state.run_dir.name}.influxd",
+                               auth=token_auth(settings["token"]))
             srv.start()
         except Exception as e:  # records are spooled, nothing is lost; say so loudly
             print(f"[ofbench] WARNING: local influxd did not start ({e}); records will be "
@@ -99,6 +104,7 @@ def start_influx_export(state) -> None:
             settings["url"] = "http://127.0.0.1:1"
         else:
             state.influxd = srv
+            state.config.pluginmanager.register(_StopInfluxd(srv), "ofbench-influxd-stop")
             settings.update(srv.client_settings())
     state.influx_settings = settings
     state.influx = InfluxExporter(spool_dir=REPORTS / "spool", **settings)
@@ -106,6 +112,21 @@ def start_influx_export(state) -> None:
     if replay.replayed:
         print(f"[ofbench] replayed {replay.replayed} spooled record(s) to {settings['url']}",
               file=sys.stderr)
+
+
+class _StopInfluxd:
+    """Stops the run's local influxd after every other session-finish step, whatever they
+    raise (the reporter stops it too; stopping twice is harmless)."""
+
+    def __init__(self, srv):
+        self.srv = srv
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_sessionfinish(self, session, exitstatus):
+        try:
+            return (yield)
+        finally:
+            self.srv.stop()
 
 
 def _nightly_trend(session, state) -> str | None:

@@ -2,7 +2,7 @@
 and OVS databases. Called at the start of every run and by ``make clean-stale``.
 
 A run keeps its state in ``<STATE_ROOT>/<run-id>/`` (owner.json, pids.jsonl, netns.list and
-its sockets/OVS dbs). A run is *stale* when its owner process is gone (pid dead or recycled,
+its sockets/OVS dbs), its local InfluxDB server in ``<STATE_ROOT>/<run-id>.influxd/``. A run is *stale* when its owner process is gone (pid dead or recycled,
 checked with the kernel start time). Live runs (another pytest on this box) are left alone.
 Names are recognisable: namespaces ``ofb-<short>-<tag>``, DPDK file prefixes ``ofb<short>``,
 where <short> is the run id's last 4 hex digits.
@@ -32,8 +32,9 @@ HUGE_DIR = Path(os.environ.get("OFBENCH_HUGE_DIR", "/dev/hugepages-ofbench"))
 # exits, unless run --in-memory: a run removes its own, cleanup those of dead runs.
 DPDK_RUNTIME_DIR = Path(os.environ.get("OFBENCH_DPDK_RUNTIME_DIR", "/var/run/dpdk"))
 NETNS_RE = re.compile(r"^ofb-([0-9a-f]{4})-")
-# Exactly a run id (reports.results.new_run_id): only such folders are runs of ours.
-RUN_DIR_RE = re.compile(r"^run-[0-9]{8}T[0-9]{6}Z-[0-9a-f]{4}$", re.ASCII)
+# Exactly a run id (reports.results.new_run_id), or the folder of a run's local InfluxDB server
+# (<run id>.influxd, reports/influxd.py): only such folders are runs of ours. Group 1: short.
+RUN_DIR_RE = re.compile(r"^run-[0-9]{8}T[0-9]{6}Z-([0-9a-f]{4})(?:\.influxd)?$", re.ASCII)
 DPDK_PREFIX_RE = re.compile(r"^ofb([0-9a-f]{4})")
 # Tools run outside a lab (unit tests, cls-bench) name their prefix ofb-<tool>-...-<pid>.
 DPDK_PID_PREFIX_RE = re.compile(r"^ofb-[a-z]+-(?:.*-)?(\d+)$")
@@ -198,9 +199,10 @@ def cleanup_stale(state_root: Path = STATE_ROOT, log=print) -> list[str]:
         for d in sorted(state_root.iterdir()):
             # Only run folders: others here (an emulated lab's lock and link sockets,
             # /run/ofbench/lab-emu/) belong to whoever holds them, not to a dead run.
-            if not d.is_dir() or not RUN_DIR_RE.match(d.name):
+            m = RUN_DIR_RE.match(d.name)
+            if not d.is_dir() or not m:
                 continue
-            short = d.name[-4:]
+            short = m.group(1)
             # A run writes owner.json right after creating its folder: a young folder without
             # it is being born, not dead. An owner record that cannot be read was not written
             # by us (we write it atomically): someone else's, never cleaned.
@@ -220,8 +222,8 @@ def cleanup_stale(state_root: Path = STATE_ROOT, log=print) -> list[str]:
     known_shorts = set()
     for root in {Path(state_root), SYSTEM_STATE_ROOT}:
         if root.is_dir():
-            known_shorts |= {d.name[-4:] for d in root.iterdir()
-                             if d.is_dir() and RUN_DIR_RE.match(d.name)}
+            known_shorts |= {m.group(1) for d in root.iterdir()
+                             if d.is_dir() and (m := RUN_DIR_RE.match(d.name))}
     for ns in list_netns():
         m = NETNS_RE.match(ns)
         if m and m.group(1) not in known_shorts:
