@@ -88,7 +88,7 @@ def rfc3339_to_ns(text: str) -> int:
     if not text.endswith("Z"):
         raise ValueError(f"time {text!r} is not RFC 3339 UTC with a Z suffix")
     main, _, frac = text[:-1].partition(".")
-    if frac and not frac.isdigit():
+    if frac and not (frac.isascii() and frac.isdigit()):
         raise ValueError(f"time {text!r}: bad fraction")
     base = dt.datetime.strptime(main, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=dt.timezone.utc)
     seconds = int((base - dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)).total_seconds())

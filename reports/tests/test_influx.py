@@ -30,6 +30,8 @@ def test_rfc3339_to_ns_is_exact():
         dt.datetime(2024, 5, 1, 2, 3, 4, tzinfo=dt.timezone.utc).timestamp()) * 10 ** 9
     with pytest.raises(ValueError):
         rfc3339_to_ns("2024-05-01T02:03:04+02:00")
+    with pytest.raises(ValueError, match="bad fraction"):   # '²'.isdigit() is True
+        rfc3339_to_ns("2024-05-01T02:03:04.1\u00b2Z")
 
 
 def test_record_to_point_parts(tmp_path):
