@@ -89,15 +89,12 @@ def start_influx_export(state) -> None:
     settings = {"url": url, "token": cfg.getoption("--influx-token"),
                 "org": cfg.getoption("--influx-org"), "bucket": cfg.getoption("--influx-bucket")}
     if url == "local":
-        from drivers.lab.cleanup import STATE_ROOT
-        from reports.influxd import LocalInfluxd, token_auth
+        from harness.services import start_local_influxd
         try:
             # under the supervisor, in a state folder of its own (a SIGKILLed run's server is
             # stopped by the next run's cleanup); auth on when a token is configured
-            srv = LocalInfluxd(log_path=state.run_dir / "logs" / "influxd.log",
-                               state_dir=STATE_ROOT / f"{state.run_dir.name}.influxd",
-                               auth=token_auth(settings["token"]))
-            srv.start()
+            srv = start_local_influxd(state.run_dir.name, state.run_dir / "logs" / "influxd.log",
+                                      settings["token"])
         except Exception as e:  # records are spooled, nothing is lost; say so loudly
             print(f"[ofbench] WARNING: local influxd did not start ({e}); records will be "
                   f"spooled to reports/spool/", file=sys.stderr)
@@ -123,10 +120,11 @@ class _StopInfluxd:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_sessionfinish(self, session, exitstatus):
+        from harness.services import stop_local_influxd
         try:
             return (yield)
         finally:
-            self.srv.stop()
+            stop_local_influxd(self.srv)
 
 
 def _nightly_trend(session, state) -> str | None:

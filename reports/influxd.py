@@ -15,10 +15,11 @@ token "-" (no auth) or "user:pass", org "-", bucket "<db>/autogen".
 
 Two ways to run it:
 - standalone: `with LocalInfluxd(tools_dir, data_dir) as srv: ...` (start/stop/kill here);
-- supervised, as a suite run does (`LocalInfluxd(..., state_dir=<state root>/<run-id>.influxd)`):
-  started by drivers.supervisor in a state folder of its own with owner.json and pids.jsonl,
-  so a run killed with SIGKILL leaves nothing that the next run's cleanup or `make clean-stale`
-  does not stop; the folder is removed when the server stops.
+- supervised, as a suite run does (`LocalInfluxd(..., supervisor=sup)`, see
+  harness/services.py): started and stopped by a drivers.supervisor.Supervisor, so it is in
+  that supervisor's pids.jsonl and a run killed with SIGKILL leaves nothing that the next
+  run's cleanup or `make clean-stale` does not stop. (This module imports nothing of drivers:
+  the supervisor is handed in.)
 
 Auth: with `auth=(user, password)` (a token "user:pass" configured for the run, see
 token_auth) the server runs with `auth-enabled = true`; on a data dir without users the first
@@ -29,8 +30,6 @@ from __future__ import annotations
 
 import base64
 import fcntl
-import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -120,7 +119,7 @@ class LocalInfluxd:
     def __init__(self, tools_dir: Path = DEFAULT_TOOLS_DIR, data_dir: Path = DEFAULT_DATA_DIR,
                  port: int | None = None, rpc_port: int | None = None, db: str = DEFAULT_DB,
                  log_path: Path | None = None, start_timeout_s: float = 60.0,
-                 flux_enabled: bool = True, state_dir: Path | None = None,
+                 flux_enabled: bool = True, supervisor=None,
                  auth: tuple[str, str] | None = None):
         self.binary = Path(tools_dir) / "bin" / "influxd"
         self.data_dir = Path(data_dir)
@@ -135,12 +134,11 @@ class LocalInfluxd:
         # Flux (the query API of influxdb-client, used by the trend) costs ~5 s of CPU at every
         # start; writes (/api/v2/write) and InfluxQL work without it.
         self.flux_enabled = flux_enabled
-        self.state_dir = Path(state_dir) if state_dir else None
         self.auth = auth
         self.proc: subprocess.Popen | None = None
         self._log_file = None
         self._lock_file = None
-        self._supervisor = None
+        self._supervisor = supervisor   # drivers.supervisor.Supervisor (duck-typed) or None
         self._managed = None
 
     # ---- what clients need ----
@@ -198,7 +196,7 @@ class LocalInfluxd:
         try:
             argv = self.prepare()
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
-            if self.state_dir is not None:
+            if self._supervisor is not None:
                 self._start_supervised(argv)
             else:
                 self._log_file = self.log_path.open("ab")
@@ -215,18 +213,13 @@ class LocalInfluxd:
         return self
 
     def _start_supervised(self, argv: list[str]) -> None:
-        """Start under drivers.supervisor in state_dir (owner.json first, then pids.jsonl)."""
-        from drivers.lab.cleanup import write_owner
-        from drivers.supervisor import ProcessStartError, Supervisor, proc_start_time
-        self.state_dir.mkdir(parents=True, exist_ok=True)
-        write_owner(self.state_dir, {"pid": os.getpid(), "start_time": proc_start_time(os.getpid()),
-                                     "service": "influxd"})
-        self._supervisor = Supervisor(self.state_dir, self.log_path.parent)
+        """Start through the supervisor (recorded in its pids.jsonl before it is awaited); its
+        log goes to log_path (the supervisor's log_dir should be log_path's folder)."""
         try:
             self._managed = self._supervisor.start(
                 "influxd", argv, log_name=self.log_path.name.removesuffix(".log"),
                 ready=self.is_ready, ready_timeout_s=self.start_timeout_s)
-        except ProcessStartError as e:
+        except RuntimeError as e:   # the supervisor's ProcessStartError, with the log's tail
             raise InfluxdError(str(e)) from None
         self.proc = self._managed.popen
 
@@ -320,11 +313,9 @@ class LocalInfluxd:
         if self._log_file is not None:
             self._log_file.close()
             self._log_file = None
-        if self._managed is not None:
-            # stopped (the group too): its state folder goes
+        if self._managed is not None:   # its process group too
             self._supervisor.stop(self._managed, 5.0)
-            self._managed = self._supervisor = None
-            shutil.rmtree(self.state_dir, ignore_errors=True)
+            self._managed = None
         self._release_data_dir()
 
     def _log_tail(self, n: int = 20) -> str:

@@ -380,63 +380,17 @@ def test_a_legacy_spool_of_unknown_destination_is_left_alone(tmp_path, caplog):
     assert (tmp_path / "influx-spool.jsonl").read_text() == '{"suite": "x"}\n'
 
 
-# ---- issue 38: the local server under the supervisor, with auth when a token is set --------
-
-SUPERVISED = r"""
-import sys, time
-from pathlib import Path
-from reports.influxd import LocalInfluxd
-srv = LocalInfluxd(data_dir=Path(sys.argv[1]), state_dir=Path(sys.argv[2]), flux_enabled=False)
-srv.start()
-print(srv.pid, flush=True)
-time.sleep(600)
-"""
-
-
-def test_a_supervised_influxd_of_a_killed_run_is_stopped_by_the_cleanup(tmp_path):
-    import os
-    import signal
-    import subprocess
-    import sys
-    from pathlib import Path
-    from drivers.lab import cleanup
-    from drivers.supervisor import proc_start_time
-    root = tmp_path / "state"
-    state = root / "run-20990101T000000Z-1f1d.influxd"
-    child = subprocess.Popen([sys.executable, "-c", SUPERVISED, str(tmp_path / "db"), str(state)],
-                             stdout=subprocess.PIPE, text=True,
-                             cwd=Path(__file__).resolve().parents[2],
-                             env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
-    try:
-        pid = int(child.stdout.readline())
-        recorded = [json.loads(x) for x in (state / "pids.jsonl").read_text().splitlines()]
-        assert [(r["name"], r["pid"]) for r in recorded] == [("influxd", pid)]
-        assert json.loads((state / "owner.json").read_text())["pid"] == child.pid
-        child.send_signal(signal.SIGKILL)   # the run dies; its server lives on, recorded
-        child.wait()
-        assert proc_start_time(pid) is not None
-        removed = cleanup.cleanup_stale(root, log=lambda m: None)
-        assert any(f"influxd({pid})" in r for r in removed), removed
-        for _ in range(50):
-            if proc_start_time(pid) is None:
-                break
-            time.sleep(0.05)
-        assert proc_start_time(pid) is None and not state.exists()
-    finally:
-        child.kill()
-        child.wait()
-
+# ---- issue 38: the local server with auth when a token is set -----------------------------
 
 def test_with_a_token_the_local_server_requires_it_and_keeps_it_out_of_files(tmp_path):
     import urllib.error
     from pathlib import Path
     from reports.influxd import token_auth
     auth = token_auth("ofb:pw-s3cret")
-    srv = LocalInfluxd(data_dir=tmp_path / "db", flux_enabled=False, auth=auth,
-                       state_dir=tmp_path / "run-20990101T000000Z-2f2d.influxd")
+    srv = LocalInfluxd(data_dir=tmp_path / "db", flux_enabled=False, auth=auth)
     with srv:
         assert "auth-enabled = true" in srv.config_path.read_text()
-        for f in [srv.config_path, srv.state_dir / "pids.jsonl", srv.log_path]:
+        for f in [srv.config_path, srv.log_path]:
             assert "s3cret" not in f.read_text(), f
         cmdline = Path(f"/proc/{srv.pid}/cmdline").read_bytes()
         assert b"s3cret" not in cmdline
