@@ -113,18 +113,25 @@ def start_influx_export(state) -> None:
 
 class _StopInfluxd:
     """Stops the run's local influxd after every other session-finish step, whatever they
-    raise (the reporter stops it too; stopping twice is harmless)."""
+    raise, and at unconfigure (pytest skips sessionfinish when sessionstart raised); the
+    reporter stops it too; stopping twice is harmless."""
 
     def __init__(self, srv):
         self.srv = srv
 
+    def _stop(self) -> None:
+        from harness.services import stop_local_influxd
+        stop_local_influxd(self.srv)
+
     @pytest.hookimpl(wrapper=True)
     def pytest_sessionfinish(self, session, exitstatus):
-        from harness.services import stop_local_influxd
         try:
             return (yield)
         finally:
-            stop_local_influxd(self.srv)
+            self._stop()
+
+    def pytest_unconfigure(self, config):
+        self._stop()
 
 
 def _nightly_trend(session, state) -> str | None:

@@ -23,3 +23,10 @@ def test_the_local_influxd_is_stopped_whatever_the_session_finish_raises(error):
         with pytest.raises(type(error)):
             gen.throw(error)
     assert srv.stopped == 1
+
+
+def test_the_local_influxd_is_stopped_at_unconfigure_too():
+    """pytest calls no sessionfinish when sessionstart raised after the server started."""
+    srv = FakeServer()
+    _StopInfluxd(srv).pytest_unconfigure(config=None)
+    assert srv.stopped == 1
