@@ -184,13 +184,18 @@ def test_an_emulated_lab_never_touches_key_files_the_profile_names(tmp_path):
         p.write_text(text)
     prof = _profile(tmp_path, host={"address": "198.18.9.2", "key_file": str(keys / "ofbench_lab")},
                     lab={"emulated": True, "known_hosts": str(keys / "known_hosts")})
-    lab = EmulatedLab(prof, f"run-20990101T000009Z-{(os.getpid() + 7) % 0xffff:04x}").up()
+    # through the SSH lab, as a run opens it: the hosts are reached with the lab's own key
+    remote = _open(prof, f"run-20990101T000009Z-{(os.getpid() + 7) % 0xffff:04x}", tmp_path)
+    lab = remote.emulation
     try:
         assert lab.key_file.parent == lab.state_dir and lab.key_file.is_file()
         assert lab.known_hosts.parent == lab.state_dir and "198.18.9.2" in lab.known_hosts.read_text()
+        assert remote.known_hosts == str(lab.known_hosts)
+        assert remote.host("switch").run(["echo", "reached"]).stdout.strip() == "reached"
+        assert str(lab.key_file) in remote.host("switch").ssh_command()
         assert {p: p.read_text() for p in precious} == precious
     finally:
-        lab.down()
+        remote.close()
     assert {p: p.read_text() for p in precious} == precious
     assert not lab.state_dir.exists()
 
