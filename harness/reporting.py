@@ -89,6 +89,9 @@ def start_influx_export(state) -> None:
     settings = {"url": url, "token": cfg.getoption("--influx-token"),
                 "org": cfg.getoption("--influx-org"), "bucket": cfg.getoption("--influx-bucket")}
     if url == "local":
+        # its port changes every run: the spool is keyed by this name, not the URL, so the
+        # next local run replays what this one spooled
+        settings["destination"] = "local"
         from harness.services import start_local_influxd
         try:
             # under the supervisor, in a state folder of its own (a SIGKILLed run's server is

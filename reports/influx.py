@@ -15,7 +15,9 @@ Goal: nothing lost, nothing duplicated, and a run never fails because InfluxDB i
   during a send keeps them (SIGINT/SIGTERM are held off while the spool is written).
 - One spool per destination: the key is a hash of the URL without its credentials (scheme,
   host, port, path) and the bucket, so records spooled for the nightly's server are never
-  replayed into a developer's `--influx-url=local`. No credential is in the file's name or
+  replayed into a developer's `--influx-url=local`. A server whose URL changes from run to
+  run (the local influxd takes a free port each time) is named by a stable `destination`
+  instead (the harness passes "local"), so its spool is replayed by the next local run. No credential is in the file's name or
   content; <spool>.dest.json beside it says, for a person, where it goes (URL without
   credentials, bucket). A pre-destination `influx-spool.jsonl` is left alone (its destination
   is unknown) with a warning.
@@ -222,12 +224,15 @@ class InfluxExporter:
 
     def __init__(self, url: str, token: str = "-", org: str = "-", bucket: str = "ofbench/autogen",
                  spool_dir: Path = Path("reports/spool"), timeout_ms: int = DEFAULT_TIMEOUT_MS,
-                 retry_after_s: float = DEFAULT_RETRY_AFTER_S, clock=time.monotonic):
+                 retry_after_s: float = DEFAULT_RETRY_AFTER_S, clock=time.monotonic,
+                 destination: str | None = None):
         self.url, self.token, self.org, self.bucket = url, token, org, bucket
         self.public_url = public_url(url)   # for messages: never credentials
         self.spool_dir = Path(spool_dir)
         self.spool_dir.mkdir(parents=True, exist_ok=True)
-        key = destination_key(url, bucket)
+        # a stable name for a server whose URL changes (see the module doc), else its URL
+        self.destination = destination
+        key = destination_key(destination if destination else url, bucket)
         self.spool_path = self.spool_dir / f"influx-spool-{key}.jsonl"
         self._dest_path = self.spool_dir / f"influx-spool-{key}.dest.json"
         self.rejected_path = self.spool_dir / REJECTED_FILE
@@ -349,7 +354,10 @@ class InfluxExporter:
         with _signals_held():
             if not self._dest_path.exists():
                 tmp = self._dest_path.with_name(self._dest_path.name + ".tmp")
-                tmp.write_text(json.dumps({"url": self.public_url, "bucket": self.bucket}) + "\n")
+                dest = {"url": self.public_url, "bucket": self.bucket}
+                if self.destination:
+                    dest["destination"] = self.destination
+                tmp.write_text(json.dumps(dest) + "\n")
                 os.replace(tmp, self._dest_path)
             return _append_jsonl(self.spool_path, records)
 

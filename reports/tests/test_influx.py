@@ -408,3 +408,19 @@ def test_with_a_token_the_local_server_requires_it_and_keeps_it_out_of_files(tmp
         with pytest.raises(Exception, match="user"):
             token_auth(bad)
     assert token_auth("-") is None
+
+
+def test_a_server_whose_url_changes_keeps_one_spool_by_its_destination_name(tmp_path, influxd):
+    """The local influxd takes a free port each run: records spooled while it was down are
+    replayed by the next run's exporter, whose URL differs."""
+    w = ResultWriter(tmp_path / "run", BASE_PROVENANCE)
+    down = InfluxExporter(f"http://127.0.0.1:{_closed_port()}", bucket=influxd.bucket,
+                          spool_dir=tmp_path, destination="local")
+    with pytest.warns(InfluxSpoolWarning):
+        down.export(_records(w, 3, T0))
+    assert InfluxExporter(f"http://127.0.0.1:{_closed_port()}", bucket=influxd.bucket,
+                          spool_dir=tmp_path).spooled_count() == 0   # by URL: another spool
+    up = InfluxExporter(**influxd.client_settings(), spool_dir=tmp_path, destination="local")
+    assert up.spool_path == down.spool_path
+    assert up.replay_spool().replayed == 3
+    assert len(_count_and_values(influxd, "smoke")) == 3
