@@ -221,3 +221,13 @@ def test_only_folders_named_like_a_run_id_are_runs(tmp_path, state_root):
         os.utime(d, (old, old))
     cleanup.cleanup_stale(state_root, log=lambda m: None)
     assert len(list(state_root.iterdir())) == 3
+
+
+def test_a_lab_takes_only_run_ids_that_cleanup_recognises(tmp_path, state_root):
+    from dut.profiles.schema import parse_profile
+    from drivers.lab.local import LocalLab
+    prof = parse_profile({"schema_version": 1, "lab": {"kind": "local"},
+                          "features": ["netns"], "switch": {"kind": "ovs"}}, where="t.yaml")
+    for bad in ("run-test-abcd", "run-20990101T000000Z-abcd.influxd", "../run-20990101T000000Z-abcd"):
+        with pytest.raises(ValueError, match="run id"):
+            LocalLab(prof, bad, tmp_path / "run")

@@ -35,6 +35,15 @@ NETNS_RE = re.compile(r"^ofb-([0-9a-f]{4})-")
 # Exactly a run id (reports.results.new_run_id), or the folder of a run's local InfluxDB server
 # (<run id>.influxd, reports/influxd.py): only such folders are runs of ours. Group 1: short.
 RUN_DIR_RE = re.compile(r"^run-[0-9]{8}T[0-9]{6}Z-([0-9a-f]{4})(?:\.influxd)?$", re.ASCII)
+RUN_ID_RE = re.compile(r"^run-[0-9]{8}T[0-9]{6}Z-[0-9a-f]{4}$", re.ASCII)
+
+
+def check_run_id(run_id: str) -> str:
+    """A lab's run id must be one cleanup recognises (else a live run's namespaces would look
+    like orphans to every other cleanup, and a dead one's state would never be removed)."""
+    if not isinstance(run_id, str) or not RUN_ID_RE.match(run_id):
+        raise ValueError(f"run id {run_id!r} is not of the form run-YYYYmmddTHHMMSSZ-<4 hex>")
+    return run_id
 DPDK_PREFIX_RE = re.compile(r"^ofb([0-9a-f]{4})")
 # Tools run outside a lab (unit tests, cls-bench) name their prefix ofb-<tool>-...-<pid>.
 DPDK_PID_PREFIX_RE = re.compile(r"^ofb-[a-z]+-(?:.*-)?(\d+)$")

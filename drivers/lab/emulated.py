@@ -40,7 +40,7 @@ import subprocess
 from pathlib import Path
 
 from drivers.lab.base import LabError
-from drivers.lab.cleanup import (STATE_ROOT, delete_netns, remove_dpdk_runtime,
+from drivers.lab.cleanup import (STATE_ROOT, check_run_id, delete_netns, remove_dpdk_runtime,
                                  remove_hugepage_files, write_owner)
 from drivers.supervisor import Supervisor, proc_start_time
 
@@ -109,7 +109,7 @@ def segment_of(hosts: dict, where: str) -> ipaddress.IPv4Network:
 
 class EmulatedLab:
     def __init__(self, profile, run_id: str, state_root: Path | None = None):
-        self.profile, self.run_id = profile, run_id
+        self.profile, self.run_id = profile, check_run_id(run_id)
         self.short = run_id[-4:]
         self.where = profile.path.name
         lab = profile.data["lab"]

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from drivers.lab.base import LabError  # re-exported: callers import it from here too
 from drivers.lab.cleanup import (HUGE_DIR, STATE_ROOT, delete_netns, remove_dpdk_runtime,
-                                 remove_hugepage_files, write_owner)
+                                 check_run_id, remove_hugepage_files, write_owner)
 from drivers.supervisor import Supervisor, proc_start_time
 
 
@@ -82,7 +82,7 @@ class LocalLab:
 
     def __init__(self, profile, run_id: str, run_dir: Path):
         self.profile = profile
-        self.run_id = run_id
+        self.run_id = check_run_id(run_id)
         self.short = run_id[-4:]
         self.run_dir = Path(run_dir)
         self.state_dir = STATE_ROOT / run_id
