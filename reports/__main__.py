@@ -113,7 +113,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.cmd in ("export", "replay"):
             from reports.influx import InfluxExporter
             from reports.results import load_results
-            with InfluxExporter(spool_dir=SPOOL_DIR, **settings) as exp:
+            # the local server's port changes every start: its spool is keyed by name
+            with InfluxExporter(spool_dir=SPOOL_DIR, **settings, destination="local"
+                                if args.influx_url == "local" else None) as exp:
                 records = load_results(Path(args.run_dir)) if args.cmd == "export" else []
                 res = exp.export(records) if records else exp.replay_spool()
             print(f"sent {res.sent}, replayed {res.replayed}, spooled {res.spooled}, rejected "

@@ -483,6 +483,10 @@ class RemoteHost:
         for run in stale:
             if run.get("run_id") == self.lab.run_id:
                 continue
+            if run.get("unreadable"):
+                self.lab.warnings.append(f"{self.role}: run folder {run['dir']}: owner.json "
+                                         f"unreadable; left alone")
+                continue
             if run.get("controller") not in (None, me):
                 self.lab.warnings.append(f"{self.role}: run folder {run['dir']} belongs to "
                                          f"{run.get('controller')}; left alone")
@@ -495,9 +499,11 @@ class RemoteHost:
                 self.lab.warnings.append(f"{self.role}: stale run {Path(run['dir']).parent.name}"
                                          f": removed {', '.join(done)}")
         self.run(["mkdir", "-p", str(self.state_dir / "logs")])
-        self.write_text(self.state_dir / "owner.json", json.dumps(
+        owner = self.state_dir / "owner.json"   # atomically: a dead run's reader sees it whole
+        self.write_text(f"{owner}.tmp", json.dumps(
             {"controller": me, "pid": os.getpid(), "start_time": proc_start_time(os.getpid()),
              "run_id": self.lab.run_id}))
+        self.sftp.posix_rename(f"{owner}.tmp", str(owner))
 
     def cleanup(self) -> None:
         """Everything of this run on the host: processes, DPDK folders, hugepage files, state."""
@@ -590,7 +596,12 @@ class RemoteLab:
                 from drivers.lab.emulated import EmulatedLab
                 self._progress("bringing up the emulated lab (a namespace with sshd per host)")
                 self.emulation = EmulatedLab(profile, run_id).up()
+                # the emulated lab's own key and host keys (in its run's state folder), never
+                # files the profile names
+                self.known_hosts = str(self.emulation.known_hosts)
             for role, spec in (lab.get("hosts") or {}).items():
+                if self.emulation is not None:
+                    spec = {**spec, "key_file": str(self.emulation.key_file)}
                 h = RemoteHost(self, role, spec)
                 h.connect(connect_timeout_s)
                 self.hosts[role] = h
