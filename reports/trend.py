@@ -34,7 +34,7 @@ Direction of a metric (metric_direction), from the snake_case tokens of its name
 that applies wins:
 
     1. a token in LOWER_WORDS  (latency, lost, loss, drop(s), error(s), fail(ed), miss(es),
-       jitter, timeout(s), unsent, retries, cycles, ooo, dup, ...)            -> lower is better
+       jitter, timeout(s), unsent, retries, cycles, ooo, dup, spread, ...)    -> lower is better
     2. the last token is a rate unit in HIGHER_UNITS (mpps, kpps, pps, mlps, mbps, gbps, ...)
                                                                               -> higher is better
     3. the last token is a time unit in LOWER_UNITS (ns, us, ms, s, sec)      -> lower is better

@@ -602,14 +602,14 @@ def test_search_methods_side_by_side(lab, profile, results, progress, request):
             m[f"{method}_{target}_mpps"] = statistics.median(vals)
             m[f"{method}_{target}_min_mpps"], m[f"{method}_{target}_max_mpps"] = min(vals), max(vals)
             m[f"{method}_{target}_spread_ratio"] = spread(vals)
-            m[f"{method}_{target}_zero_results"] = float(sum(1 for v in vals if v <= 0))
+            m[f"{method}_{target}_searches_failed_to_zero"] = float(sum(1 for v in vals if v <= 0))
             params[f"{method}_{target}_mpps_reps"] = [round(v, 4) for v in vals]
         m[f"{method}_total_search_time_s"] = sum(o["time"])
         m[f"{method}_total_trials"] = float(sum(o["trials"]))
     m["mlrsearch_vs_binary_time_ratio"] = m["mlrsearch_total_search_time_s"] / m["binary_total_search_time_s"]
     for target in ("ndr", "pdr"):
         a, b = m[f"binary_{target}_spread_ratio"], m[f"mlrsearch_{target}_spread_ratio"]
-        m[f"mlrsearch_{target}_spread_not_above_binary"] = None if a is None or b is None else b <= a
+        m[f"mlrsearch_{target}_as_steady_ok"] = None if a is None or b is None else b <= a
     progress(f"side by side, {reps} searches each: " + ", ".join(
         f"{k} {v:.3f}" for k, v in m.items() if isinstance(v, float)))
     results.record("search_methods_64b_1flows", metrics=m, params=params,
