@@ -93,6 +93,23 @@ def load_history(path: Path) -> list[Series]:
             for s in data["series"]]
 
 
+STEADY_NOISE = 0.05      # MAD / median below this: a "steady" series (a 10 % step stands out)
+
+
+def noise_of(s: Series) -> float:
+    """Robust relative noise of a series: MAD / median."""
+    med = statistics.median(s.values)
+    mad = statistics.median(abs(v - med) for v in s.values)
+    return mad / abs(med) if med else float("inf")
+
+
+def by_noise(series: Sequence[Series]) -> dict[str, list[Series]]:
+    """{"steady": MAD/median < 5 %, "noisy": the rest}, each only when it has series."""
+    groups = {"steady": [s for s in series if noise_of(s) < STEADY_NOISE],
+              "noisy": [s for s in series if noise_of(s) >= STEADY_NOISE]}
+    return {k: v for k, v in groups.items() if v}
+
+
 def verdict(detector: str, history: Sequence[float], value: float, direction: int) -> str:
     if detector == "mad":
         return judge(value, history[-MAD_LAST_N:], direction, K_DEFAULT, REL_FLOOR,
@@ -228,10 +245,18 @@ def main(args) -> int:
         print(f"history: {save_history(series, Path(args.save_history), source)}")
     steps = [float(x) for x in str(args.steps).split(",") if x.strip()]
     ev = evaluate(series, steps, args.reps, args.seed, args.min_nights)
-    print(ev.table())
+    print(f"all series:\n{ev.table()}")
+    parts = {}
+    for name, subset in by_noise(series).items():
+        parts[name] = evaluate(subset, steps, args.reps, args.seed, args.min_nights)
+        print(f"\n{name} series (MAD/median {'<' if name == 'steady' else '>='} "
+              f"{STEADY_NOISE * 100:g} %: {', '.join(s.label for s in subset[:4])}"
+              f"{', ...' if len(subset) > 4 else ''}):\n{parts[name].table()}")
     if args.out:
-        Path(args.out).write_text(json.dumps({"source": source, "seed": args.seed,
-                                              "reps": args.reps, **ev.as_dict()}, indent=1) + "\n")
+        Path(args.out).write_text(json.dumps(
+            {"source": source, "seed": args.seed, "reps": args.reps, **ev.as_dict(),
+             "by_noise": {k: {**v.as_dict(), "series": [s.label for s in by_noise(series)[k]]}
+                          for k, v in parts.items()}}, indent=1) + "\n")
         print(f"figures: {args.out}")
     return 0
 

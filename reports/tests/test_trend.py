@@ -174,7 +174,7 @@ def test_jumpavg_judge_flags_a_young_worse_segment_and_names_the_commit_range(tm
     hist_pts = [(f"2024-04-{d:02d}T02:00:00.000000Z", value * 1.25 * (1 + 0.002 * (d % 3)))
                 for d in range(1, 11)]
     shas = [f"{d:02d}" + "a" * 38 for d in range(1, 11)]
-    rows = evaluate([rec], {k: hist_pts}, commits={k: shas})
+    rows = evaluate([rec], {k: hist_pts}, commits={k: shas}, detector="jumpavg")
     row = next(r for r in rows if r.key == k)
     assert row.judgement.verdict == "regression"
     assert row.commits == f"{shas[-1][:12]}..{rec['provenance']['git_sha'][:12]}"
@@ -183,9 +183,11 @@ def test_jumpavg_judge_flags_a_young_worse_segment_and_names_the_commit_range(tm
     assert "consistent segments" in page.read_text()
     data = json.loads((tmp_path / "trend.json").read_text())
     assert any(r["segments"] and r["commits"] for r in data["rows"])
-    # the old rule is still there, by name
-    mad = evaluate([rec], {k: hist_pts}, detector="mad")
-    assert next(r for r in mad if r.key == k).judgement.verdict == "regression"
+    # the MAD rule (the default, trend-eval's choice) decides; jumpavg's segments are drawn
+    mad = evaluate([rec], {k: hist_pts})
+    mrow = next(r for r in mad if r.key == k)
+    assert mrow.judgement.verdict == "regression" and mrow.judgement.mad is not None
+    assert [(g.start, g.end) for g in mrow.segments] == [(0, 10), (10, 11)] and not mrow.commits
     with pytest.raises(ValueError, match="^--detector: expected one of jumpavg, mad"):
         evaluate([rec], {}, detector="cusum")
 

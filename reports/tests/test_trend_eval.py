@@ -72,3 +72,12 @@ def test_series_from_runs_keeps_tracked_metrics_present_every_night(tmp_path):
     series = series_from_runs(sorted(tmp_path.glob("run-*")))
     assert [s.label.split()[-1] for s in series] == ["ndr_mpps"]   # pdr missing once, 0 and untracked left out
     assert series[0].values == [4.0, 5.0, 6.0] and series[0].direction == 1
+
+
+def test_series_are_split_by_their_noise():
+    from reports.trend_eval import by_noise, noise_of
+    quiet, loud = synthetic(2, noise=0.01), synthetic(2, noise=0.5, seed=4)
+    assert noise_of(quiet[0]) < 0.05 <= noise_of(loud[0])
+    groups = by_noise(quiet + loud)
+    assert [len(groups["steady"]), len(groups["noisy"])] == [2, 2]
+    assert list(by_noise(quiet)) == ["steady"]
