@@ -32,7 +32,7 @@ from MLRsearch import (AbstractMeasurer, Config, MeasurementResult, MultipleLoss
 
 from .counters import Counters
 from .latency import LatencyStats
-from .ndr import Trial, judge
+from .trial import Trial, judge
 
 Measure = Callable[[float, float], Counters]
 
