@@ -33,7 +33,7 @@ from drivers.trafficgen.frames import RFC2544_SIZES
 from drivers.trafficgen.model import Stream
 from drivers.trafficgen.mlr import MlrConfig, goals_from_section, search_mlr, spread
 from drivers.trafficgen.ndr import SearchConfig, search_ndr_pdr
-from reports.distributions import quantiles_from_histogram
+from reports.distributions import hdrh_from_buckets, hdrh_metrics
 
 from . import topology
 
@@ -63,21 +63,31 @@ def _prov(gen, port_kind, switch_kind=None, **extra):
 
 
 def latency_distributions(lat, key: str = "latency_us") -> dict:
-    """{key: quantiles} of a latency stream's histogram (reports/distributions.py), beside the
-    p50/p99 metrics: what the report draws as a CDF; {} without samples."""
+    """{key: hdrh} of a latency stream's whole histogram (HdrHistogram's V2 encoding,
+    reports/distributions.py), beside the p50/p99 metrics: what the report draws as a CDF and
+    reads every percentile from; {} without samples. Each bucket of the generator's histogram
+    (softgen's log-linear ns buckets, TRex's) counts at its upper edge."""
     if lat is None or not lat.samples or not lat.histogram:
         return {}
-    # TRex publishes total_min/total_max late (drivers/trex/README.md findings 3-4): a 0 there
-    # is "not known", and the histogram's own bucket edges bound the ends instead
-    return {key: quantiles_from_histogram(lat.histogram, lat.min_us or None, lat.max_us or None)}
+    d = hdrh_from_buckets(lat.histogram)
+    return {key: d} if d else {}
 
 
 def search_latency_distributions(result) -> dict:
-    """The latency trials of an NDR/PDR search (at fractions of the PDR rate) as quantiles,
-    keyed latency_at_<pct>pct_of_pdr_us."""
+    """The latency trials of an NDR/PDR search (at fractions of the PDR rate) as hdrh
+    histograms, keyed latency_at_<pct>pct_of_pdr_us."""
     out = {}
     for frac, lat in sorted((result.latency or {}).items()):
         out.update(latency_distributions(lat, f"latency_at_{int(round(frac * 100))}pct_of_pdr_us"))
+    return out
+
+
+def search_latency_metrics(dists: dict) -> dict:
+    """latency_p50/p90/p99/p99_9/p99_99_us_at_<pct>pct from the search's hdrh histograms."""
+    out = {}
+    for key, d in dists.items():
+        pct = key.removeprefix("latency_at_").removesuffix("pct_of_pdr_us")
+        out.update(hdrh_metrics(d, f"_at_{pct}pct"))
     return out
 
 
@@ -161,9 +171,10 @@ def test_ndr_search_on_generator_loopback(lab, profile, ring, results, progress)
     r = search_mlr(measure, cfg, lambda line: log(line, progress))
     assert r.trials and all(t.tx + t.unsent == t.offered for t in r.trials)
     assert r.goals["ndr"].relevant_upper_bound_pps is None or r.ndr.rate_pps > 0
-    results.record("ndr_64b_1flows_loopback", metrics=r.metrics(),
+    dists = search_latency_distributions(r)
+    results.record("ndr_64b_1flows_loopback", metrics={**r.metrics(), **search_latency_metrics(dists)},
                    params={"frame_size": 64, "flows": 1, "search": "mlrsearch"},
-                   provenance=_prov(ring.gen, "ring"), distributions=search_latency_distributions(r),
+                   provenance=_prov(ring.gen, "ring"), distributions=dists,
                    search=r.search_record())
 
 
@@ -506,7 +517,8 @@ def test_rfc2544_ndr_pdr(lab, profile, kind, case, results, progress, request):
         # what one short burst can tell on this box: a single trial at the top rate
         b2b = topo.gen.run([Stream("b2b", topo.tx_port, rx_port=topo.rx_port, frame_size=size,
                                    rate_pps=topo.max_rate_pps, count=50_000, flows=flows)], drain_s=0.2)
-        m = r.metrics()
+        dists = search_latency_distributions(r)
+        m = {**r.metrics(), **search_latency_metrics(dists)}
         m["b2b_burst_frames"] = float(b2b.streams["b2b"].tx if b2b.lost == 0 else 0)
         m["b2b_lost_packets"] = float(b2b.lost)
         if checks:  # every trial's generator counters agreed with the switch's (else CounterError)
@@ -531,7 +543,7 @@ def test_rfc2544_ndr_pdr(lab, profile, kind, case, results, progress, request):
                                         **({"generator_version": topo.generator_version}
                                            if topo.generator_version else {})),
                        check_targets_now=kind == profile.switch["kind"],
-                       distributions=search_latency_distributions(r), search=r.search_record())
+                       distributions=dists, search=r.search_record())
     finally:
         topo.close()
 
@@ -668,18 +680,22 @@ def test_trex_port_names_from_profile():
 
 @pytest.mark.quick
 def test_latency_distributions_from_either_generator():
-    """softgen's and TRex's latency histograms become the quantiles the report draws as CDFs;
-    TRex's unpublished min/max (0) fall back to its bucket edges."""
+    """softgen's and TRex's latency histograms become HdrHistograms the report draws as CDFs and
+    reads percentiles from (TRex's unpublished min/max, 0, do not matter: the buckets hold it)."""
     from drivers.trafficgen.latency import stats_from_softgen
     from drivers.trex.driver import latency_from_trex
+    from reports.distributions import cdf_points, hdrh_percentiles
     sg = stats_from_softgen(100, 2000, 9000, 400_000, [(130, 60), (150, 40)])
     d = latency_distributions(sg)["latency_us"]
-    assert d["samples"] == 100 and d["values"][0] == 2.0 and d["values"][-1] == 9.0
-    assert d["values"] == sorted(d["values"])
+    assert d["kind"] == "hdrh" and d["samples"] == 100
+    xs, ys = cdf_points(d)
+    assert xs == sorted(xs) and ys[-1] == 1.0
     tr = latency_from_trex({"histogram": {"10": 5, "20": 5, "200": 1}, "total_min": 0,
                             "total_max": 0}, rx=11)
     d = latency_distributions(tr, "latency_at_50pct_of_pdr_us")["latency_at_50pct_of_pdr_us"]
-    assert d["samples"] == 11 and d["values"][0] == 10.0 and d["values"][-1] == 300.0
+    assert d["samples"] == 11 and hdrh_percentiles(d, (100.0,))[100.0] == pytest.approx(300, rel=1e-3)
+    m = search_latency_metrics({"latency_at_50pct_of_pdr_us": d})
+    assert "latency_p99_99_us_at_50pct" in m and "latency_p50_us_at_50pct" in m
 
     class Search:
         latency = {0.5: sg, 0.9: None}
