@@ -557,6 +557,33 @@ def mlr_config(profile, max_rate_pps: float, nightly: bool, **kw) -> MlrConfig:
 
 
 SIDE_BY_SIDE_REPS = 10
+SOAK_S, SOAK_S_NIGHTLY = 60, 1800     # issue 40 part 5: 60 s in `make suites`, 30 min nightly
+SOAK_FRACTION = 0.5                   # of the PDR found in this run (or by a quick search)
+BURST_MIN_PACKETS = 64                # a second that lost more than this (and 0.01 %) is a burst
+BURST_MIN_RATIO = 1e-4
+
+
+def soak_buckets(samples: list[tuple[float, int, int]]) -> list[dict]:
+    """Per-interval {t_s, tx, rx, lost} from cumulative (t_s, tx, rx) samples (pure). A
+    window's lost = its tx - its rx: packets in flight at the edges give +- a ring's worth."""
+    out = []
+    for (t0, tx0, rx0), (t1, tx1, rx1) in zip(samples, samples[1:]):
+        out.append({"t_s": round(t1, 3), "tx": tx1 - tx0, "rx": rx1 - rx0,
+                    "lost": (tx1 - tx0) - (rx1 - rx0)})
+    return out
+
+
+def loss_bursts(buckets: list[dict], total_lost: int, min_packets: int = BURST_MIN_PACKETS,
+                min_ratio: float = BURST_MIN_RATIO) -> list[dict]:
+    """The seconds whose loss is beyond in-flight noise. Packets in flight at a window's edges
+    move between neighbouring windows (+x here, -x next), so the largest negative window says
+    how far that goes; a burst is a window that lost more than max(min_packets, min_ratio of
+    its tx, that swing), and only when the trial's exact total loss is itself beyond
+    max(min_packets, the swing) (the total has no in-flight error)."""
+    swing = max([0] + [-b["lost"] for b in buckets])
+    if total_lost <= max(min_packets, swing):
+        return []
+    return [b for b in buckets if b["lost"] > max(min_packets, min_ratio * max(b["tx"], 0), swing)]
 
 
 @pytest.mark.bench
@@ -629,6 +656,69 @@ def test_search_methods_side_by_side(lab, profile, results, progress, request):
                    check_targets_now=False)
 
 
+@pytest.mark.bench
+def test_soak(lab, profile, kind, results, progress, request):
+    """Issue 40 part 5: one long trial at SOAK_FRACTION of the PDR (this run's, or a quick
+    search's) per switch, 64 B, 1 flow; loss over time in 1 s buckets read live from the
+    generator; any second that lost packets beyond in-flight noise is a burst (flagged in the
+    record, never a failure: a benchmark)."""
+    why = _gen_unavailable(profile, lab) or _switch_unavailable(kind, profile)
+    if why:
+        pytest.skip(why)
+    duration = SOAK_S_NIGHTLY if request.config.getoption("--nightly") else SOAK_S
+    topo = _switch_topology(lab, profile, kind, 1, tag=f"t{next(_TAGS)}")
+    try:
+        if not hasattr(topo.gen, "live_counters"):
+            pytest.skip(f"{topo.gen.name} reads no counters while a trial runs (softgen does)")
+        pdr = (MEASURED.get((64, 1), {}).get(kind) or {}).get("pdr_mpps")
+        source = "this run's search"
+        if not pdr:
+            measure = make_measure(topo.gen, _streams(topo.tx_port, topo.rx_port, 64, 1, latency=False),
+                                   drain_s=0.2)
+            r = search_mlr(measure, mlr_config(profile, topo.max_rate_pps, False, latency_fractions=()),
+                           lambda line: progress(f"soak {kind}: {line}"))
+            pdr, source = r.pdr.rate_pps / 1e6, "a quick search"
+        if not pdr:
+            pytest.skip(f"{kind}: no PDR to soak at (the search found none)")
+        rate = SOAK_FRACTION * pdr * 1e6
+        topo.gen.load(_streams(topo.tx_port, topo.rx_port, 64, 1, latency=False)(rate, duration))
+        topo.gen.start()
+        t0 = time.monotonic()
+        samples = [(0.0, 0, 0)]
+        try:
+            while time.monotonic() - t0 < duration + 5:
+                time.sleep(max(0.0, len(samples) - (time.monotonic() - t0)))
+                tx, rx = topo.gen.live_counters()["main"]
+                samples.append((time.monotonic() - t0, tx, rx))
+                if len(samples) > duration and not topo.gen.is_running():
+                    break
+        finally:
+            topo.gen.stop()
+        time.sleep(0.3)
+        c = topo.gen.counters()
+    finally:
+        topo.close()
+    main = c.streams["main"]
+    samples.append((samples[-1][0] + 0.3, main.tx, main.rx))   # the drain: in-flight arrives
+    buckets = soak_buckets(samples)
+    bursts = loss_bursts(buckets, main.lost)
+    worst = max(buckets, key=lambda b: b["lost"]) if buckets else {"lost": 0, "t_s": 0}
+    m = {"soak_rate_mpps": rate / 1e6, "soak_duration_s": float(duration),
+         "soak_lost_packets": float(main.lost), "soak_loss_ratio": main.lost / main.tx if main.tx else None,
+         "soak_unsent_packets": float(main.unsent), "soak_loss_bursts": float(len(bursts)),
+         "soak_worst_second_lost_packets": float(max(0, worst["lost"])),
+         "soak_in_flight_swing_packets": float(max([0] + [-b["lost"] for b in buckets]))}
+    progress(f"soak {kind}: {duration} s at {rate / 1e6:.3f} Mpps ({SOAK_FRACTION:g} x PDR from {source}): "
+             f"lost {main.lost} of {main.tx}, {len(bursts)} burst(s)"
+             + (f", worst {worst['lost']} at {worst['t_s']:.0f} s" if bursts else ""))
+    results.record("soak_64b_1flows", metrics=m,
+                   params={"switch_kind": kind, "fraction_of_pdr": SOAK_FRACTION, "pdr_from": source,
+                           "lost_per_s": [b["lost"] for b in buckets],
+                           "burst_at_s": [b["t_s"] for b in bursts]},
+                   provenance=_prov(topo.gen, topo.port_kind, kind, **(topo.hosts or {})),
+                   check_targets_now=False)
+
+
 def test_plot_rate_vs_frame_size(results):
     """Rate vs frame size per switch kind, from what this run measured."""
     if not MEASURED:
@@ -656,6 +746,21 @@ def test_plot_rate_vs_frame_size(results):
     fig.tight_layout()
     results.add_plot(fig, "throughput: NDR vs frame size per switch")
     results.add_table(rows, "throughput: NDR/PDR per switch, frame size and flows")
+
+
+@pytest.mark.quick
+def test_soak_buckets_and_bursts():
+    # in flight only: +10 then -10, +500 then -500 (the drain): the exact total says 0 lost
+    samples = [(0.0, 0, 0), (1.0, 1000, 990), (2.0, 2000, 2000), (3.0, 3000, 2500), (3.3, 3000, 3000)]
+    b = soak_buckets(samples)
+    assert [x["lost"] for x in b] == [10, -10, 500, -500]
+    assert loss_bursts(b, total_lost=0) == []
+    # a real burst: 5000 lost in the third second, in-flight swing 20
+    samples = [(0.0, 0, 0), (1.0, 10_000, 9_980), (2.0, 20_000, 20_000), (3.0, 30_000, 25_000),
+               (4.0, 40_000, 35_000)]
+    b = soak_buckets(samples)
+    assert [x["t_s"] for x in loss_bursts(b, total_lost=5_000)] == [3.0]
+    assert loss_bursts(b, total_lost=10) == []
 
 
 @pytest.mark.quick
