@@ -165,9 +165,12 @@ class GoalOutcome:
 
     def as_record(self) -> dict:
         def trial(t: Trial) -> dict:
-            return {"rate_pps": round(t.rate_pps, 3), "duration_s": t.duration_s, "tx": t.tx,
-                    "rx": t.rx, "lost": t.lost, "unsent": t.unsent,
-                    "loss_ratio": t.loss_ratio, "reason": t.reason}
+            out = {"rate_pps": round(t.rate_pps, 3), "duration_s": t.duration_s, "tx": t.tx,
+                   "rx": t.rx, "lost": t.lost, "unsent": t.unsent,
+                   "loss_ratio": t.loss_ratio, "reason": t.reason}
+            if t.dut:
+                out["dut"] = {k: v for k, v in t.dut.items() if v is not None}
+            return out
         return {"name": self.goal.name, **self.goal.attributes(),
                 "conditional_throughput_pps": self.conditional_throughput_pps,
                 "relevant_lower_bound_pps": self.relevant_lower_bound_pps,
@@ -217,11 +220,19 @@ class MlrResult:
     def search_record(self) -> dict:
         """The record's ``search`` field (reports/schema/result-v2.json)."""
         c = self.config
-        return {"method": "mlrsearch", "library": LIBRARY, "min_load_pps": c.min_rate_pps,
-                "max_load_pps": c.max_rate_pps,
-                "trials": sum(1 for t in self.trials if t.target == "mlr"),
-                "search_time_s": round(self.search_time_s, 3),
-                "goals": [o.as_record() for o in self.goals.values()]}
+        out = {"method": "mlrsearch", "library": LIBRARY, "min_load_pps": c.min_rate_pps,
+               "max_load_pps": c.max_rate_pps,
+               "trials": sum(1 for t in self.trials if t.target == "mlr"),
+               "search_time_s": round(self.search_time_s, 3),
+               "goals": [o.as_record() for o in self.goals.values()]}
+        if any(t.dut for t in self.trials):
+            # every trial's DUT telemetry beside its load and loss, in trial order
+            out["trial_log"] = [{"target": t.target, "rate_pps": round(t.rate_pps, 3),
+                                 "duration_s": t.duration_s, "loss_ratio": t.loss_ratio,
+                                 "reason": t.reason,
+                                 "dut": {k: v for k, v in t.dut.items() if v is not None}}
+                                for t in self.trials][:400]
+        return out
 
 
 def _fmt(pps: float | None) -> str:
@@ -245,7 +256,7 @@ class CountersMeasurer(AbstractMeasurer):
         ok, why = judge(c, loss_target, self.cfg.max_unsent_ratio)
         offered = sum(s.offered for s in c.streams.values()) or (c.tx + c.unsent)
         t = Trial(target, rate, duration, offered, c.tx, c.rx, c.lost, c.unsent, c.loss_ratio,
-                  ok, why)
+                  ok, why, dict(c.dut))
         self.trials.append(t)
         self.progress(f"{target} trial {len(self.trials)}: {_fmt(rate)} for {duration:g} s: "
                       f"tx {c.tx} rx {c.rx} lost {c.lost} unsent {c.unsent} -> "

@@ -1,7 +1,7 @@
 """One trial of a throughput search and its verdict (shared by mlr.py and the baseline ndr.py)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .counters import Counters
 
@@ -19,6 +19,7 @@ class Trial:
     loss_ratio: float
     passed: bool
     reason: str          # "ok", "loss", "backpressure", "generator limit"
+    dut: dict[str, float] = field(default_factory=dict)   # the DUT's counters over the trial
 
 
 def judge(c: Counters, loss_target: float, max_unsent_ratio: float) -> tuple[bool, str]:

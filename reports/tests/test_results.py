@@ -211,5 +211,12 @@ def test_version_1_records_stay_readable_and_v2_carries_the_search(tmp_path):
     assert validation_errors(old) == []
     assert any(p.startswith("<record>: Additional properties")
                for p in validation_errors({**old, "search": rec["search"]})), "v1 has no search"
+    with_log = {**rec, "search": {**rec["search"], "trial_log": [
+        {"target": "mlr", "rate_pps": 1.9e6, "duration_s": 0.5, "loss_ratio": 0.0, "reason": "ok",
+         "dut": {"cycles_per_packet": 120.5, "cache_hit_ratio": 0.99, "port_1_rx_packets": 950000}}]}}
+    assert validation_errors(with_log) == []
+    bad_dut = {**with_log, "search": {**with_log["search"], "trial_log": [
+        {**with_log["search"]["trial_log"][0], "dut": {"cycles": "many"}}]}}
+    assert any(p.startswith("search.trial_log.0.dut.cycles") for p in validation_errors(bad_dut))
     bad = {**rec, "search": {**rec["search"], "goals": [{**goal, "goal_exceed_ratio": 1.0}]}}
     assert any(p.startswith("search.goals.0.goal_exceed_ratio") for p in validation_errors(bad))

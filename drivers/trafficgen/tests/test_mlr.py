@@ -151,3 +151,17 @@ def test_goals_from_profile_section():
 def test_spread():
     assert spread([1.0, 2.0, 3.0]) == pytest.approx(1.0)
     assert spread([]) is None and spread([0.0, 0.0]) is None
+
+
+def test_dut_telemetry_rides_with_each_trial_into_the_record():
+    measure, _ = synthetic(2e6)
+
+    def with_dut(duration_s, rate_pps):
+        c = measure(duration_s, rate_pps)
+        c.dut = {"cycles_per_packet": 120.0, "cache_hit_ratio": 0.99}
+        return c
+    r = search_mlr(with_dut, MlrConfig(max_rate_pps=4e6, latency_fractions=(0.5,)), quiet)
+    rec = r.search_record()
+    assert rec["trial_log"] and all(t["dut"]["cycles_per_packet"] == 120.0 for t in rec["trial_log"])
+    assert rec["trial_log"][-1]["target"] == "latency@50%"
+    assert rec["goals"][0]["lower_bound_trials"][0]["dut"]["cache_hit_ratio"] == 0.99
