@@ -12,6 +12,9 @@
                                                 both trend detectors (MAD band, jumpavg) on
                                                 real histories with injected steps: detection
                                                 rate, nights to detect, false alarms
+  python -m reports bisect --metric SUITE/NAME/METRIC --good SHA --bad SHA [--trials 3]
+                                                build and measure the commits in between (a
+                                                worktree each) and name the first bad one
   python -m reports influxd [DATA_DIR]          run the local influxd in the foreground
   python -m reports compare RUN_A RUN_B [--k 3] [--out PAGE.html] [--all]
                                                 every metric that moved beyond its noise band
@@ -68,6 +71,8 @@ def main(argv: list[str] | None = None) -> int:
             p.add_argument("--k", type=float, default=3.0, help="the mad detector's band")
     from reports.trend_eval import add_arguments
     add_arguments(sub.add_parser("trend-eval"))
+    from reports.bisect import add_arguments as bisect_arguments
+    bisect_arguments(sub.add_parser("bisect"))
     _influx_args(sub.add_parser("replay"))
     p = sub.add_parser("compare")
     p.add_argument("run_a", help="the reference run folder")
@@ -90,6 +95,14 @@ def main(argv: list[str] | None = None) -> int:
             return trend_eval(args)
         except (HistoryError, FileNotFoundError) as e:
             print(f"trend-eval: {e}", file=sys.stderr)
+            return 2
+    if args.cmd == "bisect":
+        from reports.bisect import BisectError
+        from reports.bisect import main as bisect
+        try:
+            return bisect(args)
+        except BisectError as e:
+            print(f"bisect: {e}", file=sys.stderr)
             return 2
     if args.cmd == "compare":
         from reports.compare import compare_runs, default_out, write_compare_page
