@@ -105,7 +105,7 @@ class MlrConfig:
     max_unsent_ratio: float = 0.001             # forgiven unsent (ndr.judge's)
     latency_fractions: tuple[float, ...] = (0.1, 0.5, 0.9)
     latency_trial_s: float = 1.0
-    search_duration_max_s: float = 600.0        # the library gives up after this long
+    search_duration_max_s: float = 1800.0       # the library gives up after this long (a safety stop)
     warmup_s: float = 0.0                       # one ignored trial at max load first
 
     def __post_init__(self):
