@@ -47,6 +47,14 @@ Schema version 1 (``schema_version: 1``)::
                # tool's port order 1, 2, 3 (the switch opens its ends with af_xdp)
     targets: {<suite>: {<test name>: {<metric>: "<op> <number>"}}}
     influx: {url: str, token: "-", org: str, bucket: str}   # the token only from the env/a file
+    search: {method: mlrsearch,            # the throughput search (RFC 9971, drivers/trafficgen/mlr.py)
+             min_load: num, max_load: num,   # pps; max_load defaults to the generator's ceiling
+             goals: [{name: str,             # e.g. ndr, pdr: the record's <name>_mpps
+                      goal_loss_ratio: [0, 1), goal_exceed_ratio: [0, 1),
+                      goal_initial_trial_duration: s > 0, goal_final_trial_duration: s >= initial,
+                      goal_duration_sum: s >= final, goal_width: (0, 1) relative}]}
+               # RFC 9971's names; absent = NDR (loss 0) and PDR (loss 0.005), exceed 0.5,
+               # short trials in a normal run, 1 s trials and 21 s sums with --nightly
     vmwire: {ports, tenants, switch_vhost_mode}   # dut/vmwire/tenants.py
 """
 from __future__ import annotations
@@ -198,6 +206,41 @@ PORT = Spec(dict, fields={
     "speed_gbps": Spec(float),
     "trex_port": Spec(int),
 })
+def _check_goal(goal: dict) -> None:
+    """What no single goal key can say (RFC 9971: final >= initial duration, sum >= final)."""
+    init, final = goal.get("goal_initial_trial_duration"), goal.get("goal_final_trial_duration")
+    total = goal.get("goal_duration_sum")
+    if init is not None and final is not None and final < init:
+        raise Invalid(f"{final} s is below goal_initial_trial_duration {init} s",
+                      at=("goal_final_trial_duration",))
+    if total is not None and total < (final if final is not None else init or 0):
+        raise Invalid(f"{total} s is below goal_final_trial_duration "
+                      f"{final if final is not None else init} s", at=("goal_duration_sum",))
+
+
+def _check_search(search: dict) -> None:
+    lo, hi = search.get("min_load"), search.get("max_load")
+    if lo is not None and hi is not None and lo >= hi:
+        raise Invalid(f"{lo} pps is not below max_load {hi} pps", at=("min_load",))
+
+
+SEARCH_GOAL = Spec(dict, check=_check_goal, fields={
+    "name": Spec(str, required=True, pattern=r"[a-z][a-z0-9_]{0,30}",
+                 what="a metric-friendly name (a-z, 0-9, _)"),
+    "goal_loss_ratio": Spec(float, ge=0, lt=1),
+    "goal_exceed_ratio": Spec(float, ge=0, lt=1),
+    "goal_initial_trial_duration": Spec(float, gt=0),
+    "goal_final_trial_duration": Spec(float, gt=0),
+    "goal_duration_sum": Spec(float, gt=0),
+    "goal_width": Spec(float, gt=0, lt=1),
+})
+SEARCH = Spec(dict, check=_check_search, fields={
+    "method": Spec(str, default="mlrsearch", choices=("mlrsearch",)),
+    "min_load": Spec(float, gt=0),
+    "max_load": Spec(float, gt=0),
+    "goals": Spec(list, min_len=1, unique=("name",), items=SEARCH_GOAL),
+})
+
 PROFILE = Spec(dict, fields={
     "schema_version": Spec(int, required=True, choices=(SCHEMA_VERSION,)),
     "name": Spec(str),
@@ -263,6 +306,7 @@ PROFILE = Spec(dict, fields={
         "org": Spec(str, default="-"),
         "bucket": Spec(str, default="ofbench/autogen"),
     }),
+    "search": SEARCH,
     "vmwire": VMWIRE,
 })
 
