@@ -44,7 +44,7 @@ ROLE_TARGETS = {"switch": ["dut/switch/ofswitch", "dut/classifier/cls-bench",
 # The snippets of drivers.lab.hostside run with the host's system Python (Debian: python3).
 HOST_PYTHON = "/usr/bin/python3"
 SYNC_EXCLUDES = ["/.git", "/build", "/tools", "/reports/run-*", "/reports/latest",
-                 "/reports/spool", "/traces/out", "__pycache__", "/.venv"]
+                 "/reports/spool", "/traces/out", "__pycache__", "/.venv", "/.venv-labgrid"]
 
 
 def check_reachable(role: str, host: dict, where: str, timeout_s: float = 5.0) -> None:

@@ -1,0 +1,104 @@
+"""The run's lease on its lab place (drivers/lab/lease.py): taken at configure, before any host
+is touched; re-checked before each measurement (the ``results`` fixture and every record);
+released at unconfigure (every exit path; atexit too).
+
+``--dut=<profile>`` whose ``lab.coordinator`` is set leases the profile's place;
+``--dut=pool:<tag filter>`` leases any free place of the pool on ``--lab-coordinator`` (or
+``LG_COORDINATOR``) and runs on the profile the place's ``profile`` tag names.
+"""
+from __future__ import annotations
+
+import atexit
+import os
+
+import pytest
+
+POOL_PREFIX = "pool:"
+
+
+def is_pool(dut: str) -> bool:
+    return dut.startswith(POOL_PREFIX)
+
+
+def _options(config) -> dict:
+    return {"prio": float(config.getoption("--lab-priority")),
+            "wait_s": float(config.getoption("--lab-wait"))}
+
+
+def lease_pool(config, state, dut: str, progress=None):
+    """Reserve any free place of the pool; returns the place's profile (UsageError else)."""
+    from dut.profiles.schema import ProfileError, load_profile
+    from drivers.lab.lease import LeaseError, acquire, parse_filter
+    addr = config.getoption("--lab-coordinator") or os.environ.get("LG_COORDINATOR")
+    if not addr:
+        raise pytest.UsageError(f"--dut={dut}: a pool lives on a coordinator: give "
+                                f"--lab-coordinator HOST:PORT (or set LG_COORDINATOR)")
+    try:
+        flt = parse_filter(dut[len(POOL_PREFIX):])
+        lease = acquire(addr, state.run_dir.name, pool=flt, where=f"--dut={dut}",
+                        log=state.run_dir / "lease-agent.log", progress=progress,
+                        **_options(config))
+    except LeaseError as e:
+        raise pytest.UsageError(f"lab lease: {e}") from None
+    _hold(config, state, lease)
+    name = lease.tags.get("profile")
+    try:
+        if not name:
+            raise LeaseError(f"place {lease.place!r} has no 'profile' tag: register it with "
+                             f"python -m drivers.lab.lease register <profile>")
+        try:
+            profile = load_profile(name)
+        except ProfileError as e:
+            raise LeaseError(f"place {lease.place!r}: its tag profile={name}: {e}") from None
+    except LeaseError as e:
+        release(state)
+        raise pytest.UsageError(f"lab lease: {e}") from None
+    return profile
+
+
+def lease_profile(config, state, progress=None) -> None:
+    """The profile's own place, if its lab names a coordinator (else: today's behaviour)."""
+    prof = state.profile
+    lab = prof.data["lab"]
+    addr = config.getoption("--lab-coordinator") or lab.get("coordinator")
+    if not lab.get("coordinator"):
+        return
+    from drivers.lab.lease import LeaseError, acquire
+    place = lab.get("place") or prof.name
+    try:
+        lease = acquire(addr, state.run_dir.name, place=place,
+                        where=f"{prof.path.name}: lab.coordinator ({addr}), lab.place {place!r}",
+                        log=state.run_dir / "lease-agent.log", progress=progress,
+                        **_options(config))
+    except LeaseError as e:
+        raise pytest.UsageError(f"lab lease: {e}") from None
+    _hold(config, state, lease)
+
+
+def _hold(config, state, lease) -> None:
+    state.lease = lease
+    atexit.register(lease.release)
+
+
+def check(state) -> None:
+    """Before a measurement: stop the run (exit 4) naming the holder if the place was lost."""
+    lease = getattr(state, "lease", None)
+    if lease is None:
+        return
+    from drivers.lab.lease import LeaseError
+    try:
+        lease.check()
+    except LeaseError as e:
+        pytest.exit(f"lab lease lost: {e}", returncode=4)
+
+
+def release(state) -> None:
+    lease = getattr(state, "lease", None)
+    if lease is not None:
+        lease.release()
+
+
+def provenance(state) -> dict:
+    lease = getattr(state, "lease", None)
+    return {} if lease is None else {"place": lease.place, "pool": lease.pool or "none",
+                                     "lease_holder": lease.holder}
