@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import atexit
 import os
+from pathlib import Path
 
 import pytest
 
@@ -33,6 +34,9 @@ def lease_pool(config, state, dut: str, progress=None):
     if not addr:
         raise pytest.UsageError(f"--dut={dut}: a pool lives on a coordinator: give "
                                 f"--lab-coordinator HOST:PORT (or set LG_COORDINATOR)")
+    if addr == "local":
+        raise pytest.UsageError(f"--dut={dut}: a pool's places are on a shared coordinator, "
+                                f"not one this run starts (--lab-coordinator local)")
     try:
         flt = parse_filter(dut[len(POOL_PREFIX):])
         lease = acquire(addr, state.run_dir.name, pool=flt, where=f"--dut={dut}",
@@ -61,18 +65,37 @@ def lease_profile(config, state, progress=None) -> None:
     prof = state.profile
     lab = prof.data["lab"]
     addr = config.getoption("--lab-coordinator") or lab.get("coordinator")
-    if not lab.get("coordinator"):
+    if not addr:
         return
     from drivers.lab.lease import LeaseError, acquire
     place = lab.get("place") or prof.name
     try:
+        if addr == "local":
+            addr = _local_coordinator(state, prof, progress)
         lease = acquire(addr, state.run_dir.name, place=place,
                         where=f"{prof.path.name}: lab.coordinator ({addr}), lab.place {place!r}",
                         log=state.run_dir / "lease-agent.log", progress=progress,
                         **_options(config))
     except LeaseError as e:
+        release(state)
         raise pytest.UsageError(f"lab lease: {e}") from None
     _hold(config, state, lease)
+
+
+def _local_coordinator(state, prof, progress) -> str:
+    """--lab-coordinator=local: labgrid-coordinator on 127.0.0.1 for this run alone (under the
+    Supervisor, in the run's state folder, so a SIGKILLed run's is killed by the next
+    cleanup), with the profile's place registered: the whole lease path, for `make test`."""
+    from drivers.lab.lease import LocalCoordinator, register, write_owner
+    from drivers.lab.cleanup import STATE_ROOT
+    state_dir = Path(STATE_ROOT) / state.run_dir.name
+    write_owner(state_dir, state.run_dir.name)
+    state.coordinator = LocalCoordinator(state_dir, state.run_dir / "logs")
+    out = register(prof, state.coordinator.address)
+    if progress:
+        progress(f"started labgrid-coordinator on {state.coordinator.address} for this run; "
+                 f"place {out['place']} registered")
+    return state.coordinator.address
 
 
 def _hold(config, state, lease) -> None:
@@ -96,6 +119,10 @@ def release(state) -> None:
     lease = getattr(state, "lease", None)
     if lease is not None:
         lease.release()
+    coordinator = getattr(state, "coordinator", None)
+    if coordinator is not None:
+        coordinator.stop()
+        state.coordinator = None
 
 
 def provenance(state) -> dict:

@@ -28,8 +28,10 @@ def pytest_addoption(parser):
                 help="priority in the coordinator's queue: higher is served first, then the "
                      "oldest (e.g. nightly 10, per-change CI 0, engineers 5; default: 0)")
     g.addoption("--lab-coordinator", default=None, metavar="HOST:PORT",
-                help="labgrid coordinator for --dut=pool:<tags> (default: env LG_COORDINATOR); "
-                     "overrides the profile's lab.coordinator")
+                help="labgrid coordinator HOST:PORT: leases the profile's place there "
+                     "(overrides lab.coordinator) or, with --dut=pool:<tags>, a pool's place "
+                     "(default: lab.coordinator, env LG_COORDINATOR for a pool); 'local' = "
+                     "a coordinator on 127.0.0.1 for this run alone (make test)")
     g.addoption("--nightly", action="store_true", default=False,
                 help="run the long matrices (tests marked nightly) and the trend check; exit "
                      "!= 0 on a regression (default: off)")

@@ -221,3 +221,24 @@ def test_bad_input_one_clear_message_nothing_held(coordinator, tmp_path, env, ca
         assert all(p["acquired"] is None and p["reservation"] is None
                    for p in places(coordinator).values())
     assert not list(Path(env["OFBENCH_LEASE_DIR"]).glob("*.json"))
+
+
+def test_local_coordinator_is_the_runs_own_and_stops_with_it(tmp_path, env):
+    """--lab-coordinator=local (what `make test` gives lab-emu): a coordinator on loopback for
+    this run alone, the profile's place registered, held, released, the coordinator stopped."""
+    prof = tmp_path / "solo.yaml"
+    prof.write_text(yaml.safe_dump({"schema_version": 1, "lab": {"kind": "local"},
+                                    "switch": {"kind": "ofbench"}}))
+    cp, reports = run(prof, tmp_path, env, "--lab-coordinator", "local")
+    assert cp.returncode == 0, cp.stdout[-3000:] + cp.stderr[-2000:]
+    assert held_record(reports)["provenance"]["place"] == "solo"
+    lease = json.loads(next(reports.glob("run-*/session.json")).read_text())["lease"]
+    host, _, port = lease["coordinator"].rpartition(":")
+    assert not L._accepts(host, int(port)), "the run's coordinator is gone with it"
+
+
+def test_pool_needs_a_shared_coordinator(tmp_path, env):
+    cp, _ = run("pool:pool=t", tmp_path, env, "--lab-coordinator", "local")
+    assert cp.returncode == 4 and "shared coordinator" in cp.stdout + cp.stderr
+    cp, _ = run("pool:pool=t", tmp_path, env)
+    assert cp.returncode == 4 and "--lab-coordinator HOST:PORT" in cp.stdout + cp.stderr

@@ -417,6 +417,14 @@ def _accepts(host: str, port: int) -> bool:
         return False
 
 
+def write_owner(state_dir: Path, run_id: str) -> None:
+    """owner.json of a run folder (drivers/lab/cleanup.py: a folder whose owner is gone is a
+    dead run's); the labs write the same."""
+    state_dir.mkdir(parents=True, exist_ok=True)
+    (state_dir / "owner.json").write_text(json.dumps(
+        {"pid": os.getpid(), "start_time": proc_start_time(os.getpid()), "run_id": run_id}))
+
+
 def register(profile, coordinator: str | None = None) -> dict:
     """Create (or update) the profile's place with the tags of :func:`place_tags`."""
     addr = coordinator or profile.data["lab"].get("coordinator")

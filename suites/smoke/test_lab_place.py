@@ -23,6 +23,7 @@ def lease(request):
     return lease
 
 
+@pytest.mark.quick
 def test_lab_place_held(lease, results):
     t0 = time.time()
     hold_s = float(os.environ.get("OFBENCH_LEASE_HOLD_S", "0"))
@@ -36,6 +37,7 @@ def test_lab_place_held(lease, results):
                    params={"place": lease.place, "pool": lease.pool or "none"})
 
 
+@pytest.mark.quick
 def test_lab_place_still_held(lease, results):
     """The next measurement: a place taken from the run stops it here, naming the holder."""
     results.record("lab_place_still_held", {"held": True, "lease_checks": lease.checks + 1})
