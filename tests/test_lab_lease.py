@@ -242,3 +242,21 @@ def test_pool_needs_a_shared_coordinator(tmp_path, env):
     assert cp.returncode == 4 and "shared coordinator" in cp.stdout + cp.stderr
     cp, _ = run("pool:pool=t", tmp_path, env)
     assert cp.returncode == 4 and "--lab-coordinator HOST:PORT" in cp.stdout + cp.stderr
+
+
+def test_bench_analysis_finds_overlaps_and_waiter_delays():
+    from drivers.lab.lease_bench import analyse
+    holds = [{"place": "a", "acquired_at": 0.0, "released_at": 1.0, "waited_s": 0.0},
+             {"place": "a", "acquired_at": 1.2, "released_at": 2.0, "waited_s": 1.1},
+             {"place": "a", "acquired_at": 1.9, "released_at": 3.0, "waited_s": 1.8},
+             {"place": "b", "acquired_at": 0.0, "released_at": 9.0, "waited_s": 0.0},
+             {"place": "b", "acquired_at": 15.0, "released_at": 16.0, "waited_s": 14.9}]
+    out = analyse(holds)
+    assert out["overlapping_holds"] == 1 and out["waiters"] == 2
+    assert out["start_after_release_s"]["over_5s"] == 1
+
+
+def test_bench_small(tmp_path):
+    """The benchmark's own path, small: 6 contended acquisitions, no overlap."""
+    from drivers.lab.lease_bench import main
+    assert main(["--acquisitions", "6", "--runs", "3", "--places", "2", "--hold", "0.2"]) == 0
