@@ -104,14 +104,17 @@ def _hold(config, state, lease) -> None:
 
 
 def check(state) -> None:
-    """Before a measurement: stop the run (exit 4) naming the holder if the place was lost."""
+    """Before a measurement: stop the run (exit 4) naming the holder if the place was lost,
+    or the testbed lock on the lab's switch host (drivers/lab/testbed_lock.py) is not ours."""
+    from drivers.lab.base import LabError
     lease = getattr(state, "lease", None)
-    if lease is None:
-        return
-    from drivers.lab.lease import LeaseError
+    lock = getattr(state.lab, "testbed_lock", None)
     try:
-        lease.check()
-    except LeaseError as e:
+        if lease is not None:
+            lease.check()
+        if lock is not None:
+            lock.check()
+    except LabError as e:
         pytest.exit(f"lab lease lost: {e}", returncode=4)
 
 
