@@ -118,6 +118,24 @@ def check(state) -> None:
         pytest.exit(f"lab lease lost: {e}", returncode=4)
 
 
+def testbed(state, progress=None) -> dict:
+    """The lab's fingerprint (drivers/lab/fingerprint.py) at open; on a leased place, a change
+    of testbed id since the place's last run is said and kept in the fingerprint."""
+    from drivers.lab.fingerprint import fingerprint_lab
+    fp = fingerprint_lab(state.lab, state.profile)
+    lease = getattr(state, "lease", None)
+    if lease is not None:
+        was = lease.note_testbed(fp["testbed_id"])
+        if was:
+            fp["changed_from"] = was
+            msg = (f"testbed of place {lease.place} changed: id {was} -> {fp['testbed_id']} "
+                   f"(hardware, firmware, kernel, DPDK or TRex): its figures start a new "
+                   f"series, compare them with care")
+            if progress:
+                progress(msg)
+    return fp
+
+
 def release(state) -> None:
     lease = getattr(state, "lease", None)
     if lease is not None:
@@ -129,6 +147,10 @@ def release(state) -> None:
 
 
 def provenance(state) -> dict:
+    from drivers.lab.fingerprint import provenance as testbed_provenance
+    out = testbed_provenance(getattr(state, "fingerprint", None))
     lease = getattr(state, "lease", None)
-    return {} if lease is None else {"place": lease.place, "pool": lease.pool or "none",
-                                     "lease_holder": lease.holder}
+    if lease is not None:
+        out.update({"place": lease.place, "pool": lease.pool or "none",
+                    "lease_holder": lease.holder})
+    return out

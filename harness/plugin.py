@@ -107,6 +107,11 @@ def pytest_sessionstart(session):
                                  progress=lambda m: progress_line(session.config, f"lab: {m}"))
         except LabError as e:
             pytest.exit(f"lab {state.profile.name!r} cannot be used: {e}", returncode=4)
+    try:   # what the testbed is: session.json and every record's provenance
+        state.fingerprint = lease.testbed(
+            state, progress=lambda m: progress_line(session.config, f"lab: {m}"))
+    except LabError as e:
+        pytest.exit(f"lab {state.profile.name!r} cannot be used: {e}", returncode=4)
     start_influx_export(state)
 
 

@@ -63,6 +63,8 @@ class RunReporter:
                        command=" ".join(["pytest", *sys.argv[1:]]))
         if getattr(state, "lease", None) is not None:
             summary["lease"] = state.lease.summary()
+        if getattr(state, "fingerprint", None):
+            summary["testbed"] = state.fingerprint
         (state.run_dir / "session.json").write_text(json.dumps(summary, indent=2))
         try:
             from reports.html import render_run_index

@@ -22,6 +22,7 @@ class RunState:
         self.lab = None
         self.lease = None      # the lab place this run holds (harness/lease.py), if any
         self.coordinator = None   # --lab-coordinator=local: the run's own coordinator
+        self.fingerprint = None   # the testbed's identity (drivers/lab/fingerprint.py)
         self.counts = {"passed": 0, "failed": 0, "skipped": 0, "error": 0}
         self.started = time.time()
         self.regression = False

@@ -260,3 +260,18 @@ def test_bench_small(tmp_path):
     """The benchmark's own path, small: 6 contended acquisitions, no overlap."""
     from drivers.lab.lease_bench import main
     assert main(["--acquisitions", "6", "--runs", "3", "--places", "2", "--hold", "0.2"]) == 0
+
+
+def test_a_changed_testbed_on_a_place_is_reported_as_such(coordinator, tmp_path, env):
+    register(coordinator, "pa", pool="t", testbed_id="000000000000")
+    prof = profile_file(tmp_path, coordinator.address, "pa")
+    cp, reports = run(prof, tmp_path, env, name="1")
+    assert cp.returncode == 0, cp.stdout[-3000:]
+    assert "testbed of place pa changed: id 000000000000 ->" in cp.stdout
+    session = json.loads(next(reports.glob("run-*/session.json")).read_text())
+    new = session["testbed"]["testbed_id"]
+    assert session["testbed"]["changed_from"] == "000000000000"
+    assert places(coordinator)["pa"]["tags"]["testbed_id"] == new
+    assert held_record(reports)["provenance"]["testbed_id"] == new
+    cp, _ = run(prof, tmp_path, env, name="2")
+    assert cp.returncode == 0 and "testbed of place" not in cp.stdout

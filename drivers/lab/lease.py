@@ -246,6 +246,15 @@ class Lease:
         for fn in self.extra_checks:
             fn()
 
+    def note_testbed(self, testbed_id: str) -> str | None:
+        """Keep the testbed id on the place (its ``testbed_id`` tag); returns the id the place
+        had before when it differs (the testbed changed: a new series, not a regression)."""
+        was = self.tags.get("testbed_id")
+        if was != testbed_id:
+            self.agent.ok("set_tags", place=self.place, tags={"testbed_id": testbed_id})
+            self.tags["testbed_id"] = testbed_id
+        return was if was and was != testbed_id else None
+
     def release(self) -> None:
         if self.released_at is not None:
             return

@@ -21,6 +21,7 @@ Requests (one JSON object a line) and replies (``{"ok": true, ...}`` or ``{"ok":
                                                     reservations cancelled (a dead run's)
     {"op": "register", "place": P, "tags": {..}}   create the place if missing, set its tags
                                                     (tags it had that are not given are removed)
+    {"op": "set_tags", "place": P, "tags": {..}}   set these tags, keep the others
     {"op": "acquire", "place": P}                  acquire directly (a human, or a test)
     {"op": "kick", "place": P}                     release whoever holds it, cancel its
                                                     reservation (an admin taking it back)
@@ -181,6 +182,15 @@ class Agent:
         await self.session.stub.SetPlaceTags(pb.SetPlaceTagsRequest(placename=place, tags=update))
         await self.sync()
         return {"created": created, "tags": dict(self.session.places[place].tags)}
+
+    async def op_set_tags(self, req) -> dict:
+        """Set only the given tags of a place (the others stay)."""
+        pb = self._pb()
+        tags = {str(k): str(v) for k, v in req.get("tags", {}).items()}
+        await self.session.stub.SetPlaceTags(pb.SetPlaceTagsRequest(placename=req["place"],
+                                                                    tags=tags))
+        await self.sync()
+        return {"tags": dict(self.session.places[req["place"]].tags)}
 
     async def op_acquire(self, req) -> dict:
         pb = self._pb()
