@@ -151,6 +151,7 @@ def provenance(state) -> dict:
     out = testbed_provenance(getattr(state, "fingerprint", None))
     lease = getattr(state, "lease", None)
     if lease is not None:
-        out.update({"place": lease.place, "pool": lease.pool or "none",
-                    "lease_holder": lease.holder})
+        out.update({"place": lease.place, "lease_holder": lease.holder})
+        if lease.pool:
+            out["pool"] = lease.pool
     return out
