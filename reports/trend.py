@@ -2,7 +2,8 @@
 
 For every record of the run and every metric in it, the history is the last N points of the
 same series before the run started: same suite (measurement), name, profile, dut_switch_kind,
-generator and port_kind (git_sha is deliberately not part of the key: the point is to compare
+generator and port_kind, and the testbed (testbed_id, pool: a new testbed or firmware is a new
+series, not a regression; git_sha is deliberately not part of the key: the point is to compare
 across commits). Then:
 
     median  = median(history)
@@ -129,6 +130,9 @@ def judge(value, history: Sequence[float], direction: int, k: float = K_DEFAULT,
 # ---- series keys -----------------------------------------------------------------------------
 
 SERIES_TAGS = ("name", "profile", "dut_switch_kind", "generator", "port_kind")
+# the testbed (drivers/lab/fingerprint.py) and the pool it was leased from: a new testbed or a
+# BIOS/firmware change starts a new series instead of reading as a regression of the DUT
+TESTBED_TAGS = ("testbed_id", "pool")
 
 
 @dataclasses.dataclass(frozen=True, order=True)
@@ -140,6 +144,8 @@ class SeriesKey:
     generator: str
     port_kind: str
     metric: str
+    testbed_id: str = ""
+    pool: str = ""
 
     def label(self) -> str:
         return f"{self.suite}/{self.name} [{self.dut_switch_kind}, {self.generator}, " \
@@ -150,7 +156,9 @@ def record_keys(record: Mapping) -> list[tuple[SeriesKey, object]]:
     """(key, value) for every metric of a record."""
     prov = record.get("provenance", {})
     base = [record["suite"], record["name"]] + [str(prov.get(t, "")) for t in SERIES_TAGS[1:]]
-    return [(SeriesKey(*base, metric), value) for metric, value in record.get("metrics", {}).items()]
+    testbed = {t: str(prov.get(t, "")) for t in TESTBED_TAGS}
+    return [(SeriesKey(*base, metric, **testbed), value)
+            for metric, value in record.get("metrics", {}).items()]
 
 
 @dataclasses.dataclass
@@ -197,7 +205,7 @@ def history_query(bucket: str, suite: str, profile: str, before: str, last_n: in
   |> range(start: {start}, stop: {before})
   |> filter(fn: (r) => r._measurement == {flux_string(suite)} and r.profile == {flux_string(profile)})
   |> filter(fn: (r) => r._field != "run_id")
-  |> group(columns: ["_measurement", "name", "profile", "dut_switch_kind", "generator", "port_kind", "_field"])
+  |> group(columns: ["_measurement", "name", "profile", "dut_switch_kind", "generator", "port_kind", "testbed_id", "pool", "_field"])
   |> sort(columns: ["_time"])
   |> tail(n: {int(last_n)})
 """
@@ -235,7 +243,8 @@ def fetch_history(url: str, token: str, org: str, bucket: str,
                         continue
                     key = SeriesKey(suite, str(r.values.get("name", "")), profile,
                                     *(str(r.values.get(t) or "") for t in SERIES_TAGS[2:]),
-                                    r.get_field())
+                                    r.get_field(),
+                                    **{t: str(r.values.get(t) or "") for t in TESTBED_TAGS})
                     out.setdefault(key, []).append((_rfc3339_of(r.get_time()), num))
     for pts in out.values():
         pts.sort()

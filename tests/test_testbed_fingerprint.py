@@ -45,3 +45,18 @@ def test_this_box_is_read_and_flattened_into_provenance():
     assert local["cores"] >= 1 and local["kernel"] and local["cpu_model"]
     prov = provenance(fp)
     assert prov["testbed_id"] == fp["testbed_id"] and prov["testbed_kernel"] == local["kernel"]
+
+
+def test_trend_series_and_influx_tags_carry_the_testbed_and_pool():
+    from reports.influx import record_to_point_parts
+    from reports.trend import record_keys
+    rec = {"suite": "throughput", "name": "ndr", "metrics": {"ndr_mpps": 1.0},
+           "provenance": {"profile": "lab1", "dut_switch_kind": "ofbench", "generator": "trex",
+                          "port_kind": "pci", "testbed_id": "abc123abc123", "pool": "pool=a",
+                          "place": "lab1", "end_time": "2026-11-28T00:00:00Z"}}
+    other = {**rec, "provenance": {**rec["provenance"], "testbed_id": "def456def456"}}
+    (k1, _), (k2, _) = record_keys(rec)[0], record_keys(other)[0]
+    assert k1 != k2 and k1.testbed_id == "abc123abc123" and k1.pool == "pool=a"
+    _, tags, _, _ = record_to_point_parts(rec)
+    assert tags["testbed_id"] == "abc123abc123" and tags["pool"] == "pool=a"
+    assert tags["place"] == "lab1"
