@@ -70,8 +70,9 @@ def run(dut, tmp_path, env, *extra, hold_s=0.0, wait=True, name="r"):
             "-q", "-p", "no:randomly", *extra]
     e = dict(env, OFBENCH_LEASE_HOLD_S=str(hold_s))
     if not wait:
-        return subprocess.Popen(argv, cwd=REPO, env=e, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True, start_new_session=True), reports
+        p = subprocess.Popen(argv, cwd=REPO, env=e, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        return p, reports
     cp = subprocess.run(argv, cwd=REPO, env=e, capture_output=True, text=True, timeout=180)
     return cp, reports
 

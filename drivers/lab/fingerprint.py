@@ -39,7 +39,8 @@ cpu = {}
 for line in (rd("/proc/cpuinfo") or "").splitlines():
     k, _, v = line.partition(":")
     k = k.strip()
-    if k in ("model name", "microcode", "vendor_id", "cpu family", "model", "stepping") and k not in cpu:
+    want = ("model name", "microcode", "vendor_id", "cpu family", "model", "stepping")
+    if k in want and k not in cpu:
         cpu[k] = v.strip()
 def ethtool(ifname):
     out = sh(["ethtool", "-i", ifname])
@@ -72,7 +73,8 @@ dmi = {k: rd("/sys/class/dmi/id/" + k) or "n/a"
        for k in ("bios_vendor", "bios_version", "bios_date", "sys_vendor", "product_name")}
 print(json.dumps({
     "cpu_model": cpu.get("model name", "n/a"), "cpu_vendor": cpu.get("vendor_id", "n/a"),
-    "cpu_family_model_stepping": "/".join(cpu.get(k, "?") for k in ("cpu family", "model", "stepping")),
+    "cpu_family_model_stepping": "/".join(cpu.get(k, "?")
+                                          for k in ("cpu family", "model", "stepping")),
     "microcode": cpu.get("microcode", "n/a"), "cores": os.cpu_count(),
     "kernel": os.uname().release, "dpdk": dpdk, "bios": dmi, "ports": ports,
 }, sort_keys=True))

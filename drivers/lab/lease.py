@@ -304,9 +304,10 @@ def acquire(coordinator: str, run_id: str, *, place: str | None = None,
         places = agent.ok("places")["places"]
         if place is not None:
             if place not in places:
+                known = ", ".join(sorted(places)) or "none"
                 raise LeaseError(f"{where}: no place {place!r} on coordinator "
-                                 f"{agent.coordinator} (known: {', '.join(sorted(places)) or 'none'})"
-                                 f"; register it: python -m drivers.lab.lease register <profile>")
+                                 f"{agent.coordinator} (known: {known}); register it: "
+                                 f"python -m drivers.lab.lease register <profile>")
             flt = {"name": place}
         else:
             flt = dict(pool or {})
@@ -325,10 +326,10 @@ def acquire(coordinator: str, run_id: str, *, place: str | None = None,
                      f"{', '.join(f'{n} by {h}' for n, h in sorted(busy.items()))})")
         out = agent.call("reserve", timeout_s=wait_s + 60, filter=flt, prio=prio, wait_s=wait_s)
         if not out.get("ok"):
-            held = out.get("holders") or {}
+            held = ", ".join(f"{n} by {h}" for n, h in sorted((out.get("holders") or {}).items()))
             raise LeaseError(f"{where}: {out.get('error')}"
-                             + (f" (held: {', '.join(f'{n} by {h}' for n, h in sorted(held.items()))})"
-                                if held else "") + "; raise --lab-wait or try later")
+                             + (f" (held: {held})" if held else "")
+                             + "; raise --lab-wait or try later")
         lease = Lease(agent, agent.coordinator, out["place"], out["token"], out["tags"],
                       out["holder"], pool=_fmt(pool) if pool else "",
                       waited_s=out["waited_s"], acquired_at=out["acquired_at"], record=record)
@@ -361,9 +362,10 @@ def release_dead_leases(log=print, root: Path | None = None) -> list[str]:
             continue
         if rec.get("pid") and proc_start_time(rec["pid"]) == rec.get("start_time"):
             continue  # a live run
-        if rec.get("agent_pid") and proc_start_time(rec["agent_pid"]) == rec.get("agent_start_time"):
+        agent_pid = rec.get("agent_pid")
+        if agent_pid and proc_start_time(agent_pid) == rec.get("agent_start_time"):
             try:
-                os.killpg(rec["agent_pid"], signal.SIGKILL)
+                os.killpg(agent_pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
         try:
