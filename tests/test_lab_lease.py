@@ -77,6 +77,19 @@ def run(dut, tmp_path, env, *extra, hold_s=0.0, wait=True, name="r"):
     return cp, reports
 
 
+def wait_for_hold(p, timeout_s=90.0) -> str:
+    """Read the run's output until its first test is holding the place (what it said so far)."""
+    out, deadline = "", time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        line = p.stdout.readline()
+        if not line:
+            break
+        out += line
+        if "smoke: holding place" in line:
+            return out
+    raise AssertionError(f"the run never held its place:\n{out[-3000:]}")
+
+
 def records(reports: Path) -> list[dict]:
     (run_dir,) = [p for p in reports.glob("run-*") if p.is_dir()]
     path = run_dir / "results.jsonl"
@@ -120,13 +133,11 @@ def test_run_holds_its_place_and_names_it(coordinator, tmp_path, env):
 def test_two_runs_on_one_place_the_second_waits(coordinator, tmp_path, env):
     register(coordinator, "pa", pool="t")
     prof = profile_file(tmp_path, coordinator.address, "pa")
-    p1, rep1 = run(prof, tmp_path, env, hold_s=3, wait=False, name="1")
-    deadline = time.monotonic() + 60
-    while places(coordinator)["pa"]["acquired"] is None and time.monotonic() < deadline:
-        time.sleep(0.2)
+    p1, rep1 = run(prof, tmp_path, env, hold_s=8, wait=False, name="1")
+    said = wait_for_hold(p1)
     cp2, rep2 = run(prof, tmp_path, env, name="2")
     out1, _ = p1.communicate(timeout=120)
-    assert p1.returncode == 0, out1[-3000:]
+    assert p1.returncode == 0, said + out1[-3000:]
     assert cp2.returncode == 0, cp2.stdout[-3000:]
     a, b = held_record(rep1)["metrics"], held_record(rep2)["metrics"]
     assert b["lease_waited_s"] > 1.0, "the second run waited in the queue"
@@ -140,11 +151,14 @@ def test_two_runs_on_a_pool_of_two_run_at_once(coordinator, tmp_path, env):
     register(coordinator, "pa", pool="t")
     register(coordinator, "pb", pool="t")
     runs = [run("pool:pool=t", tmp_path, env, "--lab-coordinator", coordinator.address,
-                hold_s=3, wait=False, name=str(i)) for i in (1, 2)]
+                hold_s=8, wait=False, name=str(i)) for i in (1, 2)]
     outs = [p.communicate(timeout=120)[0] for p, _ in runs]
     for (p, _), out in zip(runs, outs):
         assert p.returncode == 0, out[-3000:]
     recs = [held_record(rep) for _, rep in runs]
+    a, b = (r["metrics"] for r in recs)
+    assert max(a["lease_acquired_at_s"], b["lease_acquired_at_s"]) < min(
+        a["hold_end_s"], b["hold_end_s"]), "both held a place at the same time"
     assert {r["provenance"]["place"] for r in recs} == {"pa", "pb"}
     assert all(r["provenance"]["pool"] == "pool=t" for r in recs)
     assert all(r["metrics"]["lease_waited_s"] < 2.5 for r in recs), "neither waited"
