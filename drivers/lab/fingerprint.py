@@ -1,8 +1,8 @@
 """Testbed identity: what each host of a lab is, read when the lab opens, and a short id of it.
 
 A host's fingerprint (:data:`SNIPPET`, stdlib python3 run on the host, or here for a local
-lab): CPU model, microcode, cores, kernel, BIOS and system (``/sys/class/dmi/id``, where
-readable), the DPDK version (pkg-config, else the Debian package), and per port of the
+lab): its machine id (``/etc/machine-id``: two testbeds of one model stay two), CPU model,
+microcode, cores, kernel, BIOS and system (``/sys/class/dmi/id``, where readable), the DPDK version (pkg-config, else the Debian package), and per port of the
 profile its NIC: a PCI address's vendor/device ids and driver, and for a kernel interface
 (its own, or the PCI device's) ``ethtool -i``'s driver, version and firmware; a DPDK vdev
 (memif, ring, ...) is named as such. The lab adds what only the controlling side knows: the
@@ -77,6 +77,7 @@ print(json.dumps({
                                           for k in ("cpu family", "model", "stepping")),
     "microcode": cpu.get("microcode", "n/a"), "cores": os.cpu_count(),
     "kernel": os.uname().release, "dpdk": dpdk, "bios": dmi, "ports": ports,
+    "machine_id": rd("/etc/machine-id") or "n/a",
 }, sort_keys=True))
 """
 
