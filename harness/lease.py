@@ -68,12 +68,14 @@ def lease_profile(config, state, progress=None) -> None:
     if not addr:
         return
     from drivers.lab.lease import LeaseError, acquire
+    from dut.profiles.schema import PROFILE_DIR
     place = lab.get("place") or prof.name
+    file = prof.path.name if prof.path.parent == PROFILE_DIR else str(prof.path)
     try:
         if addr == "local":
             addr = _local_coordinator(state, prof, progress)
         lease = acquire(addr, state.run_dir.name, place=place,
-                        where=f"{prof.path.name}: lab.coordinator ({addr}), lab.place {place!r}",
+                        where=f"{file}: lab.coordinator ({addr}), lab.place {place!r}",
                         log=state.run_dir / "lease-agent.log", progress=progress,
                         **_options(config))
     except LeaseError as e:
