@@ -38,6 +38,9 @@ def pytest_configure(config):
     config.stash[RUN_STATE] = state
     dut = config.getoption("--dut")
     suite_run = is_suite_run(config) and not getattr(config, "workerinput", None)
+    helping = config.getoption("help", False)
+    if helping and lease.is_pool(dut):
+        dut = "local"   # --help leases nothing; the help text needs some profile
     if lease.is_pool(dut) and not suite_run:
         raise pytest.UsageError(f"--dut={dut}: a pool's place is leased by suite runs "
                                 f"(pytest suites/...)")
@@ -53,7 +56,7 @@ def pytest_configure(config):
         said = lambda m: progress_line(config, f"lease: {m}")  # noqa: E731
         if lease.is_pool(dut):
             state.profile = lease.lease_pool(config, state, dut, progress=said)
-        else:
+        elif not helping:
             lease.lease_profile(config, state, progress=said)
         if not config.getoption("htmlpath", None):
             config.option.htmlpath = str(state.run_dir / "pytest.html")
