@@ -15,7 +15,8 @@ the run id and pid, and a heartbeat (the file's modification time, renewed at ev
   * ``check`` before each measurement: the file still names this run (one shell line over the
     open SSH connection, which also renews the heartbeat); anything else stops the run naming
     the file's owner;
-  * ``release`` at the lab's close: removed if it is still ours.
+  * ``release`` at the lab's close: removed if it is still ours (the empty ``.guard`` file
+    stays: removing it would let two takers lock different files).
 """
 from __future__ import annotations
 
