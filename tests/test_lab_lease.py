@@ -36,7 +36,7 @@ def env(tmp_path, monkeypatch):
 
 @pytest.fixture
 def coordinator(tmp_path):
-    with L.LocalCoordinator(tmp_path / "coord", tmp_path / "coord-logs") as c:
+    with L.LocalCoordinator(None, tmp_path / "coord-logs") as c:
         yield c
 
 

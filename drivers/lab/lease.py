@@ -390,10 +390,21 @@ def release_dead_leases(log=print, root: Path | None = None) -> list[str]:
 class LocalCoordinator:
     """labgrid-coordinator on this box's loopback, under the Supervisor (recorded in the run's
     state folder, stopped in every exit path; a SIGKILLed run's is killed by the next cleanup).
-    Its places.yaml lives in ``state_dir`` (the coordinator saves there)."""
+    Its places.yaml lives in ``state_dir`` (the coordinator saves there). Without a
+    ``state_dir`` (tests, the benchmark) it makes a run folder of its own in the state root,
+    with this process as its owner, so that a killed caller's coordinator is cleaned too, and
+    removes it at :meth:`stop`."""
 
-    def __init__(self, state_dir: Path, log_dir: Path, port: int = 0):
+    def __init__(self, state_dir: Path | None, log_dir: Path, port: int = 0):
         from drivers.supervisor import Supervisor
+        self.own_dir = state_dir is None
+        if self.own_dir:
+            import secrets
+            root = Path(os.environ.get("OFBENCH_STATE_ROOT", "/run/ofbench"))
+            # named like a run folder (reports.results.new_run_id), which cleanup knows
+            state_dir = root / time.strftime(f"run-%Y%m%dT%H%M%SZ-{secrets.token_hex(2)}",
+                                             time.gmtime())
+            write_owner(state_dir, state_dir.name)
         self.state_dir = Path(state_dir)
         self.port = port or _free_port()
         self.address = f"127.0.0.1:{self.port}"
@@ -406,6 +417,9 @@ class LocalCoordinator:
 
     def stop(self) -> None:
         self.sup.stop_all()
+        if self.own_dir:
+            import shutil
+            shutil.rmtree(self.state_dir, ignore_errors=True)
 
     def __enter__(self):
         return self

@@ -69,7 +69,7 @@ def main(argv=None) -> int:
     from drivers.lab.lease import Agent, LocalCoordinator
     with tempfile.TemporaryDirectory(prefix="ofb-lease-bench-") as tmp:
         os.environ["OFBENCH_LEASE_DIR"] = str(Path(tmp) / "leases")
-        with LocalCoordinator(Path(tmp) / "coord", Path(tmp) / "logs") as coord:
+        with LocalCoordinator(None, Path(tmp) / "logs") as coord:
             admin = Agent(coord.address)
             try:
                 for p in range(args.places):
