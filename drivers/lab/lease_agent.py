@@ -13,7 +13,8 @@ Requests (one JSON object a line) and replies (``{"ok": true, ...}`` or ``{"ok":
     {"op": "places"}                               -> places: {name: {tags, acquired, reservation}}
     {"op": "reserve", "filter": {k: v}, "prio": N, "wait_s": T}
         a reservation in the coordinator's queue (labgrid's scheduler: highest prio first, then
-        oldest), polled until allocated, then the place acquired -> place, token, tags, waited_s
+        oldest), awaited (the coordinator pushes the allocation; a poll each second besides),
+        then the place acquired -> place, token, tags, waited_s
         (on timeout the reservation is cancelled: error, "holders": who held the candidates)
     {"op": "check", "place": P}                    -> held, holder
     {"op": "release", "place": P, "token": T}      release the place, cancel the reservation
@@ -67,6 +68,14 @@ class Agent:
             raise RuntimeError(f"no answer from the coordinator in {self.connect_timeout_s:.0f} s")
         if self.session.stopping.is_set():
             raise RuntimeError("could not connect to the coordinator")
+        # every place change the coordinator pushes (an allocation is one) wakes a waiter
+        self.changed = asyncio.Event()
+        pushed = self.session.on_place_changed
+
+        async def on_place_changed(place_pb2):
+            await pushed(place_pb2)
+            self.changed.set()
+        self.session.on_place_changed = on_place_changed
 
     @property
     def name(self) -> str:
@@ -100,6 +109,7 @@ class Agent:
         t0 = time.monotonic()
         from labgrid.remote.common import Reservation, ReservationState
         while True:
+            self.changed.clear()
             r = Reservation.from_pb2((await self.session.stub.PollReservation(
                 pb.PollReservationRequest(token=token))).reservation)
             if r.state is ReservationState.allocated:
@@ -116,7 +126,12 @@ class Agent:
                            if _matches(n, p.tags, flt) and (p.acquired or p.reservation)}
                 return {"ok": False, "timeout": True, "holders": holders,
                         "error": f"no place with {_fmt(flt)} came free in {wait_s:.0f} s"}
-            await asyncio.sleep(0.1)
+            # woken by the coordinator's push of the allocation, else polled every second
+            # (a poll also keeps the reservation from expiring: labgrid's 60 s)
+            try:
+                await asyncio.wait_for(self.changed.wait(), 1.0)
+            except asyncio.TimeoutError:
+                pass
         await self.session.stub.AcquirePlace(pb.AcquirePlaceRequest(placename=place))
         self.pending.discard(token)
         self.held[place] = token
@@ -147,25 +162,30 @@ class Agent:
             pass  # gone already (expired or cancelled)
 
     async def op_release(self, req) -> dict:
+        # The reservation first: labgrid's scheduler runs at each of these calls, and a place
+        # still marked reserved when it is released is offered to the next reservation only
+        # at the coordinator's next periodic pass (15 s); cancelled first, the release itself
+        # hands the place to the next in the queue.
         place, token = req["place"], req.get("token")
-        await self._release(place, fromuser=self.name)   # only if we still hold it
         if token:
             await self._cancel(token)
+        released_at = time.time()   # from here on this run no longer counts on the place
+        await self._release(place, fromuser=self.name)   # only if we still hold it
         self.held.pop(place, None)
         await self.sync()
-        return {"released_at": time.time()}
+        return {"released_at": released_at}
 
     async def op_release_holder(self, req) -> dict:
         pb = self._pb()
         holder = req["holder"]
         await self.sync()
         released = [n for n, p in self.session.places.items() if p.acquired == holder]
-        for name in released:
-            await self._release(name, fromuser=holder)
         resp = await self.session.stub.GetReservations(pb.GetReservationsRequest())
         cancelled = [r.token for r in resp.reservations if r.owner == holder]
-        for token in cancelled:
+        for token in cancelled:   # first: see op_release
             await self._cancel(token)
+        for name in released:
+            await self._release(name, fromuser=holder)
         await self.sync()
         return {"released": released, "cancelled": cancelled}
 
@@ -203,19 +223,19 @@ class Agent:
         await self.sync()
         p = self.session.places[req["place"]]
         was, token = p.acquired, p.reservation
-        if was:
-            await self._release(req["place"])
         if token:   # as `labgrid-client cancel-reservation`: the place is free for anyone
             await self._cancel(token)
+        if was:
+            await self._release(req["place"])
         await self.sync()
         return {"was": was, "cancelled": token}
 
     async def release_all(self) -> None:
         for place, token in list(self.held.items()):
             try:
-                await self._release(place, fromuser=self.name)
                 if token:
                     await self._cancel(token)
+                await self._release(place, fromuser=self.name)
             except Exception:  # noqa: BLE001  (best effort: the next run's cleanup retries)
                 pass
         for token in list(self.pending):
