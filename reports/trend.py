@@ -17,7 +17,8 @@ either way (``--detector jumpavg`` lets them decide):
 
 For every record of the run and every metric in it, the history is the last N points of the
 same series before the run started: same suite (measurement), name, profile, dut_switch_kind,
-generator and port_kind (git_sha is deliberately not part of the key: the point is to compare
+generator and port_kind, and the testbed (testbed_id, pool: a new testbed or firmware is a new
+series, not a regression; git_sha is deliberately not part of the key: the point is to compare
 across commits). Then:
 
     median  = median(history)
@@ -223,6 +224,9 @@ def judge_jumpavg(value, history: Sequence[float], direction: int, rel_floor: fl
 # ---- series keys -----------------------------------------------------------------------------
 
 SERIES_TAGS = ("name", "profile", "dut_switch_kind", "generator", "port_kind")
+# the testbed (drivers/lab/fingerprint.py) and the pool it was leased from: a new testbed or a
+# BIOS/firmware change starts a new series instead of reading as a regression of the DUT
+TESTBED_TAGS = ("testbed_id", "pool")
 
 
 @dataclasses.dataclass(frozen=True, order=True)
@@ -234,23 +238,24 @@ class SeriesKey:
     generator: str
     port_kind: str
     metric: str
-    testbed: str = ""      # provenance testbed_id, when a record carries one
+    testbed_id: str = ""
+    pool: str = ""
 
     def label(self) -> str:
-        bed = f", {self.testbed}" if self.testbed else ""
+        bed = "".join(f", {v}" for v in (self.testbed_id, self.pool) if v)
         return f"{self.suite}/{self.name} [{self.dut_switch_kind}, {self.generator}, " \
                f"{self.port_kind}{bed}] {self.metric}"
 
     def without_testbed(self) -> "SeriesKey":
-        return dataclasses.replace(self, testbed="")
+        return dataclasses.replace(self, testbed_id="", pool="")
 
 
 def record_keys(record: Mapping) -> list[tuple[SeriesKey, object]]:
     """(key, value) for every metric of a record."""
     prov = record.get("provenance", {})
     base = [record["suite"], record["name"]] + [str(prov.get(t, "")) for t in SERIES_TAGS[1:]]
-    bed = str(prov.get("testbed_id") or "")
-    return [(SeriesKey(*base, metric, bed), value)
+    testbed = {t: str(prov.get(t, "")) for t in TESTBED_TAGS}
+    return [(SeriesKey(*base, metric, **testbed), value)
             for metric, value in record.get("metrics", {}).items()]
 
 
@@ -288,7 +293,7 @@ def evaluate(records: Iterable[Mapping], history: Mapping[SeriesKey, Sequence[tu
     rows = []
     for rec in records:
         for key, value in record_keys(rec):
-            hkey = key if key in history or not key.testbed else key.without_testbed()
+            hkey = key if key in history or not (key.testbed_id or key.pool) else key.without_testbed()
             hist = list(history.get(hkey, []))
             direction = metric_direction(key.metric)
             if detector == "mad":
@@ -331,7 +336,7 @@ def history_query(bucket: str, suite: str, profile: str, before: str, last_n: in
   |> range(start: {start}, stop: {before})
   |> filter(fn: (r) => r._measurement == {flux_string(suite)} and r.profile == {flux_string(profile)})
   |> filter(fn: (r) => r._field != "run_id")
-  |> group(columns: ["_measurement", "name", "profile", "dut_switch_kind", "generator", "port_kind", "_field"])
+  |> group(columns: ["_measurement", "name", "profile", "dut_switch_kind", "generator", "port_kind", "testbed_id", "pool", "_field"])
   |> sort(columns: ["_time"])
   |> tail(n: {int(last_n)})
 """
@@ -371,7 +376,8 @@ def fetch_history(url: str, token: str, org: str, bucket: str,
                         continue
                     key = SeriesKey(suite, str(r.values.get("name", "")), profile,
                                     *(str(r.values.get(t) or "") for t in SERIES_TAGS[2:]),
-                                    r.get_field())
+                                    r.get_field(),
+                                    **{t: str(r.values.get(t) or "") for t in TESTBED_TAGS})
                     out.setdefault(key, []).append((_rfc3339_of(r.get_time()), num,
                                                     str(r.values.get("git_sha") or "")))
     for key, pts in out.items():

@@ -15,10 +15,14 @@ Schema version 1 (``schema_version: 1``)::
     name: str                      # defaults to the file's stem
     description: str
     lab: {kind: local | remote, emulated: bool, known_hosts: str, state_dir: str,
-          hosts: {<role>: {address, user, ssh_port, key_file, workdir}}}
+          hosts: {<role>: {address, user, ssh_port, key_file, workdir}},
                                    # address: an IP or host name; user: a POSIX user name;
                                    # workdir: absolute, normalised, >= 2 levels deep, not a
                                    # system dir (rsync --delete there, behind a marker file)
+          coordinator: "HOST:PORT",  # labgrid's coordinator: runs lease the lab's place first
+          place: str,                # its place there (default: the profile's name)
+          tags: {<key>: <value>},    # the place's tags besides those from the profile (pool)
+          testbed: str}              # the testbed type tag (default: emulated / local / remote)
                                    # remote: each role (switch, controller, generator) a host
                                    # reached over SSH; workdir = its ofbench tree (synced and
                                    # built there); emulated: the harness builds the hosts as
@@ -113,6 +117,8 @@ def _check_target(expr: str) -> str | None:
 
 
 TCP_PORT = dict(ge=0, le=65535)
+COORDINATOR_RE = r"(\[[0-9A-Fa-f:]+\]|[A-Za-z0-9_.-]+):[0-9]{1,5}"
+PLACE_RE = r"[A-Za-z0-9_.-]{1,64}"
 
 
 # Profile strings that reach a shell (commands run over SSH, rsync's destination), a path or a
@@ -251,6 +257,19 @@ PROFILE = Spec(dict, fields={
         "state_dir": Spec(str, check=check_state_dir),
         "known_hosts": LOCAL_FILE,
         "emulated": Spec(bool, default=False),
+        # labgrid's coordinator that arbitrates this lab (drivers/lab/lease.py): absent = a
+        # private lab, nobody else to wait for (no lease taken)
+        "coordinator": Spec(str, pattern=COORDINATOR_RE,
+                            what="HOST:PORT of labgrid-coordinator (e.g. 192.0.2.1:20408)"),
+        # the lab's place on the coordinator (default: the profile's name)
+        "place": Spec(str, pattern=PLACE_RE, what="a place name ([A-Za-z0-9_.-]{1,64})"),
+        # tags of the place besides those from the profile (e.g. pool: emu)
+        "tags": Spec(dict, keys=Spec(str, pattern=r"[a-z][a-z0-9_]{1,31}",
+                                     what="a tag key ([a-z][a-z0-9_]+)"),
+                     values=Spec(str, pattern=r"[a-z0-9][a-z0-9_.-]{0,63}",
+                                 what="a tag value ([a-z0-9][a-z0-9_.-]*)")),
+        "testbed": Spec(str, pattern=r"[a-z0-9][a-z0-9_.-]{0,63}",
+                        what="a testbed type ([a-z0-9][a-z0-9_.-]*)"),
     }),
     "features": Spec(list, default=list, items=Spec(str, choices=tuple(sorted(FEATURES)))),
     "switch": Spec(dict, required=True, fields={
@@ -399,6 +418,12 @@ def _cross_checks(data: dict) -> None:
                       at=("lab", "hosts"))
     if lab.get("emulated") and lab["kind"] != "remote":
         raise Invalid("only a remote lab (lab.kind: remote) is emulated", at=("lab", "emulated"))
+    if lab.get("coordinator"):
+        port = int(lab["coordinator"].rsplit(":", 1)[1])
+        if not 1 <= port <= 65535:
+            raise Invalid(f"port {port} is not in 1..65535", at=("lab", "coordinator"))
+    elif lab.get("place"):
+        raise Invalid("a place is on a coordinator: set lab.coordinator too", at=("lab", "place"))
     hosts = lab.get("hosts") or {}
     for section in ("switch", "generator"):
         role = data[section].get("host")

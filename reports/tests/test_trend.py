@@ -198,7 +198,7 @@ def test_testbed_id_splits_series_and_falls_back_to_older_history(tmp_path):
                and r["provenance"]["dut_switch_kind"] == "ofbench")
     rec = {**rec, "provenance": {**rec["provenance"], "testbed_id": "bed-7"}}
     k = next(k for k, _ in record_keys(rec) if k.metric == "ndr_mpps")
-    assert k.testbed == "bed-7" and "bed-7" in k.label()
+    assert k.testbed_id == "bed-7" and "bed-7" in k.label()
     hist = [(f"2024-04-{d:02d}T02:00:00.000000Z", 20.0) for d in range(1, 8)]
     rows = evaluate([rec], {k.without_testbed(): hist})
     assert next(r for r in rows if r.key == k).judgement.n_history == 7
