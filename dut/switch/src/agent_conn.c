@@ -245,16 +245,9 @@ static void conn_close(struct conn *c, uint64_t now, const char *why)
 		c->addr->port, why);
 }
 
-static void conn_try(struct conn *c, uint64_t now)
+/* A new connection on fd (non-blocking): a fresh session, our HELLO queued and sent. */
+static void conn_attach(struct conn *c, int fd, uint64_t now)
 {
-	if (now < c->next_try_ns)
-		return;
-	int fd = connect_controller(c->addr);
-	if (fd < 0) {
-		c->next_try_ns = now + c->backoff_ms * 1000000ull;
-		c->backoff_ms = c->backoff_ms * 2 > 4000 ? 4000 : c->backoff_ms * 2;
-		return;
-	}
 	c->sess = ofs_session_open();  /* never NULL: a session per connection and one spare */
 	c->fd = fd;
 	c->backoff_ms = 100;
@@ -265,6 +258,19 @@ static void conn_try(struct conn *c, uint64_t now)
 	c->over_limit = false;
 	ofs_send_hello(&c->out);
 	conn_flush(c);
+}
+
+static void conn_try(struct conn *c, uint64_t now)
+{
+	if (now < c->next_try_ns)
+		return;
+	int fd = connect_controller(c->addr);
+	if (fd < 0) {
+		c->next_try_ns = now + c->backoff_ms * 1000000ull;
+		c->backoff_ms = c->backoff_ms * 2 > 4000 ? 4000 : c->backoff_ms * 2;
+		return;
+	}
+	conn_attach(c, fd, now);
 	fprintf(stderr, "ofswitch: connected to controller %s:%u\n", c->addr->host, c->addr->port);
 }
 
@@ -364,6 +370,27 @@ static void conn_keepalive(struct conn *c, uint64_t now, uint64_t interval_ns)
 	}
 }
 
+/* After routing: drop the connections whose queue passed the limit, send what the others
+ * have queued. Returns how many sessions are up (HELLO done). */
+static unsigned conns_send(uint64_t now)
+{
+	unsigned up = 0;
+	for (unsigned i = 0; i < n_conns; i++) {
+		struct conn *c = &conns[i];
+		if (c->fd >= 0 && c->over_limit) {
+			ctl_dropped_slow++;
+			fprintf(stderr, "ofswitch: controller %s:%u: not reading, %zu bytes queued "
+				"(limit %zu): dropped\n", c->addr->host, c->addr->port,
+				c->out.len - c->out_off, out_limit);
+			conn_close(c, now, "output queue over its limit");
+		}
+		if (c->fd >= 0 && c->out_off < c->out.len && !conn_flush(c))
+			conn_close(c, now, "send failed");
+		up += c->fd >= 0 && ofs_session_ready(c->sess);
+	}
+	return up;
+}
+
 void *ofs_agent_main(void *arg)
 {
 	const struct ofs_agent_cfg *cfg = arg;
@@ -445,20 +472,7 @@ void *ofs_agent_main(void *arg)
 				conn_keepalive(&conns[i], now, echo_ns);
 		}
 		route(&tmp, NULL);
-		unsigned up = 0;
-		for (unsigned i = 0; i < n_conns; i++) {
-			struct conn *c = &conns[i];
-			if (c->fd >= 0 && c->over_limit) {
-				ctl_dropped_slow++;
-				fprintf(stderr, "ofswitch: controller %s:%u: not reading, %zu bytes "
-					"queued (limit %zu): dropped\n", c->addr->host, c->addr->port,
-					c->out.len - c->out_off, out_limit);
-				conn_close(c, now, "output queue over its limit");
-			}
-			if (c->fd >= 0 && c->out_off < c->out.len && !conn_flush(c))
-				conn_close(c, now, "send failed");
-			up += c->fd >= 0 && ofs_session_ready(c->sess);
-		}
+		unsigned up = conns_send(now);
 		of_connected = up > 0;
 		/* fail mode (OF1.3.5 6.4): standalone forwards on its own while no controller is
 		 * connected; secure keeps the flow tables working and drops what needs one */
