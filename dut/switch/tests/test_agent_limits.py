@@ -10,6 +10,10 @@ controllers on loopback ports.
 * Finding 4: SIGTERM ends a switch whose agent thread never returns (the OFS_TEST_HANG_ON_STOP
   hook) within the --stop-timeout-s bound, exit code 3, naming the agent thread; a normal stop
   exits 0.
+
+Each runs on the release build and on the sanitizer build (ASan + UBSan, where the agent's
+invariants abort: agent_internal.h "Checked invariants"); a sanitizer report or an invariant
+line in the switch's log fails the test.
 """
 from __future__ import annotations
 
@@ -46,12 +50,20 @@ def listen(rcvbuf: int | None = None) -> socket.socket:
     return s
 
 
+@pytest.fixture(params=["release", "sanitized"])
+def build(request) -> str:
+    return request.param
+
+
 @contextmanager
-def null_switch(tmp_path, ports: list[int], extra: list[str] = (), env: dict | None = None):
-    """ofswitch with one net_null port, connecting to 127.0.0.1:<each of ports>."""
-    binary = launcher.binary_path()
+def null_switch(tmp_path, build: str, ports: list[int], extra: list[str] = (),
+                env: dict | None = None):
+    """ofswitch of ``build`` with one net_null port, connecting to 127.0.0.1:<each of
+    ports>."""
+    binary = launcher.builds()[build] / "dut" / "switch" / "ofswitch"
     if not binary.exists():
-        pytest.skip(f"{binary} not built")
+        pytest.skip(f"{binary} not built" + (": scripts/build_san.sh"
+                                             if build == "sanitized" else ""))
     prefix = f"ofb-swlim-{os.getpid()}-{next(_SWITCHES)}"
     eal = ["-l", "0", "--no-huge", "-m", "256", "--no-pci", "--file-prefix", prefix,
            "--log-level", "lib.eal:error"]
@@ -70,6 +82,9 @@ def null_switch(tmp_path, ports: list[int], extra: list[str] = (), env: dict | N
             proc.wait()
         log.close()
         shutil.rmtree(f"/var/run/dpdk/{prefix}", ignore_errors=True)
+    text = (tmp_path / "ofswitch.log").read_text(errors="replace")
+    assert not launcher.sanitizer_reports(text), text[-6000:]
+    assert "agent invariant" not in text, text[-6000:]
 
 
 def accept(listener: socket.socket, proc, timeout_s: float = 15.0) -> socket.socket:
@@ -127,8 +142,8 @@ def multipart_entries(s: w.Session, xid: int, timeout_s: float = 5.0) -> list[by
             return entries
 
 
-def test_flow_mod_too_large_for_a_stats_reply_is_refused(tmp_path):
-    with listen() as ls, null_switch(tmp_path, [ls.getsockname()[1]]) as proc:
+def test_flow_mod_too_large_for_a_stats_reply_is_refused(tmp_path, build):
+    with listen() as ls, null_switch(tmp_path, build, [ls.getsockname()[1]]) as proc:
         s = session(ls, proc)
         try:
             # 48 + 8 (empty match) + 8 + 8183 * 8 = 65528: its flow stats entry is 65528
@@ -157,8 +172,8 @@ def test_flow_mod_too_large_for_a_stats_reply_is_refused(tmp_path):
             s.close()
 
 
-def test_group_mod_too_large_for_a_desc_reply_is_refused(tmp_path):
-    with listen() as ls, null_switch(tmp_path, [ls.getsockname()[1]]) as proc:
+def test_group_mod_too_large_for_a_desc_reply_is_refused(tmp_path, build):
+    with listen() as ls, null_switch(tmp_path, build, [ls.getsockname()[1]]) as proc:
         s = session(ls, proc)
         try:
             # 16 + 16 (bucket) + 8187 * 8 = 65528: the group desc entry (8 + buckets =
@@ -184,11 +199,11 @@ def test_group_mod_too_large_for_a_desc_reply_is_refused(tmp_path):
             s.close()
 
 
-def test_controller_that_stops_reading_is_dropped_others_go_on(tmp_path):
+def test_controller_that_stops_reading_is_dropped_others_go_on(tmp_path, build):
     """One controller sends large ECHOs and never reads the replies; the other's ECHOs must be
     answered in < 1 s throughout, and the stalled one dropped (log and stats counter)."""
     with listen(rcvbuf=4096) as ls_slow, listen() as ls_ok, \
-            null_switch(tmp_path, [ls_slow.getsockname()[1], ls_ok.getsockname()[1]]) as proc:
+            null_switch(tmp_path, build, [ls_slow.getsockname()[1], ls_ok.getsockname()[1]]) as proc:
         slow = accept(ls_slow, proc)
         ok = session(ls_ok, proc)
         stop = threading.Event()
@@ -240,8 +255,8 @@ def test_controller_that_stops_reading_is_dropped_others_go_on(tmp_path):
 STOP_TIMEOUT_S = 2
 
 
-def test_sigterm_ends_a_switch_whose_agent_does_not_stop(tmp_path):
-    with listen() as ls, null_switch(tmp_path, [ls.getsockname()[1]],
+def test_sigterm_ends_a_switch_whose_agent_does_not_stop(tmp_path, build):
+    with listen() as ls, null_switch(tmp_path, build, [ls.getsockname()[1]],
                                      extra=["--stop-timeout-s", str(STOP_TIMEOUT_S)],
                                      env={"OFS_TEST_HANG_ON_STOP": "agent"}) as proc:
         s = session(ls, proc)
@@ -264,8 +279,8 @@ def test_sigterm_ends_a_switch_whose_agent_does_not_stop(tmp_path):
         assert took >= STOP_TIMEOUT_S - 0.5
 
 
-def test_sigterm_normal_stop_exits_zero(tmp_path):
-    with listen() as ls, null_switch(tmp_path, [ls.getsockname()[1]],
+def test_sigterm_normal_stop_exits_zero(tmp_path, build):
+    with listen() as ls, null_switch(tmp_path, build, [ls.getsockname()[1]],
                                      extra=["--stop-timeout-s", str(STOP_TIMEOUT_S)]) as proc:
         s = session(ls, proc)
         assert s.echo_ok(0xE6, 2.0)
