@@ -253,14 +253,17 @@ uint32_t ofs_actions_prereq(const uint8_t *a, size_t len, struct ofs_match *ctx,
 						  OFPAT_PUSH_MPLS, OFPAT_PUSH_PBB, OFPAT_PUSH_VLAN };
 		for (unsigned k = 0; k < RTE_DIM(order); k++) {
 			const uint8_t *last = NULL;
-			for (size_t o = 0; o + 8 <= len; o += rd16(a + o + 2))
+			/* (lists are checked first, ofs_actions_check; a length < 8 still ends
+			 * every walk here rather than loop) */
+			for (size_t o = 0; o + 8 <= len && rd16(a + o + 2) >= 8;
+			     o += rd16(a + o + 2))
 				if (rd16(a + o) == order[k])
 					last = a + o;
 			if (last)
 				ctx_apply(ctx, last);
 		}
 	}
-	for (size_t o = 0; o + 8 <= len; o += rd16(a + o + 2)) {
+	for (size_t o = 0; o + 8 <= len && rd16(a + o + 2) >= 8; o += rd16(a + o + 2)) {
 		const uint8_t *p = a + o;
 		uint16_t t = rd16(p);
 		if (t == OFPAT_SET_FIELD && !ofs_field_prereq_ok(ctx, p[6] >> 1))
@@ -462,7 +465,7 @@ bool ofs_match_covers(const struct ofs_match *r, const struct ofs_match *f)
 
 bool ofs_actions_output_to(const uint8_t *a, uint16_t len, uint32_t port, uint32_t group)
 {
-	for (uint16_t o = 0; o + 8 <= len; o += rd16(a + o + 2)) {
+	for (size_t o = 0; o + 8 <= len; o += rd16(a + o + 2)) {
 		uint16_t t = rd16(a + o);
 		if (rd16(a + o + 2) < 8)
 			break;

@@ -118,7 +118,7 @@ static uint32_t group_parse_buckets(struct ofs_group *g, uint32_t id, uint8_t ty
 static void group_targets(const uint8_t *a, uint16_t len, uint32_t *ids, unsigned *n,
 			  unsigned cap)
 {
-	for (uint16_t o = 0; o + 8 <= len && rd16(a + o + 2) >= 8; o += rd16(a + o + 2))
+	for (size_t o = 0; o + 8 <= len && rd16(a + o + 2) >= 8; o += rd16(a + o + 2))
 		if (rd16(a + o) == OFPAT_GROUP && *n < cap)
 			ids[(*n)++] = rd32(a + o + 4);
 }
