@@ -321,6 +321,8 @@ static void route(struct obuf *b, struct conn *origin)
 static bool conn_receive(struct conn *c, struct obuf *tmp, uint64_t now)
 {
 	ssize_t n = recv(c->fd, c->rx + c->rx_len, OFS_RX_BUF - c->rx_len, 0);
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+		return true;   /* non-blocking: nothing after all */
 	if (n <= 0)
 		return false;
 	c->last_rx_ns = now;
@@ -342,6 +344,11 @@ static bool conn_receive(struct conn *c, struct obuf *tmp, uint64_t now)
 		if (ofs_handle_msg(tmp, c->rx + o, ml) < 0)
 			ok = false;
 		o += ml;
+		/* each message's replies to the queues at once: a controller past its limit is
+		 * not answered further (its queue, not the agent's memory, bounds what it asks) */
+		route(tmp, c);
+		if (c->over_limit)
+			break;
 	}
 	memmove(c->rx, c->rx + o, c->rx_len - o);
 	c->rx_len -= o;
