@@ -3,7 +3,8 @@
 controllers on loopback ports.
 
 * Finding 1: a FLOW_MOD / GROUP_MOD whose stats entry cannot fit one 65535-byte multipart
-  reply (65528 bytes) is refused at once with BAD_ACTION/TOO_MANY, the largest one that fits is
+  reply (65528 bytes) is refused at once with BAD_ACTION/TOO_MANY (a MODIFY that would make
+  such a flow too; a METER_MOD with such a band: BAD_BAND), the largest one that fits is
   accepted and answered whole in OFPMP_FLOW / OFPMP_GROUP_DESC, and ECHO is answered after.
 * Finding 3: a controller that connects and never reads is dropped when its output queue
   passes the limit, while another controller's ECHOs are answered in < 1 s all along.
@@ -36,6 +37,8 @@ from dut.switch.tests import ofwire as w
 _SWITCHES = itertools.count()
 MP_FLOW, MP_GROUP_DESC, MPF_REPLY_MORE = 1, 7, 1
 OFPET_BAD_ACTION, OFPBAC_TOO_MANY = 2, 7
+OFPET_METER_MOD_FAILED, OFPMMFC_BAD_BAND = 12, 8
+MP_METER_CONFIG = 10
 POP_VLAN = struct.pack("!HH4x", 18, 8)
 MSG_MAX = 65535
 
@@ -168,6 +171,39 @@ def test_flow_mod_too_large_for_a_stats_reply_is_refused(tmp_path, build):
             (entry,) = multipart_entries(s, 16)
             assert len(entry) == 65512 and entry[48 + 8:] == fm[56:]
             assert s.echo_ok(0xE2, 2.0)
+            # MODIFY checks each flow it would change: the same instructions on a flow whose
+            # match is 8 bytes longer (in_port) would make a 65520-byte entry
+            s.send(w.flow_mod(command=3, table=0xFF, xid=17))
+            s.send(w.flow_mod(match_=w.match(w.oxm(0, struct.pack("!I", 1))), xid=18))
+            s.send(w.flow_mod(command=1, instructions=w.apply_actions(*[POP_VLAN] * 8181),
+                              xid=19))
+            assert s.barrier(20)
+            e = s.wait_for(w.ERROR, 19, 1.0)
+            assert e is not None and error_code(e) == OFPET_BAD_ACTION << 16 | OFPBAC_TOO_MANY
+            s.send(flow_stats_request(21))
+            (entry,) = multipart_entries(s, 21)
+            assert len(entry) == 48 + 16, "the refused MODIFY changed the flow"
+        finally:
+            s.close()
+
+
+def test_meter_mod_too_large_for_a_config_reply_is_refused(tmp_path, build):
+    with listen() as ls, null_switch(tmp_path, build, [ls.getsockname()[1]]) as proc:
+        s = session(ls, proc)
+        try:
+            # one DROP band of 65512 bytes: a 65528-byte METER_MOD, a 65520-byte meter config
+            # entry, a 65536-byte reply
+            band = struct.pack("!HHII", 1, 65512, 1000, 0) + bytes(65512 - 12)
+            mm = w.msg(w.METER_MOD, struct.pack("!HHI", 0, 2, 1) + band, 41)  # ADD, PKTPS
+            assert len(mm) == 65528
+            s.send(mm)
+            assert s.barrier(42)
+            e = s.wait_for(w.ERROR, 41, 1.0)
+            assert e is not None
+            assert error_code(e) == OFPET_METER_MOD_FAILED << 16 | OFPMMFC_BAD_BAND
+            s.send(w.multipart(MP_METER_CONFIG, struct.pack("!I4x", 0xFFFFFFFF), 43))
+            assert multipart_entries(s, 43) == []
+            assert s.echo_ok(0xE7, 2.0)
         finally:
             s.close()
 
@@ -203,7 +239,8 @@ def test_controller_that_stops_reading_is_dropped_others_go_on(tmp_path, build):
     """One controller sends large ECHOs and never reads the replies; the other's ECHOs must be
     answered in < 1 s throughout, and the stalled one dropped (log and stats counter)."""
     with listen(rcvbuf=4096) as ls_slow, listen() as ls_ok, \
-            null_switch(tmp_path, build, [ls_slow.getsockname()[1], ls_ok.getsockname()[1]]) as proc:
+            null_switch(tmp_path, build,
+                        [ls_slow.getsockname()[1], ls_ok.getsockname()[1]]) as proc:
         slow = accept(ls_slow, proc)
         ok = session(ls_ok, proc)
         stop = threading.Event()
