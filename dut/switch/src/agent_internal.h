@@ -9,7 +9,9 @@
  *                      (version negotiation), ECHO, FEATURES, GET/SET_CONFIG, BARRIER, ROLE
  *                      (one master, generation_id), GET/SET_ASYNC, who gets async messages
  *   agent_conn.c       the controller connections: connect with backoff, framing, routing
- *                      of replies and async messages, keepalive, fail mode, the agent's
+ *                      of replies and async messages, non-blocking output queues with a
+ *                      limit (a controller that stops reading is dropped), keepalive,
+ *                      fail mode, the agent's
  *                      sleep/wake loop (ofs_agent_main), the stats socket, link polling
  *   agent_flows.c      FLOW_MOD (validation of matches, instructions and actions; add,
  *                      modify, delete), timeouts, FLOW_REMOVED
