@@ -40,9 +40,10 @@ suites: setup
 	  echo "report: $$(readlink -f reports/latest)/index.html"; exit $$rc
 
 # The switch's fuzz targets (fuzz_agent, fuzz_conn) run an hour each (OFBENCH_FUZZ_SECONDS)
-# first; their corpora build up in /var/cache/ofbench/fuzz-agent* (dut/switch/README.md "Fuzzing"). The InfluxDB token is read
-# by the harness from OFBENCH_INFLUX_TOKEN (or the file OFBENCH_INFLUX_TOKEN_FILE names), never
-# passed in argv; OFBENCH_INFLUX_URL must not carry credentials (the run refuses it).
+# first; their corpora build up in /var/cache/ofbench/fuzz-agent* (dut/switch/README.md
+# "Fuzzing"). The InfluxDB token is read by the harness from OFBENCH_INFLUX_TOKEN (or the file
+# OFBENCH_INFLUX_TOKEN_FILE names), never passed in argv; OFBENCH_INFLUX_URL must not carry
+# credentials (the run refuses it).
 nightly: setup
 	OFBENCH_FUZZ_SECONDS=$${OFBENCH_FUZZ_SECONDS:-3600} $(call q,$(PY)) -m dut.switch.fuzz.fuzzer long; frc=$$?; \
 	$(PYTEST) suites/ $(call q,--dut=$(DUT)) -v --nightly --influx-url="$${OFBENCH_INFLUX_URL:-local}" \
