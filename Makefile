@@ -12,7 +12,7 @@ TEST_PATHS := tests harness dut drivers traces reports
 help:
 	@echo "make suites   set up, run pytest suites/ --dut=$(DUT), write reports/latest/index.html"
 	@echo "make test     set up, run the tests (what CI runs)"
-	@echo "make nightly  set up, fuzz the switch agent 30 min, run the long matrix and the trend check"
+	@echo "make nightly  set up, fuzz the switch (agent 30 min, datapath 1 h), run the long matrix and the trend check"
 	@echo "make bench    set up, run the benchmarks only (classifier, generator, switch pipeline)"
 
 setup:
@@ -29,8 +29,9 @@ suites: setup
 	$(PYTEST) suites/ --dut=$(DUT) -v -m "not nightly"; rc=$$?; \
 	  echo "report: $$(readlink -f reports/latest)/index.html"; exit $$rc
 
-# The agent's fuzzer runs 30 min (OFBENCH_FUZZ_SECONDS) first; its corpus builds up in
-# /var/cache/ofbench/fuzz-agent (dut/switch/README.md "Fuzzing").
+# The switch's fuzzers run first, each its long run (the agent's 30 min, the datapath's 1 h;
+# OFBENCH_FUZZ_SECONDS), corpora building up in /var/cache/ofbench/fuzz-* (dut/switch/README.md
+# "Fuzzing").
 nightly: setup
 	$(PY) -m dut.switch.fuzz.fuzzer long; frc=$$?; \
 	$(PYTEST) suites/ --dut=$(DUT) -v --nightly --influx-url=$${OFBENCH_INFLUX_URL:-local} --influx-token=$${OFBENCH_INFLUX_TOKEN:--}; rc=$$?; \

@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 DIR=${OFBENCH_SAN_BUILD_DIR:-build-san}
 CC_SAN=${OFBENCH_SAN_CC:-clang-14}
 TARGETS=(dut/switch/ofswitch dut/switch/test_ofswitch_unit dut/switch/test_ofswitch_actions
-         dut/switch/test_ofswitch_bounds dut/switch/fuzz_agent)
+         dut/switch/test_ofswitch_bounds dut/switch/fuzz_agent dut/switch/fuzz_datapath)
 say() { printf '[build-san] %s\n' "$*" >&2; }
 
 if [[ ${1:-} == --locate ]]; then

@@ -1,8 +1,9 @@
-"""Run the agent's libFuzzer harness (fuzz_agent.c, README "Fuzzing") and read what it did.
+"""Run the switch's libFuzzer harnesses (README "Fuzzing") and read what they did: the agent's
+(fuzz_agent.c) and the datapath's (fuzz_datapath.c), each a row of TARGETS.
 
-    python -m dut.switch.fuzz.fuzzer short      # ~60 s from the seeds, as `make test` does
-    python -m dut.switch.fuzz.fuzzer long       # 30 min (OFBENCH_FUZZ_SECONDS), `make nightly`
-    python -m dut.switch.fuzz.fuzzer replay     # every seed and reproducer once, both lookups
+    python -m dut.switch.fuzz.fuzzer short [TARGET...]  # every target briefly, as `make test`
+    python -m dut.switch.fuzz.fuzzer long [TARGET...]   # each target's long run, `make nightly`
+    python -m dut.switch.fuzz.fuzzer replay [TARGET...] # every seed and reproducer once, all lookups
     python -m dut.switch.fuzz.fuzzer coverage [DIR...]  # source line/branch coverage of inputs
 
 A run starts from the committed seeds (corpus/) and reproducers (regress/); the inputs it finds
@@ -39,8 +40,31 @@ ASAN_OPTIONS = "abort_on_error=1:detect_leaks=1:symbolize=1:handle_abort=1"
 UBSAN_OPTIONS = "print_stacktrace=1:halt_on_error=1"
 
 
-def binary() -> Path:
-    return launcher.san_build_dir() / "dut" / "switch" / "fuzz_agent"
+@dataclass(frozen=True)
+class Target:
+    """One libFuzzer harness: its binary in the sanitizer build, its committed seeds and
+    reproducers, its largest input, the long run's corpus cache and its short/long seconds."""
+    binary: str
+    corpus: Path
+    regress: Path
+    max_len: int
+    cache: Path
+    short_s: float
+    long_s: float
+
+
+# the datapath's: arbitrary frames (0..9216 bytes, several per input) through the pipeline in
+# ASan-tracked buffers (fuzz_datapath.c; seeds: datapath_seeds.py); an hour in `make nightly`
+TARGETS: dict[str, Target] = {
+    "agent": Target("fuzz_agent", CORPUS, REGRESS, 8192, CACHE, SHORT_S, LONG_S),
+    "datapath": Target("fuzz_datapath", HERE / "corpus_datapath", HERE / "regress_datapath",
+                       65536, Path(os.environ.get("OFBENCH_FUZZ_DATAPATH_CACHE") or
+                                   "/var/cache/ofbench/fuzz-datapath"), 30, 3600),
+}
+
+
+def binary(target: str = "agent") -> Path:
+    return launcher.san_build_dir() / "dut" / "switch" / TARGETS[target].binary
 
 
 def env(lookup: str = "tuple") -> dict:
@@ -69,13 +93,14 @@ class FuzzRun:
     findings: list[Path] = field(default_factory=list)
     reports: list[str] = field(default_factory=list)
     log_tail: str = ""
+    target: str = "agent"
 
     @property
     def clean(self) -> bool:
         return self.rc == 0 and not self.findings and not self.reports
 
     def summary(self) -> str:
-        s = (f"fuzz_agent ({self.lookup}): {self.execs} execs in {self.seconds:.0f} s "
+        s = (f"{TARGETS[self.target].binary} ({self.lookup}): {self.execs} execs in {self.seconds:.0f} s "
              f"({self.execs_per_s}/s), cov {self.cov_edges} edges, ft {self.features}, "
              f"corpus {self.corpus_units} units (+{self.new_units}), rss {self.peak_rss_mb} MB")
         if not self.clean:
@@ -103,30 +128,31 @@ def parse(log: str, run: FuzzRun) -> FuzzRun:
 
 
 def fuzz(seconds: float, workdir: Path, artifacts: Path, lookup: str = "tuple",
-         extra: list[str] | None = None) -> FuzzRun:
+         extra: list[str] | None = None, target: str = "agent") -> FuzzRun:
     """One libFuzzer run of ``seconds`` from the seeds and reproducers; new inputs go to
     ``workdir``, findings to ``artifacts``."""
-    exe = binary()
+    t = TARGETS[target]
+    exe = binary(target)
     if not exe.exists():
         raise FileNotFoundError(f"{exe} is not built: run scripts/build_san.sh")
     workdir.mkdir(parents=True, exist_ok=True)
     artifacts.mkdir(parents=True, exist_ok=True)
     argv = ["nice", "-n", "10", str(exe), f"-max_total_time={int(seconds)}",
-            "-print_final_stats=1", "-timeout=20", "-rss_limit_mb=2560", "-max_len=8192",
+            "-print_final_stats=1", "-timeout=20", "-rss_limit_mb=2560", f"-max_len={t.max_len}",
             f"-artifact_prefix={artifacts}/", *(extra or []),
-            str(workdir), str(CORPUS), str(REGRESS)]
+            str(workdir), str(t.corpus), str(t.regress)]
     t0 = time.monotonic()
     cp = subprocess.run(argv, capture_output=True, text=True, errors="replace", env=env(lookup),
                         timeout=seconds + 600)
-    run = FuzzRun(time.monotonic() - t0, lookup, cp.returncode)
+    run = FuzzRun(time.monotonic() - t0, lookup, cp.returncode, target=target)
     parse(cp.stdout + cp.stderr, run)
     run.findings = sorted(p for p in artifacts.iterdir() if p.is_file())
     return run
 
 
-def replay(files: list[Path], lookup: str = "tuple") -> FuzzRun:
+def replay(files: list[Path], lookup: str = "tuple", target: str = "agent") -> FuzzRun:
     """Every file once (libFuzzer runs inputs given as files and exits)."""
-    exe = binary()
+    exe = binary(target)
     if not exe.exists():
         raise FileNotFoundError(f"{exe} is not built: run scripts/build_san.sh")
     with tempfile.TemporaryDirectory(prefix="ofb-fuzz-replay-") as tmp:
@@ -139,7 +165,7 @@ def replay(files: list[Path], lookup: str = "tuple") -> FuzzRun:
         t0 = time.monotonic()
         cp = subprocess.run(argv, capture_output=True, text=True, errors="replace",
                             env=env(lookup), timeout=900, cwd=tmp)
-        run = FuzzRun(time.monotonic() - t0, lookup, cp.returncode)
+        run = FuzzRun(time.monotonic() - t0, lookup, cp.returncode, target=target)
         parse(cp.stdout + cp.stderr, run)
         run.findings = sorted(p for p in Path(tmp).iterdir()
                               if p.is_file() and p.name.split("-")[0] in
@@ -152,17 +178,19 @@ def replay(files: list[Path], lookup: str = "tuple") -> FuzzRun:
 COVERAGE_TARGETS = ("fuzz_agent", "ofbcls")
 
 
-def coverage_sources(build: Path | None = None) -> list[Path]:
-    """The C sources of COVERAGE_TARGETS as meson lists them in the sanitizer build
-    (meson-info/intro-targets.json), so the coverage build follows every source file the
-    harness gains (a hand-kept list missed the agent's split and failed to link)."""
+def coverage_sources(build: Path | None = None, target: str = "agent") -> list[Path]:
+    """The C sources of the target's harness and the classifier library (COVERAGE_TARGETS for
+    the agent's) as meson lists them in the sanitizer build (meson-info/intro-targets.json),
+    so the coverage build follows every source file the harness gains (a hand-kept list
+    missed the agent's split and failed to link)."""
+    names = (TARGETS[target].binary,) + COVERAGE_TARGETS[1:]
     info = (build or launcher.san_build_dir()) / "meson-info" / "intro-targets.json"
     if not info.exists():
         raise FileNotFoundError(f"{info} is missing: run scripts/build_san.sh")
     out: list[Path] = []
     found: set[str] = set()
     for t in json.loads(info.read_text()):
-        if t["name"] not in COVERAGE_TARGETS:
+        if t["name"] not in names:
             continue
         for group in t.get("target_sources", []):
             for src in group.get("sources", []):
@@ -170,19 +198,19 @@ def coverage_sources(build: Path | None = None) -> list[Path]:
                     found.add(t["name"])
                     if Path(src) not in out:
                         out.append(Path(src))
-    missing = [n for n in COVERAGE_TARGETS if n not in found]
+    missing = [n for n in names if n not in found]
     if missing:
         raise ValueError(f"{info}: no C sources for target(s) {', '.join(missing)}")
     return out
 
 
-def coverage(dirs: list[Path], lookup: str = "tuple") -> str:
+def coverage(dirs: list[Path], lookup: str = "tuple", target: str = "agent") -> str:
     """llvm-cov's per-file report (regions, functions, lines, branches) of running the inputs
     in ``dirs`` once. The fuzzer's own counters include the sanitizers' check branches, so its
     coverage is measured on a separate build of the same sources with clang's source-based
     coverage and no sanitizer (one clang command, in a scratch folder)."""
     repo = launcher.REPO
-    sources = [str(p) for p in coverage_sources()]
+    sources = [str(p) for p in coverage_sources(target=target)]
     with tempfile.TemporaryDirectory(prefix="ofb-fuzz-cov-") as tmp:
         exe, raw, prof = Path(tmp) / "fuzz_cov", Path(tmp) / "cov.profraw", Path(tmp) / "cov.prof"
         dpdk = subprocess.run(["pkg-config", "--cflags", "--libs", "libdpdk"], capture_output=True,
@@ -206,37 +234,23 @@ def coverage(dirs: list[Path], lookup: str = "tuple") -> str:
         return cp.stdout
 
 
-def seed_files() -> list[Path]:
-    return sorted(CORPUS.glob("*.bin")) + sorted(p for p in REGRESS.iterdir() if p.is_file())
+def seed_files(target: str = "agent") -> list[Path]:
+    t = TARGETS[target]
+    return sorted(t.corpus.glob("*.bin")) + sorted(p for p in t.regress.iterdir() if p.is_file())
 
 
-def main(argv: list[str]) -> int:
-    mode = argv[1] if len(argv) > 1 else "short"
-    if mode == "replay":
-        ok = True
-        for lk in LOOKUPS:
-            r = replay(seed_files(), lk)
-            print(r.summary())
-            ok &= r.clean
-            if not r.clean:
-                print(r.log_tail)
-        return 0 if ok else 1
-    if mode == "coverage":
-        dirs = [Path(d) for d in argv[2:]] or [CORPUS, REGRESS]
-        print(coverage(dirs))
-        return 0
-    if mode not in ("short", "long"):
-        print(f"usage: {argv[0]} short|long|replay|coverage [DIR...]", file=sys.stderr)
-        return 2
-    seconds = float(os.environ.get("OFBENCH_FUZZ_SECONDS") or (SHORT_S if mode == "short"
-                                                                else LONG_S))
-    artifacts = Path(tempfile.mkdtemp(prefix="ofb-fuzz-artifacts-"))
+def run_target(mode: str, target: str) -> bool:
+    """One target's short or long run (main); prints what it did. True when clean."""
+    t = TARGETS[target]
+    seconds = float(os.environ.get("OFBENCH_FUZZ_SECONDS") or (t.short_s if mode == "short"
+                                                                else t.long_s))
+    artifacts = Path(tempfile.mkdtemp(prefix=f"ofb-fuzz-{target}-artifacts-"))
     if mode == "long":
-        work, keep = CACHE, True
+        work, keep = t.cache, True
     else:
-        work, keep = Path(tempfile.mkdtemp(prefix="ofb-fuzz-work-")), False
+        work, keep = Path(tempfile.mkdtemp(prefix=f"ofb-fuzz-{target}-work-")), False
     try:
-        r = fuzz(seconds, work, artifacts)
+        r = fuzz(seconds, work, artifacts, target=target)
     finally:
         if not keep:
             shutil.rmtree(work, ignore_errors=True)
@@ -245,13 +259,41 @@ def main(argv: list[str]) -> int:
         shutil.rmtree(artifacts, ignore_errors=True)
         if keep:  # the long run: what its corpus covers now (informational)
             try:
-                print(coverage([work, CORPUS, REGRESS]))
+                print(coverage([work, t.corpus, t.regress], target=target))
             except (subprocess.SubprocessError, OSError) as e:
                 print(f"coverage report not made: {e}")
-        return 0
+        return True
     print(r.log_tail)
-    print(f"findings kept in {artifacts}: fix, then copy each into {REGRESS}/")
-    return 1
+    print(f"findings kept in {artifacts}: fix, then copy each into {t.regress}/")
+    return False
+
+
+def main(argv: list[str]) -> int:
+    mode = argv[1] if len(argv) > 1 else "short"
+    usage = (f"usage: {argv[0]} short|long|replay [TARGET...] | coverage [TARGET] [DIR...] "
+             f"(targets: {', '.join(TARGETS)})")
+    if mode == "coverage":
+        rest = argv[2:]
+        target = rest.pop(0) if rest and rest[0] in TARGETS else "agent"
+        dirs = [Path(d) for d in rest] or [TARGETS[target].corpus, TARGETS[target].regress]
+        print(coverage(dirs, target=target))
+        return 0
+    names = argv[2:] or list(TARGETS)
+    if mode not in ("short", "long", "replay") or any(n not in TARGETS for n in names):
+        print(usage, file=sys.stderr)
+        return 2
+    ok = True
+    for name in names:
+        if mode == "replay":
+            for lk in LOOKUPS:
+                r = replay(seed_files(name), lk, target=name)
+                print(r.summary())
+                ok &= r.clean
+                if not r.clean:
+                    print(r.log_tail)
+        else:
+            ok &= run_target(mode, name)
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -1631,17 +1631,9 @@ static void run_pipeline(struct pkt_ctx *c, uint8_t table, struct ofs_flow *firs
 	}
 }
 
-void ofs_run_packet_out(struct ofs_worker *w, struct ofs_pout *po)
+/* po's actions on m, which holds po's frame (fuzz/fuzz_datapath.c passes a guarded one) */
+static void run_packet_out(struct ofs_worker *w, struct ofs_pout *po, struct rte_mbuf *m)
 {
-	struct rte_mbuf *m = rte_pktmbuf_alloc(w->pool);
-	if (!m)
-		return;
-	char *d = rte_pktmbuf_append(m, po->data_len);
-	if (!d) {
-		rte_pktmbuf_free(m);
-		return;
-	}
-	memcpy(d, po->data, po->data_len);
 	struct pkt_ctx *c = malloc(sizeof(*c));
 	if (!c) {
 		rte_pktmbuf_free(m);
@@ -1663,6 +1655,20 @@ void ofs_run_packet_out(struct ofs_worker *w, struct ofs_pout *po)
 	if (c->m)
 		rte_pktmbuf_free(c->m);
 	free(c);
+}
+
+void ofs_run_packet_out(struct ofs_worker *w, struct ofs_pout *po)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(w->pool);
+	if (!m)
+		return;
+	char *d = rte_pktmbuf_append(m, po->data_len);
+	if (!d) {
+		rte_pktmbuf_free(m);
+		return;
+	}
+	memcpy(d, po->data, po->data_len);
+	run_packet_out(w, po, m);
 }
 
 /* ---- worker loop -------------------------------------------------------------------------- */
