@@ -12,7 +12,7 @@ TEST_PATHS := tests harness dut drivers traces reports
 help:
 	@echo "make suites   set up, run pytest suites/ --dut=$(DUT), write reports/latest/index.html"
 	@echo "make test     set up, run the tests (what CI runs)"
-	@echo "make nightly  set up, fuzz the switch (agent 30 min, datapath 1 h), run the long matrix and the trend check"
+	@echo "make nightly  set up, fuzz the switch agent 1 h per target, run the long matrix and the trend check"
 	@echo "make bench    set up, run the benchmarks only (classifier, generator, switch pipeline)"
 
 setup:
@@ -29,11 +29,10 @@ suites: setup
 	$(PYTEST) suites/ --dut=$(DUT) -v -m "not nightly"; rc=$$?; \
 	  echo "report: $$(readlink -f reports/latest)/index.html"; exit $$rc
 
-# The switch's fuzzers run first, each its long run (the agent's 30 min, the datapath's 1 h;
-# OFBENCH_FUZZ_SECONDS), corpora building up in /var/cache/ofbench/fuzz-* (dut/switch/README.md
-# "Fuzzing").
+# The switch's fuzz targets (fuzz_agent, fuzz_datapath) run an hour each (OFBENCH_FUZZ_SECONDS)
+# first; their corpora build up in /var/cache/ofbench/fuzz-agent* (dut/switch/README.md "Fuzzing").
 nightly: setup
-	$(PY) -m dut.switch.fuzz.fuzzer long; frc=$$?; \
+	OFBENCH_FUZZ_SECONDS=$${OFBENCH_FUZZ_SECONDS:-3600} $(PY) -m dut.switch.fuzz.fuzzer long; frc=$$?; \
 	$(PYTEST) suites/ --dut=$(DUT) -v --nightly --influx-url=$${OFBENCH_INFLUX_URL:-local} --influx-token=$${OFBENCH_INFLUX_TOKEN:--}; rc=$$?; \
 	  echo "report: $$(readlink -f reports/latest)/index.html"; [ $$frc -eq 0 ] || echo "fuzzer: findings (see above)"; \
 	  [ $$rc -eq 0 ] && [ $$frc -eq 0 ]

@@ -4,8 +4,8 @@
     python -m dut.switch.fuzz.datapath_seeds      # (re)write both folders' files
 
 A record is ctl (port in bits 0-1; bit 2 PACKET_OUT; bit 3 fail-standalone), prog (the
-PACKET_OUT's action list, 0 = OUTPUT:TABLE; bit 7 in_port CONTROLLER), the frame's length (2 bytes, big-endian)
-and the frame. Seeds: a frame of every kind the parser knows (VLAN stacks, MPLS stacks, PBB,
+PACKET_OUT's action list, 0 = OUTPUT:TABLE; bit 7 in_port CONTROLLER), the frame's length (2
+bytes, big-endian) and the frame. Seeds: a frame of every kind the parser knows (VLAN stacks, MPLS stacks, PBB,
 IPv4 with options, IPv6 with extension headers, TCP/UDP/SCTP/ICMP/ICMPv6 with ND options,
 ARP, frames of 0-13 bytes, a 9000-byte jumbo frame) on each port's table and as PACKET_OUTs.
 Reproducers: the frames of issue 37 finding 2 (an IPv4 IHL of 60 in a short frame, IPv6

@@ -1,16 +1,18 @@
-"""Run the switch's libFuzzer harnesses (README "Fuzzing") and read what they did: the agent's
-(fuzz_agent.c) and the datapath's (fuzz_datapath.c), each a row of TARGETS.
+"""Run the switch's libFuzzer harnesses (README "Fuzzing") and read what they did: fuzz_agent
+(fuzz_agent.c: the agent's messages) and fuzz_datapath (fuzz_datapath.c: frames through the
+pipeline in ASan-tracked buffers).
 
-    python -m dut.switch.fuzz.fuzzer short [TARGET...]  # every target briefly, as `make test`
-    python -m dut.switch.fuzz.fuzzer long [TARGET...]   # each target's long run, `make nightly`
-    python -m dut.switch.fuzz.fuzzer replay [TARGET...] # every seed and reproducer once, all lookups
+    python -m dut.switch.fuzz.fuzzer short      # every target briefly (60 s + 20 s), `make test`
+    python -m dut.switch.fuzz.fuzzer long       # each target 1 h (OFBENCH_FUZZ_SECONDS), nightly
+    python -m dut.switch.fuzz.fuzzer replay     # every seed and reproducer once (all lookups)
     python -m dut.switch.fuzz.fuzzer coverage [DIR...]  # source line/branch coverage of inputs
 
-A run starts from the committed seeds (corpus/) and reproducers (regress/); the inputs it finds
-go to a scratch folder (the short run's, deleted after) or, for the long run, to a corpus cache
-outside the repo (/var/cache/ofbench/fuzz-agent/, kept between nightly runs so they build up;
-the committed seeds are never rewritten). One process (no -jobs/-fork: the box is shared),
-under ``nice``. A finding is an artifact file (crash-/leak-/timeout-/oom-...) in
+A run starts from the target's committed seeds (corpus/, corpus_datapath/) and reproducers
+(regress/, regress_datapath/); the inputs it finds go to a scratch folder (the short run's,
+deleted after) or, for the long run, to a corpus cache outside the repo
+(/var/cache/ofbench/fuzz-agent/ and fuzz-agent-datapath/, kept between nightly runs so they
+build up; the committed seeds are never rewritten). One process (no -jobs/-fork: the box is
+shared), under ``nice``. A finding is an artifact file (crash-/leak-/timeout-/oom-...) in
 the run's artifact folder; the run fails on the first one (libFuzzer stops there) and the
 report names the file to copy into regress/ once the bug is fixed.
 """
@@ -34,37 +36,36 @@ CORPUS = HERE / "corpus"
 REGRESS = HERE / "regress"
 CACHE = Path(os.environ.get("OFBENCH_FUZZ_CACHE") or "/var/cache/ofbench/fuzz-agent")
 SHORT_S = 60
-LONG_S = 1800
+LONG_S = 3600
+# Inputs up to two largest messages: a 65535-byte message and what follows it (issue 37: the
+# stall needed a 65528-byte FLOW_MOD then a request; 8 KiB could not say it).
+MAX_LEN = 131072
 LOOKUPS = ("tuple", "dtree", "trie", "simple")   # dut/profiles/schema.py SWITCH_LOOKUPS
-ASAN_OPTIONS = "abort_on_error=1:detect_leaks=1:symbolize=1:handle_abort=1"
-UBSAN_OPTIONS = "print_stacktrace=1:halt_on_error=1"
 
 
 @dataclass(frozen=True)
 class Target:
-    """One libFuzzer harness: its binary in the sanitizer build, its committed seeds and
-    reproducers, its largest input, the long run's corpus cache and its short/long seconds."""
-    binary: str
+    name: str
     corpus: Path
     regress: Path
-    max_len: int
-    cache: Path
     short_s: float
-    long_s: float
+    cache: Path
+    lookups: tuple[str, ...]
 
 
-# the datapath's: arbitrary frames (0..9216 bytes, several per input) through the pipeline in
-# ASan-tracked buffers (fuzz_datapath.c; seeds: datapath_seeds.py); an hour in `make nightly`
-TARGETS: dict[str, Target] = {
-    "agent": Target("fuzz_agent", CORPUS, REGRESS, 8192, CACHE, SHORT_S, LONG_S),
-    "datapath": Target("fuzz_datapath", HERE / "corpus_datapath", HERE / "regress_datapath",
-                       65536, Path(os.environ.get("OFBENCH_FUZZ_DATAPATH_CACHE") or
-                                   "/var/cache/ofbench/fuzz-datapath"), 30, 3600),
+TARGETS = {
+    "fuzz_agent": Target("fuzz_agent", CORPUS, REGRESS, SHORT_S, CACHE, LOOKUPS),
+    # frames (0..9216 bytes, several per input) through the pipeline over a fixed flow set
+    # (fuzz_datapath.c; seeds written by datapath_seeds.py); every lookup backend
+    "fuzz_datapath": Target("fuzz_datapath", HERE / "corpus_datapath",
+                            HERE / "regress_datapath", 20, Path(f"{CACHE}-datapath"), LOOKUPS),
 }
+ASAN_OPTIONS = "abort_on_error=1:detect_leaks=1:symbolize=1:handle_abort=1"
+UBSAN_OPTIONS = "print_stacktrace=1:halt_on_error=1"
 
 
-def binary(target: str = "agent") -> Path:
-    return launcher.san_build_dir() / "dut" / "switch" / TARGETS[target].binary
+def binary(target: str = "fuzz_agent") -> Path:
+    return launcher.san_build_dir() / "dut" / "switch" / target
 
 
 def env(lookup: str = "tuple") -> dict:
@@ -83,6 +84,7 @@ class FuzzRun:
     seconds: float
     lookup: str
     rc: int
+    target: str = "fuzz_agent"
     execs: int = 0
     execs_per_s: int = 0
     cov_edges: int = 0          # libFuzzer "cov:" at the end: edges (inline 8-bit counters) hit
@@ -93,14 +95,13 @@ class FuzzRun:
     findings: list[Path] = field(default_factory=list)
     reports: list[str] = field(default_factory=list)
     log_tail: str = ""
-    target: str = "agent"
 
     @property
     def clean(self) -> bool:
         return self.rc == 0 and not self.findings and not self.reports
 
     def summary(self) -> str:
-        s = (f"{TARGETS[self.target].binary} ({self.lookup}): {self.execs} execs in {self.seconds:.0f} s "
+        s = (f"{self.target} ({self.lookup}): {self.execs} execs in {self.seconds:.0f} s "
              f"({self.execs_per_s}/s), cov {self.cov_edges} edges, ft {self.features}, "
              f"corpus {self.corpus_units} units (+{self.new_units}), rss {self.peak_rss_mb} MB")
         if not self.clean:
@@ -128,9 +129,9 @@ def parse(log: str, run: FuzzRun) -> FuzzRun:
 
 
 def fuzz(seconds: float, workdir: Path, artifacts: Path, lookup: str = "tuple",
-         extra: list[str] | None = None, target: str = "agent") -> FuzzRun:
-    """One libFuzzer run of ``seconds`` from the seeds and reproducers; new inputs go to
-    ``workdir``, findings to ``artifacts``."""
+         extra: list[str] | None = None, target: str = "fuzz_agent") -> FuzzRun:
+    """One libFuzzer run of ``target`` for ``seconds`` from its seeds and reproducers; new
+    inputs go to ``workdir``, findings to ``artifacts``."""
     t = TARGETS[target]
     exe = binary(target)
     if not exe.exists():
@@ -138,19 +139,19 @@ def fuzz(seconds: float, workdir: Path, artifacts: Path, lookup: str = "tuple",
     workdir.mkdir(parents=True, exist_ok=True)
     artifacts.mkdir(parents=True, exist_ok=True)
     argv = ["nice", "-n", "10", str(exe), f"-max_total_time={int(seconds)}",
-            "-print_final_stats=1", "-timeout=20", "-rss_limit_mb=2560", f"-max_len={t.max_len}",
+            "-print_final_stats=1", "-timeout=20", "-rss_limit_mb=2560", f"-max_len={MAX_LEN}",
             f"-artifact_prefix={artifacts}/", *(extra or []),
             str(workdir), str(t.corpus), str(t.regress)]
     t0 = time.monotonic()
     cp = subprocess.run(argv, capture_output=True, text=True, errors="replace", env=env(lookup),
                         timeout=seconds + 600)
-    run = FuzzRun(time.monotonic() - t0, lookup, cp.returncode, target=target)
+    run = FuzzRun(time.monotonic() - t0, lookup, cp.returncode, target)
     parse(cp.stdout + cp.stderr, run)
     run.findings = sorted(p for p in artifacts.iterdir() if p.is_file())
     return run
 
 
-def replay(files: list[Path], lookup: str = "tuple", target: str = "agent") -> FuzzRun:
+def replay(files: list[Path], lookup: str = "tuple", target: str = "fuzz_agent") -> FuzzRun:
     """Every file once (libFuzzer runs inputs given as files and exits)."""
     exe = binary(target)
     if not exe.exists():
@@ -161,11 +162,11 @@ def replay(files: list[Path], lookup: str = "tuple", target: str = "agent") -> F
         lst.mkdir()
         for i, f in enumerate(files):
             shutil.copyfile(f, lst / f"{i:05d}-{f.name}")
-        argv = [str(exe), "-runs=0", "-print_final_stats=1", "-max_len=65536", str(lst)]
+        argv = [str(exe), "-runs=0", "-print_final_stats=1", f"-max_len={MAX_LEN}", str(lst)]
         t0 = time.monotonic()
         cp = subprocess.run(argv, capture_output=True, text=True, errors="replace",
                             env=env(lookup), timeout=900, cwd=tmp)
-        run = FuzzRun(time.monotonic() - t0, lookup, cp.returncode, target=target)
+        run = FuzzRun(time.monotonic() - t0, lookup, cp.returncode, target)
         parse(cp.stdout + cp.stderr, run)
         run.findings = sorted(p for p in Path(tmp).iterdir()
                               if p.is_file() and p.name.split("-")[0] in
@@ -178,19 +179,17 @@ def replay(files: list[Path], lookup: str = "tuple", target: str = "agent") -> F
 COVERAGE_TARGETS = ("fuzz_agent", "ofbcls")
 
 
-def coverage_sources(build: Path | None = None, target: str = "agent") -> list[Path]:
-    """The C sources of the target's harness and the classifier library (COVERAGE_TARGETS for
-    the agent's) as meson lists them in the sanitizer build (meson-info/intro-targets.json),
-    so the coverage build follows every source file the harness gains (a hand-kept list
-    missed the agent's split and failed to link)."""
-    names = (TARGETS[target].binary,) + COVERAGE_TARGETS[1:]
+def coverage_sources(build: Path | None = None) -> list[Path]:
+    """The C sources of COVERAGE_TARGETS as meson lists them in the sanitizer build
+    (meson-info/intro-targets.json), so the coverage build follows every source file the
+    harness gains (a hand-kept list missed the agent's split and failed to link)."""
     info = (build or launcher.san_build_dir()) / "meson-info" / "intro-targets.json"
     if not info.exists():
         raise FileNotFoundError(f"{info} is missing: run scripts/build_san.sh")
     out: list[Path] = []
     found: set[str] = set()
     for t in json.loads(info.read_text()):
-        if t["name"] not in names:
+        if t["name"] not in COVERAGE_TARGETS:
             continue
         for group in t.get("target_sources", []):
             for src in group.get("sources", []):
@@ -198,19 +197,19 @@ def coverage_sources(build: Path | None = None, target: str = "agent") -> list[P
                     found.add(t["name"])
                     if Path(src) not in out:
                         out.append(Path(src))
-    missing = [n for n in names if n not in found]
+    missing = [n for n in COVERAGE_TARGETS if n not in found]
     if missing:
         raise ValueError(f"{info}: no C sources for target(s) {', '.join(missing)}")
     return out
 
 
-def coverage(dirs: list[Path], lookup: str = "tuple", target: str = "agent") -> str:
+def coverage(dirs: list[Path], lookup: str = "tuple") -> str:
     """llvm-cov's per-file report (regions, functions, lines, branches) of running the inputs
     in ``dirs`` once. The fuzzer's own counters include the sanitizers' check branches, so its
     coverage is measured on a separate build of the same sources with clang's source-based
     coverage and no sanitizer (one clang command, in a scratch folder)."""
     repo = launcher.REPO
-    sources = [str(p) for p in coverage_sources(target=target)]
+    sources = [str(p) for p in coverage_sources()]
     with tempfile.TemporaryDirectory(prefix="ofb-fuzz-cov-") as tmp:
         exe, raw, prof = Path(tmp) / "fuzz_cov", Path(tmp) / "cov.profraw", Path(tmp) / "cov.prof"
         dpdk = subprocess.run(["pkg-config", "--cflags", "--libs", "libdpdk"], capture_output=True,
@@ -225,7 +224,7 @@ def coverage(dirs: list[Path], lookup: str = "tuple", target: str = "agent") -> 
                         "-lpthread", "-lm"], check=True, capture_output=True, text=True)
         e = env(lookup)
         e["LLVM_PROFILE_FILE"] = str(raw)
-        subprocess.run([str(exe), "-runs=0", "-max_len=65536", *map(str, dirs)], env=e,
+        subprocess.run([str(exe), "-runs=0", f"-max_len={MAX_LEN}", *map(str, dirs)], env=e,
                        capture_output=True, text=True, errors="replace", timeout=1800, check=True)
         subprocess.run(["llvm-profdata-14", "merge", "-o", str(prof), str(raw)], check=True)
         cp = subprocess.run(["llvm-cov-14", "report", str(exe), f"-instr-profile={prof}",
@@ -234,66 +233,62 @@ def coverage(dirs: list[Path], lookup: str = "tuple", target: str = "agent") -> 
         return cp.stdout
 
 
-def seed_files(target: str = "agent") -> list[Path]:
+def seed_files(target: str = "fuzz_agent") -> list[Path]:
     t = TARGETS[target]
     return sorted(t.corpus.glob("*.bin")) + sorted(p for p in t.regress.iterdir() if p.is_file())
 
 
-def run_target(mode: str, target: str) -> bool:
-    """One target's short or long run (main); prints what it did. True when clean."""
-    t = TARGETS[target]
+def main(argv: list[str]) -> int:
+    mode = argv[1] if len(argv) > 1 else "short"
+    if mode == "replay":
+        ok = True
+        for name, t in TARGETS.items():
+            for lk in t.lookups:
+                r = replay(seed_files(name), lk, name)
+                print(r.summary())
+                ok &= r.clean
+                if not r.clean:
+                    print(r.log_tail)
+        return 0 if ok else 1
+    if mode == "coverage":
+        dirs = [Path(d) for d in argv[2:]] or [CORPUS, REGRESS]
+        print(coverage(dirs))
+        return 0
+    if mode not in ("short", "long"):
+        print(f"usage: {argv[0]} short|long|replay|coverage [DIR...]", file=sys.stderr)
+        return 2
+    rc = 0
+    for name, t in TARGETS.items():   # one after the other: the box is shared
+        rc |= run_target(mode, t)
+    return rc
+
+
+def run_target(mode: str, t: Target) -> int:
+    """One target's short or long run; 0 clean, 1 findings (kept and named)."""
     seconds = float(os.environ.get("OFBENCH_FUZZ_SECONDS") or (t.short_s if mode == "short"
-                                                                else t.long_s))
-    artifacts = Path(tempfile.mkdtemp(prefix=f"ofb-fuzz-{target}-artifacts-"))
+                                                                else LONG_S))
+    artifacts = Path(tempfile.mkdtemp(prefix=f"ofb-{t.name}-artifacts-"))
     if mode == "long":
         work, keep = t.cache, True
     else:
-        work, keep = Path(tempfile.mkdtemp(prefix=f"ofb-fuzz-{target}-work-")), False
+        work, keep = Path(tempfile.mkdtemp(prefix=f"ofb-{t.name}-work-")), False
     try:
-        r = fuzz(seconds, work, artifacts, target=target)
+        r = fuzz(seconds, work, artifacts, target=t.name)
     finally:
         if not keep:
             shutil.rmtree(work, ignore_errors=True)
     print(r.summary())
     if r.clean:
         shutil.rmtree(artifacts, ignore_errors=True)
-        if keep:  # the long run: what its corpus covers now (informational)
+        if keep and t.name == "fuzz_agent":  # what its corpus covers now (informational)
             try:
-                print(coverage([work, t.corpus, t.regress], target=target))
+                print(coverage([work, t.corpus, t.regress]))
             except (subprocess.SubprocessError, OSError) as e:
                 print(f"coverage report not made: {e}")
-        return True
+        return 0
     print(r.log_tail)
     print(f"findings kept in {artifacts}: fix, then copy each into {t.regress}/")
-    return False
-
-
-def main(argv: list[str]) -> int:
-    mode = argv[1] if len(argv) > 1 else "short"
-    usage = (f"usage: {argv[0]} short|long|replay [TARGET...] | coverage [TARGET] [DIR...] "
-             f"(targets: {', '.join(TARGETS)})")
-    if mode == "coverage":
-        rest = argv[2:]
-        target = rest.pop(0) if rest and rest[0] in TARGETS else "agent"
-        dirs = [Path(d) for d in rest] or [TARGETS[target].corpus, TARGETS[target].regress]
-        print(coverage(dirs, target=target))
-        return 0
-    names = argv[2:] or list(TARGETS)
-    if mode not in ("short", "long", "replay") or any(n not in TARGETS for n in names):
-        print(usage, file=sys.stderr)
-        return 2
-    ok = True
-    for name in names:
-        if mode == "replay":
-            for lk in LOOKUPS:
-                r = replay(seed_files(name), lk, target=name)
-                print(r.summary())
-                ok &= r.clean
-                if not r.clean:
-                    print(r.log_tail)
-        else:
-            ok &= run_target(mode, name)
-    return 0 if ok else 1
+    return 1
 
 
 if __name__ == "__main__":
