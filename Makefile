@@ -41,7 +41,8 @@ suites: setup
 	$(PYTEST) suites/ $(call q,--dut=$(DUT)) -v -m "not nightly"; rc=$$?; \
 	  echo "report: $$(readlink -f reports/latest)/index.html"; exit $$rc
 
-# The switch's fuzz targets (fuzz_agent, fuzz_conn) run an hour each (OFBENCH_FUZZ_SECONDS)
+# The switch's fuzz targets (fuzz_agent, fuzz_conn,
+# fuzz_datapath) run an hour each (OFBENCH_FUZZ_SECONDS)
 # first; their corpora build up in /var/cache/ofbench/fuzz-agent* (dut/switch/README.md
 # "Fuzzing"). The InfluxDB token is read by the harness from OFBENCH_INFLUX_TOKEN (or the file
 # OFBENCH_INFLUX_TOKEN_FILE names), never passed in argv; OFBENCH_INFLUX_URL must not carry

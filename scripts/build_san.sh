@@ -38,5 +38,7 @@ all_targets=$(ninja -C "$DIR" -t targets all 2>/dev/null || true)
 if grep -q '^dut/switch/test_ofswitch_churn:' <<<"$all_targets"; then
   TARGETS+=(dut/switch/test_ofswitch_churn)
 fi
+# the datapath's frame-bounds test and its fuzz target (issue 37)
+TARGETS+=(dut/switch/test_ofswitch_bounds dut/switch/fuzz_datapath)
 nice -n 10 ninja -C "$DIR" -j2 "${TARGETS[@]}" >/dev/null
 say "built ${TARGETS[*]} in $DIR"

@@ -1,18 +1,20 @@
 """Run the switch's libFuzzer harnesses (README "Fuzzing") and read what they did: fuzz_agent
-(fuzz_agent.c: the agent's messages) and fuzz_conn (fuzz_conn.c: agent_conn.c's framing,
-sessions and sending).
+(fuzz_agent.c: the agent's messages), fuzz_conn (fuzz_conn.c: agent_conn.c's framing,
+sessions and sending) and fuzz_datapath (fuzz_datapath.c: frames through the pipeline in
+ASan-tracked buffers).
 
-    python -m dut.switch.fuzz.fuzzer short      # every target briefly (60 s + 40 s), `make test`
+    python -m dut.switch.fuzz.fuzzer short      # every target briefly (60 + 40 + 20 s), `make test`
     python -m dut.switch.fuzz.fuzzer long       # each target 1 h (OFBENCH_FUZZ_SECONDS), nightly
     python -m dut.switch.fuzz.fuzzer replay     # every seed and reproducer once (all lookups)
     python -m dut.switch.fuzz.fuzzer coverage [DIR...]  # source line/branch coverage of inputs
 
-A run starts from the target's committed seeds (corpus/, corpus_conn/) and reproducers
-(regress/, regress_conn/); the inputs it finds go to a scratch folder (the short run's, deleted
-after) or, for the long run, to a corpus cache outside the repo (/var/cache/ofbench/fuzz-agent/
-and fuzz-agent-conn/, kept between nightly runs so they build up; the committed seeds are never
-rewritten). One process (no -jobs/-fork: the box is shared),
-under ``nice``. A finding is an artifact file (crash-/leak-/timeout-/oom-...) in
+A run starts from the target's committed seeds (corpus/, corpus_conn/, corpus_datapath/) and
+reproducers (regress/, regress_conn/, regress_datapath/); the inputs it finds go to a scratch
+folder (the short run's, deleted after) or, for the long run, to a corpus cache outside the
+repo (/var/cache/ofbench/fuzz-agent/, fuzz-agent-conn/ and fuzz-agent-datapath/, kept between
+nightly runs so they build up; the committed seeds are never rewritten). One process (no
+-jobs/-fork: the box is shared), under ``nice``. A finding is an artifact file
+(crash-/leak-/timeout-/oom-...) in
 the run's artifact folder; the run fails on the first one (libFuzzer stops there) and the
 report names the file to copy into regress/ once the bug is fixed.
 """
@@ -58,6 +60,10 @@ TARGETS = {
     # the connection layer does not depend on the lookup backend: one replay
     "fuzz_conn": Target("fuzz_conn", HERE / "corpus_conn", HERE / "regress_conn", 40,
                         Path(f"{CACHE}-conn"), ("tuple",)),
+    # frames (0..9216 bytes, several per input) through the pipeline over a fixed flow set
+    # (fuzz_datapath.c; seeds written by datapath_seeds.py); every lookup backend
+    "fuzz_datapath": Target("fuzz_datapath", HERE / "corpus_datapath",
+                            HERE / "regress_datapath", 20, Path(f"{CACHE}-datapath"), LOOKUPS),
 }
 ASAN_OPTIONS = "abort_on_error=1:detect_leaks=1:symbolize=1:handle_abort=1"
 UBSAN_OPTIONS = "print_stacktrace=1:halt_on_error=1"
