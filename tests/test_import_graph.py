@@ -7,11 +7,13 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-TOP = ("configschema", "dut", "drivers", "traces", "suites", "reports", "harness")
+TOP = ("configschema", "openflow", "dut", "drivers", "traces", "suites", "reports", "harness")
 # layer -> top-level folders it must not import
 FORBIDDEN = {
     # the config schema language under every strict config: every layer may import it
-    "configschema": {"dut", "drivers", "traces", "suites", "reports", "harness"},
+    "configschema": {"openflow", "dut", "drivers", "traces", "suites", "reports", "harness"},
+    # OpenFlow 1.3 on the wire (issue 43): under the os-ken apps in dut/ and everything above
+    "openflow": {"configschema", "dut", "drivers", "traces", "suites", "reports", "harness"},
     "dut": {"suites", "harness", "reports"},
     "drivers": {"suites", "reports"},
     "traces": {"suites", "drivers", "harness", "reports"},

@@ -23,9 +23,8 @@ import sys
 import time
 from pathlib import Path
 
-from dut.switch.tests import ofwire as w
+import openflow as w
 
-ROLE_REQUEST, ROLE_REPLY = 24, 25
 ROLES = {"nochange": 0, "equal": 1, "master": 2, "slave": 3}
 ROLE_NAMES = {v: k for k, v in ROLES.items()}
 
@@ -47,7 +46,7 @@ def wait_answer(s: w.Session, types: tuple[int, ...], xid: int, timeout_s: float
 
 
 def error_code(m) -> int:
-    t, c = struct.unpack_from("!HH", m[2])
+    t, c = w.error_type_code(m[2])
     return t << 16 | c
 
 
@@ -59,11 +58,11 @@ def run_script(s: w.Session, steps: list[str]) -> None:
         if kind == "sleep":
             time.sleep(float(args[0]))
         elif kind == "role":
-            s.send(w.msg(ROLE_REQUEST, struct.pack("!I4xQ", ROLES[args[0]], int(args[1])), xid))
-            m = wait_answer(s, (ROLE_REPLY, w.ERROR), xid)
+            s.send(w.role_request(xid, ROLES[args[0]], int(args[1])))
+            m = wait_answer(s, (w.ROLE_REPLY, w.ERROR), xid)
             if m is None:
                 log("role", asked=args[0], gen=int(args[1]), answer="none")
-            elif m[0] == ROLE_REPLY:
+            elif m[0] == w.ROLE_REPLY:
                 log("role", asked=args[0], gen=int(args[1]), answer="reply",
                     role=ROLE_NAMES.get(struct.unpack_from("!I", m[2])[0], "?"))
             else:

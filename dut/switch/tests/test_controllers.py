@@ -26,7 +26,7 @@ from contextlib import contextmanager
 import pytest
 
 from dut.switch import launcher
-from dut.switch.tests import ofwire as w
+import openflow as w
 from dut.switch.tests.test_fuzz import accept
 
 ROLE_REQUEST, ROLE_REPLY, SET_ASYNC = 24, 25, 28

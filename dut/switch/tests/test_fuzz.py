@@ -19,7 +19,7 @@ import time
 import pytest
 
 from dut.switch import launcher
-from dut.switch.tests import ofwire as w
+import openflow as w
 
 N_MESSAGES = 12000
 SEED = 4242
