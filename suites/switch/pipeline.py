@@ -30,10 +30,13 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from scapy.utils import checksum  # the internet checksum (RFC 1071)
+
 from dut.profiles.schema import DEFAULT_LOOKUP, SWITCH_LOOKUPS
 import openflow as w
 from openflow.wire import (action_pop_mpls, action_pop_vlan, action_push_mpls,  # noqa: F401
                            action_push_vlan, action_set_field, parse_flow_packets)
+from traces.pcap import pcap_bytes
 
 SHAPES = ("dst32_udp", "dst24", "src16_dst16", "oui_dst28")
 
@@ -82,13 +85,6 @@ def flow_mod_msg(f: BenchFlow, out_port: int = 2, xid: int = 0) -> bytes:
                       instructions=w.apply_actions(w.action_output(out_port, 0)), xid=xid)
 
 
-def _csum(b: bytes) -> int:
-    s = sum(struct.unpack(f"!{len(b) // 2}H", b))
-    while s >> 16:
-        s = (s & 0xFFFF) + (s >> 16)
-    return ~s & 0xFFFF
-
-
 def frame_for(f: BenchFlow, rng: random.Random, tag: bytes = b"") -> bytes:
     """A 60-byte (64 with FCS) Ethernet/IPv4/UDP frame that matches flow f. ``tag`` (an
     802.1Q tag or an MPLS label stack entry with its ethertype, 4k+2 bytes... see
@@ -107,7 +103,7 @@ def frame_for(f: BenchFlow, rng: random.Random, tag: bytes = b"") -> bytes:
     payload = bytes(18 - (len(tag) - 2 if tag else 0))
     udp = struct.pack("!HHHH", rng.randint(1024, 65535), udp_dst, 8 + len(payload), 0) + payload
     ip = bytearray(struct.pack("!BBHHHBBHII", 0x45, 0, 20 + len(udp), 0, 0, 64, 17, 0, src, dst))
-    struct.pack_into("!H", ip, 10, _csum(bytes(ip)))
+    struct.pack_into("!H", ip, 10, checksum(bytes(ip)))
     return eth_dst + b"\x02\x00\x00\x00\x00\x01" + (tag or b"\x08\x00") + bytes(ip) + udp
 
 
@@ -135,13 +131,6 @@ def rss_split(frames: list[bytes], n: int) -> list[list[bytes]]:
     if any(not p for p in parts):
         raise ValueError(f"rss_split: {len(frames)} frames leave a queue of {n} empty")
     return parts
-
-
-def pcap_bytes(frames: list[bytes]) -> bytes:
-    out = [struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)]
-    for i, fr in enumerate(frames):
-        out.append(struct.pack("<IIII", i // 1000000, i % 1000000, len(fr), len(fr)) + fr)
-    return b"".join(out)
 
 
 def make_pcap(path: Path, flows: list[BenchFlow], n_frames: int, seed: int = 2) -> None:
