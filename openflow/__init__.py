@@ -11,6 +11,6 @@ hot path), the switch's tests, drivers and suites all import it and every arrow 
 ``import openflow as w`` gives the wire names and the sessions in one namespace (what
 ``dut/switch/tests/ofwire.py`` was: ``w.flow_mod``, ``w.Session``, ...).
 """
-from openflow.session import Session, SyncSession, close_connection  # noqa: F401
+from openflow.session import Session, SyncSession, close_connection, listen  # noqa: F401
 from openflow.wire import *  # noqa: F401,F403
 from openflow.wire import PacketInError  # noqa: F401

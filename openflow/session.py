@@ -9,7 +9,7 @@
   requests and counting errors on the way. For the flow-mod rate bench, where a second thread
   would be measured too.
 
-Both take a connected socket (the switch connects to us: accept it first).
+Both take a connected socket (the switch connects to us: ``listen``, then accept it).
 """
 from __future__ import annotations
 
@@ -18,6 +18,20 @@ import threading
 import time
 
 from openflow import wire as w
+
+
+def listen(host: str = "127.0.0.1", port: int = 0, backlog: int = 4) -> socket.socket:
+    """A listening TCP socket for switches to connect to (port 0: any free port; read it with
+    ``getsockname()[1]``); SO_REUSEADDR, so a restarted controller takes its port back."""
+    ls = socket.socket()
+    try:
+        ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        ls.bind((host, port))
+        ls.listen(backlog)
+    except OSError:
+        ls.close()
+        raise
+    return ls
 
 
 def close_connection(conn: socket.socket) -> None:

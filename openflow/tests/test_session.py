@@ -6,7 +6,7 @@ import threading
 import pytest
 
 from openflow import wire as w
-from openflow.session import Session, SyncSession
+from openflow.session import Session, SyncSession, listen
 
 
 def _read_msg(sock) -> bytes:
@@ -23,7 +23,7 @@ def _read_msg(sock) -> bytes:
 @pytest.fixture
 def pair():
     """(controller end, switch end) of a TCP connection on loopback, as a switch makes it."""
-    with socket.create_server(("127.0.0.1", 0)) as ls:
+    with listen() as ls:
         sw = socket.create_connection(ls.getsockname())
         ctl, _ = ls.accept()
     yield ctl, sw
@@ -117,3 +117,14 @@ def test_sync_session_says_when_the_switch_is_gone_or_silent(pair):
     with pytest.raises(ConnectionError, match="closed the connection"):
         c.wait(w.BARRIER_REPLY, timeout_s=5)
     c.close()
+
+
+def test_listen_takes_a_restarted_controllers_port_back():
+    with listen() as ls:
+        port = ls.getsockname()[1]
+        peer = socket.create_connection(("127.0.0.1", port))
+        conn, _ = ls.accept()
+        conn.close()          # we close first: our side keeps the port in TIME_WAIT
+        peer.close()
+    with listen(port=port) as again:
+        assert again.getsockname()[1] == port

@@ -103,11 +103,7 @@ def listen_in_netns(netns: str | None) -> socket.socket:
                         raise OSError(ctypes.get_errno(), f"setns into {netns}")
                 finally:
                     os.close(fd)
-            s = socket.socket()
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            s.bind(("127.0.0.1", 0))
-            s.listen(4)
-            out["sock"] = s
+            out["sock"] = w.listen()
         except BaseException as e:  # handed to the caller
             out["err"] = e
 

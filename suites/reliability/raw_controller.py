@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import socket
 import struct
 import sys
 import time
@@ -89,10 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--script", default="")
     ap.add_argument("--ready-file")
     a = ap.parse_args(argv)
-    lst = socket.socket()
-    lst.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    lst.bind((a.host, a.port))
-    lst.listen(4)
+    lst = w.listen(a.host, a.port)
     log("listening", port=a.port)
     if a.ready_file:
         Path(a.ready_file).write_text("ready\n")

@@ -206,14 +206,6 @@ def sender_ceiling(c: SyncSession, plan: Plan) -> dict:
 
 
 # ---- the run ----------------------------------------------------------------------------------
-def _listener() -> socket.socket:
-    ls = socket.socket()
-    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    ls.bind(("127.0.0.1", 0))
-    ls.listen(4)
-    return ls
-
-
 def _accept(ls: socket.socket, timeout_s: float = 60) -> SyncSession:
     ls.settimeout(timeout_s)
     conn, _ = ls.accept()
@@ -249,7 +241,7 @@ def start_target(lab, host, kind: str, plan: Plan, tag: str, addr: str, port: in
 
 
 def run_one(lab, kind: str, plan: Plan, tag: str, progress=print) -> dict:
-    ls = _listener()
+    ls = w.listen()
     stops: list = []
     c = None
     try:
@@ -334,10 +326,7 @@ def client(argv: list[str]) -> int:
     p.add_argument("--accept-timeout", type=float, default=120)
     a = p.parse_args(argv)
     plan = Plan(a.flows, a.bulk_reps, a.singles, a.nonstrict_singles, a.stats_reps).build()
-    ls = socket.socket()
-    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    ls.bind(("0.0.0.0", 0))
-    ls.listen(4)
+    ls = w.listen("0.0.0.0")
     tmp = Path(a.port_file + ".tmp")
     tmp.write_text(str(ls.getsockname()[1]))
     tmp.rename(a.port_file)
