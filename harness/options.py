@@ -2,7 +2,7 @@
 a key of the lab profile, and is recorded in each record's provenance."""
 from __future__ import annotations
 
-from harness.paths import REPORTS
+from paths import REPORTS
 
 
 def pytest_addoption(parser):

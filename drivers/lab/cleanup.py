@@ -20,8 +20,9 @@ import time
 from pathlib import Path
 
 from drivers.supervisor import proc_start_time
+from paths import state_root
 
-STATE_ROOT = Path(os.environ.get("OFBENCH_STATE_ROOT", "/run/ofbench"))
+STATE_ROOT = state_root()
 # Consulted by every cleanup, whatever root it was given, so that no cleanup takes the
 # namespaces of runs living under the default root for orphans.
 SYSTEM_STATE_ROOT = STATE_ROOT

@@ -32,8 +32,8 @@ from pathlib import Path
 import openflow as w
 from suites.conformance import negative_cases as nc
 from suites.conformance.runner import of13_dir
+from paths import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 DEFAULT_DIR = REPO / "dut" / "switch" / "fuzz" / "corpus"
 # the tool's --test-switch-* defaults (os_ken/flags.py)
 TOOL_PORTS = {"target_recv_port": 1, "target_send_port_1": 2, "target_send_port_2": 3,

@@ -32,7 +32,6 @@ from traces.pcap import read_pcap
 # guest launcher over SSH, which does not exist yet)
 pytestmark = pytest.mark.local_lab
 
-REPO = Path(__file__).resolve().parents[2]
 TAGS = {"ofbench": "ofb", "ovs": "ovs", "ovs-dpdk": "dpd"}
 
 
