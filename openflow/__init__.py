@@ -2,7 +2,8 @@
 
     wire.py     constants, message encoders, the few decoders (framing, port stats, Packet-In)
     session.py  the blocking controller-side session (``Session`` with a reader thread,
-                ``SyncSession`` without one), on a socket the switch connected to
+                ``SyncSession`` without one), on a socket the switch connected to, and
+                ``listen()``, the socket switches connect to
     tests/      their tests (os-ken's serialiser and parser as the reference)
 
 It imports nothing of ofbench and no third-party package, so it sits at the bottom of the
