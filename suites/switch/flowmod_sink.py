@@ -15,6 +15,9 @@ def serve(conn: socket.socket) -> None:
     conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     conn.sendall(w.msg(w.HELLO, xid=1))
     buf = bytearray()
+    # locals: this loop runs once per message the client sends (the bench's bulk FLOW_MODs)
+    message_length, xid_of = w.message_length, w.xid_of
+    barrier, features, echo = w.BARRIER_REQUEST, w.FEATURES_REQUEST, w.ECHO_REQUEST
     while True:
         chunk = conn.recv(1 << 20)
         if not chunk:
@@ -23,17 +26,17 @@ def serve(conn: socket.socket) -> None:
         o, out = 0, []
         while True:
             try:
-                length = w.message_length(buf, o)
+                length = message_length(buf, o)
             except ValueError:
                 return
             if length is None:
                 break
             t = buf[o + 1]
-            if t == w.BARRIER_REQUEST:
-                out.append(w.msg(w.BARRIER_REPLY, xid=w.xid_of(buf, o)))
-            elif t == w.FEATURES_REQUEST:
-                out.append(w.features_reply(w.xid_of(buf, o)))
-            elif t == w.ECHO_REQUEST:
+            if t == barrier:
+                out.append(w.msg(w.BARRIER_REPLY, xid=xid_of(buf, o)))
+            elif t == features:
+                out.append(w.features_reply(xid_of(buf, o)))
+            elif t == echo:
                 out.append(w.retype(bytes(buf[o:o + length]), type_=w.ECHO_REPLY))
             o += length
         del buf[:o]
