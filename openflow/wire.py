@@ -64,6 +64,8 @@ MPLS_LABEL = 34
 OFPVID_PRESENT = 0x1000
 
 _HEADER = struct.Struct("!BBHI")  # version, type, length, xid
+_OXM_BASIC = struct.Struct("!HBB")  # oxm_class, field << 1 | hasmask, length
+_MATCH_OXM = struct.Struct("!HH")   # ofp_match type, length
 
 
 # ---- framing ----------------------------------------------------------------------------------
@@ -121,8 +123,12 @@ def oxm_raw(field_: int, payload: bytes, hasmask: bool = False, length: int | No
 
 
 def oxm(field: int, value: bytes, mask: bytes | None = None) -> bytes:
-    """An OpenFlow-basic OXM TLV: ``value``, and ``mask`` when given."""
-    return oxm_raw(field, value + (mask or b""), bool(mask))
+    """An OpenFlow-basic OXM TLV: ``value``, and ``mask`` when given. (``oxm_raw`` with the
+    length it implies, written out: the benches build ~4 per FLOW_MOD, 100k FLOW_MODs a run,
+    inside the timed install.)"""
+    payload = value + mask if mask else value
+    return _OXM_BASIC.pack(OFPXMC_OPENFLOW_BASIC, field << 1 | (1 if mask else 0),
+                           len(payload)) + payload
 
 
 def match_raw(body: bytes, type_: int = 1, length: int | None = None) -> bytes:
@@ -132,8 +138,11 @@ def match_raw(body: bytes, type_: int = 1, length: int | None = None) -> bytes:
 
 
 def match(*oxms: bytes) -> bytes:
-    """An OXM ofp_match of the given TLVs (none: match everything)."""
-    return match_raw(b"".join(oxms))
+    """An OXM ofp_match of the given TLVs (none: match everything); ``match_raw`` written out
+    for the same reason as ``oxm``."""
+    body = b"".join(oxms)
+    m = _MATCH_OXM.pack(1, 4 + len(body)) + body
+    return m + bytes(-len(m) % 8)
 
 
 def match_oxms(m: bytes) -> list[bytes]:
