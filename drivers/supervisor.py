@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from harness.redact import redact_command
+
 
 class ProcessStartError(RuntimeError):
     """A supervised process died or did not become ready; carries its log's tail."""
@@ -99,7 +101,7 @@ class Supervisor:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         log_path = self.log_dir / f"{log_name or name}.log"
         log = open(log_path, "ab", buffering=0)
-        log.write(f"# {time.strftime('%H:%M:%S')} start: {' '.join(full)}\n".encode())
+        log.write(f"# {time.strftime('%H:%M:%S')} start: {redact_command(full)}\n".encode())
         penv = dict(os.environ)
         penv.update(env or {})
         popen = subprocess.Popen(full, stdout=log, stderr=subprocess.STDOUT, stdin=stdin,

@@ -18,6 +18,7 @@ import pytest
 
 from dut.profiles.targets import check_targets
 from paths import REPO, SUITES
+from harness.redact import redact_text, secret_name
 
 
 def suite_of(path: Path | str) -> str:
@@ -30,14 +31,17 @@ def suite_of(path: Path | str) -> str:
 
 # Environment variables that shape what a run measures (aliases kept for scripts; each is
 # documented in the README's table) are recorded in every record as env_<name>.
+# A variable whose name looks secret (OFBENCH_INFLUX_TOKEN, *_PASSWORD, *_KEY...) is never
+# recorded; URL credentials and known secret values in the others are masked (harness/redact.py).
 RUN_ENV_PREFIX = "OFBENCH_"
-NOT_PROVENANCE = {"OFBENCH_INFLUX_TOKEN"}  # a secret, never written into a record
 
 
 def env_provenance(environ) -> dict:
-    """{"env_ofbench_switch_lookup": "simple", ...} for every OFBENCH_* set (pure)."""
-    return {f"env_{k.lower()}": str(v)[:200] for k, v in sorted(environ.items())
-            if k.startswith(RUN_ENV_PREFIX) and k not in NOT_PROVENANCE}
+    """{"env_ofbench_switch_lookup": "simple", ...} for every OFBENCH_* set, secrets dropped or
+    masked (pure but for harness.redact's registered secrets)."""
+    ours = {k: v for k, v in environ.items() if k.startswith(RUN_ENV_PREFIX)}
+    return {f"env_{k.lower()}": redact_text(str(v), environ)[:200]
+            for k, v in sorted(ours.items()) if not secret_name(k)}
 
 
 def base_provenance(state) -> dict:

@@ -36,7 +36,10 @@ def san_build_dir() -> Path:
     return Path(os.environ.get("OFBENCH_SAN_BUILD_DIR") or REPO / "build-san")
 
 
+SYSTEM_STATE = Path("/run/ofbench")  # the system's state root: fixed, never from the environment
+
+
 def state_root() -> Path:
-    """Where a run keeps its state (<root>/<run-id>/): env OFBENCH_STATE_ROOT, default
-    /run/ofbench."""
-    return Path(os.environ.get("OFBENCH_STATE_ROOT") or "/run/ofbench")
+    """Where this process keeps its runs' state (<root>/<run-id>/): env OFBENCH_STATE_ROOT,
+    default SYSTEM_STATE (which every cleanup also consults, whatever root it was given)."""
+    return Path(os.environ.get("OFBENCH_STATE_ROOT") or SYSTEM_STATE)

@@ -1,7 +1,7 @@
 """Command line for a run folder (the harness calls the same functions at session end):
 
   python -m reports render [RUN_DIR]            rewrite RUN_DIR/index.html (default reports/latest)
-  python -m reports export [RUN_DIR] --influx-url URL [--token - --org - --bucket ofbench/autogen]
+  python -m reports export [RUN_DIR] --influx-url URL [--token-file F --org - --bucket B]
                                                 send a run's records (idempotent: re-exporting a
                                                 run overwrites the same points), spool on failure
   python -m reports replay --influx-url URL     send what reports/spool/ holds
@@ -16,7 +16,8 @@
                                                 exit 1 when something got worse
 
 --influx-url local starts the repo's influxd (tools/bin/influxd, data in tools/influxdb-data)
-for the duration of the command.
+for the duration of the command. The token comes from OFBENCH_INFLUX_TOKEN or --token-file,
+never from the command line (harness/redact.py); a URL with credentials is refused.
 """
 from __future__ import annotations
 
@@ -32,14 +33,18 @@ SPOOL_DIR = REPO / "reports" / "spool"
 
 def _influx_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--influx-url", required=True, help="http://host:8086, or 'local'")
-    p.add_argument("--token", default="-", help="1.8: 'user:pass' or '-' (default '-')")
+    p.add_argument("--token-file", default=None,
+                   help="a file whose first line is the token (1.8: 'user:pass'); default: "
+                        "the environment's OFBENCH_INFLUX_TOKEN, else none")
+    p.add_argument("--token", default="-", help="refused with a value (argv is visible to "
+                   "every user): use OFBENCH_INFLUX_TOKEN or --token-file")
     p.add_argument("--org", default="-", help="1.8: '-' (default)")
     p.add_argument("--bucket", default="ofbench/autogen", help="1.8: '<db>/<rp>'")
 
 
 @contextlib.contextmanager
-def _influx_settings(args):
-    settings = {"url": args.influx_url, "token": args.token, "org": args.org,
+def _influx_settings(args, token: str):
+    settings = {"url": args.influx_url, "token": token, "org": args.org,
                 "bucket": args.bucket}
     if args.influx_url != "local":
         yield settings
@@ -97,11 +102,21 @@ def main(argv: list[str] | None = None) -> int:
             with contextlib.suppress(KeyboardInterrupt):
                 srv.proc.wait()
         return 0
-    with _influx_settings(args) as settings:
+    from harness.redact import SecretError, check_url_has_no_credentials, influx_token
+    try:
+        check_url_has_no_credentials(args.influx_url)
+        token = influx_token(args.token_file, args.token, option="--token",
+                             file_option="--token-file")
+    except SecretError as e:
+        print(f"{args.cmd}: {e}", file=sys.stderr)
+        return 2
+    with _influx_settings(args, token) as settings:
         if args.cmd in ("export", "replay"):
             from reports.influx import InfluxExporter
             from reports.results import load_results
-            with InfluxExporter(spool_dir=SPOOL_DIR, **settings) as exp:
+            # the local server's port changes every start: its spool is keyed by name
+            with InfluxExporter(spool_dir=SPOOL_DIR, **settings, destination="local"
+                                if args.influx_url == "local" else None) as exp:
                 records = load_results(Path(args.run_dir)) if args.cmd == "export" else []
                 res = exp.export(records) if records else exp.replay_spool()
             print(f"sent {res.sent}, replayed {res.replayed}, spooled {res.spooled}, rejected "

@@ -25,6 +25,7 @@ import json
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from harness.redact import redact_record, redact_text
 from reports.metrics import metric_direction
 from reports.noise import Spread, group_repetitions, is_spread_metric, metric_spread, number
 from reports.results import load_results
@@ -179,7 +180,7 @@ def _run_info(run_dir: Path, records: Sequence[Mapping]) -> dict:
             "profile": session.get("profile") or ", ".join(profiles) or "?",
             "git_sha": ", ".join(shas) or "?",
             "git_dirty": any(pv.get("git_dirty") for pv in provs),
-            "command": session.get("command", ""), "records": len(records)}
+            "command": redact_text(str(session.get("command", ""))), "records": len(records)}
 
 
 def goal_changes(run_a: Path, ra, run_b: Path, rb) -> list[dict]:
@@ -280,7 +281,8 @@ def compare_runs(run_a: Path, run_b: Path, k: float = K_DEFAULT,
     for d in (run_a, run_b):
         if not (d / "results.jsonl").is_file():
             raise FileNotFoundError(f"{d}: no results.jsonl (not a run folder?)")
-    ra, rb = load_results(run_a, errors=[]), load_results(run_b, errors=[])
+    ra = [redact_record(r) for r in load_results(run_a, errors=[])]
+    rb = [redact_record(r) for r in load_results(run_b, errors=[])]
     rows = compare_records(ra, rb, k, rel_floor)
     return Comparison(_run_info(run_a, ra), _run_info(run_b, rb), rows,
                       goal_changes(run_a, ra, run_b, rb), {"k": k, "rel_floor": rel_floor})

@@ -32,6 +32,7 @@ import json
 import math
 import os
 import platform
+import re
 import secrets
 import socket
 import subprocess
@@ -47,6 +48,8 @@ SCHEMA_VERSION = 1
 SCHEMA_PATH = Path(__file__).resolve().parent / "schema" / f"result-v{SCHEMA_VERSION}.json"
 RESULTS_FILE = "results.jsonl"
 RUN_ID_PREFIX = "run-"
+# Exactly the names new_run_id makes: what prune_run_dirs may delete, nothing else.
+RUN_ID_RE = re.compile(r"run-[0-9]{8}T[0-9]{6}Z-[0-9a-f]{4}", re.ASCII)
 LATEST_LINK = "latest"
 
 # Provenance keys the schema requires; collect_provenance fills the host/git/build ones, the
@@ -117,11 +120,15 @@ def update_latest_link(reports_root: Path, run_dir: Path) -> Path:
 
 def prune_run_dirs(reports_root: Path, keep: int = 50) -> list[Path]:
     """Delete all but the newest `keep` run dirs (by run id, i.e. start time); never the one
-    reports/latest points at. Returns what was deleted. For labs whose disk fills up."""
+    reports/latest points at. Returns what was deleted. For labs whose disk fills up.
+
+    Only folders whose name is exactly a run id (``run-YYYYmmddTHHMMSSZ-<4 hex>``, what
+    new_run_id makes) count and are deleted: a ``run-notes`` or ``run-2024-backup`` folder a
+    person keeps in --reports-dir is neither counted nor touched."""
     import shutil
     reports_root = Path(reports_root)
-    runs = sorted(p for p in reports_root.glob(f"{RUN_ID_PREFIX}*") if p.is_dir()
-                  and not p.is_symlink())
+    runs = sorted(p for p in reports_root.glob(f"{RUN_ID_PREFIX}*")
+                  if RUN_ID_RE.fullmatch(p.name) and p.is_dir() and not p.is_symlink())
     latest = reports_root / LATEST_LINK
     protected = latest.resolve() if latest.is_symlink() else None
     doomed = [p for p in runs[:max(0, len(runs) - keep)] if p.resolve() != protected]

@@ -95,6 +95,80 @@ def test_bad_profile_names_file_and_key(tmp_path, bad, key, words):
         "/bad.yaml"), msg
 
 
+def _host(**kv):
+    return lambda d: d.update(lab={"kind": "remote", "hosts": {"sw": {"address": "198.18.0.2",
+                                                                      **kv}}})
+
+
+# Profile strings that reach a shell, a path or an argv on a lab host (issue 38): one case per
+# kind of bad value, each refused before anything runs with the file, line and key.
+@pytest.mark.parametrize("bad, key, words", [
+    (_host(address="-oProxyCommand=id"), "lab.hosts.sw.address",
+     "expected an IP address or a host name"),
+    (_host(address="lab1; id"), "lab.hosts.sw.address", "expected an IP address or a host name"),
+    (_host(address="999.1.1.1"), "lab.hosts.sw.address", "expected an IP address or a host name"),
+    (_host(user="-l"), "lab.hosts.sw.user", "expected a POSIX user name"),
+    (_host(user="root@evil"), "lab.hosts.sw.user", "expected a POSIX user name"),
+    (_host(workdir="/opt"), "lab.hosts.sw.workdir", "at least two levels deep"),
+    (_host(workdir="/"), "lab.hosts.sw.workdir", "at least two levels deep"),
+    (_host(workdir="~/ofbench"), "lab.hosts.sw.workdir", "expected an absolute path"),
+    (_host(workdir="opt/ofbench"), "lab.hosts.sw.workdir", "expected an absolute path"),
+    (_host(workdir="/opt/ofbench/../../etc"), "lab.hosts.sw.workdir", "normalised"),
+    (_host(workdir="/opt//ofbench"), "lab.hosts.sw.workdir", "normalised"),
+    (_host(workdir="/opt/ofbench/"), "lab.hosts.sw.workdir", "normalised"),
+    (_host(workdir="/opt/of bench"), "lab.hosts.sw.workdir", "no spaces, quotes or shell"),
+    (_host(workdir="/opt/$(id)"), "lab.hosts.sw.workdir", "no spaces, quotes or shell"),
+    (_host(workdir="/usr/local"), "lab.hosts.sw.workdir", "is a system or home directory"),
+    (_host(workdir="/etc/ofbench"), "lab.hosts.sw.workdir", "is a system or home directory"),
+    (_host(workdir="/home/alice"), "lab.hosts.sw.workdir", "is a system or home directory"),
+    (_host(key_file="-i/x"), "lab.hosts.sw.key_file", "expected a file path"),
+    (lambda d: d.update(lab={"kind": "remote", "hosts": {"-sw": {"address": "198.18.0.2"}}}),
+     "lab.hosts.-sw", "expected a name of 1-32"),
+    (lambda d: d.update(lab={"kind": "local", "state_dir": "/run"}), "lab.state_dir",
+     "at least two levels deep"),
+    (lambda d: d.update(lab={"kind": "local", "known_hosts": "/x y"}), "lab.known_hosts",
+     "expected a file path"),
+    (lambda d: d["switch"]["ports"].update({"p;1": {"devargs": "net_null1"}}),
+     "switch.ports.p;1", "expected a name of 1-32"),
+    (lambda d: d["switch"]["ports"]["p1"].update(devargs="-v,net_null0"),
+     "switch.ports.p1.devargs", "expected DPDK devargs"),
+    (lambda d: d["switch"]["ports"]["p1"].update(devargs="net_null0 --vdev x"),
+     "switch.ports.p1.devargs", "expected DPDK devargs"),
+    (lambda d: d["generator"]["ports"]["g0"].update(devargs=None, pci="03:00.0"),
+     "generator.ports.g0.pci", "expected a PCI address"),
+    (lambda d: d["switch"].update(cores="0;id"), "switch.cores", "expected a core list"),
+    (lambda d: d.update(controller={"host": "-x"}), "controller.host",
+     "expected an IP address or a host name"),
+    (lambda d: d.update(generator={"kind": "trex", "server": "a b"}), "generator.server",
+     "expected an IP address or a host name"),
+    (lambda d: d.update(lab=REMOTE, conformance={**CONF, "links": [
+        {"tester": "-t1", "switch": "s1"}, *CONF["links"][1:]]}),
+     "conformance.links[0].tester", "expected a kernel interface name"),
+    (lambda d: d.update(influx={"url": "http://127.0.0.1:8086", "token": "u:p"}),
+     "influx.token", "a token in a profile is refused"),
+])
+def test_profile_strings_reaching_a_shell_or_path_are_checked(tmp_path, bad, key, words):
+    d = mutate(bad)
+    if d["generator"].get("ports", {}).get("g0", {}).get("devargs", "") is None:
+        del d["generator"]["ports"]["g0"]["devargs"]
+    path = write(tmp_path, d)
+    with pytest.raises(ProfileError) as e:
+        load_profile(path)
+    msg = str(e.value)
+    assert re.search(rf"bad.yaml:\d+: {re.escape(key)}: .*{re.escape(words)}", msg), msg
+
+
+@pytest.mark.parametrize("host", [
+    {"address": "192.0.2.10", "user": "root", "workdir": "/opt/ofbench"},
+    {"address": "2001:db8::1", "user": "lab-user", "workdir": "/srv/ofbench/lab1"},
+    {"address": "switch-1.lab.example.org", "user": "_ofb", "workdir": "/home/lab/ofbench"},
+    {"address": "sw1", "key_file": "~/.ssh/ofbench_lab", "workdir": "/var/cache/ofbench/sw"},
+])
+def test_good_host_strings_are_accepted(tmp_path, host):
+    d = mutate(lambda d: d.update(lab={"kind": "remote", "hosts": {"sw": host}}))
+    assert load_profile(write(tmp_path, d, "good.yaml")).data["lab"]["hosts"]["sw"]
+
+
 def test_missing_file_lists_known_profiles():
     with pytest.raises(ProfileError, match=r"nosuchlab.yaml: no such profile file \(known"):
         load_profile("nosuchlab")

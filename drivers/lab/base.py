@@ -1,6 +1,7 @@
 """The Lab protocol and its error (see drivers/lab/__init__.py for what each offers)."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Protocol
 
@@ -13,6 +14,19 @@ def is_remote(lab) -> bool:
 class LabError(RuntimeError):
     """A lab step failed or a lab cannot be used; the message names the command or the
     profile file and key."""
+
+
+# Names that become process names, log and socket file names and DPDK file prefixes on a host
+# (and reach its shell, quoted): a safe alphabet, no leading '-', no '/'.
+SAFE_NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,63}")
+
+
+def check_name(name: str, what: str = "name") -> str:
+    """``name`` if it is from the safe alphabet, else ValueError saying what it is for."""
+    if not isinstance(name, str) or not SAFE_NAME_RE.fullmatch(name):
+        raise ValueError(f"bad {what} {name!r}: use 1-64 of A-Z a-z 0-9 _ . + - (not starting "
+                         f"with '-' or '.')")
+    return name
 
 
 class Host(Protocol):

@@ -8,6 +8,8 @@ host needs nothing of ofbench installed for the lab to reach, check and clean it
   (prefix ``ofb<short>``) and its state folder. argv: state_dir short [huge_dir] [dpdk_dir]
 * ``RELAY``: join stdin/stdout to a unix socket on the host (softgen's control socket, the
   switch's stats socket) so the controlling machine talks to it through an SSH channel.
+* ``WORKDIR``: the state of the host's ``workdir`` (exists, empty, carries ofbench's marker)
+  before rsync --delete goes there, and the marker written into an empty or missing one.
 """
 from __future__ import annotations
 
@@ -72,14 +74,21 @@ print(json.dumps(done))
 """
 
 STALE = r"""
-import glob, json, os, sys
+import glob, json, os, re, sys
 root, role = sys.argv[1], sys.argv[2]
 out = []
 for owner in glob.glob(os.path.join(root, "run-*", role, "owner.json")):
+    if not re.fullmatch(r"run-[0-9]{8}T[0-9]{6}Z-[0-9a-f]{4}",
+                        os.path.basename(os.path.dirname(os.path.dirname(owner))), re.ASCII):
+        continue
     try:
-        out.append({"dir": os.path.dirname(owner), **json.load(open(owner))})
+        rec = json.load(open(owner))
+        if not isinstance(rec, dict) or type(rec.get("pid")) is not int:
+            raise ValueError("not an owner record")
+        out.append({"dir": os.path.dirname(owner), **rec})
     except (OSError, ValueError):
-        out.append({"dir": os.path.dirname(owner)})
+        # written atomically by us, so a record that does not read is not ours to judge
+        out.append({"dir": os.path.dirname(owner), "unreadable": True})
 print(json.dumps(out))
 """
 
@@ -108,4 +117,33 @@ while True:
             if not data:
                 sys.exit(0)
             os.write(1, data)
+"""
+
+# The state of a host's workdir before rsync --delete syncs into it, or (argv "mark") the marker
+# written into an empty or missing one: argv: workdir marker_name [mark|adopt marker_text].
+# drivers.lab.remote.workdir_action decides from the state; the marker is created with O_EXCL
+# and, for "mark", only while the folder is still empty, so nothing decides twice ("adopt":
+# an emulated lab's own cache tree synced before the marker existed).
+WORKDIR = r"""
+import json, os, sys
+wd, name = sys.argv[1], sys.argv[2]
+marker = os.path.join(wd, name)
+def state():
+    if os.path.lexists(wd) and not os.path.isdir(wd):
+        return {"exists": True, "is_dir": False, "marker": False, "entries": []}
+    if not os.path.isdir(wd):
+        return {"exists": False, "is_dir": False, "marker": False, "entries": []}
+    entries = sorted(os.listdir(wd))
+    tree = (os.path.isfile(os.path.join(wd, "harness", "plugin.py"))
+            and os.path.isdir(os.path.join(wd, ".venv")))
+    return {"exists": True, "is_dir": True, "marker": os.path.isfile(marker),
+            "entries": entries[:8], "count": len(entries), "ofbench_tree": tree}
+if len(sys.argv) > 3 and sys.argv[3] in ("mark", "adopt"):
+    os.makedirs(wd, exist_ok=True)
+    if sys.argv[3] == "mark" and os.listdir(wd):
+        sys.exit("workdir is no longer empty")
+    fd = os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    os.write(fd, sys.argv[4].encode())
+    os.close(fd)
+print(json.dumps(state()))
 """

@@ -13,17 +13,17 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import json
 import os
 import shutil
 import socket
 import subprocess
 from pathlib import Path
 
-from drivers.lab.base import LabError  # re-exported: callers import it from here too
+from drivers.lab.base import LabError, check_name  # LabError re-exported: callers import it here
 from drivers.lab.cleanup import (HUGE_DIR, STATE_ROOT, delete_netns, remove_dpdk_runtime,
-                                 remove_hugepage_files)
+                                 check_run_id, remove_hugepage_files, write_owner)
 from drivers.supervisor import Supervisor, proc_start_time
+from harness.redact import redact_command, redact_text
 
 
 def run(argv: list[str], *, check: bool = True, timeout: float = 30.0,
@@ -31,8 +31,8 @@ def run(argv: list[str], *, check: bool = True, timeout: float = 30.0,
     cp = subprocess.run([str(a) for a in argv], capture_output=True, text=True,
                         timeout=timeout, input=input)
     if check and cp.returncode != 0:
-        raise LabError(f"`{' '.join(map(str, argv))}` failed ({cp.returncode}): "
-                       f"{(cp.stderr or cp.stdout).strip()}")
+        raise LabError(f"`{redact_command(argv)}` failed ({cp.returncode}): "
+                       f"{redact_text((cp.stderr or cp.stdout).strip())}")
     return cp
 
 
@@ -82,13 +82,13 @@ class LocalLab:
 
     def __init__(self, profile, run_id: str, run_dir: Path):
         self.profile = profile
-        self.run_id = run_id
+        self.run_id = check_run_id(run_id)
         self.short = run_id[-4:]
         self.run_dir = Path(run_dir)
         self.state_dir = STATE_ROOT / run_id
         self.state_dir.mkdir(parents=True, exist_ok=True)
-        (self.state_dir / "owner.json").write_text(json.dumps(
-            {"pid": os.getpid(), "start_time": proc_start_time(os.getpid()), "run_id": run_id}))
+        write_owner(self.state_dir, {"pid": os.getpid(),
+                                     "start_time": proc_start_time(os.getpid()), "run_id": run_id})
         self.supervisor = Supervisor(self.state_dir, self.run_dir / "logs")
         self.namespaces: list[str] = []
         self.use_hugepages = "hugepages" in profile.features and hugepages_usable()
@@ -109,7 +109,7 @@ class LocalLab:
         return name
 
     def file_prefix(self, name: str) -> str:
-        return f"ofb{self.short}{name}"
+        return f"ofb{self.short}{check_name(name, 'DPDK file prefix')}"
 
     def sock_path(self, name: str) -> Path:
         return self.state_dir / name

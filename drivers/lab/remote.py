@@ -33,9 +33,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from drivers.lab.base import LabError
+from drivers.lab.base import LabError, check_name
 from drivers.lab import hostside  # noqa: E402
 from drivers.supervisor import await_ready, proc_start_time
+from harness.redact import redact_text
 
 # What a role builds on its host (ninja targets of the meson project).
 ROLE_TARGETS = {"switch": ["dut/switch/ofswitch", "dut/classifier/cls-bench",
@@ -43,8 +44,55 @@ ROLE_TARGETS = {"switch": ["dut/switch/ofswitch", "dut/classifier/cls-bench",
                 "generator": ["drivers/softgen/softgen"]}
 # The snippets of drivers.lab.hostside run with the host's system Python (Debian: python3).
 HOST_PYTHON = "/usr/bin/python3"
+# rsync --delete only goes into a workdir that carries this file (written on the first sync
+# into an empty or missing folder): a profile's typo (workdir: /opt) stops the run instead of
+# emptying a folder of the host's. Excluded from the sync, so --delete keeps it.
+WORKDIR_MARKER = ".ofbench-workdir"
 SYNC_EXCLUDES = ["/.git", "/build", "/tools", "/reports/run-*", "/reports/latest",
-                 "/reports/spool", "/traces/out", "__pycache__", "/.venv"]
+                 "/reports/spool", "/traces/out", "__pycache__", "/.venv", f"/{WORKDIR_MARKER}"]
+
+
+# An emulated lab's hosts keep their trees in this box's cache (dut/profiles/lab-emu*.yaml);
+# a tree synced there before the marker existed is adopted once (emulated labs only).
+EMULATED_WORKDIR_CACHE = "/var/cache/ofbench/lab-emu/"
+
+
+def workdir_action(state: dict, key: str, workdir: str, adopt_tree: bool = False) -> str:
+    """What to do before rsync --delete into a host's workdir, from the host's answer to
+    hostside.WORKDIR (pure): "sync" (it carries ofbench's marker), "mark" (missing or empty:
+    the marker is written first), "adopt" (``adopt_tree``: an emulated lab's cache folder that
+    holds an ofbench tree and venv synced before the marker existed), or LabError naming the
+    profile key (``key``: ``<profile>: lab.hosts.<role>.workdir``) for anything else."""
+    if state.get("exists") and not state.get("is_dir"):
+        raise LabError(f"{key}: {workdir} exists on the host and is not a folder; give a "
+                       f"folder of ofbench's own")
+    if state.get("marker"):
+        return "sync"
+    entries = state.get("entries") or []
+    if not state.get("exists") or not entries:
+        return "mark"
+    if adopt_tree and state.get("ofbench_tree"):
+        return "adopt"
+    shown = ", ".join(entries[:5]) + (", ..." if state.get("count", len(entries)) > 5 else "")
+    raise LabError(f"{key}: {workdir} is not empty and has no ofbench marker ({WORKDIR_MARKER});"
+                   f" rsync --delete would remove what it holds ({shown}). Give an empty or new "
+                   f"folder, or, if it is an ofbench tree synced before the marker existed, "
+                   f"create the marker there: touch {shlex.quote(workdir + '/' + WORKDIR_MARKER)}")
+
+
+def stop_script(pid: int, start_time: int | None, timeout_s: float) -> str:
+    """The shell that stops process group ``pid`` on a host: TERM, wait up to ``timeout_s``,
+    then KILL; each signal only while ``/proc/<pid>`` still has the kernel start time recorded
+    at start (a pid reused by another process is never signalled; an unknown start time signals
+    nothing) (pure)."""
+    pid, ticks = int(pid), int(timeout_s * 10)
+    if start_time is None:
+        return "true"
+    same = (f"[ \"$(sed 's/.*) //' /proc/{pid}/stat 2>/dev/null | cut -d' ' -f20)\" = "
+            f"{shlex.quote(str(int(start_time)))} ]")
+    return (f"if {same}; then kill -TERM -{pid} 2>/dev/null; i=0; "
+            f"while grep -qs '^State:[[:space:]]*[^ZX]' /proc/{pid}/status && [ $i -lt {ticks} ]; "
+            f"do sleep 0.1; i=$((i+1)); done; {same} && kill -KILL -{pid} 2>/dev/null; fi; true")
 
 
 def check_reachable(role: str, host: dict, where: str, timeout_s: float = 5.0) -> None:
@@ -254,16 +302,16 @@ class RemoteHost:
                 break
             if time.monotonic() > deadline:
                 chan.close()
-                raise LabError(f"{self.role} ({self.address}): `{cmd[:200]}` timed out after "
-                               f"{timeout:.0f} s")
+                raise LabError(f"{self.role} ({self.address}): `{redact_text(cmd)[:200]}` timed "
+                               f"out after {timeout:.0f} s")
             time.sleep(0.005)
         rc = chan.recv_exit_status()
         chan.close()
         cp = subprocess.CompletedProcess(cmd, rc, out.decode(errors="replace"),
                                          err.decode(errors="replace"))
         if check and rc != 0:
-            raise LabError(f"{self.role} ({self.address}): `{cmd[:200]}` failed ({rc}): "
-                           f"{(cp.stderr or cp.stdout).strip()[-2000:]}")
+            raise LabError(f"{self.role} ({self.address}): `{redact_text(cmd)[:200]}` failed "
+                           f"({rc}): {redact_text((cp.stderr or cp.stdout).strip()[-2000:])}")
         return cp
 
     def python_snippet(self, code: str, *args: str, timeout: float = 30.0) -> str:
@@ -324,6 +372,9 @@ class RemoteHost:
               stop_signal: str = "TERM", **_ignored) -> RemoteProcess:
         """Start ``argv`` on the host in its own session; wait until ``ready()`` (a check run
         here, e.g. over ``self.run``) is true. Raises ProcessStartError with the log's tail."""
+        check_name(name, "process name")
+        if log_name is not None:
+            check_name(log_name, "log name")
         if any(p.name == name and p.alive() for p in self.procs):
             raise ValueError(f"a process named {name!r} is already running on {self.role}")
         full = (["ip", "netns", "exec", netns] if netns else []) + [str(a) for a in argv]
@@ -338,9 +389,9 @@ class RemoteHost:
                f"{' '.join(shlex.quote(a) for a in full)} > {shlex.quote(remote_log)} 2>&1 "
                f"< /dev/null & pid=$!; "
                f"st=$(sed 's/.*) //' /proc/$pid/stat | cut -d' ' -f20); "
-               f"printf '%s\\n' \"{{\\\"name\\\": \\\"{name}\\\", \\\"pid\\\": $pid, "
-               f"\\\"start_time\\\": $st}}\" >> {shlex.quote(str(self.state_dir / 'pids.jsonl'))};"
-               f" echo $pid $st")
+               f"printf '{{\"name\": %s, \"pid\": %s, \"start_time\": %s}}\\n' "
+               f"{shlex.quote(json.dumps(name))} \"$pid\" \"${{st:-null}}\" "
+               f">> {shlex.quote(str(self.state_dir / 'pids.jsonl'))}; echo $pid $st")
         out = self.run(cmd).stdout.split()
         local_log = Path(self.lab.log_dir) / f"{log_name or name}.log"
         proc = RemoteProcess(name, self, int(out[0]), int(out[1]) if len(out) > 1 else None,
@@ -379,14 +430,7 @@ class RemoteHost:
             proc = matches[-1]
         with contextlib.suppress(Exception):
             if self.alive(proc):
-                st = proc.start_time
-                self.run(["sh", "-c",
-                          f"[ \"$(sed 's/.*) //' /proc/{proc.pid}/stat | cut -d' ' -f20)\" = "
-                          f"'{st}' ] && kill -TERM -{proc.pid} 2>/dev/null; "
-                          f"i=0; while grep -qs '^State:[[:space:]]*[^ZX]' "
-                          f"/proc/{proc.pid}/status && [ $i -lt "
-                          f"{int(timeout_s * 10)} ]; do sleep 0.1; i=$((i+1)); done; "
-                          f"kill -KILL -{proc.pid} 2>/dev/null; true"],
+                self.run(["sh", "-c", stop_script(proc.pid, proc.start_time, timeout_s)],
                          timeout=timeout_s + 10)
         with contextlib.suppress(Exception):
             self.fetch_log(proc)
@@ -414,7 +458,7 @@ class RemoteHost:
         return next(self._core_cycle)
 
     def file_prefix(self, name: str) -> str:
-        return f"ofb{self.lab.short}{name}"
+        return f"ofb{self.lab.short}{check_name(name, 'DPDK file prefix')}"
 
     def eal_args(self, name: str, *, mem_mb: int = 256, lcores: str | None = None,
                  in_memory: bool = False, no_pci: bool = True) -> list[str]:
@@ -439,6 +483,10 @@ class RemoteHost:
         for run in stale:
             if run.get("run_id") == self.lab.run_id:
                 continue
+            if run.get("unreadable"):
+                self.lab.warnings.append(f"{self.role}: run folder {run['dir']}: owner.json "
+                                         f"unreadable; left alone")
+                continue
             if run.get("controller") not in (None, me):
                 self.lab.warnings.append(f"{self.role}: run folder {run['dir']} belongs to "
                                          f"{run.get('controller')}; left alone")
@@ -451,9 +499,11 @@ class RemoteHost:
                 self.lab.warnings.append(f"{self.role}: stale run {Path(run['dir']).parent.name}"
                                          f": removed {', '.join(done)}")
         self.run(["mkdir", "-p", str(self.state_dir / "logs")])
-        self.write_text(self.state_dir / "owner.json", json.dumps(
+        owner = self.state_dir / "owner.json"   # atomically: a dead run's reader sees it whole
+        self.write_text(f"{owner}.tmp", json.dumps(
             {"controller": me, "pid": os.getpid(), "start_time": proc_start_time(os.getpid()),
              "run_id": self.lab.run_id}))
+        self.sftp.posix_rename(f"{owner}.tmp", str(owner))
 
     def cleanup(self) -> None:
         """Everything of this run on the host: processes, DPDK folders, hugepage files, state."""
@@ -473,6 +523,24 @@ class RemoteHost:
             cmd += ["-o", f"UserKnownHostsFile={self.lab.known_hosts}"]
         return cmd
 
+    def claim_workdir(self) -> None:
+        """Make sure ``workdir`` is ofbench's before anything is deleted there: carries the
+        marker, or is missing / empty and gets it now; else LabError naming the profile key."""
+        wd = str(self.workdir)
+        state = json.loads(self.python_snippet(hostside.WORKDIR, wd, WORKDIR_MARKER))
+        adopt = (getattr(self.lab, "emulation", None) is not None
+                 and wd.startswith(EMULATED_WORKDIR_CACHE))
+        action = workdir_action(state, self.key("workdir"), wd, adopt_tree=adopt)
+        if action in ("mark", "adopt"):
+            text = (f"ofbench workdir: the ofbench tree is synced here with rsync --delete "
+                    f"(drivers/lab/remote.py); marked by {controller_id()} at "
+                    f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}\n")
+            cp = self.run([HOST_PYTHON, "-c", hostside.WORKDIR, wd, WORKDIR_MARKER, action,
+                           text], check=False)
+            if cp.returncode != 0:
+                raise LabError(f"{self.key('workdir')}: could not mark {wd} as ofbench's: "
+                               f"{(cp.stderr or cp.stdout).strip()[-500:]}")
+
     def sync_tree(self, repo: Path) -> None:
         """rsync the ofbench tree and its venv to ``workdir`` (only what changed moves).
 
@@ -482,7 +550,7 @@ class RemoteHost:
         tree synced from another checkout or commit would otherwise keep a stale binary)."""
         user = self.spec.get("user", "root")
         dest = f"{user}@{self.address}:{self.workdir}/"
-        self.run(["mkdir", "-p", str(self.workdir)])
+        self.claim_workdir()
         ssh = " ".join(shlex.quote(a) for a in self.ssh_command())
         excludes = sum((["--exclude", e] for e in SYNC_EXCLUDES), [])
         for src, dst in ((f"{repo}/", dest), (f"{Path(repo, '.venv').resolve()}/",
@@ -528,7 +596,12 @@ class RemoteLab:
                 from drivers.lab.emulated import EmulatedLab
                 self._progress("bringing up the emulated lab (a namespace with sshd per host)")
                 self.emulation = EmulatedLab(profile, run_id).up()
+                # the emulated lab's own key and host keys (in its run's state folder), never
+                # files the profile names
+                self.known_hosts = str(self.emulation.known_hosts)
             for role, spec in (lab.get("hosts") or {}).items():
+                if self.emulation is not None:
+                    spec = {**spec, "key_file": str(self.emulation.key_file)}
                 h = RemoteHost(self, role, spec)
                 h.connect(connect_timeout_s)
                 self.hosts[role] = h

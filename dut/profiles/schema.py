@@ -16,6 +16,9 @@ Schema version 1 (``schema_version: 1``)::
     description: str
     lab: {kind: local | remote, emulated: bool, known_hosts: str, state_dir: str,
           hosts: {<role>: {address, user, ssh_port, key_file, workdir}}}
+                                   # address: an IP or host name; user: a POSIX user name;
+                                   # workdir: absolute, normalised, >= 2 levels deep, not a
+                                   # system dir (rsync --delete there, behind a marker file)
                                    # remote: each role (switch, controller, generator) a host
                                    # reached over SSH; workdir = its ofbench tree (synced and
                                    # built there); emulated: the harness builds the hosts as
@@ -43,11 +46,12 @@ Schema version 1 (``schema_version: 1``)::
                # three cables, kernel interfaces on the tester host and the switch host, in the
                # tool's port order 1, 2, 3 (the switch opens its ends with af_xdp)
     targets: {<suite>: {<test name>: {<metric>: "<op> <number>"}}}
-    influx: {url: str, token: str, org: str, bucket: str}
+    influx: {url: str, token: "-", org: str, bucket: str}   # the token only from the env/a file
     vmwire: {ports, tenants, switch_vhost_mode}   # dut/vmwire/tenants.py
 """
 from __future__ import annotations
 
+import ipaddress
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -103,18 +107,94 @@ def _check_target(expr: str) -> str | None:
 TCP_PORT = dict(ge=0, le=65535)
 
 
-IFNAME = Spec(str, required=True, pattern=r"[A-Za-z0-9_.-]{1,15}",
-              what="a kernel interface name (1-15 of A-Z a-z 0-9 _ . -)")
+# Profile strings that reach a shell (commands run over SSH, rsync's destination), a path or a
+# process's argv on a lab host are checked here, before anything runs: a leading '-' would be
+# read as an option, a space or ';' as shell, a workdir of '/opt' would be emptied by rsync
+# --delete (drivers/lab/remote.py also wants its marker file there).
+IFNAME = Spec(str, required=True, pattern=r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,14}",
+              what="a kernel interface name (1-15 of A-Z a-z 0-9 _ . -, not starting with "
+                   "'-' or '.')")
+# names that become process names, DPDK file prefixes, namespaces and file names (host roles,
+# port names): a safe alphabet, no leading '-'
+NAME = Spec(str, pattern=r"[A-Za-z0-9_][A-Za-z0-9_-]{0,31}",
+            what="a name of 1-32 of A-Z a-z 0-9 _ - (not starting with '-')")
+HOSTNAME_RE = re.compile(r"(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+                         r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*")
+# POSIX portable user names (useradd's default rule, plus upper case)
+USER_RE = r"[A-Za-z_][A-Za-z0-9_.-]{0,31}"
+SAFE_PATH_RE = re.compile(r"[A-Za-z0-9_.@+/-]+")
+# directories rsync --delete must never be pointed at, even two levels deep
+SYSTEM_DIRS = frozenset({
+    "/usr/bin", "/usr/sbin", "/usr/lib", "/usr/lib32", "/usr/lib64", "/usr/libx32",
+    "/usr/libexec", "/usr/include", "/usr/share", "/usr/src", "/usr/local", "/usr/games",
+    "/var/lib", "/var/log", "/var/cache", "/var/spool", "/var/mail", "/var/tmp", "/var/run",
+    "/var/backups", "/var/www", "/var/opt", "/var/local", "/run/user", "/run/ofbench"})
+SYSTEM_TREES = frozenset({"proc", "sys", "dev", "etc", "boot", "bin", "sbin", "lib", "lib32",
+                          "lib64", "libx32"})
+
+
+def check_address(value: str) -> str | None:
+    """An IPv4/IPv6 address or a DNS host name (RFC 1123); nothing that starts with '-'."""
+    try:
+        ipaddress.ip_address(value)
+        return None
+    except ValueError:
+        pass
+    if HOSTNAME_RE.fullmatch(value) and not re.fullmatch(r"[0-9.]+", value):
+        return None
+    return (f"expected an IP address or a host name (letters, digits, '-' and '.'; not "
+            f"starting with '-'), got {value!r}")
+
+
+def check_workdir(value: str) -> str | None:
+    """An absolute, normalised path at least two levels deep, not a system directory: where
+    ofbench's tree is synced with rsync --delete (pure)."""
+    if not value.startswith("/"):
+        return f"expected an absolute path (no '~', not relative), got {value!r}"
+    if not SAFE_PATH_RE.fullmatch(value):
+        return (f"expected a path of A-Z a-z 0-9 / _ . @ + - (no spaces, quotes or shell "
+                f"characters), got {value!r}")
+    parts = value.split("/")[1:]
+    if len([p for p in parts if p not in ("", ".")]) < 2:
+        return (f"expected a path at least two levels deep (e.g. /opt/ofbench): the tree is "
+                f"synced there with rsync --delete, got {value!r}")
+    if any(p in ("", ".", "..") for p in parts) or any(p.startswith("-") for p in parts):
+        return (f"expected a normalised path (no '//', '.', '..', trailing '/' or a part "
+                f"starting with '-'), got {value!r}")
+    if value in SYSTEM_DIRS or parts[0] in SYSTEM_TREES or (parts[0] == "home" and len(parts) == 2):
+        return f"{value!r} is a system or home directory: give a folder of ofbench's own"
+    return None
+
+
+def _check_server(value: str) -> str | None:
+    return None if value == "local" else check_address(value)
+
+
+def check_state_dir(value: str) -> str | None:
+    """lab.state_dir: where each host keeps its runs (removed per run): absolute, normalised,
+    two levels deep at least (e.g. /run/ofbench)."""
+    problem = check_workdir(value)
+    return problem if problem and "system" not in problem else None
+
+
+# a local file the harness reads (ssh key, known_hosts): no leading '-', no shell characters
+LOCAL_FILE = Spec(str, pattern=r"~?[A-Za-z0-9_.@+/][A-Za-z0-9_.@+/-]*",
+                  what="a file path (A-Z a-z 0-9 / _ . @ + -, may start with '~'; not with '-')")
+CORES = Spec(str, pattern=r"[0-9]+(?:-[0-9]+)?(?:,[0-9]+(?:-[0-9]+)?)*",
+             what="a core list like '0', '2-5' or '0,1,2'")
 HOST = Spec(dict, fields={
-    "address": Spec(str, required=True),
-    "user": Spec(str, default="root"),
+    "address": Spec(str, required=True, check=check_address),
+    "user": Spec(str, default="root", pattern=USER_RE,
+                 what="a POSIX user name (A-Z a-z 0-9 _ . -, not starting with '-' or a digit)"),
     "ssh_port": Spec(int, default=22, **TCP_PORT),
-    "key_file": Spec(str),
-    "workdir": Spec(str, default="/opt/ofbench"),
+    "key_file": LOCAL_FILE,
+    "workdir": Spec(str, default="/opt/ofbench", check=check_workdir),
 })
 PORT = Spec(dict, fields={
-    "devargs": Spec(str),
-    "pci": Spec(str),
+    "devargs": Spec(str, pattern=r"[A-Za-z0-9_][A-Za-z0-9_.,=:/@+-]*",
+                    what="DPDK devargs (A-Z a-z 0-9 _ . , = : / @ + -, not starting with '-')"),
+    "pci": Spec(str, pattern=r"[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]",
+                what="a PCI address DDDD:BB:DD.F (e.g. 0000:03:00.0)"),
     "speed_gbps": Spec(float),
     "trex_port": Spec(int),
 })
@@ -124,16 +204,16 @@ PROFILE = Spec(dict, fields={
     "description": Spec(str, default=""),
     "lab": Spec(dict, required=True, fields={
         "kind": Spec(str, required=True, choices=LAB_KINDS),
-        "hosts": Spec(dict, values=HOST),
-        "state_dir": Spec(str),
-        "known_hosts": Spec(str),
+        "hosts": Spec(dict, keys=NAME, values=HOST),
+        "state_dir": Spec(str, check=check_state_dir),
+        "known_hosts": LOCAL_FILE,
         "emulated": Spec(bool, default=False),
     }),
     "features": Spec(list, default=list, items=Spec(str, choices=tuple(sorted(FEATURES)))),
     "switch": Spec(dict, required=True, fields={
         "kind": Spec(str, required=True, choices=SWITCH_KINDS),
         "workers": Spec(int, default=1, ge=1),
-        "cores": Spec(str),
+        "cores": CORES,
         "lookup": Spec(str, default=DEFAULT_LOOKUP, choices=SWITCH_LOOKUPS),
         "host": Spec(str),
         "busy_poll": Spec(bool, default=False),
@@ -143,23 +223,23 @@ PROFILE = Spec(dict, fields={
         # and drops what needs a controller; standalone forwards as a learning switch
         # (drivers/lab/switches.py passes it to ofbench, and to OVS as the profile's switch)
         "fail_mode": Spec(str, choices=("secure", "standalone")),
-        "ports": Spec(dict, values=PORT),
+        "ports": Spec(dict, keys=NAME, values=PORT),
     }),
     "peers": Spec(list, default=list, items=Spec(str, choices=SWITCH_KINDS)),
     "controller": Spec(dict, default=lambda: {"host": "127.0.0.1", "port": 0}, fields={
-        "host": Spec(str, default="127.0.0.1"),
+        "host": Spec(str, default="127.0.0.1", check=check_address),
         "port": Spec(int, default=0, **TCP_PORT),
     }),
     "generator": Spec(dict, default=lambda: {"kind": "softgen"}, fields={
         "kind": Spec(str, required=True, choices=GENERATOR_KINDS),
         "host": Spec(str),
-        "server": Spec(str),
+        "server": Spec(str, check=_check_server),
         "sync_port": Spec(int, **TCP_PORT),
         "async_port": Spec(int, **TCP_PORT),
-        "cores": Spec(str),
+        "cores": CORES,
         "low_end": Spec(bool),
         "limit_memory_mb": Spec(int, ge=64),
-        "ports": Spec(dict, values=PORT),
+        "ports": Spec(dict, keys=NAME, values=PORT),
     }),
     "links": Spec(list, default=list, items=Spec(dict, fields={
         "generator": Spec(str, required=True),
@@ -176,7 +256,10 @@ PROFILE = Spec(dict, fields={
         str, check=_check_target)))),
     "influx": Spec(dict, fields={
         "url": Spec(str, required=True),
-        "token": Spec(str, default="-"),
+        # a profile is committed and copied around: a token there is refused
+        "token": Spec(str, default="-", check=lambda v: None if v == "-" else (
+            "a token in a profile is refused (profiles are committed and copied): give it in "
+            "OFBENCH_INFLUX_TOKEN or --influx-token-file")),
         "org": Spec(str, default="-"),
         "bucket": Spec(str, default="ofbench/autogen"),
     }),

@@ -187,3 +187,20 @@ def test_prune_keeps_the_newest_and_latest(tmp_path):
     gone = prune_run_dirs(tmp_path, keep=2)
     assert sorted(gone) == dirs[1:3]
     assert [d.exists() for d in dirs] == [True, False, False, True, True]
+
+
+def test_prune_deletes_only_folders_named_like_a_run_id(tmp_path):
+    """Issue 38: a folder a person keeps in --reports-dir that merely starts with run- is not a
+    run of ours: neither deleted nor counted."""
+    from reports.results import prune_run_dirs
+    mine = [create_run_dir(tmp_path, T0 + dt.timedelta(seconds=i)) for i in range(3)]
+    theirs = ["run-notes", "run-2024-backup", "run-20240501T020304Z-abcd-old",
+              "run-20240501T020304Z-ABCD", "run-20240501T020304Z-ab", "run-²0240501T020304Z-abcd"]
+    for name in theirs:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "keep.txt").write_text("precious")
+    gone = prune_run_dirs(tmp_path, keep=1)
+    assert sorted(gone) == mine[:2]
+    assert [d.exists() for d in mine] == [False, False, True]
+    for name in theirs:
+        assert (tmp_path / name / "keep.txt").read_text() == "precious", name
