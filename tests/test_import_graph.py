@@ -48,6 +48,8 @@ KNOWN: dict[tuple[str, str], str] = {
         "issue 43: the record's distribution helpers are used by suites below reports",
     ("suites.throughput.test_throughput", "harness.state"):
         "issue 43: a suite test reads the harness's run state",
+    ("suites.smoke.test_lab_place", "harness.state"):
+        "issue 43: a suite test reads the harness's run state",
     **{(mod, "harness.redact"):
        "issue 43 (came with issue 38): redact.py imports nothing of ofbench; it belongs at the "
        "bottom beside paths/, not in the harness that drivers and reports lie under"
