@@ -17,7 +17,7 @@ from typing import Callable
 import pytest
 
 from dut.profiles.targets import check_targets
-from harness.paths import REPO, SUITES
+from paths import REPO, SUITES
 from harness.redact import redact_text, secret_name
 
 

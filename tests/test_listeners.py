@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+from paths import REPO
+
 SKIP = {".venv", "tools", "build", "build-san", ".git", "node_modules"}
 WILDCARD = re.compile(r"""bind\(\(\s*(?:"0\.0\.0\.0"|'0\.0\.0\.0'|""|''|"::"|'::')\s*,"""
                       r"""|["']0\.0\.0\.0["']|INADDR_ANY|in6addr_any""")

@@ -7,7 +7,7 @@ import pytest
 
 from dut.profiles.schema import parse_profile
 from harness.results import Results, base_provenance, suite_of
-from harness.paths import SUITES
+from paths import SUITES
 from harness.state import RunState
 
 

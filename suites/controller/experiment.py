@@ -34,8 +34,8 @@ import yaml
 from drivers.lab.switches import start_controller, start_switch
 from dut.controller.timing import arrival_ms, completion_ms, intake_ms, parse_lines, ratio
 from traces.tos_trace import load_spec, write_trace
+from paths import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 TRACE_DIR = REPO / "traces" / "controller"
 APPS = {"fifo": "dut.controller.fifo_app", "priority": "dut.controller.priority_app"}
 # The whole trace as one burst (~10 ms at the raw sender's ~100 kpps), as in the document: the

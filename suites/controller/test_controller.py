@@ -36,7 +36,7 @@ from dut.controller.matching import make_matcher
 from dut.controller.classify import parse_frame
 from suites.controller import docfigs
 from suites.controller.experiment import Config, Rig, make_trace, summary_metrics
-from traces.tos_trace import read_pcap
+from traces.pcap import read_pcap
 
 # OS priority of the search processes in the ``_nice`` configs (config keys high_worker_nice
 # and low_worker_nice; dut/controller/search_worker.set_nice applies them to the process and

@@ -29,8 +29,8 @@ from drivers.wanem.driver import PathSpec, WanemControl, binary as wanem_binary,
 from dut.wan.config import Scenario
 from dut.wan.steering_app import wait_applied, write_assignment
 from traces.wan_apps import read_recv_csv, read_sent_csv
+from paths import REPO
 
-REPO = FsPath(__file__).resolve().parents[2]
 RX_MAC = "02:77:00:00:00:02"
 SND_IP, RCV_IP = "10.77.0.1", "10.77.0.2"
 SWITCH_ENV = "OFBENCH_WAN_SWITCH"

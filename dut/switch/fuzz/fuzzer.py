@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dut.switch import launcher
+from paths import REPO
 
 HERE = Path(__file__).resolve().parent
 CORPUS = HERE / "corpus"
@@ -213,7 +214,7 @@ def coverage(dirs: list[Path], lookup: str = "tuple") -> str:
     in ``dirs`` once. The fuzzer's own counters include the sanitizers' check branches, so its
     coverage is measured on a separate build of the same sources with clang's source-based
     coverage and no sanitizer (one clang command, in a scratch folder)."""
-    repo = launcher.REPO
+    repo = REPO
     sources = [str(p) for p in coverage_sources()]
     with tempfile.TemporaryDirectory(prefix="ofb-fuzz-cov-") as tmp:
         exe, raw, prof = Path(tmp) / "fuzz_cov", Path(tmp) / "cov.profraw", Path(tmp) / "cov.prof"
