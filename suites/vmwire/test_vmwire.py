@@ -208,7 +208,7 @@ def _vhost_vs_kernel_sides(profile) -> tuple[list[str], list[tuple[str, str, str
     vhost-user loops first so that in a forward round and in a backward one the switches'
     vhost-user windows are adjacent. Skips when no switch qualifies."""
     from drivers.lab.switches import switch_available
-    kinds = [k for k in profile.switch_kinds
+    kinds = [k for k in profile.suite_switch_kinds()
              if not switch_support(k, VHOST) and not switch_available(k, profile)]
     if not kinds:
         pytest.skip(f"no switch of the profile carries vhost-user here: {profile.switch_kinds}")

@@ -32,7 +32,7 @@ from contextlib import contextmanager
 import pytest
 
 from dut.switch import launcher
-from dut.switch.tests import ofwire as w
+import openflow as w
 
 _SWITCHES = itertools.count()
 MP_FLOW, MP_GROUP_DESC, MPF_REPLY_MORE = 1, 7, 1

@@ -26,7 +26,7 @@ import time
 import pytest
 
 from dut.switch import launcher
-from dut.switch.tests import ofwire as w
+import openflow as w
 from dut.switch.tests.test_fuzz import accept
 from dut.switch.tests.test_controllers import error_of, flow_packets
 
