@@ -3,6 +3,7 @@
 # and `make suites`). A second run checks each step and changes nothing.
 #   1. apt packages (DPDK 22.11, OVS, QEMU, Chromium, ...)   -- skipped when all are installed
 #   2. .venv with exactly requirements.lock                    -- skipped when the lock is unchanged
+#   2b. .venv-faucet with exactly requirements-faucet.lock (FAUCET, suites/interop) -- likewise
 #   3. meson/ninja build of every C part into build/           -- ninja is incremental
 #      and the switch's sanitizer build (clang, ASan+UBSan, the agent fuzzer) into build-san/
 #   4. 2 MB hugepages + a hugetlbfs mount at /dev/hugepages-ofbench (warn and fall back to --no-huge)
@@ -49,6 +50,20 @@ if [[ ! -x .venv/bin/python || ! -f $stamp || "$(cat $stamp)" != "$want" ]]; the
   echo "$want" > $stamp
 else
   say "venv: up to date"
+fi
+
+# ---- 2b. FAUCET's venv (suites/interop) ------------------------------------------------------
+# FAUCET 1.10.12 pins os_ken==3.1.0 (ours is 4.2.2): it gets a venv of its own.
+stamp=.venv-faucet/.lock-sha256
+want=$(sha256sum requirements-faucet.lock | cut -d' ' -f1)
+if [[ ! -x .venv-faucet/bin/faucet || ! -f $stamp || "$(cat $stamp)" != "$want" ]]; then
+  say "venv-faucet: creating .venv-faucet from requirements-faucet.lock"
+  rm -rf .venv-faucet
+  $PY -m venv .venv-faucet
+  .venv-faucet/bin/pip install -q --disable-pip-version-check --no-deps -r requirements-faucet.lock
+  echo "$want" > $stamp
+else
+  say "venv-faucet: up to date"
 fi
 
 # ---- 3. C builds -----------------------------------------------------------------------------
