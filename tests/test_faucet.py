@@ -17,6 +17,8 @@ Nov 28 17:49:58 faucet.valve ERROR    DPID 1 (0x1) sw OFError type: OFPET_BAD_MA
 Nov 28 17:49:59 faucet.valve WARNING  DPID 1 (0x1) sw datapath down
 Nov 28 17:50:01 faucet.valve INFO     DPID 1 (0x1) sw Cold start configuring DP
 Nov 28 17:49:55 faucet.valve ERROR    DPID 1 (0x1) sw send_flow_msgs: DP not up
+Nov 28 17:49:55 faucet.valve INFO     DPID 1 (0x1) sw status change: Port 2 up status False reason MODIFY state 1
+Nov 28 17:49:56 faucet INFO     Reconfiguring existing datapath DPID 1 (0x1)
 """
 
 
@@ -25,7 +27,8 @@ def test_parse_log_counts_errors_connects_disconnects():
     assert (c.ofp_errors, c.connects, c.disconnects) == (1, 2, 1)
     assert c.errors == ["OFPET_BAD_MATCH/OFPBMC_BAD_FIELD"]
     assert parse_log("") == FaucetCounters()
-    assert c.minus(parse_log(LOG.splitlines()[0])).connects == 1
+    assert c.port_changes == [(2, False)] and c.reloads == 1
+    assert c.plus(c).connects == 4 and c.plus(FaucetCounters()) == c
 
 
 def test_config_reason_is_the_last_plain_line():

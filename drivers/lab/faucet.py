@@ -76,8 +76,8 @@ def config_reason(text: str) -> str:
 _OFERROR_RE = re.compile(r"OFError type: (\S+) code: (\S+)")
 _CONNECT_RE = re.compile(r"Cold start configuring DP")
 _DISCONNECT_RE = re.compile(r"datapath down")
-_RELOAD_RE = re.compile(r"(?:warm|cold) starting|Reconfiguring existing datapath|"
-                        r"config (?:changed|unchanged)", re.I)
+_RELOAD_RE = re.compile(r"Reconfiguring existing datapath")
+_PORT_RE = re.compile(r"status change: Port (\d+) up status (True|False)")
 
 
 @dataclass
@@ -86,16 +86,21 @@ class FaucetCounters:
     connects: int = 0
     disconnects: int = 0
     errors: list[str] = field(default_factory=list)
+    reloads: int = 0   # config reloads applied to the running datapath
+    port_changes: list[tuple[int, bool]] = field(default_factory=list)  # (port, up) in order
 
-    def minus(self, before: "FaucetCounters") -> "FaucetCounters":
-        return FaucetCounters(self.ofp_errors - before.ofp_errors,
-                              self.connects - before.connects,
-                              self.disconnects - before.disconnects,
-                              self.errors[len(before.errors):])
+    def plus(self, other: "FaucetCounters") -> "FaucetCounters":
+        return FaucetCounters(self.ofp_errors + other.ofp_errors,
+                              self.connects + other.connects,
+                              self.disconnects + other.disconnects,
+                              self.errors + other.errors, self.reloads + other.reloads,
+                              self.port_changes + other.port_changes)
 
 
 def parse_log(text: str) -> FaucetCounters:
-    """FAUCET's log -> its OFPT_ERROR, connection and disconnection counts."""
+    """FAUCET's log -> its OFPT_ERROR, connection, disconnection and reload counts and the
+    port status changes it saw (the switch's PORT_STATUS, or its port description at
+    connection)."""
     c = FaucetCounters()
     for line in text.splitlines():
         m = _OFERROR_RE.search(line)
@@ -106,6 +111,10 @@ def parse_log(text: str) -> FaucetCounters:
             c.connects += 1
         elif _DISCONNECT_RE.search(line):
             c.disconnects += 1
+        elif _RELOAD_RE.search(line):
+            c.reloads += 1
+        elif m := _PORT_RE.search(line):
+            c.port_changes.append((int(m.group(1)), m.group(2) == "True"))
     return c
 
 

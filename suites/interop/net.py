@@ -36,6 +36,7 @@ class Host:
     #                         kernel has no 8021q module for eth0.<vid>)
     gw: str | None = None   # default route
     mac: str | None = None
+    up: bool = True         # False: its cable starts down (a spare host for a move)
 
     @property
     def addr(self) -> str:
@@ -48,7 +49,7 @@ class Host:
 
 class FaucetNet:
     def __init__(self, lab, kind: str, scenario: str, abbr: str, hosts: list[Host],
-                 config: str, *, connect_timeout_s: float = 30.0, down: tuple = (),
+                 config: str, *, connect_timeout_s: float = 30.0,
                  controller_port: int | None = None):
         self.lab, self.kind, self.scenario = lab, kind, scenario
         self.tag = f"{KIND_TAG[kind]}{abbr}"
@@ -60,7 +61,6 @@ class FaucetNet:
         self.procs: list = []
         self.connect_timeout_s = connect_timeout_s
         self._config = config
-        self.down = set(down)                 # hosts whose eth0 starts down (a spare cable)
         self.controller_port = controller_port  # the switch's controller port (default FAUCET's)
         self._restarts = 0
         self.final = None
@@ -103,7 +103,7 @@ class FaucetNet:
         if cable:
             lab.add_veth(ns, "eth0", self.ns["sw"], self.ifname[h.port])
             self.configure(h)
-            if h.name in self.down:
+            if not h.up:
                 self.set_link(h.name, False)
 
     def configure(self, h: Host) -> None:
@@ -324,7 +324,19 @@ class FaucetNet:
         from drivers.lab.faucet import FaucetCounters
         out = FaucetCounters()
         for f in self.faucets:
-            c = f.counters()
-            out = FaucetCounters(out.ofp_errors + c.ofp_errors, out.connects + c.connects,
-                                 out.disconnects + c.disconnects, out.errors + c.errors)
+            out = out.plus(f.counters())
         return out
+
+    def port_mark(self) -> int:
+        return len(self.faucet.counters().port_changes)
+
+    def wait_port(self, port: int, up: bool, since: int, timeout_s: float = 10.0) -> float | None:
+        """Seconds until FAUCET has logged port ``port`` going ``up``/down after the
+        ``since`` = :meth:`port_mark` taken before the change (None: not in time)."""
+        t0 = time.monotonic()
+        seen = since
+        while time.monotonic() - t0 < timeout_s:
+            if (port, up) in self.faucet.counters().port_changes[seen:]:
+                return time.monotonic() - t0
+            time.sleep(0.1)
+        return None

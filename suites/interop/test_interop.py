@@ -77,9 +77,31 @@ class Scenario:
                                  f"{self.expected_disconnects} expected")
 
 
+# Findings FAUCET exposed in a switch, written down in suites/interop/README.md: the scenario
+# still runs and records; its failure is reported as an expected failure (strict: once the
+# switch is fixed the XPASS fails the run, and the entry goes).
+KNOWN = {
+    ("link_down_up", "ofbench"): "ofbench sends no PORT_STATUS when a kernel port's carrier "
+    "changes: DPDK 22.11's af_xdp PMD always reports link up (suites/interop/README.md "
+    "'Findings')",
+}
+
+
 def run_scenario(lab, kind, results, collector, name, body):
     """Build the scenario's network (``body`` returns hosts, config and the checks), run the
     checks, stop everything, record, assert."""
+    known = KNOWN.get((name, kind))
+    if known:
+        try:
+            _run_scenario(lab, kind, results, collector, name, body)
+        except AssertionError as e:
+            pytest.xfail(f"{known}: {e}")
+        pytest.fail(f"interop {name} on {kind} passed: the known finding is fixed; remove it "
+                    f"from KNOWN and the README ({known})", pytrace=False)
+    _run_scenario(lab, kind, results, collector, name, body)
+
+
+def _run_scenario(lab, kind, results, collector, name, body):
     sc = Scenario(lab, kind, results, collector, name)
     hosts, config, abbr, checks = body()
     net = FaucetNet(lab, kind, name, abbr, hosts, config)
@@ -251,3 +273,206 @@ SCENARIOS = {"l2_learning": _l2, "vlan_isolation": _vlan_isolation,
 @pytest.mark.parametrize("scenario", list(SCENARIOS))
 def test_faucet(lab, switch_kind, scenario, results, collector):
     run_scenario(lab, switch_kind, results, collector, scenario, SCENARIOS[scenario])
+
+
+def host_move(net: FaucetNet, sc: Scenario) -> None:
+    """h1 (port 1) moves to port 3: its cable on port 1 goes down and the same MAC and
+    address come up on port 3 (h1b). Once it has sent a frame there, traffic to it follows it
+    to port 3."""
+    sc.check("h2->h1 before the move", net.reachable("h2", "10.46.0.1"))
+    mark = net.port_mark()
+    net.set_link("h1", False)
+    t0 = time.monotonic()
+    net.set_link("h1b", True)
+    # the port's PORT_STATUS is link_down_up's check; here the host's frames show the move
+    sc.metrics.update(port3_up_seen_s=net.wait_port(3, True, mark, timeout_s=3.0))
+    sc.check("h1 (moved) -> h2", net.reachable("h1b", "10.46.0.2", tries=10))
+    sc.check("h2->h1 after the move", net.reachable("h2", "10.46.0.1", tries=10))
+    sc.metrics.update(move_s=round(time.monotonic() - t0, 2))
+    got = net.udp("h2", "h1b", 9000, count=20)
+    sc.metrics.update(after_move_udp_rx=got["rx"])
+    sc.check("UDP to the moved host 20/20", got["rx"] == got["tx"] == 20)
+
+
+def _host_move():
+    hosts = [Host("h1", 1, "10.46.0.1/24", mac="02:46:00:00:00:01"),
+             Host("h2", 2, "10.46.0.2/24"),
+             Host("h1b", 3, "10.46.0.1/24", mac="02:46:00:00:00:01", up=False)]
+    return hosts, configs.l2(ports=[1, 2, 3]), "hm", host_move
+
+
+def link_down_up(net: FaucetNet, sc: Scenario) -> None:
+    """h2's cable goes down and up: FAUCET hears of both (the switch's PORT_STATUS), the path
+    stops while it is down and comes back when it is up."""
+    sc.check("h1->h2 before", net.reachable("h1", "10.47.0.2"))
+    mark = net.port_mark()
+    net.set_link("h2", False)
+    down_s = net.wait_port(2, False, mark)
+    sc.check("FAUCET saw port 2 go down", down_s is not None)
+    sc.check("no path while down", _routed_unreachable(net, "h1", "10.47.0.2"))
+    mark = net.port_mark()
+    t0 = time.monotonic()
+    net.set_link("h2", True)
+    up_s = net.wait_port(2, True, mark)
+    sc.check("FAUCET saw port 2 come up", up_s is not None)
+    sc.check("h1->h2 after the link is up", net.reachable("h1", "10.47.0.2", tries=10))
+    sc.metrics.update(port_down_seen_s=down_s, port_up_seen_s=up_s,
+                      recovered_s=round(time.monotonic() - t0, 2))
+    got = net.udp("h1", "h2", 9000, count=20)
+    sc.check("UDP after the link is up 20/20", got["rx"] == got["tx"] == 20)
+
+
+def _link_down_up():
+    hosts = [Host("h1", 1, "10.47.0.1/24"), Host("h2", 2, "10.47.0.2/24")]
+    return hosts, configs.l2(ports=[1, 2]), "ld", link_down_up
+
+
+def controller_restart(net: FaucetNet, sc: Scenario) -> None:
+    """FAUCET stopped during a UDP stream and started again: the installed paths keep
+    forwarding while it is away (fail secure: flows kept), the switch reconnects, and the
+    network works after FAUCET's cold start."""
+    sc.check("h1->h2 before", net.reachable("h1", "10.48.0.2"))
+    sc.check("h2->h1 before", net.reachable("h2", "10.48.0.1"))
+    sc.expected_disconnects = 1
+    stream = net.udp_start("h1", "h2", 9000, count=1400, pps=200, wait_s=4)
+    time.sleep(1.0)
+    net.stop_faucet()
+    t_down = time.monotonic()
+    time.sleep(0.5)
+    during = net.udp("h2", "h1", 9001, count=200, pps=200)
+    sc.check("UDP h2->h1 while FAUCET is down 200/200", during["rx"] == during["tx"] == 200)
+    net.start_faucet_again()
+    net.wait_connected(1)
+    reconnect_s = time.monotonic() - t_down
+    got = net.udp_finish(stream)
+    after = net.udp("h1", "h2", 9002, count=20)
+    sc.metrics.update(down_udp_rx=during["rx"], stream_tx=got["tx"], stream_rx=got["rx"],
+                      stream_lost=got["tx"] - got["rx"], reconnect_s=round(reconnect_s, 2),
+                      after_udp_rx=after["rx"])
+    sc.check("stream across the restart: nothing lost", got["rx"] == got["tx"] == 1400)
+    sc.check("UDP after the restart 20/20", after["rx"] == after["tx"] == 20)
+
+
+def _controller_restart():
+    hosts = [Host("h1", 1, "10.48.0.1/24"), Host("h2", 2, "10.48.0.2/24")]
+    return hosts, configs.l2(ports=[1, 2]), "cr", controller_restart
+
+
+def config_reload(net: FaucetNet, sc: Scenario) -> None:
+    """FAUCET's config changed and SIGHUP'd: port 3 moves from VLAN 100 to VLAN 200. h3 is
+    cut off from h1, h1 still reaches h2, and the switch was reconfigured on its running
+    connection (no reconnect)."""
+    sc.check("h1->h3 before", net.reachable("h1", "10.49.0.3"))
+    sc.check("h1->h2 before", net.reachable("h1", "10.49.0.2"))
+    net.faucet.reload(configs.vlans({1: "v100", 2: "v100", 3: "v200"},
+                                    vids={"v100": 100, "v200": 200}))
+    t0 = time.monotonic()
+    while net.faucet.counters().reloads < 1 and time.monotonic() - t0 < 10:
+        time.sleep(0.1)
+    c = net.faucet.counters()
+    sc.metrics.update(reload_applied_s=round(time.monotonic() - t0, 2), reloads=c.reloads)
+    sc.check("FAUCET applied the new config", c.reloads >= 1)
+    time.sleep(1.0)
+    net.lab.netns_exec(net.ns["h1"], ["ip", "neigh", "flush", "dev", "eth0"])
+    sc.check("h1-/->h3 after the reload", _routed_unreachable(net, "h1", "10.49.0.3"))
+    sc.check("h1->h2 after the reload", net.reachable("h1", "10.49.0.2"))
+    sc.check("no reconnect for the reload", net.faucet.counters().connects == 1)
+
+
+def _config_reload():
+    hosts = [Host(f"h{i}", i, f"10.49.0.{i}/24") for i in (1, 2, 3)]
+    return hosts, configs.l2(ports=[1, 2, 3]), "rl", config_reload
+
+
+SCENARIOS.update({"host_move": _host_move, "link_down_up": _link_down_up,
+                  "controller_restart": _controller_restart, "config_reload": _config_reload})
+
+
+@pytest.mark.parametrize("scenario", ["host_move", "link_down_up", "controller_restart",
+                                      "config_reload"])
+def test_faucet_events(lab, switch_kind, scenario, results, collector):
+    run_scenario(lab, switch_kind, results, collector, scenario, SCENARIOS[scenario])
+
+
+# ---- bad input: one clear message naming the scenario, everything stopped ---------------------
+def _left_behind(lab, net: FaucetNet) -> list[str]:
+    ns = [n for n in getattr(lab, "namespaces", []) if n.startswith(lab.ns_name(net.tag))]
+    procs = [p.name for p in lab.supervisor.procs if net.tag in p.name and p.alive()]
+    return ns + procs
+
+
+@pytest.mark.quick
+def test_a_config_faucet_refuses_fails_the_scenario(lab):
+    bad = ("vlans: {v100: {vid: 100}}\n"
+           "dps: {sw: {dp_id: 1, interfaces: {1: {native_vlan: v999}}}}\n")
+    net = FaucetNet(lab, "ofbench", "bad_config", "bc", [Host("h1", 1, "10.50.0.1/24")], bad)
+    with pytest.raises(ScenarioError) as e:
+        with net:
+            pass
+    msg = str(e.value)
+    assert msg.startswith("interop bad_config on ofbench: ") and "FAUCET refuses" in msg
+    assert "v999" in msg and "faucet-obc.yaml" in msg, msg
+    assert _left_behind(lab, net) == []
+
+
+@pytest.mark.quick
+def test_hosts_that_cannot_be_created_fail_the_scenario(lab):
+    net = FaucetNet(lab, "ofbench", "bad_hosts", "bh", [Host("h1", 1, "10.50.0.300/24")],
+                    configs.l2(ports=[1]))
+    with pytest.raises(ScenarioError) as e:
+        with net:
+            pass
+    msg = str(e.value)
+    assert msg.startswith("interop bad_hosts on ofbench: hosts could not be created"), msg
+    assert "10.50.0.300" in msg
+    assert _left_behind(lab, net) == []
+
+
+def test_a_switch_that_never_connects_fails_the_scenario(lab, profile):
+    from drivers.lab.switches import switch_available
+    why = switch_available("ofbench", profile)
+    if why:
+        pytest.skip(why)
+    # the switch is pointed at a port nothing listens on: FAUCET never sees it
+    net = FaucetNet(lab, "ofbench", "no_connect", "nc", [Host("h1", 1, "10.51.0.1/24")],
+                    configs.l2(ports=[1]), connect_timeout_s=5.0,
+                    controller_port=lab.free_tcp_port())
+    with pytest.raises(ScenarioError) as e:
+        with net:
+            pass
+    msg = str(e.value)
+    assert msg.startswith("interop no_connect on ofbench: the switch never connected to FAUCET")
+    assert _left_behind(lab, net) == []
+
+
+# ---- the table ---------------------------------------------------------------------------------
+@pytest.mark.quick
+@pytest.mark.summary
+def test_interop_table(results, collector, profile):
+    """The per-scenario table (scenario x switch: passed, OFPT_ERRORs, disconnects) and one
+    summary record per switch kind (the goals in report.yaml read it)."""
+    rows = collector.section(COLLECT)
+    if not rows:
+        pytest.skip("no interop scenario ran in this session")
+    kinds = [k for k in profile.switch_kinds if any(s == k for _, s in rows)]
+    table = []
+    for scenario in dict.fromkeys(n for n, _ in rows):
+        row = {"scenario": scenario}
+        for k in kinds:
+            r = rows.get((scenario, k))
+            row[k] = ("-" if r is None else
+                      f"{'pass' if r['passed'] else 'FAIL'} ({r['ofp_errors']} errors, "
+                      f"{r['disconnects']} disconnects)"
+                      + ("" if r["passed"] else f": {r['failed'][:120]}"))
+        table.append(row)
+    results.add_table(table, f"FAUCET {FAUCET_VERSION} on each switch: scenarios")
+    for k in kinds:
+        mine = [r for (_, s), r in rows.items() if s == k]
+        results.record("summary", {
+            "scenarios": len(mine), "scenarios_passed": sum(r["passed"] for r in mine),
+            "scenarios_failed": sum(not r["passed"] for r in mine),
+            "ofp_errors": sum(r["ofp_errors"] for r in mine),
+            "disconnects": sum(r["disconnects"] for r in mine)},
+            params={"controller": "faucet", "controller_version": FAUCET_VERSION,
+                    "scenarios": sorted(r["scenario"] for r in mine)},
+            provenance={"dut_switch_kind": k, "port_kind": "veth", "generator": "kernel hosts"})
