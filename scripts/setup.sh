@@ -22,6 +22,7 @@ APT_PACKAGES=(
   qemu-utils busybox-static chromium iproute2 iputils-ping tcpdump iperf3 python3-venv python3-dev
   procps psmisc ethtool cpio kmod golang-go openssh-server openssh-client rsync
   clang-14 libclang-rt-14-dev llvm-14
+  openvswitch-testcontroller
 )
 
 # ---- 1. apt ----------------------------------------------------------------------------------
@@ -29,6 +30,8 @@ installed=$(bash scripts/host_setup.sh apt "${APT_PACKAGES[@]}" 2> >(sed 's/^\[h
 if [[ -n $installed ]]; then
   # We start OVS by hand with our own dirs per run; the distro service must not hold the db.
   systemctl disable --now openvswitch-switch >/dev/null 2>&1 || true
+  # suites/interop starts ovs-testcontroller itself; the distro service must not listen
+  systemctl disable --now openvswitch-testcontroller >/dev/null 2>&1 || true
   # openssh-server is here for the emulated lab, whose hosts run sshd of their own in their
   # namespaces; a freshly installed distro sshd must not listen on this box's addresses.
   if grep -qx openssh-server <<<"$installed"; then

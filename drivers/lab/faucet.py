@@ -45,15 +45,17 @@ def faucet_available() -> str | None:
     return None
 
 
-def check_config(path: str | Path, timeout_s: float = 60.0) -> None:
-    """Run FAUCET's own ``check_faucet_config`` on ``path``; FaucetError naming the file and
-    FAUCET's reason if FAUCET refuses it (the same parser FAUCET itself runs at start)."""
+def check_config(path: str | Path, *more: str | Path, timeout_s: float = 60.0) -> None:
+    """Run FAUCET's own ``check_faucet_config`` on ``path`` (and ``more`` files, in one run);
+    FaucetError naming the file(s) and FAUCET's reason if FAUCET refuses one (the same parser
+    FAUCET itself runs at start)."""
     exe = faucet_venv() / "bin" / "check_faucet_config"
     if not exe.exists():
         raise FaucetError(faucet_available() or f"{exe} missing")
-    r = subprocess.run([str(exe), str(path)], capture_output=True, text=True, timeout=timeout_s)
+    files = [str(p) for p in (path, *more)]
+    r = subprocess.run([str(exe), *files], capture_output=True, text=True, timeout=timeout_s)
     if r.returncode != 0:
-        raise FaucetError(f"{path}: FAUCET refuses this config: "
+        raise FaucetError(f"{', '.join(files)}: FAUCET refuses this config: "
                           f"{config_reason(r.stdout + chr(10) + r.stderr)}")
 
 
@@ -175,3 +177,19 @@ class FaucetProcess:
             return self.exception_log.read_text(errors="replace").strip()
         except OSError:
             return ""
+
+
+# ---- Open vSwitch's test controller (the second third-party controller of suites/interop) ---
+def parse_ovs_testcontroller_log(text: str) -> FaucetCounters:
+    """ovs-testcontroller's log (``-vvconn:console:dbg``: every OpenFlow message) -> the
+    OFPT_ERRORs it received, its connections and disconnections."""
+    c = FaucetCounters()
+    for line in text.splitlines():
+        if "received: OFPT_ERROR" in line:
+            c.ofp_errors += 1
+            c.errors.append(line.split("received: ", 1)[1][:200])
+        elif "sent (Success): OFPT_HELLO" in line or "sent: OFPT_HELLO" in line:
+            c.connects += 1
+        elif "connection closed" in line or "connection dropped" in line:
+            c.disconnects += 1
+    return c

@@ -288,3 +288,32 @@ def start_faucet(lab, name: str, config: str, *, netns: str | None, port: int | 
     proc = lab.start(name, argv, netns=netns, env=env, cwd=str(logs), ready=ready,
                      ready_timeout_s=ready_timeout_s)
     return FaucetProcess(lab, name, proc, port, prom_port, cfg, log, exc_log, netns)
+
+
+OVS_TESTCONTROLLER = "/usr/bin/ovs-testcontroller"
+
+
+def start_ovs_testcontroller(lab, name: str, *, netns: str | None, port: int | None = None,
+                             ready_timeout_s: float = 15.0):
+    """Start Open vSwitch's test controller (Debian ``openvswitch-testcontroller``: an L2
+    learning controller in C, nobody here wrote it) on 127.0.0.1:``port`` inside ``netns``,
+    OpenFlow 1.3 only, every OpenFlow message it sends and receives in its log (vconn:dbg,
+    so OFPT_ERRORs can be counted); returns ``(proc, port)`` once it listens."""
+    from drivers.lab.faucet import FaucetError, listening_in_netns_of
+    if is_remote(lab):
+        raise FaucetError("ovs-testcontroller runs on a local lab only so far")
+    if not Path(OVS_TESTCONTROLLER).exists():
+        raise FaucetError(f"{OVS_TESTCONTROLLER} missing: apt package openvswitch-testcontroller"
+                          f" (scripts/setup.sh installs it)")
+    port = port or lab.free_tcp_port()
+    # its control socket in the run's state folder, not /var/run/openvswitch
+    argv = [OVS_TESTCONTROLLER, "-O", "OpenFlow13", "--no-chdir",
+            f"--unixctl={Path(lab.state_dir) / (name + '.ctl')}", "-vconsole:info",
+            "-vvconn:console:dbg", "-vrconn:console:info", f"ptcp:{port}:127.0.0.1"]
+
+    def ready() -> bool:
+        p = next((p for p in lab.supervisor.procs if p.name == name and p.alive()), None)
+        return p is not None and listening_in_netns_of(p.pid, port)
+
+    proc = lab.start(name, argv, netns=netns, ready=ready, ready_timeout_s=ready_timeout_s)
+    return proc, port

@@ -120,40 +120,57 @@ class FaucetNet:
             run(ns, ["ip", "route", "add", "default", "via", h.gw])
 
     def _start(self) -> None:
+        # OVS adds its ports to a bridge that already has its controller: FAUCET, asking for
+        # the port description while they come, can miss a port's ADD (seen on OVS-DPDK). So
+        # an OVS switch starts first with all its ports and connects once FAUCET listens (its
+        # backoff: <= 8 s); ofbench has its ports before it connects and starts second.
+        port = self.lab.free_tcp_port()
+        if self.kind != "ofbench":
+            self._start_switch(self.controller_port or port)
         try:
             self.faucet = start_faucet(self.lab, f"faucet-{self.tag}", self._config,
-                                       netns=self.ns["sw"])
+                                       netns=self.ns["sw"], port=port)
             self.faucets.append(self.faucet)
         except FaucetError as e:
             raise self.fail(str(e)) from e
         except ProcessStartError as e:
             raise self.fail(f"FAUCET did not start: {e}") from e
-        ports = sorted(self.ifname.items())
-        try:
-            self.switch = start_switch(self.lab, self.kind, name=f"sw-{self.tag}",
-                                       netns=self.ns["sw"], ports=ports,
-                                       controller=("127.0.0.1",
-                                                   self.controller_port or self.faucet.port),
-                                       dpid=1)
-        except Exception as e:  # noqa: BLE001
-            raise self.fail(f"the switch did not start: {e}") from e
+        if self.kind == "ofbench":
+            self._start_switch(self.controller_port or port)
         self.wait_connected(1)
 
+    def _start_switch(self, port: int) -> None:
+        try:
+            self.switch = start_switch(self.lab, self.kind, name=f"sw-{self.tag}",
+                                       netns=self.ns["sw"], ports=sorted(self.ifname.items()),
+                                       controller=("127.0.0.1", port), dpid=1)
+        except Exception as e:  # noqa: BLE001
+            raise self.fail(f"the switch did not start: {e}") from e
+
     def wait_connected(self, connects: int, timeout_s: float | None = None) -> None:
-        """Wait until FAUCET has configured the datapath ``connects`` times in all, and the
-        ports are up in its view."""
-        deadline = time.monotonic() + (timeout_s or self.connect_timeout_s)
+        """Wait until FAUCET has configured the datapath ``connects`` times in all and has
+        seen every cabled port up."""
+        timeout_s = timeout_s or self.connect_timeout_s
+        deadline = time.monotonic() + timeout_s
+        want = {h.port for h in self.hosts.values() if h.up}
         while time.monotonic() < deadline:
             if not self.faucet.alive():
                 raise self.fail(f"FAUCET exited; log {self.faucet.log}:\n"
                                 f"{self.faucet.proc.log_tail()}\n{self.faucet.exceptions()}")
-            if self.faucet.counters().connects >= connects:
-                time.sleep(1.0)  # the cold start's FLOW_MODs and port-up handling
-                return
+            c = self.faucet.counters()
+            if c.connects >= connects:
+                up = {p for p, ok in c.port_changes if ok}
+                if want <= up:
+                    time.sleep(0.5)  # the cold start's last FLOW_MODs
+                    return
             time.sleep(0.1)
-        raise self.fail(f"the switch never connected to FAUCET in "
-                        f"{timeout_s or self.connect_timeout_s:.0f} s; FAUCET's log "
-                        f"{self.faucet.log}")
+        c = self.faucet.counters()
+        if c.connects < connects:
+            raise self.fail(f"the switch never connected to FAUCET in {timeout_s:.0f} s; "
+                            f"FAUCET's log {self.faucet.log}")
+        missing = sorted(want - {p for p, ok in c.port_changes if ok})
+        raise self.fail(f"FAUCET never saw port(s) {missing} up in {timeout_s:.0f} s; "
+                        f"FAUCET's log {self.faucet.log}")
 
     # ---- stop -------------------------------------------------------------------------------
     def close(self) -> None:
