@@ -278,8 +278,14 @@ def start_faucet(lab, name: str, config: str, *, netns: str | None, port: int | 
            # FAUCET's launcher execs `osken-manager` from PATH: its venv's, not ours
            "PATH": f"{venv / 'bin'}:{os.environ.get('PATH', '/usr/bin:/bin')}",
            "PYTHONUNBUFFERED": "1"}
-    argv = [str(venv / "bin" / "faucet"), "--ryu-ofp-listen-host=127.0.0.1",
-            f"--ryu-ofp-tcp-listen-port={port}"]
+    # os-ken's settings from our own file: else FAUCET reads /etc/faucet/ryu.conf if the box
+    # has one (FAUCET's sdist build writes it there when run as root); the values are the ones
+    # FAUCET ships (an echo every 3 s, the channel down after 5 unanswered)
+    osken_conf = logs / f"{name}.os_ken.conf"
+    osken_conf.write_text("[DEFAULT]\necho_request_interval=3\n"
+                          "maximum_unreplied_echo_requests=5\n")
+    argv = [str(venv / "bin" / "faucet"), f"--ryu-config-file={osken_conf}",
+            "--ryu-ofp-listen-host=127.0.0.1", f"--ryu-ofp-tcp-listen-port={port}"]
 
     def ready() -> bool:  # the supervisor records the process before it awaits readiness
         p = next((p for p in lab.supervisor.procs if p.name == name and p.alive()), None)

@@ -22,7 +22,7 @@ from drivers.lab.faucet import parse_ovs_testcontroller_log
 from drivers.supervisor import ProcessStartError
 from suites.interop.net import FaucetNet, Host, ScenarioError
 
-pytestmark = pytest.mark.features("netns")
+pytestmark = [pytest.mark.features("netns"), pytest.mark.local_lab]
 CONTROLLER_VERSIONS = {"faucet": FAUCET_VERSION, "ovs-testcontroller": "3.1.0 (Debian 12)"}
 COLLECT = "interop"
 
@@ -186,7 +186,6 @@ def tagged_untagged(net: FaucetNet, sc: Scenario) -> None:
     from the trunk reaches the untagged v100 host without its tag, tagged 200 the v200 host;
     the untagged host's answer leaves the trunk tagged 100; tagged to tagged keeps the tag;
     nothing crosses VLANs."""
-    h1 = net.hosts["h1"]
     # h1's kernel cannot ARP for a host without a kernel address: a static neighbour
     net.lab.netns_exec(net.ns["h1"], ["ip", "neigh", "replace", net.hosts["h2"].addr,
                                       "lladdr", net.hosts["h2"].mac, "dev", "eth0"])
@@ -206,7 +205,6 @@ def tagged_untagged(net: FaucetNet, sc: Scenario) -> None:
     sc.check("tagged 200 to the v100 host's MAC: dropped", wrong["rx"] == 0)
     sc.check("untagged v100 -> trunk, tagged 100", back["frames"] == {"100/9000": 20})
     sc.check("trunk tagged 200 -> tagged v200 host, tag kept", tt["frames"] == {"200/9000": 20})
-    del h1
 
 
 def _tagged_untagged():
