@@ -122,6 +122,66 @@ def rawsend(iface: str, count: int, pps: float, **kw) -> dict:
     return {"tx": count}
 
 
+def arp_request(src_mac: bytes, src_ip: str, target_ip: str) -> bytes:
+    """A broadcast ARP request from (src_mac, src_ip) for target_ip."""
+    return (b"\xff" * 6 + src_mac + struct.pack("!H", 0x0806)
+            + struct.pack("!HHBBH", 1, 0x0800, 6, 4, 1) + src_mac + socket.inet_aton(src_ip)
+            + b"\0" * 6 + socket.inet_aton(target_ip)).ljust(60, b"\0")
+
+
+def host_addr(base_ip: str, i: int) -> str:
+    """The i-th host address after ``base_ip`` (10.100.0.1 + i)."""
+    return socket.inet_ntoa(struct.pack("!I", struct.unpack("!I", socket.inet_aton(base_ip))[0] + i))
+
+
+def host_mac(prefix: int, i: int) -> bytes:
+    """Host i's MAC: 0e:<prefix>:<i as 4 bytes> (locally administered, unicast)."""
+    return bytes([0x0E, prefix]) + struct.pack("!I", i)
+
+
+def arps(iface: str, count: int, prefix: int, base_ip: str, target: str, pps: float) -> dict:
+    """``count`` hosts ARP for ``target`` (a router's address) once each: MAC host_mac(prefix,
+    i), address host_addr(base_ip, i)."""
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+    s.bind((iface, 0))
+    for i in range(count):
+        s.send(arp_request(host_mac(prefix, i), host_addr(base_ip, i), target))
+        time.sleep(1.0 / pps)
+    return {"tx": count}
+
+
+def arp_responder(iface: str, count: int, prefix: int, base_ip: str, seconds: float) -> dict:
+    """Answer ARP requests for the ``count`` hosts of :func:`arps` (a router re-resolving its
+    next hops) for ``seconds``."""
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0806))
+    s.bind((iface, 0))
+    s.settimeout(0.2)
+    base = struct.unpack("!I", socket.inet_aton(base_ip))[0]
+    answered = seen = 0
+    stop = []
+    import signal
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+    end = time.monotonic() + seconds
+    while time.monotonic() < end and not stop:
+        try:
+            data, addr = s.recvfrom(2048)
+        except socket.timeout:
+            continue
+        if addr[2] == socket.PACKET_OUTGOING or len(data) < 42 or data[20:22] != b"\0\1":
+            continue
+        seen += 1
+        i = struct.unpack("!I", data[38:42])[0] - base
+        if not 0 <= i < count:
+            continue
+        mac = host_mac(prefix, i)
+        reply = (data[22:28] + mac + struct.pack("!H", 0x0806)
+                 + struct.pack("!HHBBH", 1, 0x0800, 6, 4, 2) + mac + data[38:42]
+                 + data[22:28] + data[28:32]).ljust(60, b"\0")
+        s.send(reply)
+        answered += 1
+    return {"requests": seen, "answered": answered}
+
+
 def rawrecv(iface: str, ports: list[int], timeout_s: float, ready_file: str | None) -> dict:
     s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
     s.bind((iface, 0))
@@ -182,8 +242,25 @@ def main(argv=None) -> int:
     rr.add_argument("--port", type=int, action="append", required=True)
     rr.add_argument("--timeout", type=float, default=3.0)
     rr.add_argument("--ready-file")
+    ar = sub.add_parser("arps")
+    ar.add_argument("--iface", default="eth0")
+    ar.add_argument("--count", type=int, required=True)
+    ar.add_argument("--prefix", type=int, required=True, help="second MAC byte")
+    ar.add_argument("--base-ip", required=True)
+    ar.add_argument("--target", required=True)
+    ar.add_argument("--pps", type=float, default=500.0)
+    rsp = sub.add_parser("arp-responder")
+    rsp.add_argument("--iface", default="eth0")
+    rsp.add_argument("--count", type=int, required=True)
+    rsp.add_argument("--prefix", type=int, required=True)
+    rsp.add_argument("--base-ip", required=True)
+    rsp.add_argument("--seconds", type=float, default=600.0)
     a = p.parse_args(argv)
-    if a.cmd == "recv":
+    if a.cmd == "arp-responder":
+        out = arp_responder(a.iface, a.count, a.prefix, a.base_ip, a.seconds)
+    elif a.cmd == "arps":
+        out = arps(a.iface, a.count, a.prefix, a.base_ip, a.target, a.pps)
+    elif a.cmd == "recv":
         out = recv(a.bind, a.port, a.timeout, a.ready_file)
     elif a.cmd == "send":
         out = send(a.to, a.port, a.count, a.pps)
