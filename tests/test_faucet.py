@@ -69,3 +69,15 @@ def test_a_config_faucet_refuses_names_the_file_and_reason(tmp_path):
     good.write_text("vlans: {v100: {vid: 100}}\n"
                     "dps: {sw: {dp_id: 1, interfaces: {1: {native_vlan: v100}}}}\n")
     faucet.check_config(good)
+
+
+def test_ovs_testcontroller_log_counts():
+    from drivers.lab.faucet import parse_ovs_testcontroller_log
+    log = ("2026-11-28T18:10:59Z|00001|vconn|DBG|tcp:127.0.0.1:47992: sent (Success): "
+           "OFPT_HELLO (OF1.3) (xid=0x1):\n"
+           "2026-11-28T18:11:00Z|00009|vconn|DBG|tcp:127.0.0.1:47992: received: OFPT_ERROR "
+           "(OF1.3) (xid=0x4): OFPBRC_BAD_TYPE\n"
+           "2026-11-28T18:11:01Z|00010|rconn|INFO|tcp:127.0.0.1:47992: connection closed\n")
+    c = parse_ovs_testcontroller_log(log)
+    assert (c.connects, c.ofp_errors, c.disconnects) == (1, 1, 1)
+    assert c.errors[0].startswith("OFPT_ERROR")
