@@ -62,6 +62,10 @@ class RunReporter:
                        duration_s=round(time.time() - state.started, 1),
                        profile=state.profile.name, exitstatus=int(exitstatus),
                        command=redact_command(["pytest", *sys.argv[1:]]))
+        if getattr(state, "lease", None) is not None:
+            summary["lease"] = state.lease.summary()
+        if getattr(state, "fingerprint", None):
+            summary["testbed"] = state.fingerprint
         (state.run_dir / "session.json").write_text(json.dumps(summary, indent=2))
         try:
             from reports.html import render_run_index
@@ -91,16 +95,22 @@ def start_influx_export(state) -> None:
     settings = {"url": url, "token": cfg.stash.get(INFLUX_TOKEN, "-"),
                 "org": cfg.getoption("--influx-org"), "bucket": cfg.getoption("--influx-bucket")}
     if url == "local":
-        from reports.influxd import LocalInfluxd
-        srv = LocalInfluxd(log_path=state.run_dir / "logs" / "influxd.log")
+        # its port changes every run: the spool is keyed by this name, not the URL, so the
+        # next local run replays what this one spooled
+        settings["destination"] = "local"
+        from harness.services import start_local_influxd
         try:
-            srv.start()
+            # under the supervisor, in a state folder of its own (a SIGKILLed run's server is
+            # stopped by the next run's cleanup); auth on when a token is configured
+            srv = start_local_influxd(state.run_dir.name, state.run_dir / "logs" / "influxd.log",
+                                      settings["token"])
         except Exception as e:  # records are spooled, nothing is lost; say so loudly
             print(f"[ofbench] WARNING: local influxd did not start ({e}); records will be "
                   f"spooled to reports/spool/", file=sys.stderr)
             settings["url"] = "http://127.0.0.1:1"
         else:
             state.influxd = srv
+            state.config.pluginmanager.register(_StopInfluxd(srv), "ofbench-influxd-stop")
             settings.update(srv.client_settings())
     state.influx_settings = settings
     state.influx = InfluxExporter(spool_dir=REPORTS / "spool", **settings)
@@ -109,6 +119,29 @@ def start_influx_export(state) -> None:
         print(f"[ofbench] replayed {replay.replayed} spooled record(s) to "
               f"{redact_url(settings['url'])}",
               file=sys.stderr)
+
+
+class _StopInfluxd:
+    """Stops the run's local influxd after every other session-finish step, whatever they
+    raise, and at unconfigure (pytest skips sessionfinish when sessionstart raised); the
+    reporter stops it too; stopping twice is harmless."""
+
+    def __init__(self, srv):
+        self.srv = srv
+
+    def _stop(self) -> None:
+        from harness.services import stop_local_influxd
+        stop_local_influxd(self.srv)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_sessionfinish(self, session, exitstatus):
+        try:
+            return (yield)
+        finally:
+            self._stop()
+
+    def pytest_unconfigure(self, config):
+        self._stop()
 
 
 def _nightly_trend(session, state) -> str | None:

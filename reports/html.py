@@ -367,8 +367,38 @@ def bar_chart(records: Sequence[Mapping], metric: str, out_png: Path, title: str
 
 # ---- extras API (suites call these through the harness's `results` fixture) -------------------
 
+SUITE_NAME_RE = re.compile(r"[a-z][a-z0-9_]*", re.ASCII)
+
+
+def safe_suite_name(suite: Any) -> bool:
+    """A suite name from the safe alphabet: the only ones whose extras and chart declarations
+    are read (a record's `suite` or a folder name is data, never a path)."""
+    return isinstance(suite, str) and SUITE_NAME_RE.fullmatch(suite) is not None
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    """True when `path`, symlinks resolved, lies inside `folder` (resolved)."""
+    try:
+        Path(path).resolve().relative_to(Path(folder).resolve())
+    except (ValueError, OSError, RuntimeError):
+        return False
+    return True
+
+
+def safe_run_link(run_dir: Path, value: Any) -> str | None:
+    """`value` when it is a plain relative path to a file inside the run folder (what an href
+    of the index may point at), else None: no scheme (javascript:, http:), no absolute path,
+    no .. and nothing a symlink takes outside."""
+    if not isinstance(value, str) or not re.fullmatch(r"[A-Za-z0-9._-]+(?:/[A-Za-z0-9._-]+)*",
+                                                      value, re.ASCII):
+        return None
+    if any(part in (".", "..") for part in value.split("/")):
+        return None
+    return value if _inside(Path(run_dir) / value, run_dir) else None
+
+
 def _extras_dir(run_dir: Path, suite: str) -> Path:
-    if not re.fullmatch(r"[a-z][a-z0-9_]*", suite):
+    if not safe_suite_name(suite):
         raise ValueError(f"suite name {suite!r} must match [a-z][a-z0-9_]*")
     d = Path(run_dir) / EXTRAS_DIR / suite
     d.mkdir(parents=True, exist_ok=True)
@@ -426,22 +456,29 @@ def add_table(run_dir: Path, suite: str, rows: Sequence[Mapping], title: str) ->
 
 
 def load_extras(run_dir: Path, suite: str) -> list[dict]:
-    """[{kind, file (Path), title}] in registration order, plus unregistered .png/.html."""
+    """[{kind, file (Path), title}] in registration order, plus unregistered .png/.html.
+    Only for a suite name of the safe alphabet, and only files that (symlinks resolved) lie
+    inside extras/<suite>/ of this run folder: anything else is not read."""
+    if not safe_suite_name(suite):
+        return []
     d = Path(run_dir) / EXTRAS_DIR / suite
-    if not d.is_dir():
+    if not d.is_dir() or not _inside(d, Path(run_dir) / EXTRAS_DIR):
         return []
     items, listed = [], set()
     if (d / MANIFEST).exists():
         for line in (d / MANIFEST).read_text().splitlines():
             if line.strip():
                 e = json.loads(line)
-                if (d / e["file"]).exists():
-                    items.append({**e, "file": d / e["file"]})
-                    listed.add(e["file"])
+                name = e.get("file") if isinstance(e, dict) else None
+                if (isinstance(name, str) and "/" not in name and name not in (".", "..")
+                        and (d / name).is_file() and _inside(d / name, d)):
+                    items.append({**e, "file": d / name})
+                    listed.add(name)
     # the .html fragment of a registered table is the same table: not listed twice
     listed |= {Path(f).with_suffix(".html").name for f in list(listed) if f.endswith(".json")}
     for p in sorted(d.iterdir()):
-        if p.name not in listed and p.suffix in (".png", ".html"):
+        if p.name not in listed and p.suffix in (".png", ".html") and p.is_file() \
+                and _inside(p, d):
             items.append({"kind": p.suffix[1:], "file": p, "title": p.stem})
     return items
 
@@ -532,7 +569,7 @@ def _suite_section(run_dir: Path, suite: str, records: Sequence[Mapping]) -> str
     declared_charts, chart_error = [], ""
     try:
         from reports.charts import load_suite_charts
-        declared_charts = load_suite_charts(suite) if records else []
+        declared_charts = load_suite_charts(suite) if records and safe_suite_name(suite) else []
     except ValueError as e:
         chart_error = str(e)
     if chart_error:
@@ -872,7 +909,9 @@ def render_run_index(run_dir: Path) -> Path:
     links = []
     # pytest-html writes its file after the harness renders this page: a harness run
     # (session.json present) names it, or gets the default name
-    pytest_html = session.get("pytest_html", PYTEST_HTML if session else None)
+    # (a relative path inside the run folder only: session.json is data, never a javascript:)
+    pytest_html = safe_run_link(run_dir, session.get("pytest_html", PYTEST_HTML if session
+                                                     else None))
     if pytest_html and not (run_dir / PYTEST_HTML).exists():
         links.append(f'<a href="{esc(pytest_html)}">pytest report</a>')
     for fname, label in ((PYTEST_HTML, "pytest report"), (TREND_HTML, "trend page"),

@@ -140,3 +140,94 @@ def test_folders_that_are_not_runs_are_left_alone(tmp_path, state_root):
     os.utime(state_root / "lab-emu", (old, old))
     cleanup.cleanup_stale(state_root, log=lambda m: None)
     assert keep.is_dir() and (state_root / "lab-emu" / "id_ed25519").exists()
+
+
+def test_a_private_state_root_never_takes_the_systems_live_runs_for_orphans(tmp_path):
+    """Issue 38: a process started with OFBENCH_STATE_ROOT set must still see the live runs
+    under /run/ofbench: their namespaces are not orphans."""
+    import secrets
+    while True:
+        short = secrets.token_hex(2)
+        if f"ofb-{short}-" not in _netns():
+            break
+    live = cleanup.SYSTEM_STATE_ROOT / f"run-20990101T000000Z-{short}"
+    live.mkdir(parents=True)
+    ns = f"ofb-{short}-sys"
+    try:
+        cleanup.write_owner(live, {"pid": os.getpid(),
+                                   "start_time": proc_start_time(os.getpid())})
+        subprocess.run(["ip", "netns", "add", ns], check=True)
+        private = tmp_path / "private-root"
+        private.mkdir()
+        env = {**os.environ, "OFBENCH_STATE_ROOT": str(private), "PYTHONPATH": str(REPO)}
+        out = subprocess.run([sys.executable, "-c", "from drivers.lab import cleanup; "
+                              "print(cleanup.STATE_ROOT, cleanup.SYSTEM_STATE_ROOT); "
+                              "cleanup.cleanup_stale()"],
+                             env=env, cwd=REPO, capture_output=True, text=True, check=True)
+        assert out.stdout.split()[:2] == [str(private), "/run/ofbench"], out.stdout
+        assert ns in _netns().split(), out.stdout
+    finally:
+        cleanup.delete_netns(ns)
+        import shutil
+        shutil.rmtree(live, ignore_errors=True)
+
+
+def test_an_unreadable_owner_record_is_someone_elses(tmp_path, state_root):
+    """Issue 38: an owner.json that does not read (torn, not ours) is never taken for a dead
+    run of ours: its processes live on and its folder stays."""
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        for i, text in enumerate(['{"pid": 12', "[]", '{"pid": "1"}', ""]):
+            run = state_root / f"run-20990101T00000{i}Z-c0d{i}"
+            run.mkdir()
+            (run / "owner.json").write_text(text)
+            (run / "pids.jsonl").write_text(json.dumps(
+                {"name": "sleeper", "pid": sleeper.pid,
+                 "start_time": proc_start_time(sleeper.pid)}) + "\n")
+            old = time.time() - 3600
+            os.utime(run, (old, old))
+        logged = []
+        cleanup.cleanup_stale(state_root, log=logged.append)
+        assert sleeper.poll() is None
+        assert len(list(state_root.iterdir())) == 4
+        assert sum("owner.json unreadable" in m for m in logged) == 4
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+def test_owner_record_is_written_whole_or_not_at_all(tmp_path, monkeypatch):
+    """owner.json is written to a temporary file and renamed: a writer dying mid-write leaves
+    the previous record (or none), never a torn one."""
+    cleanup.write_owner(tmp_path, {"pid": 1, "start_time": 2})
+    real_fsync = os.fsync
+
+    def die(fd):
+        raise KeyboardInterrupt  # the writer dies between write and rename
+    monkeypatch.setattr(os, "fsync", die)
+    with pytest.raises(KeyboardInterrupt):
+        cleanup.write_owner(tmp_path, {"pid": 3, "start_time": 4, "pad": "x" * 100000})
+    monkeypatch.setattr(os, "fsync", real_fsync)
+    assert json.loads((tmp_path / "owner.json").read_text()) == {"pid": 1, "start_time": 2}
+
+
+def test_only_folders_named_like_a_run_id_are_runs(tmp_path, state_root):
+    """A folder under the state root that is not exactly a run id is not cleaned."""
+    for name in ("run-mine-beef", "run-20990101T000000Z-beef.bak", "run-x-20990101T000000Z-beef"):
+        d = state_root / name
+        d.mkdir()
+        (d / "keep").write_text("x")
+        old = time.time() - 3600
+        os.utime(d, (old, old))
+    cleanup.cleanup_stale(state_root, log=lambda m: None)
+    assert len(list(state_root.iterdir())) == 3
+
+
+def test_a_lab_takes_only_run_ids_that_cleanup_recognises(tmp_path, state_root):
+    from dut.profiles.schema import parse_profile
+    from drivers.lab.local import LocalLab
+    prof = parse_profile({"schema_version": 1, "lab": {"kind": "local"},
+                          "features": ["netns"], "switch": {"kind": "ovs"}}, where="t.yaml")
+    for bad in ("run-test-abcd", "run-20990101T000000Z-abcd.influxd", "../run-20990101T000000Z-abcd"):
+        with pytest.raises(ValueError, match="run id"):
+            LocalLab(prof, bad, tmp_path / "run")

@@ -3,6 +3,7 @@ every way a lab can be unusable stops it at open with one message naming the pro
 nothing of a run is left on a host after close or after the run died."""
 import json
 import os
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -37,6 +38,11 @@ def emu(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("emu")
     run_id = f"run-20990101T000000Z-{os.getpid() % 0xffff:04x}"
     lab = EmulatedLab(_profile(tmp, lab={"emulated": True}), run_id).up()
+    # the lab's key and known_hosts live in its run's state folder; the plain SSH profiles of
+    # these tests name copies of them
+    (tmp / "keys").mkdir(exist_ok=True)
+    shutil.copy(lab.key_file, tmp / "keys" / "id")
+    shutil.copy(lab.known_hosts, tmp / "keys" / "kh")
     yield tmp, lab
     lab.down()
     assert not [ns for ns in subprocess.run(["ip", "netns", "list"], capture_output=True,
@@ -231,3 +237,59 @@ def test_a_run_on_a_workdir_without_the_marker_exits_4_naming_the_key(tmp_path):
     assert f"emu-marker.yaml: lab.hosts.switch.workdir: {wd} is not empty and has no ofbench " \
            f"marker" in out, out[-3000:]
     assert sorted(p.name for p in wd.iterdir()) == ["precious.txt"]
+
+
+def test_an_emulated_lab_never_touches_key_files_the_profile_names(tmp_path):
+    """Issue 38: an emulated profile copied from a hardware lab names that lab's key
+    (~/.ssh/ofbench_lab) and known_hosts; the emulated lab makes its own in its run's state
+    folder and neither rewrites nor deletes the named files."""
+    keys = tmp_path / "dot-ssh"
+    keys.mkdir()
+    precious = {keys / "ofbench_lab": "PRIVATE KEY of lab1\n",
+                keys / "ofbench_lab.pub": "ssh-ed25519 AAAA lab1\n",
+                keys / "known_hosts": "192.0.2.10 ssh-ed25519 AAAA\n"}
+    for p, text in precious.items():
+        p.write_text(text)
+    prof = _profile(tmp_path, host={"address": "198.18.9.2", "key_file": str(keys / "ofbench_lab")},
+                    lab={"emulated": True, "known_hosts": str(keys / "known_hosts")})
+    # through the SSH lab, as a run opens it: the hosts are reached with the lab's own key
+    remote = _open(prof, f"run-20990101T000009Z-{(os.getpid() + 7) % 0xffff:04x}", tmp_path)
+    lab = remote.emulation
+    try:
+        assert lab.key_file.parent == lab.state_dir and lab.key_file.is_file()
+        assert lab.known_hosts.parent == lab.state_dir and "198.18.9.2" in lab.known_hosts.read_text()
+        assert remote.known_hosts == str(lab.known_hosts)
+        assert remote.host("switch").run(["echo", "reached"]).stdout.strip() == "reached"
+        assert str(lab.key_file) in remote.host("switch").ssh_command()
+        assert {p: p.read_text() for p in precious} == precious
+    finally:
+        remote.close()
+    assert {p: p.read_text() for p in precious} == precious
+    assert not lab.state_dir.exists()
+
+
+def test_an_unreadable_owner_record_on_a_host_is_left_alone(emu):
+    """Issue 38: a host's run folder whose owner.json does not read is not taken for a dead
+    run of this machine: its processes and folder stay (with a warning)."""
+    tmp, _ = emu
+    lab = _open(_profile(tmp), "run-20990101T000004Z-dea4", tmp)
+    h = lab.host("switch")
+    p = h.start("bystander", ["sleep", "300"], cwd="/")
+    state = Path(h.state_dir)
+    (state / "owner.json").write_text('{"controller": "x", "pid": 4')   # torn
+    h.procs.clear()
+    if getattr(lab, "testbed_lock", None) is not None:
+        lab.testbed_lock.release()   # the testbed lock is not what this test is about
+    h.close()
+    try:
+        lab2 = _open(_profile(tmp), "run-20990101T000005Z-bee5", tmp)
+        try:
+            assert any("run-20990101T000004Z-dea4" in w and "owner.json unreadable" in w
+                       for w in lab2.warnings), lab2.warnings
+            assert state.is_dir()
+            assert subprocess.run(["kill", "-0", str(p.pid)], capture_output=True).returncode == 0
+        finally:
+            lab2.close()
+    finally:
+        subprocess.run(["kill", "-KILL", str(p.pid)], capture_output=True)
+        shutil.rmtree(state.parent, ignore_errors=True)

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.skipif(shutil.which("ovs-vswitchd") is None and
 def lab(tmp_path):
     prof = parse_profile({"schema_version": 1, "lab": {"kind": "local"}, "features": ["ovs"],
                           "switch": {"kind": "ovs"}}, where="t.yaml")
-    lab = LocalLab(prof, f"run-test-{uuid.uuid4().hex[:4]}", tmp_path / "run")
+    lab = LocalLab(prof, f"run-20990101T000000Z-{uuid.uuid4().hex[:4]}", tmp_path / "run")
     try:
         yield lab
     finally:

@@ -15,7 +15,7 @@ Sender pacing: the sender host's access link is emulated by a token bucket at --
 datagram per app per round, like per-app sockets on one NIC.
 
 CLI (run each side inside its network namespace):
-  python -m traces.wan_apps recv --scenario S.yaml --out recv.csv [--duration-s N]
+  python -m traces.wan_apps recv --scenario S.yaml --out recv.csv [--duration-s N] [--listen IP]
   python -m traces.wan_apps send --scenario S.yaml --dst IP --duration-s N --out sent.csv
 """
 from __future__ import annotations
@@ -249,14 +249,14 @@ def _big_rcvbuf(s: socket.socket, nbytes: int) -> None:
 
 
 def run_receiver(scn: Scenario, out_path: str, duration_s: float | None,
-                 ready_file: str | None = None) -> None:
+                 ready_file: str | None = None, listen: str = "127.0.0.1") -> None:
     socks = {}
     for idx, a in enumerate(scn.apps):
         s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         _big_rcvbuf(s, 16 << 20)
         s.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
         s.setsockopt(socket.IPPROTO_IP, IP_PKTINFO, 1)
-        s.bind(("0.0.0.0", a.udp_port))
+        s.bind((listen, a.udp_port))
         s.setblocking(False)
         socks[s.fileno()] = s
     names = {i + 1: a.name for i, a in enumerate(scn.apps)}
@@ -324,6 +324,8 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--out", required=True)
     r.add_argument("--duration-s", type=float, default=None)
     r.add_argument("--ready-file", default=None, help="written once the sockets are bound")
+    r.add_argument("--listen", default="127.0.0.1",
+                   help="address the receiver's sockets are bound to (default 127.0.0.1)")
     a = ap.parse_args(argv)
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGINT, _on_signal)
@@ -331,7 +333,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.cmd == "send":
         run_sender(scn, a.dst, a.duration_s, a.seed, a.access_mbps, a.out, burst_bytes=a.burst_bytes)
     else:
-        run_receiver(scn, a.out, a.duration_s, a.ready_file)
+        run_receiver(scn, a.out, a.duration_s, a.ready_file, a.listen)
     return 0
 
 

@@ -2,7 +2,7 @@
 and OVS databases. Called at the start of every run and by ``make clean-stale``.
 
 A run keeps its state in ``<STATE_ROOT>/<run-id>/`` (owner.json, pids.jsonl, netns.list and
-its sockets/OVS dbs). A run is *stale* when its owner process is gone (pid dead or recycled,
+its sockets/OVS dbs), its local InfluxDB server in ``<STATE_ROOT>/<run-id>.influxd/``. A run is *stale* when its owner process is gone (pid dead or recycled,
 checked with the kernel start time). Live runs (another pytest on this box) are left alone.
 Names are recognisable: namespaces ``ofb-<short>-<tag>``, DPDK file prefixes ``ofb<short>``,
 where <short> is the run id's last 4 hex digits.
@@ -21,16 +21,29 @@ from pathlib import Path
 
 from drivers.supervisor import proc_start_time
 
-STATE_ROOT = Path(os.environ.get("OFBENCH_STATE_ROOT", "/run/ofbench"))
-# Consulted by every cleanup, whatever root it was given, so that no cleanup takes the
-# namespaces of runs living under the default root for orphans.
-SYSTEM_STATE_ROOT = STATE_ROOT
+# The system's state root. Fixed, never taken from the environment: it is consulted by every
+# cleanup, whatever root that cleanup was given (OFBENCH_STATE_ROOT, a test's private root), so
+# that no cleanup takes the namespaces and DPDK folders of the runs living here for orphans.
+SYSTEM_STATE_ROOT = Path("/run/ofbench")
+# Where this process keeps its own runs' state (a test or a second checkout may move it).
+STATE_ROOT = Path(os.environ.get("OFBENCH_STATE_ROOT") or SYSTEM_STATE_ROOT)
 HUGE_DIR = Path(os.environ.get("OFBENCH_HUGE_DIR", "/dev/hugepages-ofbench"))
 # DPDK keeps a runtime folder per file prefix (config, fbarray, mp socket) after its process
 # exits, unless run --in-memory: a run removes its own, cleanup those of dead runs.
 DPDK_RUNTIME_DIR = Path(os.environ.get("OFBENCH_DPDK_RUNTIME_DIR", "/var/run/dpdk"))
 NETNS_RE = re.compile(r"^ofb-([0-9a-f]{4})-")
-RUN_DIR_RE = re.compile(r"^run-.*-[0-9a-f]{4}$")
+# Exactly a run id (reports.results.new_run_id), or the folder of a run's local InfluxDB server
+# (<run id>.influxd, reports/influxd.py): only such folders are runs of ours. Group 1: short.
+RUN_DIR_RE = re.compile(r"^run-[0-9]{8}T[0-9]{6}Z-([0-9a-f]{4})(?:\.influxd)?$", re.ASCII)
+RUN_ID_RE = re.compile(r"^run-[0-9]{8}T[0-9]{6}Z-[0-9a-f]{4}$", re.ASCII)
+
+
+def check_run_id(run_id: str) -> str:
+    """A lab's run id must be one cleanup recognises (else a live run's namespaces would look
+    like orphans to every other cleanup, and a dead one's state would never be removed)."""
+    if not isinstance(run_id, str) or not RUN_ID_RE.match(run_id):
+        raise ValueError(f"run id {run_id!r} is not of the form run-YYYYmmddTHHMMSSZ-<4 hex>")
+    return run_id
 DPDK_PREFIX_RE = re.compile(r"^ofb([0-9a-f]{4})")
 # Tools run outside a lab (unit tests, cls-bench) name their prefix ofb-<tool>-...-<pid>.
 DPDK_PID_PREFIX_RE = re.compile(r"^ofb-[a-z]+-(?:.*-)?(\d+)$")
@@ -43,11 +56,34 @@ def _read_json(path: Path):
         return None
 
 
+def write_owner(state_dir: Path, record: dict) -> Path:
+    """Write ``<state_dir>/owner.json`` atomically (tmp + fsync + rename): a reader sees no
+    record or a whole one, never a torn one, whenever this process dies."""
+    path = Path(state_dir) / "owner.json"
+    tmp = path.with_name(f".owner.json.{os.getpid()}.tmp")
+    with open(tmp, "w") as f:
+        f.write(json.dumps(record))
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    return path
+
+
+def owner_state(state_dir: Path) -> str:
+    """'alive', 'dead', 'missing' (no owner.json) or 'unreadable' (not a JSON object with an
+    integer pid: not a record we wrote, since we write it atomically, so someone else's)."""
+    path = state_dir / "owner.json"
+    if not path.exists():
+        return "missing"
+    owner = _read_json(path)
+    if not isinstance(owner, dict) or not isinstance(owner.get("pid"), int) \
+            or isinstance(owner.get("pid"), bool):
+        return "unreadable"
+    return "alive" if proc_start_time(owner["pid"]) == owner.get("start_time") else "dead"
+
+
 def owner_alive(state_dir: Path) -> bool:
-    owner = _read_json(state_dir / "owner.json")
-    if not owner:
-        return False
-    return proc_start_time(owner["pid"]) == owner.get("start_time")
+    return owner_state(state_dir) == "alive"
 
 
 def list_netns() -> list[str]:
@@ -170,14 +206,20 @@ def cleanup_stale(state_root: Path = STATE_ROOT, log=print) -> list[str]:
     removed: list[str] = []
     if state_root.is_dir():
         for d in sorted(state_root.iterdir()):
-            # Only run folders: others here (an emulated lab's keys and link sockets,
+            # Only run folders: others here (an emulated lab's lock and link sockets,
             # /run/ofbench/lab-emu/) belong to whoever holds them, not to a dead run.
-            if not d.is_dir() or not RUN_DIR_RE.match(d.name):
+            m = RUN_DIR_RE.match(d.name)
+            if not d.is_dir() or not m:
                 continue
-            short = d.name[-4:]
+            short = m.group(1)
             # A run writes owner.json right after creating its folder: a young folder without
-            # it is being born, not dead.
-            if owner_alive(d) or (not (d / "owner.json").exists() and _recent(d)):
+            # it is being born, not dead. An owner record that cannot be read was not written
+            # by us (we write it atomically): someone else's, never cleaned.
+            state = owner_state(d)
+            if state == "unreadable":
+                log(f"[cleanup] {d}: owner.json unreadable; not ours to judge, left alone")
+                continue
+            if state == "alive" or (state == "missing" and _recent(d)):
                 continue
             what = remove_run_state(d, short)
             if what:
@@ -189,8 +231,8 @@ def cleanup_stale(state_root: Path = STATE_ROOT, log=print) -> list[str]:
     known_shorts = set()
     for root in {Path(state_root), SYSTEM_STATE_ROOT}:
         if root.is_dir():
-            known_shorts |= {d.name[-4:] for d in root.iterdir()
-                             if d.is_dir() and RUN_DIR_RE.match(d.name)}
+            known_shorts |= {m.group(1) for d in root.iterdir()
+                             if d.is_dir() and (m := RUN_DIR_RE.match(d.name))}
     for ns in list_netns():
         m = NETNS_RE.match(ns)
         if m and m.group(1) not in known_shorts:
@@ -210,6 +252,9 @@ def cleanup_stale(state_root: Path = STATE_ROOT, log=print) -> list[str]:
             if m and proc_start_time(int(m.group(1))) is None and not dpdk_runtime_in_use(d):
                 shutil.rmtree(d, ignore_errors=True)
                 removed.append(f"DPDK runtime folder {d.name}")
+    # lab places (labgrid's coordinator) still held by dead runs of this machine
+    from drivers.lab.lease import release_dead_leases
+    removed += release_dead_leases(log=log)
     return removed
 
 

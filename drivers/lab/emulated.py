@@ -9,32 +9,39 @@ What the profile says is built, nothing more:
   * the hosts share one Ethernet segment: a bridge inside the namespace ``ofb-<short>-net``;
     this machine (the controlling side) joins it through one veth with the segment's ``.1``
     address, so the only route it gains is to the lab's own /24 inside our namespaces;
-  * the user key (``lab.hosts.<role>.key_file``) and ``lab.known_hosts`` are generated per run
-    at the paths the profile names; the folders of the links' unix sockets are created;
+  * the user key and the known_hosts file are generated per run inside the run's own state
+    folder (``<state root>/<run-id>/id_ed25519``, ``.../known_hosts``), which the SSH lab then
+    uses (``EmulatedLab.key_file`` / ``.known_hosts``). A ``key_file`` or ``lab.known_hosts``
+    the profile names is never written nor deleted: a profile copied from a hardware lab keeps
+    that lab's key (``~/.ssh/ofbench_lab``) intact. The folders of the links' unix sockets are
+    created, and only sockets in them are ever removed;
   * ``conformance.links`` are veth pairs from the tester host's namespace to the switch
     host's (the three cables os-ken's switch test tool needs).
 
 The hosts share this box's file system and CPUs: links between them are memif / vhost-user
 sockets under the paths the profile gives (a real lab has cables there instead).
 
-Only one emulated lab of a profile runs at a time (a lock file beside its keys); a run killed
+Only one emulated lab of a segment runs at a time (a lock file ``emulated-<segment>.lock`` in
+the state root, beside the run folders); a run killed
 with SIGKILL is removed by the next run's cleanup (its namespaces and sshd processes are
 recorded in ``/run/ofbench/<run-id>/``, like every local run's).
 """
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import ipaddress
-import json
 import os
 import re
 import shutil
 import socket
+import stat
 import subprocess
 from pathlib import Path
 
 from drivers.lab.base import LabError
-from drivers.lab.cleanup import STATE_ROOT, delete_netns, remove_dpdk_runtime, remove_hugepage_files
+from drivers.lab.cleanup import (STATE_ROOT, check_run_id, delete_netns, remove_dpdk_runtime,
+                                 remove_hugepage_files, write_owner)
 from drivers.supervisor import Supervisor, proc_start_time
 
 SSHD = "/usr/sbin/sshd"
@@ -102,12 +109,16 @@ def segment_of(hosts: dict, where: str) -> ipaddress.IPv4Network:
 
 class EmulatedLab:
     def __init__(self, profile, run_id: str, state_root: Path | None = None):
-        self.profile, self.run_id = profile, run_id
+        self.profile, self.run_id = profile, check_run_id(run_id)
         self.short = run_id[-4:]
         self.where = profile.path.name
         lab = profile.data["lab"]
         self.hosts: dict = lab.get("hosts") or {}
-        self.state_dir = Path(state_root or STATE_ROOT) / run_id
+        self.state_root = Path(state_root or STATE_ROOT)
+        self.state_dir = self.state_root / run_id
+        # This run's own key and host keys; never a path the profile names (see module doc).
+        self.key_file = self.state_dir / "id_ed25519"
+        self.known_hosts = self.state_dir / "known_hosts"
         self.namespaces: list[str] = []
         self.sup: Supervisor | None = None
         self._lock = None
@@ -126,27 +137,22 @@ class EmulatedLab:
         if not Path(SSHD).exists():
             raise LabError(f"{self.where}: lab.emulated: {SSHD} missing (apt-get install "
                            f"openssh-server; `make setup` does)")
-        keys = {Path(h["key_file"]).expanduser() for h in self.hosts.values() if h.get("key_file")}
-        if len(keys) != 1:
-            raise LabError(f"{self.where}: lab.hosts.*.key_file: an emulated lab's hosts share "
-                           f"one key_file (got {len(keys)})")
-        (key_file,) = keys
-        key_dir = key_file.parent
-        key_dir.mkdir(parents=True, exist_ok=True)
-        self._lock = open(key_dir / "emulated.lock", "w")
+        self.state_root.mkdir(parents=True, exist_ok=True)
+        lock = self.state_root / f"emulated-{self.net.network_address}.lock"
+        self._lock = open(lock, "w")
         try:
             fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
-            raise LabError(f"{self.where}: the emulated lab is in use by another run on this "
-                           f"box (lock {key_dir / 'emulated.lock'})") from None
+            self._lock.close()
+            self._lock = None
+            raise LabError(f"{self.where}: lab.hosts: the emulated lab on {self.net} is in use "
+                           f"by another run on this box (lock {lock})") from None
         self.state_dir.mkdir(parents=True, exist_ok=True)
-        (self.state_dir / "owner.json").write_text(json.dumps(
-            {"pid": os.getpid(), "start_time": proc_start_time(os.getpid()),
-             "run_id": self.run_id, "emulated_lab": self.profile.name}))
+        key_file = self.key_file
+        write_owner(self.state_dir, {"pid": os.getpid(), "start_time": proc_start_time(os.getpid()),
+                                     "run_id": self.run_id, "emulated_lab": self.profile.name})
         self.sup = Supervisor(self.state_dir, self.state_dir / "emulation-logs")
-        # Keys of this run: the user key and one host key per host.
-        for p in (key_file, Path(f"{key_file}.pub")):
-            p.unlink(missing_ok=True)
+        # Keys of this run, in its own state folder: the user key and one host key per host.
         _run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"ofbench-{self.run_id}",
               "-f", key_file])
         authorized = self.state_dir / "authorized_keys"
@@ -182,16 +188,10 @@ class EmulatedLab:
                                                             self.state_dir), netns=ns,
                            ready=lambda a=addr, p=port: _accepts(a, p), ready_timeout_s=15)
         self._cable_conformance()
-        known = self.profile.data["lab"].get("known_hosts")
-        if not known:
-            raise LabError(f"{self.where}: lab.known_hosts: an emulated lab names the file its "
-                           f"generated host keys are written to")
-        Path(known).parent.mkdir(parents=True, exist_ok=True)
-        Path(known).write_text("\n".join(known_lines) + "\n")
+        self.known_hosts.write_text("\n".join(known_lines) + "\n")
         for d in self._socket_dirs():
             d.mkdir(parents=True, exist_ok=True)
-            for stale in d.glob("*.sock"):
-                stale.unlink(missing_ok=True)
+            _remove_sockets(d)
 
     def _cable_conformance(self) -> None:
         """The conformance cables (profile ``conformance.links``): a veth pair per link from
@@ -237,22 +237,23 @@ class EmulatedLab:
         self.namespaces.clear()
         remove_hugepage_files(self.short)
         remove_dpdk_runtime(self.short)
+        # this run's keys and known_hosts are in its state folder and go with it
         shutil.rmtree(self.state_dir, ignore_errors=True)
         if self._lock is not None:
-            # this run's keys and link sockets go with it (the lock file, empty, stays)
-            for h in self.hosts.values():
-                if h.get("key_file"):
-                    for p in (Path(h["key_file"]).expanduser(),
-                              Path(f"{Path(h['key_file']).expanduser()}.pub")):
-                        p.unlink(missing_ok=True)
-            known = self.profile.data["lab"].get("known_hosts")
-            if known:
-                Path(known).unlink(missing_ok=True)
+            # the link sockets of this run go too (the lock file, empty, stays)
             for d in self._socket_dirs():
-                for sock in d.glob("*.sock"):
-                    sock.unlink(missing_ok=True)
+                _remove_sockets(d)
             self._lock.close()
             self._lock = None
+
+
+def _remove_sockets(d: Path) -> None:
+    """Remove the unix sockets ``*.sock`` in ``d`` (a link folder the profile names); a file
+    of another kind there is not ours and stays."""
+    for p in d.glob("*.sock"):
+        with contextlib.suppress(OSError):
+            if stat.S_ISSOCK(p.lstat().st_mode):
+                p.unlink()
 
 
 def _accepts(addr: str, port: int) -> bool:

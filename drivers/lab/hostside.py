@@ -74,14 +74,21 @@ print(json.dumps(done))
 """
 
 STALE = r"""
-import glob, json, os, sys
+import glob, json, os, re, sys
 root, role = sys.argv[1], sys.argv[2]
 out = []
 for owner in glob.glob(os.path.join(root, "run-*", role, "owner.json")):
+    if not re.fullmatch(r"run-[0-9]{8}T[0-9]{6}Z-[0-9a-f]{4}",
+                        os.path.basename(os.path.dirname(os.path.dirname(owner))), re.ASCII):
+        continue
     try:
-        out.append({"dir": os.path.dirname(owner), **json.load(open(owner))})
+        rec = json.load(open(owner))
+        if not isinstance(rec, dict) or type(rec.get("pid")) is not int:
+            raise ValueError("not an owner record")
+        out.append({"dir": os.path.dirname(owner), **rec})
     except (OSError, ValueError):
-        out.append({"dir": os.path.dirname(owner)})
+        # written atomically by us, so a record that does not read is not ours to judge
+        out.append({"dir": os.path.dirname(owner), "unreadable": True})
 print(json.dumps(out))
 """
 

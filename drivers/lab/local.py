@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import json
 import os
 import shutil
 import socket
@@ -22,7 +21,7 @@ from pathlib import Path
 
 from drivers.lab.base import LabError, check_name  # LabError re-exported: callers import it here
 from drivers.lab.cleanup import (HUGE_DIR, STATE_ROOT, delete_netns, remove_dpdk_runtime,
-                                 remove_hugepage_files)
+                                 check_run_id, remove_hugepage_files, write_owner)
 from drivers.supervisor import Supervisor, proc_start_time
 from harness.redact import redact_command, redact_text
 
@@ -84,13 +83,13 @@ class LocalLab:
 
     def __init__(self, profile, run_id: str, run_dir: Path):
         self.profile = profile
-        self.run_id = run_id
+        self.run_id = check_run_id(run_id)
         self.short = run_id[-4:]
         self.run_dir = Path(run_dir)
         self.state_dir = STATE_ROOT / run_id
         self.state_dir.mkdir(parents=True, exist_ok=True)
-        (self.state_dir / "owner.json").write_text(json.dumps(
-            {"pid": os.getpid(), "start_time": proc_start_time(os.getpid()), "run_id": run_id}))
+        write_owner(self.state_dir, {"pid": os.getpid(),
+                                     "start_time": proc_start_time(os.getpid()), "run_id": run_id})
         self.supervisor = Supervisor(self.state_dir, self.run_dir / "logs")
         self.namespaces: list[str] = []
         self.use_hugepages = "hugepages" in profile.features and hugepages_usable()

@@ -49,7 +49,8 @@ HOST_PYTHON = "/usr/bin/python3"
 # emptying a folder of the host's. Excluded from the sync, so --delete keeps it.
 WORKDIR_MARKER = ".ofbench-workdir"
 SYNC_EXCLUDES = ["/.git", "/build", "/tools", "/reports/run-*", "/reports/latest",
-                 "/reports/spool", "/traces/out", "__pycache__", "/.venv", f"/{WORKDIR_MARKER}"]
+                 "/reports/spool", "/traces/out", "__pycache__", "/.venv", "/.venv-labgrid", "/.venv-faucet",
+                 f"/{WORKDIR_MARKER}"]
 
 
 # An emulated lab's hosts keep their trees in this box's cache (dut/profiles/lab-emu*.yaml);
@@ -483,6 +484,10 @@ class RemoteHost:
         for run in stale:
             if run.get("run_id") == self.lab.run_id:
                 continue
+            if run.get("unreadable"):
+                self.lab.warnings.append(f"{self.role}: run folder {run['dir']}: owner.json "
+                                         f"unreadable; left alone")
+                continue
             if run.get("controller") not in (None, me):
                 self.lab.warnings.append(f"{self.role}: run folder {run['dir']} belongs to "
                                          f"{run.get('controller')}; left alone")
@@ -495,9 +500,11 @@ class RemoteHost:
                 self.lab.warnings.append(f"{self.role}: stale run {Path(run['dir']).parent.name}"
                                          f": removed {', '.join(done)}")
         self.run(["mkdir", "-p", str(self.state_dir / "logs")])
-        self.write_text(self.state_dir / "owner.json", json.dumps(
+        owner = self.state_dir / "owner.json"   # atomically: a dead run's reader sees it whole
+        self.write_text(f"{owner}.tmp", json.dumps(
             {"controller": me, "pid": os.getpid(), "start_time": proc_start_time(os.getpid()),
              "run_id": self.lab.run_id}))
+        self.sftp.posix_rename(f"{owner}.tmp", str(owner))
 
     def cleanup(self) -> None:
         """Everything of this run on the host: processes, DPDK folders, hugepage files, state."""
@@ -585,18 +592,25 @@ class RemoteLab:
         self.dut_build = "none"   # sha256 of the switch host's own ofswitch, once deployed
         self.trex_runtime: Path | None = None   # TRex's runtime on the generator host
         self.hosts: dict[str, RemoteHost] = {}
+        self.testbed_lock = None   # drivers/lab/testbed_lock.py, taken once the hosts are up
         try:
             if lab.get("emulated"):
                 from drivers.lab.emulated import EmulatedLab
                 self._progress("bringing up the emulated lab (a namespace with sshd per host)")
                 self.emulation = EmulatedLab(profile, run_id).up()
+                # the emulated lab's own key and host keys (in its run's state folder), never
+                # files the profile names
+                self.known_hosts = str(self.emulation.known_hosts)
             for role, spec in (lab.get("hosts") or {}).items():
+                if self.emulation is not None:
+                    spec = {**spec, "key_file": str(self.emulation.key_file)}
                 h = RemoteHost(self, role, spec)
                 h.connect(connect_timeout_s)
                 self.hosts[role] = h
             for h in self.hosts.values():
                 h.prepare()
             self._check_profile_against_hosts()
+            self._lock_testbed()
             if deploy:
                 self.deploy()
         except BaseException:
@@ -658,6 +672,16 @@ class RemoteLab:
                                        f"{link[end]!r} is not a network interface on {role} "
                                        f"({h.address})")
 
+    def _lock_testbed(self) -> None:
+        from drivers.lab.testbed_lock import TestbedLock
+        host = self.hosts.get(self.role_of("switch")) or next(iter(self.hosts.values()), None)
+        if host is None:
+            return
+        lock = TestbedLock(host, self.state_root, self.run_id, controller_id(), self.where)
+        lock.take()
+        self.testbed_lock = lock
+        self.warnings += lock.notes
+
     def deploy(self) -> None:
         from harness.paths import REPO
         for role, h in self.hosts.items():
@@ -717,6 +741,9 @@ class RemoteLab:
 
     def close(self) -> None:
         """Stop every process on every host, remove the run's state there; idempotent."""
+        if self.testbed_lock is not None:
+            self.testbed_lock.release()
+            self.testbed_lock = None
         for h in list(self.hosts.values()):
             try:
                 h.cleanup()

@@ -222,7 +222,7 @@ def parse_serial(text: str) -> GuestOutput:
             kv = _kv(body)
             out.ping_tx, out.ping_rx = int(kv.get("tx", 0)), int(kv.get("rx", 0))
         elif body.startswith("OFB-STATS"):
-            out.stats = {k: int(v) for k, v in _kv(body).items() if v.isdigit()}
+            out.stats = {k: int(v) for k, v in _kv(body).items() if v.isascii() and v.isdigit()}
         elif body.startswith("OFB-ERROR"):
             out.errors.append(body[len("OFB-ERROR"):].strip())
         elif body.startswith("OFB-DONE"):

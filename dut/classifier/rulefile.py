@@ -70,6 +70,12 @@ class RuleFile:
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
+def _decimal(text: str) -> bool:
+    """ASCII digits only: str.isdigit() also takes '²' (which int() then refuses with no
+    file:line) and '١' (which int() silently reads as 1)."""
+    return re.fullmatch(r"[0-9]+", text) is not None
+
+
 def _parse_number(text: str, bits: int) -> int | None:
     """Integer from decimal, 0x hex, MAC (6 bytes) or dotted IPv4; None if no form fits."""
     try:
@@ -112,7 +118,7 @@ def parse_rule_text(text: str, path: str = "<string>") -> RuleFile:
                     err(f"bad field name {name!r}")
                 if name in seen:
                     err(f"field {name!r} declared twice")
-                if not bits.isdigit() or int(bits) == 0 or int(bits) % 8:
+                if not _decimal(bits) or int(bits) == 0 or int(bits) % 8:
                     err(f"field {name!r}: width {bits!r} is not a positive multiple of 8 bits")
                 seen.add(name)
                 fields.append(FieldDef(name, int(bits), off))
@@ -128,7 +134,7 @@ def parse_rule_text(text: str, path: str = "<string>") -> RuleFile:
         toks = head.split()
         if not toks:
             err("missing priority")
-        if not toks[0].isdigit() or int(toks[0]) > 0xFFFFFFFF:
+        if not _decimal(toks[0]) or int(toks[0]) > 0xFFFFFFFF:
             err(f"bad priority {toks[0]!r} (0..4294967295)")
         klen = sum(f.width for f in fields)
         value, mask = bytearray(klen), bytearray(klen)
@@ -152,7 +158,7 @@ def parse_rule_text(text: str, path: str = "<string>") -> RuleFile:
                 err(f"{name}: value {vtext} does not fit in {fd.bits} bits")
             if not slash:
                 m = full
-            elif mtext.isdigit():
+            elif _decimal(mtext):
                 n = int(mtext)
                 if n > fd.bits:
                     err(f"{name}: prefix /{n} longer than {fd.bits} bits")

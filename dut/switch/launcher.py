@@ -107,7 +107,7 @@ def switch_argv(binary: str | Path, eal_args: list[str], ports: list[tuple[int, 
             vdevs += ["--vdev", spec]
             port_opts += ["--port", f"{ofport}={name}"]
         else:
-            if not spec.isdigit():
+            if not (spec.isascii() and spec.isdigit()):
                 vdevs += ["-a", spec]
             port_opts += ["--port", f"{ofport}={spec}"]
     controllers = [controller] if isinstance(controller, tuple) else list(controller)

@@ -340,3 +340,50 @@ def test_a_real_run_with_distributions_reads_well_at_1400px(tmp_path):
     if keep:
         Path(keep).mkdir(parents=True, exist_ok=True)
         shutil.copyfile(shot, Path(keep) / shot.name)
+
+
+# ---- issue 38: the index reads nothing outside the run folder and links nothing unsafe -----
+
+def test_extras_are_read_only_for_safe_suite_names_and_inside_the_run(tmp_path):
+    from reports.results import ResultWriter
+    from reports.tests.sample import BASE_PROVENANCE
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "evil.html").write_text("<script>OUTSIDE-MARKER</script>")
+    run = tmp_path / "reports" / "run-20240501T020000Z-abcd"
+    w = ResultWriter(run, BASE_PROVENANCE)
+    w.write("smoke", "ok", {"x": 1.0})
+    # a record whose suite is a path: its section is shown, nothing is read from that path
+    rec = json.loads((run / "results.jsonl").read_text())
+    rec["suite"] = "../../../outside"
+    with open(run / "results.jsonl", "a") as f:
+        f.write(json.dumps(rec) + "\n")
+    assert load_extras(run, "../../../outside") == []
+    # a symlink out of extras/<suite>/, a manifest entry naming a path, a suite folder that is
+    # a symlink out of the run
+    add_table(run, "smoke", [{"a": 1}], "a table")
+    (run / "extras" / "smoke" / "link.html").symlink_to(outside / "evil.html")
+    with open(run / "extras" / "smoke" / "manifest.jsonl", "a") as f:
+        f.write(json.dumps({"kind": "html", "file": "../../../../outside/evil.html",
+                            "title": "t"}) + "\n")
+    (run / "extras" / "wan").symlink_to(outside, target_is_directory=True)
+    assert [i["title"] for i in load_extras(run, "smoke")] == ["a table"]
+    assert load_extras(run, "wan") == []
+    text = render_run_index(run).read_text()
+    assert "OUTSIDE-MARKER" not in text
+    assert "a table" in text and "../../../outside" in text   # shown as text, escaped
+
+
+@pytest.mark.parametrize("value,linked", [
+    ("javascript:alert(1)", False), ("JaVaScRiPt:alert(1)", False), ("http://x/p.html", False),
+    ("/etc/passwd", False), ("../other-run/pytest.html", False), ("a/../../x.html", False),
+    ('p.html" onclick="x', False), ("html/pytest-report.html", True)])
+def test_the_pytest_html_link_is_a_relative_path_inside_the_run(tmp_path, value, linked):
+    run = tmp_path / "run-20240501T020000Z-abcd"
+    run.mkdir()
+    (run / "session.json").write_text(json.dumps({"passed": 1, "pytest_html": value}))
+    text = render_run_index(run).read_text()
+    hrefs = re.findall(r'href="([^"]*)"', text)
+    assert ("html/pytest-report.html" in hrefs) == linked
+    assert not any(h.lower().startswith(("javascript", "http", "/", "..")) for h in hrefs), hrefs
+    assert "onclick" not in text

@@ -30,6 +30,8 @@ def test_rfc3339_to_ns_is_exact():
         dt.datetime(2024, 5, 1, 2, 3, 4, tzinfo=dt.timezone.utc).timestamp()) * 10 ** 9
     with pytest.raises(ValueError):
         rfc3339_to_ns("2024-05-01T02:03:04+02:00")
+    with pytest.raises(ValueError, match="bad fraction"):   # '²'.isdigit() is True
+        rfc3339_to_ns("2024-05-01T02:03:04.1\u00b2Z")
 
 
 def test_record_to_point_parts(tmp_path):
@@ -83,7 +85,8 @@ def test_down_or_bad_url_spools_with_a_warning_naming_the_spool(tmp_path, url):
     w = ResultWriter(tmp_path / "run", BASE_PROVENANCE)
     recs = _records(w, 3, T0)
     exp = InfluxExporter(url.format(port=_closed_port()), spool_dir=tmp_path / "spool")
-    with pytest.warns(InfluxSpoolWarning, match=str(tmp_path / "spool" / "influx-spool.jsonl")):
+    with pytest.warns(InfluxSpoolWarning,
+                      match=re.escape(str(tmp_path / "spool")) + r"/influx-spool-[0-9a-f]{16}\.jsonl"):
         res = exp.export(recs)
     assert res.spooled == 3 and res.sent == 0 and res.error
     spooled = [json.loads(x) for x in exp.spool_path.read_text().splitlines()]
@@ -189,7 +192,7 @@ def test_spool_and_replay_against_real_influxd(tmp_path, influxd):
 
     influxd.kill()  # a crash: the next export cannot reach it
     second = _records(w, 4, T0 + dt.timedelta(minutes=1), suite="throughput")
-    with pytest.warns(InfluxSpoolWarning, match="influx-spool.jsonl"):
+    with pytest.warns(InfluxSpoolWarning, match=r"influx-spool-[0-9a-f]{16}\.jsonl"):
         res = exp.export(second)
     assert (res.sent, res.spooled) == (0, 4)
     assert exp.spooled_count() == 4
@@ -294,3 +297,130 @@ def test_bad_data_is_rejected_alone_and_kept(tmp_path, influxd):
     assert kept[0]["record"] == bad and "HTTP 400" in kept[0]["reason"]
     assert len(_count_and_values(influxd, "smoke")) == 3
     assert not exp.spool_path.exists()
+
+
+# ---- issue 38: a spool that cannot lose or misroute -----------------------------------------
+
+def test_a_torn_last_line_does_not_swallow_the_next_record(tmp_path):
+    w = ResultWriter(tmp_path / "run", BASE_PROVENANCE)
+    a, b, c = _records(w, 3, T0)
+    exp = InfluxExporter(f"http://127.0.0.1:{_closed_port()}", spool_dir=tmp_path / "spool")
+    with pytest.warns(InfluxSpoolWarning):
+        exp.export([a])          # the server is down: exports now spool without the network
+    with open(exp.spool_path, "a") as f:
+        f.write(json.dumps(b)[:40])      # another writer died mid-write
+    assert exp.export([c]).spooled == 1
+    with pytest.warns(InfluxSpoolWarning, match="1 unreadable spool line"):
+        assert exp._read_spool() == [a, c]
+    assert json.loads(exp.corrupt_path.read_text())["line"] == json.dumps(b)[:40]
+    # a line torn just before its newline is a whole record again
+    with open(exp.spool_path, "a") as f:
+        f.write(json.dumps(b))
+    exp.export([a])
+    assert exp._read_spool() == [a, c, b, a]
+
+
+def test_corrupt_lines_are_moved_once_and_the_spool_rewritten(tmp_path):
+    exp = InfluxExporter(f"http://127.0.0.1:{_closed_port()}", spool_dir=tmp_path)
+    exp.spool_path.write_text('{"torn": \nnot json either\n')
+    with pytest.warns(InfluxSpoolWarning, match="2 unreadable spool line"):
+        exp.replay_spool()
+    assert not exp.spool_path.exists()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", InfluxSpoolWarning)
+        exp.replay_spool()
+        exp.replay_spool()
+    assert len(exp.corrupt_path.read_text().splitlines()) == 2
+
+
+def test_one_spool_per_destination_and_no_credentials_in_it(tmp_path):
+    """Records spooled for one server+bucket are never replayed into another; the URL's and
+    the token's credentials are in no file of the spool dir and in no message."""
+    spool = tmp_path / "spool"
+    w = ResultWriter(tmp_path / "run", BASE_PROVENANCE)
+    port = _closed_port()
+    nightly = InfluxExporter(f"http://nightly:pw-s3cret@127.0.0.1:{port}/", token="tok-s3cret",
+                             bucket="ofbench/autogen", spool_dir=spool)
+    with pytest.warns(InfluxSpoolWarning) as caught:
+        nightly.export(_records(w, 2, T0))
+    assert "s3cret" not in " ".join(str(m.message) for m in caught)
+    same = InfluxExporter(f"http://other:pw2@127.0.0.1:{port}", bucket="ofbench/autogen",
+                          spool_dir=spool)
+    assert same.spool_path == nightly.spool_path      # credentials do not make a destination
+    for other in (InfluxExporter(f"http://127.0.0.1:{port}", bucket="dev/autogen",
+                                 spool_dir=spool),
+                  InfluxExporter(f"http://127.0.0.1:{_closed_port()}", spool_dir=spool)):
+        assert other.spool_path != nightly.spool_path and other.spooled_count() == 0
+    assert nightly.spooled_count() == 2
+    for f in spool.iterdir():
+        assert "s3cret" not in f.name and "s3cret" not in f.read_text(errors="replace"), f
+    dest = json.loads(nightly.spool_path.with_name(
+        nightly.spool_path.name.replace(".jsonl", ".dest.json")).read_text())
+    assert dest == {"url": f"http://127.0.0.1:{port}", "bucket": "ofbench/autogen"}
+
+
+def test_ctrl_c_inside_a_send_keeps_the_record(tmp_path):
+    w = ResultWriter(tmp_path / "run", BASE_PROVENANCE)
+    recs = _records(w, 3, T0)
+    exp = InfluxExporter("http://127.0.0.1:1", spool_dir=tmp_path)
+
+    def interrupted(batch):
+        raise KeyboardInterrupt
+    exp._send = interrupted
+    with pytest.raises(KeyboardInterrupt):
+        exp.export(recs)
+    assert exp._read_spool() == recs
+
+
+def test_a_legacy_spool_of_unknown_destination_is_left_alone(tmp_path, caplog):
+    (tmp_path / "influx-spool.jsonl").write_text('{"suite": "x"}\n')
+    exp = InfluxExporter(f"http://127.0.0.1:{_closed_port()}", spool_dir=tmp_path)
+    assert "destination is unknown" in caplog.text
+    assert exp.spooled_count() == 0
+    assert (tmp_path / "influx-spool.jsonl").read_text() == '{"suite": "x"}\n'
+
+
+# ---- issue 38: the local server with auth when a token is set -----------------------------
+
+def test_with_a_token_the_local_server_requires_it_and_keeps_it_out_of_files(tmp_path):
+    import urllib.error
+    from pathlib import Path
+    from reports.influxd import token_auth
+    auth = token_auth("ofb:pw-s3cret")
+    srv = LocalInfluxd(data_dir=tmp_path / "db", flux_enabled=False, auth=auth)
+    with srv:
+        assert "auth-enabled = true" in srv.config_path.read_text()
+        for f in [srv.config_path, srv.log_path]:
+            assert "s3cret" not in f.read_text(), f
+        cmdline = Path(f"/proc/{srv.pid}/cmdline").read_bytes()
+        assert b"s3cret" not in cmdline
+        with pytest.raises(urllib.error.HTTPError) as e:
+            srv.query("SHOW DATABASES", use_auth=False)
+        assert e.value.code == 401
+        w = ResultWriter(tmp_path / "run", BASE_PROVENANCE)
+        no_token = {**srv.client_settings(), "token": "-"}
+        with pytest.warns(InfluxSpoolWarning, match="HTTP 401"):
+            assert InfluxExporter(**no_token, spool_dir=tmp_path / "s1").export(
+                _records(w, 1, T0)).spooled == 1
+        assert InfluxExporter(**srv.client_settings(), spool_dir=tmp_path / "s2").export(
+            _records(w, 2, T0)).sent == 2
+    for bad in ("justatoken", ":pw", 'us"er:pw'):
+        with pytest.raises(Exception, match="user"):
+            token_auth(bad)
+    assert token_auth("-") is None
+
+
+def test_a_server_whose_url_changes_keeps_one_spool_by_its_destination_name(tmp_path, influxd):
+    """The local influxd takes a free port each run: records spooled while it was down are
+    replayed by the next run's exporter, whose URL differs."""
+    w = ResultWriter(tmp_path / "run", BASE_PROVENANCE)
+    down = InfluxExporter(f"http://127.0.0.1:{_closed_port()}", bucket=influxd.bucket,
+                          spool_dir=tmp_path, destination="local")
+    with pytest.warns(InfluxSpoolWarning):
+        down.export(_records(w, 3, T0))
+    assert InfluxExporter(f"http://127.0.0.1:{_closed_port()}", bucket=influxd.bucket,
+                          spool_dir=tmp_path).spooled_count() == 0   # by URL: another spool
+    up = InfluxExporter(**influxd.client_settings(), spool_dir=tmp_path, destination="local")
+    assert up.spool_path == down.spool_path
+    assert up.replay_spool().replayed == 3
+    assert len(_count_and_values(influxd, "smoke")) == 3

@@ -243,8 +243,11 @@ def _start_remote(lab, sh: _Shard, kind: str, interval_s: int, workers: int,
                    "rx-vlan-stag-hw-parse", "off", "tx-vlan-stag-hw-insert", "off"], check=False)
     env = {"PYTHONPATH": str(tester_host.workdir), "PYTHONUNBUFFERED": "1"}
     envv = [f"{k}={v}" for k, v in env.items()]
+    # the tool listens on the tester host's lab address (what the switch host reaches), not
+    # on every address of the host; the tester OVS beside it connects there too
+    listen = tester_host.address
     port = int(tester_host.run(["env", *envv, tester_host.python, "-m", "suites.conformance.runner",
-                                "free-port"]).stdout.split()[-1])
+                                "free-port", listen]).stdout.split()[-1])
     test_dir = Path(tester_host.state_dir) / f"{sh.tag}-of13"
     tester_host.run(["env", *envv, tester_host.python, "-m", "suites.conformance.runner",
                      "link-test-dir", str(test_dir)], input="\n".join(sh.files) + "\n")
@@ -252,7 +255,7 @@ def _start_remote(lab, sh: _Shard, kind: str, interval_s: int, workers: int,
     sh.started.append(tester)
     tester.start()
     tester.vsctl("--no-wait", "set", "Open_vSwitch", ".", "other_config:flow-limit=0")
-    tester.add_bridge("brtester", dpid=TESTER_DPID, controller=f"tcp:127.0.0.1:{port}")
+    tester.add_bridge("brtester", dpid=TESTER_DPID, controller=f"tcp:{listen}:{port}")
     for i in (1, 2, 3):
         tester.add_port("brtester", tif[i], ofport=i)
     sw = start_switch(lab, "ofbench", name=f"{sh.tag}-ofswitch", host=sw_host,
@@ -261,7 +264,7 @@ def _start_remote(lab, sh: _Shard, kind: str, interval_s: int, workers: int,
                       workers=workers, lookup=lookup, idle_sleep_us=200)
     sh.started.append(sw)
     sh.proc = tester_host.start(f"{sh.tag}-tool", tester_argv(port, test_dir, interval_s,
-                                                                 "0.0.0.0", tester_host.python),
+                                                                 listen, tester_host.python),
                                 cwd=tester_host.workdir, env=env)
     sh.started.append(sh.proc)
 
@@ -307,13 +310,15 @@ def _start_shard(lab, sh: _Shard, kind: str, interval_s: int, workers: int, look
         lab.add_veth(ns, ca, ns_target, cb)
         lab.netns_exec(ns, ["ip", "addr", "add", f"{CTL_TOOL_IP}/30", "dev", ca])
         lab.netns_exec(ns_target, ["ip", "addr", "add", f"{CTL_TARGET_IP}/30", "dev", cb])
-        listen_host, ctl_host = "0.0.0.0", CTL_TOOL_IP
+        # the tool listens on its end of the control veth only; the tester OVS beside it
+        # connects there too
+        listen_host = ctl_host = CTL_TOOL_IP
     test_dir = link_test_dir(Path(lab.state_dir) / f"{tag}-of13", sh.files)
     tester = OvsInstance(lab, f"{tag}-tester", netns=ns)
     started.append(tester)
     tester.start()
     tester.vsctl("--no-wait", "set", "Open_vSwitch", ".", "other_config:flow-limit=0")
-    tester.add_bridge("brtester", dpid=TESTER_DPID, controller=f"tcp:127.0.0.1:{port}")
+    tester.add_bridge("brtester", dpid=TESTER_DPID, controller=f"tcp:{listen_host}:{port}")
     for i in (1, 2, 3):
         tester.add_port("brtester", tif[i], ofport=i)
     if kind == "ofbench":
@@ -369,18 +374,19 @@ def _write_counters(lab, path: Path, ns, ns_target, tif, sif, tester, stats_sock
 
 
 def _main(argv: list[str]) -> int:
-    """Helpers the lab runs on a tester host: ``free-port`` (a free TCP port) and
-    ``link-test-dir DEST`` (the of13 files named on stdin, linked under DEST)."""
-    if argv[:1] == ["free-port"]:
+    """Helpers the lab runs on a tester host: ``free-port [ADDR]`` (a TCP port free on ADDR,
+    default 127.0.0.1) and ``link-test-dir DEST`` (the of13 files named on stdin, linked under
+    DEST)."""
+    if argv[:1] == ["free-port"] and len(argv) <= 2:
         import socket
         with socket.socket() as s:
-            s.bind(("", 0))
+            s.bind((argv[1] if len(argv) == 2 else "127.0.0.1", 0))
             print(s.getsockname()[1])
         return 0
     if argv[:1] == ["link-test-dir"] and len(argv) == 2:
         link_test_dir(Path(argv[1]), [line for line in sys.stdin.read().split() if line])
         return 0
-    print("usage: python -m suites.conformance.runner free-port | link-test-dir DEST < files",
+    print("usage: python -m suites.conformance.runner free-port [ADDR] | link-test-dir DEST < files",
           file=sys.stderr)
     return 2
 

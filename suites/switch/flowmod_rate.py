@@ -386,7 +386,7 @@ def run_one_remote(lab, kind: str, plan: Plan, tag: str, progress=print,
                         "--singles", str(plan.singles),
                         "--nonstrict-singles", str(plan.nonstrict_singles),
                         "--stats-reps", str(plan.stats_reps), "--port-file", str(port_file),
-                        "--out", str(out)],
+                        "--out", str(out), "--listen", addr],
                        cwd=ctl.workdir, env=env, ready=lambda: ctl.exists(port_file),
                        ready_timeout_s=120)
     stops: list = []
@@ -421,7 +421,8 @@ def run_flowmod_bench(lab, n_flows: int, kinds=("ofbench", "ovs"), progress=prin
 
 def client(argv: list[str]) -> int:
     """``python -m suites.switch.flowmod_rate client --kind K --flows N ... --port-file F
-    --out J``: listen on every address, write the port to F, take one switch's connection,
+    --out J [--listen ADDR]``: listen on ADDR (127.0.0.1, or the lab address the switch host
+    reaches, never every address), write the port to F, take one switch's connection,
     measure it (``null``: the sender ceiling), write the result as JSON to J."""
     import argparse
     import json
@@ -435,11 +436,13 @@ def client(argv: list[str]) -> int:
     p.add_argument("--port-file", required=True)
     p.add_argument("--out", required=True)
     p.add_argument("--accept-timeout", type=float, default=120)
+    p.add_argument("--listen", default="127.0.0.1", help="address to listen on (default "
+                   "127.0.0.1; on a lab the controller address the switch connects to)")
     a = p.parse_args(argv)
     plan = Plan(a.flows, a.bulk_reps, a.singles, a.nonstrict_singles, a.stats_reps).build()
     ls = socket.socket()
     ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    ls.bind(("0.0.0.0", 0))
+    ls.bind((a.listen, 0))
     ls.listen(4)
     tmp = Path(a.port_file + ".tmp")
     tmp.write_text(str(ls.getsockname()[1]))

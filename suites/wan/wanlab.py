@@ -275,7 +275,7 @@ def run_traffic(topo: WanTopo, scenario_file: str, duration_s: float, seed: int,
     env = {"PYTHONPATH": str(REPO)}
     rproc = lab.supervisor.start(f"wan-recv-{tag}", [py, "-m", "traces.wan_apps", "recv", "--scenario",
                                                      scenario_file, "--out", str(recv_csv),
-                                                     "--ready-file", str(ready)],
+                                                     "--ready-file", str(ready), "--listen", RCV_IP],
                                  netns=topo.ns["wrcv"], env=env, cwd=REPO, ready=ready.exists)
     try:
         topo.wanem.reset()

@@ -60,6 +60,14 @@ BAD = [
     (HDR + "1 ip=10.0.0.1/8 -> x\n", 2, "outside mask"),
     (HDR + "1 ip=300.0.0.0 -> x\n", 2, "bad value"),
     ("# only a comment\n", 0, "no 'fields'"),
+    # issue 38: str.isdigit() takes these; they are refused with the file and line
+    ("fields a:8\u00b2\n", 1, "multiple of 8"),
+    ("fields a:\u0668\n", 1, "multiple of 8"),
+    (HDR + "\u00b2 a=1 -> x\n", 2, "bad priority"),
+    (HDR + "\u0661 a=1 -> x\n", 2, "bad priority"),
+    (HDR + "1 ip=10.0.0.0/\u00b2 -> x\n", 2, "bad mask"),
+    (HDR + "1 ip=10.0.0.0/\u0668 -> x\n", 2, "bad mask"),
+    (HDR + "1 a=\u00b9 -> x\n", 2, "bad value"),
 ]
 
 
