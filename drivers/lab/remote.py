@@ -49,8 +49,8 @@ HOST_PYTHON = "/usr/bin/python3"
 # emptying a folder of the host's. Excluded from the sync, so --delete keeps it.
 WORKDIR_MARKER = ".ofbench-workdir"
 SYNC_EXCLUDES = ["/.git", "/build", "/tools", "/reports/run-*", "/reports/latest",
-                 "/reports/spool", "/traces/out", "__pycache__", "/.venv", "/.venv-labgrid", "/.venv-faucet",
-                 f"/{WORKDIR_MARKER}"]
+                 "/reports/spool", "/traces/out", "__pycache__", "/.venv", "/.venv-labgrid",
+                 "/.venv-faucet", f"/{WORKDIR_MARKER}"]
 
 
 # An emulated lab's hosts keep their trees in this box's cache (dut/profiles/lab-emu*.yaml);
