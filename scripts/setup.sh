@@ -4,6 +4,7 @@
 #   1. apt packages (DPDK 22.11, OVS, QEMU, Chromium, ...)   -- skipped when all are installed
 #   2. .venv with exactly requirements.lock                    -- skipped when the lock is unchanged
 #      and .venv-labgrid with exactly requirements-labgrid.lock (labgrid's coordinator/client)
+#   2b. .venv-faucet with exactly requirements-faucet.lock (FAUCET, suites/interop) -- likewise
 #   3. meson/ninja build of every C part into build/           -- ninja is incremental
 #      and the switch's sanitizer build (clang, ASan+UBSan, the agent fuzzer) into build-san/
 #   4. 2 MB hugepages + a hugetlbfs mount at /dev/hugepages-ofbench (warn and fall back to --no-huge)
@@ -22,6 +23,7 @@ APT_PACKAGES=(
   qemu-utils busybox-static chromium iproute2 iputils-ping tcpdump iperf3 python3-venv python3-dev
   procps psmisc ethtool cpio kmod golang-go openssh-server openssh-client rsync
   clang-14 libclang-rt-14-dev llvm-14
+  openvswitch-testcontroller
 )
 
 # ---- 1. apt ----------------------------------------------------------------------------------
@@ -29,6 +31,8 @@ installed=$(bash scripts/host_setup.sh apt "${APT_PACKAGES[@]}" 2> >(sed 's/^\[h
 if [[ -n $installed ]]; then
   # We start OVS by hand with our own dirs per run; the distro service must not hold the db.
   systemctl disable --now openvswitch-switch >/dev/null 2>&1 || true
+  # suites/interop starts ovs-testcontroller itself; the distro service must not listen
+  systemctl disable --now openvswitch-testcontroller >/dev/null 2>&1 || true
   # openssh-server is here for the emulated lab, whose hosts run sshd of their own in their
   # namespaces; a freshly installed distro sshd must not listen on this box's addresses.
   if grep -qx openssh-server <<<"$installed"; then
@@ -64,6 +68,20 @@ if [[ ! -x .venv-labgrid/bin/python || ! -f $stamp || "$(cat $stamp)" != "$want"
   echo "$want" > $stamp
 else
   say "venv: .venv-labgrid up to date"
+fi
+
+# ---- 2b. FAUCET's venv (suites/interop) ------------------------------------------------------
+# FAUCET 1.10.12 pins os_ken==3.1.0 (ours is 4.2.2): it gets a venv of its own.
+stamp=.venv-faucet/.lock-sha256
+want=$(sha256sum requirements-faucet.lock | cut -d' ' -f1)
+if [[ ! -x .venv-faucet/bin/faucet || ! -f $stamp || "$(cat $stamp)" != "$want" ]]; then
+  say "venv-faucet: creating .venv-faucet from requirements-faucet.lock"
+  rm -rf .venv-faucet
+  $PY -m venv .venv-faucet
+  .venv-faucet/bin/pip install -q --disable-pip-version-check --no-deps -r requirements-faucet.lock
+  echo "$want" > $stamp
+else
+  say "venv-faucet: up to date"
 fi
 
 # ---- 3. C builds -----------------------------------------------------------------------------

@@ -50,7 +50,7 @@ HOST_PYTHON = "/usr/bin/python3"
 WORKDIR_MARKER = ".ofbench-workdir"
 SYNC_EXCLUDES = ["/.git", "/build", "/tools", "/reports/run-*", "/reports/latest",
                  "/reports/spool", "/traces/out", "__pycache__", "/.venv", "/.venv-labgrid",
-                 f"/{WORKDIR_MARKER}"]
+                 "/.venv-faucet", f"/{WORKDIR_MARKER}"]
 
 
 # An emulated lab's hosts keep their trees in this box's cache (dut/profiles/lab-emu*.yaml);

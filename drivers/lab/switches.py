@@ -242,3 +242,84 @@ def start_controller(lab, name: str, app: str | list[str], *, netns: str | None,
                       env={"PYTHONPATH": str(host.workdir), "PYTHONUNBUFFERED": "1"},
                       ready=lambda: host.exists(ready), ready_timeout_s=ready_timeout_s)
     return proc, port
+
+
+def start_faucet(lab, name: str, config: str, *, netns: str | None, port: int | None = None,
+                 ready_timeout_s: float = 30.0, check: bool = True):
+    """Start FAUCET (drivers/lab/faucet.py) with the YAML ``config`` (its text) on this box's
+    controller host, listening on 127.0.0.1:``port`` (default: a free port) inside ``netns``;
+    returns a :class:`drivers.lab.faucet.FaucetProcess` once the OpenFlow listener is bound.
+
+    The config is checked with FAUCET's own parser first (``check``): a config FAUCET refuses
+    raises FaucetError naming the file and FAUCET's reason, before anything starts. Its files
+    (config, FAUCET_LOG, FAUCET_EXCEPTION_LOG) go to the test's log folder; Prometheus binds
+    127.0.0.1 inside ``netns``."""
+    from drivers.lab.faucet import (FaucetError, FaucetProcess, check_config,
+                                    faucet_available, faucet_venv, listening_in_netns_of)
+    if is_remote(lab):
+        raise FaucetError("FAUCET runs on a local lab only so far (its venv is not synced to "
+                          "lab hosts)")
+    why = faucet_available()
+    if why:
+        raise FaucetError(why)
+    logs = Path(lab.supervisor.log_dir)
+    logs.mkdir(parents=True, exist_ok=True)
+    cfg = logs / f"{name}.yaml"
+    cfg.write_text(config)
+    if check:
+        check_config(cfg)
+    port = port or lab.free_tcp_port()
+    prom_port = lab.free_tcp_port()
+    log, exc_log = logs / f"{name}.faucet.log", logs / f"{name}.exception.log"
+    venv = faucet_venv()
+    env = {"FAUCET_CONFIG": str(cfg), "FAUCET_LOG": str(log),
+           "FAUCET_EXCEPTION_LOG": str(exc_log),
+           "FAUCET_PROMETHEUS_ADDR": "127.0.0.1", "FAUCET_PROMETHEUS_PORT": str(prom_port),
+           # FAUCET's launcher execs `osken-manager` from PATH: its venv's, not ours
+           "PATH": f"{venv / 'bin'}:{os.environ.get('PATH', '/usr/bin:/bin')}",
+           "PYTHONUNBUFFERED": "1"}
+    # os-ken's settings from our own file: else FAUCET reads /etc/faucet/ryu.conf if the box
+    # has one (FAUCET's sdist build writes it there when run as root); the values are the ones
+    # FAUCET ships (an echo every 3 s, the channel down after 5 unanswered)
+    osken_conf = logs / f"{name}.os_ken.conf"
+    osken_conf.write_text("[DEFAULT]\necho_request_interval=3\n"
+                          "maximum_unreplied_echo_requests=5\n")
+    argv = [str(venv / "bin" / "faucet"), f"--ryu-config-file={osken_conf}",
+            "--ryu-ofp-listen-host=127.0.0.1", f"--ryu-ofp-tcp-listen-port={port}"]
+
+    def ready() -> bool:  # the supervisor records the process before it awaits readiness
+        p = next((p for p in lab.supervisor.procs if p.name == name and p.alive()), None)
+        return p is not None and listening_in_netns_of(p.pid, port)
+
+    proc = lab.start(name, argv, netns=netns, env=env, cwd=str(logs), ready=ready,
+                     ready_timeout_s=ready_timeout_s)
+    return FaucetProcess(lab, name, proc, port, prom_port, cfg, log, exc_log, netns)
+
+
+OVS_TESTCONTROLLER = "/usr/bin/ovs-testcontroller"
+
+
+def start_ovs_testcontroller(lab, name: str, *, netns: str | None, port: int | None = None,
+                             ready_timeout_s: float = 15.0):
+    """Start Open vSwitch's test controller (Debian ``openvswitch-testcontroller``: an L2
+    learning controller in C, nobody here wrote it) on 127.0.0.1:``port`` inside ``netns``,
+    OpenFlow 1.3 only, every OpenFlow message it sends and receives in its log (vconn:dbg,
+    so OFPT_ERRORs can be counted); returns ``(proc, port)`` once it listens."""
+    from drivers.lab.faucet import FaucetError, listening_in_netns_of
+    if is_remote(lab):
+        raise FaucetError("ovs-testcontroller runs on a local lab only so far")
+    if not Path(OVS_TESTCONTROLLER).exists():
+        raise FaucetError(f"{OVS_TESTCONTROLLER} missing: apt package openvswitch-testcontroller"
+                          f" (scripts/setup.sh installs it)")
+    port = port or lab.free_tcp_port()
+    # its control socket in the run's state folder, not /var/run/openvswitch
+    argv = [OVS_TESTCONTROLLER, "-O", "OpenFlow13", "--no-chdir",
+            f"--unixctl={Path(lab.state_dir) / (name + '.ctl')}", "-vconsole:info",
+            "-vvconn:console:dbg", "-vrconn:console:info", f"ptcp:{port}:127.0.0.1"]
+
+    def ready() -> bool:
+        p = next((p for p in lab.supervisor.procs if p.name == name and p.alive()), None)
+        return p is not None and listening_in_netns_of(p.pid, port)
+
+    proc = lab.start(name, argv, netns=netns, ready=ready, ready_timeout_s=ready_timeout_s)
+    return proc, port

@@ -1,0 +1,160 @@
+"""FAUCET's pipeline as a workload (issue 41 part 2): the flows FAUCET installs for a routed
+two-VLAN network with N learned hosts per VLAN, replayed into the switch pipeline bench
+(suites/switch/pipeline.py) for ofbench and OVS-DPDK.
+
+Recording: FAUCET runs a network on ofbench (port 1: VLAN 100, 10.100.0.0/16; port 2: VLAN
+200, 10.200.0.0/16; its router between them, VIPs .255.254) through suites/interop/ofrelay.py,
+which keeps every FLOW_MOD FAUCET sends. N hosts on each port ARP for their VIP (a raw socket
+in the host's namespace): FAUCET learns each (eth_src, eth_dst flows) and adds its /32 route
+(ipv4_fib: set eth_src/eth_dst, set vlan_vid, dec TTL). Replayed in order into a fresh switch,
+the recording rebuilds FAUCET's tables: vlan (push tag), eth_src, ipv4_fib, vip, eth_dst (pop
+tag, output), flood.
+
+Feed: 64 B UDP frames from VLAN-100 hosts to VLAN-200 hosts through the router (eth_dst =
+FAUCET's MAC), each pair once per pass: every frame crosses vlan -> eth_src -> ipv4_fib ->
+eth_dst with push VLAN, two set-fields, set VLAN, dec TTL and pop VLAN, out port 2 (the bench's
+sink).
+"""
+from __future__ import annotations
+
+import random
+import re
+import socket
+import struct
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from suites.interop import configs
+from suites.interop.udp_probe import host_addr, host_mac
+from suites.switch.pipeline import Workload, _csum
+
+FAUCET_MAC = bytes.fromhex("0e0000000001")  # FAUCET's default faucet_mac
+V100_BASE, V200_BASE = "10.100.0.1", "10.200.0.1"
+V100_VIP, V200_VIP = "10.100.255.254", "10.200.255.254"
+PREFIX = {1: 0x01, 2: 0x02}  # host MACs 0e:01:..., 0e:02:...
+
+
+def config(n_hosts: int) -> str:
+    cfg = configs.vlans({1: "v100", 2: "v200"}, vids={"v100": 100, "v200": 200},
+                        vips={"v100": "10.100.255.254/16", "v200": "10.200.255.254/16"},
+                        route=True)
+    import yaml
+    d = yaml.safe_load(cfg)
+    for v in d["vlans"].values():  # FAUCET's defaults: 256 per VLAN, 255 per port
+        v["max_hosts"] = n_hosts + 16
+    for i in d["dps"]["sw"]["interfaces"].values():
+        i["max_hosts"] = n_hosts + 16
+    return yaml.safe_dump(d, sort_keys=False)
+
+
+def split(blob: bytes) -> list[bytes]:
+    out, i = [], 0
+    while i + 8 <= len(blob):
+        n = struct.unpack("!H", blob[i + 2:i + 4])[0]
+        out.append(blob[i:i + n])
+        i += n
+    return out
+
+
+def table_counts(msgs: list[bytes]) -> dict[int, int]:
+    """FLOW_MOD adds per table (command OFPFC_ADD = 0) in a recording."""
+    out: dict[int, int] = {}
+    for m in msgs:
+        if m[1] == 14 and m[25] == 0:
+            out[m[24]] = out.get(m[24], 0) + 1
+    return dict(sorted(out.items()))
+
+
+def routed_frame(i: int, j: int, seq: int) -> bytes:
+    """64 B (60 + FCS) UDP frame from VLAN-100 host i to VLAN-200 host j via FAUCET's router."""
+    payload = struct.pack("!I", seq).ljust(18, b"\0")
+    udp = struct.pack("!HHHH", 1024 + (seq & 0x3FFF), 9000, 8 + len(payload), 0) + payload
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), seq & 0xFFFF, 0, 64, 17, 0,
+                     socket.inet_aton(host_addr(V100_BASE, i)),
+                     socket.inet_aton(host_addr(V200_BASE, j)))
+    ip = ip[:10] + struct.pack("!H", _csum(ip)) + ip[12:]
+    return FAUCET_MAC + host_mac(PREFIX[1], i) + b"\x08\x00" + ip + udp
+
+
+@dataclass(frozen=True)
+class FaucetWorkload(Workload):
+    """A pipeline Workload whose flows are FAUCET's recording (``msgs``), replayed in order,
+    and whose frames are routed VLAN 100 -> VLAN 200 between the recorded hosts."""
+    msgs: tuple = ()
+    n_hosts: int = 0
+
+    @property
+    def rewrites(self) -> bool:
+        return True
+
+    def flow_mods(self, flows):
+        for k, m in enumerate(self.msgs):
+            yield m[:4] + struct.pack("!I", 0x41000000 + k) + m[8:]
+
+    def frames(self, flows, seed: int = 2) -> list[bytes]:
+        rng = random.Random(seed)
+        return [routed_frame(rng.randrange(self.n_hosts), rng.randrange(self.n_hosts), k)
+                for k in range(self.n_frames)]
+
+
+def record(lab, n_hosts: int, log_dir: Path, *, pps: float = 300.0,
+           settle_timeout_s: float = 120.0) -> tuple[list[bytes], dict]:
+    """Run FAUCET's routed two-VLAN network on ofbench through the recording relay, let
+    ``n_hosts`` hosts per VLAN ARP for their gateway, return FAUCET's FLOW_MODs and what it
+    learned ({"hosts_learned", "routes", "tables"})."""
+    from suites.interop.net import FaucetNet, Host, ScenarioError
+
+    class RecordingNet(FaucetNet):
+        def _start_switch(self, port: int) -> None:
+            self.rec = Path(log_dir) / f"faucet-{n_hosts}-hosts.of"
+            self.rec.unlink(missing_ok=True)
+            relay_port = self.lab.free_tcp_port()
+            ready = self.lab.sock_path(f"{self.tag}-relay.ready")
+            self.relay = self.lab.supervisor.start(
+                f"ofrelay-{self.tag}", [sys.executable, "-m", "suites.interop.ofrelay",
+                                        "--listen", str(relay_port), "--to", str(port),
+                                        "--record", str(self.rec), "--ready-file", str(ready)],
+                netns=self.ns["sw"], ready=ready.exists, env={"PYTHONPATH": "."})
+            self.procs.append(self.relay)
+            super()._start_switch(relay_port)
+
+    hosts = [Host("h1", 1, "10.100.255.1/16"), Host("h2", 2, "10.200.255.2/16")]
+    net = RecordingNet(lab, "ofbench", f"faucet_pipeline_{n_hosts}", f"p{n_hosts // 1000}k",
+                       hosts, config(n_hosts))
+    with net:
+        sides = (("h1", V100_BASE, V100_VIP), ("h2", V200_BASE, V200_VIP))
+        for h, base, _ in sides:  # the hosts answer FAUCET's re-resolution of its next hops
+            net._send(h, ["arp-responder", "--iface", "eth0", "--count", str(n_hosts),
+                          "--prefix", str(PREFIX[net.hosts[h].port]), "--base-ip", base])
+        for _ in range(2):  # a second pass for hosts whose first ARP FAUCET did not take
+            senders = [net._send(h, ["arps", "--iface", "eth0", "--count", str(n_hosts),
+                                     "--prefix", str(PREFIX[net.hosts[h].port]),
+                                     "--base-ip", base, "--target", vip, "--pps", str(pps)])
+                       for h, base, vip in sides]
+            for s in senders:
+                s.wait(timeout_s=n_hosts / pps + 60)
+        # settled: FAUCET has added a route for (nearly) every host and nothing new for 3 s
+        deadline = time.monotonic() + settle_timeout_s
+        last, still = -1, 0.0
+        while time.monotonic() < deadline:
+            n = len(split(net.rec.read_bytes())) if net.rec.exists() else 0
+            if n == last:
+                still += 0.5
+                if still >= 3.0:
+                    break
+            else:
+                last, still = n, 0.0
+            time.sleep(0.5)
+        log = net.faucet.log.read_text(errors="replace")
+        learned = len(set(re.findall(r"L2 learned on Port \d+ (\S+)", log)))
+        routes = len(set(re.findall(r"Adding new route (\S+)", log)))
+        dead = len(set(re.findall(r"expiring dead route (\S+)", log)))
+        c = net.faucet.counters()
+        if c.ofp_errors:
+            raise ScenarioError(f"FAUCET got {c.ofp_errors} OFPT_ERRORs while recording: "
+                                f"{c.errors[:3]}")
+    msgs = split(net.rec.read_bytes())
+    return msgs, {"hosts_learned": learned, "routes_added": routes, "routes_expired": dead,
+                  "flow_mods": len(msgs), "tables": table_counts(msgs)}
