@@ -127,3 +127,15 @@ def test_trend_page_shows_a_pools_testbeds_side_by_side(tmp_path):
     data = json.loads((tmp_path / "trend.json").read_text())
     t4 = next(b for b in data["pools"][0]["testbeds"] if b["testbed_id"] == "t4")
     assert t4["flagged"] is True and t4["place"] == "place-t4"
+
+
+def test_run_index_names_the_place_and_a_flagged_testbed(tmp_path):
+    from reports.html import render_run_index
+    from reports.results import RESULTS_FILE
+    recs = [_record("t4", "lab4", "sha07", 8.9)]
+    (tmp_path / RESULTS_FILE).write_text("".join(json.dumps(r) + "\n" for r in recs))
+    write_trend_page(tmp_path, [], pools=pool_tables(
+        {KEY: _pts({"t1": 0.0, "t2": 0.0, "t3": 0.0, "t4": -0.15})}))
+    index = render_run_index(tmp_path).read_text()
+    assert "place <b>lab4</b> of pool <b>rack2</b>" in index
+    assert "testbed outside its pool: t4 (place-t4, pool rack2)" in index
