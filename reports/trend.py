@@ -469,10 +469,11 @@ def pool_status(points: Sequence[PoolPoint], last_n: int = POOL_LAST_N, k: float
 
 def pool_tables(series: Mapping[SeriesKey, Sequence[PoolPoint]], last_n: int = POOL_LAST_N,
                 k: float = POOL_K, rel_floor: float = REL_FLOOR) -> list[PoolTable]:
-    """One table per pool series with at least one testbed; flagged ones first."""
+    """One table per pool series with at least one testbed; flagged ones first. Metrics
+    without a better direction (counts, sizes) are left out, as the trend leaves them unjudged."""
     out = []
     for key, pts in series.items():
-        if not key.pool or not pts:
+        if not key.pool or not pts or metric_direction(key.metric) == 0:
             continue
         beds, sigma, band = pool_status(pts, last_n, k, rel_floor)
         if beds:
@@ -607,19 +608,22 @@ def pool_history_query(bucket: str, suite: str, pool: str, start: str, stop: str
 
 
 def fetch_pool_history(url: str, token: str, org: str, bucket: str,
-                       wanted: Iterable[tuple[str, str]], last_n: int = LAST_N_DEFAULT,
-                       timeout_ms: int = 20000, history_days: float = HISTORY_DAYS_DEFAULT
+                       wanted: Iterable[tuple[str, str]], since: str,
+                       last_n: int = LAST_N_DEFAULT, timeout_ms: int = 20000,
+                       history_days: float = HISTORY_DAYS_DEFAULT
                        ) -> dict[SeriesKey, list[PoolPoint]]:
-    """Pool points of the (suite, pool) pairs in `wanted`, up to now: the other places of the
-    pool may have measured the same commit after this run started (the nightly matrix)."""
+    """Pool points of the (suite, pool) pairs in `wanted`, from `history_days` before `since`
+    (the run's start, RFC 3339) up to now: the other places of the pool may have measured the
+    same commit after this run started (the nightly matrix)."""
     from influxdb_client import InfluxDBClient
     from reports.influx import check_url
-    from reports.results import utc_rfc3339
+    from reports.results import parse_rfc3339, utc_rfc3339
     problem = check_url(url)
     if problem:
         raise ValueError(problem)
     now = dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=1)
-    start, stop = utc_rfc3339(now - dt.timedelta(days=history_days)), utc_rfc3339(now)
+    start = utc_rfc3339(parse_rfc3339(since) - dt.timedelta(days=history_days))
+    stop = utc_rfc3339(max(now, parse_rfc3339(since) + dt.timedelta(seconds=1)))
     out: dict[SeriesKey, list[PoolPoint]] = {}
     with InfluxDBClient(url=url, token=token, org=org, timeout=timeout_ms, retries=False) as c:
         api = c.query_api()
@@ -874,7 +878,8 @@ def run_trend(run_dir: Path, url: str, token: str = "-", org: str = "-",
     if own and not error:
         wanted_pools = {(key.suite, key.pool) for key in own}
         try:
-            pool_hist = fetch_pool_history(url, token, org, bucket, wanted_pools, last_n)
+            pool_hist = fetch_pool_history(url, token, org, bucket, wanted_pools, before,
+                                           last_n)
         except Exception as e:  # the pools' view is extra: the run's own records still show
             settings["pool_history_error"] = f"{type(e).__name__}: {e}"[:300]
     pools = pool_tables(merge_pool_points(pool_hist, own), k=k, rel_floor=rel_floor) \
