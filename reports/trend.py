@@ -809,6 +809,14 @@ class TrendReport:
     rows: list[TrendRow]
     path: Path
     error: str | None = None
+    pools: list[PoolTable] = dataclasses.field(default_factory=list)
+
+    @property
+    def flagged_testbeds(self) -> list[str]:
+        """'<testbed id> (<place>, pool <pool>)' of each testbed outside its pool (a note on
+        the testbed, not a regression of the DUT: it does not change the exit code)."""
+        return sorted({f"{b.testbed_id} ({b.place}, pool {t.key.pool})" for t in self.pools
+                       for b in t.testbeds if b.flagged})
 
     @property
     def regressions(self) -> list[TrendRow]:
@@ -828,8 +836,11 @@ class TrendReport:
             return f"trend: history unavailable ({self.error}); see {self.path}"
         regs = "; ".join(f"{r.key.label()} {fmt(r.judgement.value)} vs median "
                          f"{fmt(r.judgement.median)}" for r in self.regressions[:10])
+        beds = self.flagged_testbeds
         return (f"trend: {len(self.regressions)} regression(s) of {len(self.rows)} metrics"
-                + (f": {regs}" if regs else "") + f"; see {self.path}")
+                + (f": {regs}" if regs else "")
+                + (f"; testbed outside its pool: {', '.join(beds)}" if beds else "")
+                + f"; see {self.path}")
 
 
 def fmt(v) -> str:
@@ -885,4 +896,4 @@ def run_trend(run_dir: Path, url: str, token: str = "-", org: str = "-",
     pools = pool_tables(merge_pool_points(pool_hist, own), k=k, rel_floor=rel_floor) \
         if own else []
     path = write_trend_page(run_dir, rows, error, settings, pools)
-    return TrendReport(rows, path, error)
+    return TrendReport(rows, path, error, pools)

@@ -456,3 +456,6 @@ def test_pool_trend_against_real_influxd(tmp_path, influxd_flux):
     assert by["tb4"]["flagged"] and not any(by[t]["flagged"] for t in ("tb1", "tb2", "tb3"))
     assert len(pool["commits"]) == 6 and all(len(c["values"]) == 4 for c in pool["commits"])
     assert "outside the pool" in (run_dir / "trend.html").read_text()
+    assert report.flagged_testbeds == ["tb4 (lab4, pool rack2)"]
+    assert "testbed outside its pool: tb4 (lab4, pool rack2)" in report.summary()
+    assert report.exit_code == 0      # a note on the testbed, not a regression of the DUT
