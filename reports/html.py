@@ -877,6 +877,24 @@ def _verdicts_section(run_dir: Path, records: Sequence[Mapping], profile: str) -
     return verdicts_html(rows, declared)
 
 
+def pool_note(run_dir: Path) -> str:
+    """' (pools: N testbeds flagged in ...)' from trend.json's pool tables, '' without any."""
+    try:
+        data = json.loads((Path(run_dir) / "trend.json").read_text(encoding="utf-8"))
+        pools = [p for p in data.get("pools") or [] if isinstance(p, dict)]
+        flagged = sorted({f"{b.get('testbed_id')} ({b.get('place')}, pool {p.get('pool')})"
+                          for p in pools for b in p.get("testbeds") or []
+                          if isinstance(b, dict) and b.get("flagged") is True})
+    except (OSError, ValueError, AttributeError, TypeError):
+        return ""
+    if not pools:
+        return ""
+    if not flagged:
+        return f" <span class=\"chip\">{len(pools)} pool series, no testbed flagged</span>"
+    return (f' <span class="chip fail">testbed outside its pool: {esc(", ".join(flagged))}'
+            "</span>")
+
+
 def render_run_index(run_dir: Path) -> Path:
     """Write run_dir/index.html from what the run dir holds; returns its path. Safe to call
     again (e.g. after the trend page was written): it overwrites."""
@@ -903,6 +921,8 @@ def render_run_index(run_dir: Path) -> Path:
         when = when[:19].replace("T", " ") + " UTC"
     header = (f"<h1>ofbench run {esc(run_id)}</h1><div class=\"sub\">profile "
               f"<b>{esc(profile)}</b>" + (f" · {esc(when)}" if when else "")
+              + (f" · place <b>{esc(same['place'])}</b>" if same.get("place") else "")
+              + (f" of pool <b>{esc(same['pool'])}</b>" if same.get("pool") else "")
               + (f" · git {esc(str(same.get('git_sha', ''))[:12])}"
                  + (" (dirty)" if same.get("git_dirty") else "") if "git_sha" in same else "")
               + "</div>")
@@ -917,7 +937,8 @@ def render_run_index(run_dir: Path) -> Path:
     for fname, label in ((PYTEST_HTML, "pytest report"), (TREND_HTML, "trend page"),
                          ("results.jsonl", "results.jsonl"), (SESSION_FILE, "session.json")):
         if (run_dir / fname).exists():
-            links.append(f'<a href="{fname}">{label}</a>')
+            links.append(f'<a href="{fname}">{label}</a>' + (
+                pool_note(run_dir) if fname == TREND_HTML else ""))
     for cmp_page in sorted(run_dir.glob("compare-*.html")):   # python -m reports compare
         links.append(f'<a href="{esc(cmp_page.name)}">compared with '
                      f'{esc(cmp_page.stem.removeprefix("compare-"))}</a>')

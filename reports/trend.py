@@ -317,6 +317,211 @@ def evaluate(records: Iterable[Mapping], history: Mapping[SeriesKey, Sequence[tu
     return rows
 
 
+# ---- pools: one trend across identical testbeds (issue 39 part 4) ------------------------------
+#
+# A pool is a set of places of one testbed type (drivers/lab/lease.py). The same commit measured
+# on each of them should give the same figure; what differs is the testbed. So the pool view
+# keys a series WITHOUT testbed_id and WITHOUT profile (each place of a pool runs its own
+# profile file: lab-emu and lab-emu-b are one pool) but WITH the pool, and for each git_sha
+# keeps the value per testbed (CSIT's trend per testbed type):
+#
+#     spread(sha)  = (max - min) / |median|   over the testbeds that measured sha (>= 2)
+#
+# A testbed is flagged when its figures sit outside the pool's spread. The rule (pool_status):
+#
+#     for each of the last POOL_LAST_N commits measured by >= 2 testbeds of the pool:
+#         M_c     = median of the testbeds' values at c   (a testbed's repeats: their median)
+#         d_t,c   = (v_t,c - M_c) / |M_c|                  (relative deviation from the pool)
+#     D_t     = median over c of d_t,c                     (testbed t's typical offset)
+#     sigma   = 1.4826 * median over all t, c of |d_t,c|   (robust sigma of testbed-to-testbed
+#                                                           scatter; 0-centred by construction)
+#     flagged = |D_t| > max(k * sigma, rel_floor)  and  t has >= POOL_MIN_COMMITS such commits
+#               and the pool has >= POOL_MIN_TESTBEDS testbeds in the window
+#
+# Why this rule: normalising by the commit's pool median removes what the commit itself did
+# (a real DUT regression moves every testbed alike and flags none); medians over commits and
+# over all deviations keep one bad night or one odd testbed from widening the band it is judged
+# by (as the MAD rule above: 1.4826 * MAD estimates sigma for normal noise, K = 3); rel_floor
+# keeps a perfectly uniform pool from flagging sub-percent offsets. With two testbeds each one
+# is the other's mirror, so nothing can be singled out: the spread is shown, no flag is raised.
+
+POOL_LAST_N = 10
+POOL_MIN_COMMITS = 3
+POOL_MIN_TESTBEDS = 3
+POOL_K = K_DEFAULT
+
+
+@dataclasses.dataclass(frozen=True)
+class PoolPoint:
+    """One measurement of a pool series: which commit, which testbed, where, when."""
+    git_sha: str
+    testbed_id: str
+    value: float
+    place: str = ""
+    time: str = ""               # RFC 3339 UTC; orders commits (first seen) and points
+
+
+@dataclasses.dataclass
+class CommitSpread:
+    git_sha: str
+    values: dict[str, float]     # testbed_id -> value (median of its repeats at this commit)
+    spread: float | None         # (max - min) / |median|; None with < 2 testbeds or median 0
+
+
+@dataclasses.dataclass
+class TestbedStatus:
+    testbed_id: str
+    place: str
+    last_value: float | None     # at the newest commit this testbed measured
+    median: float | None         # over its last POOL_LAST_N commits
+    n_commits: int               # commits in the window shared with >= 1 other testbed
+    deviation: float | None      # D_t (relative, 0.05 = 5 % above the pool)
+    flagged: bool = False
+    reason: str = ""
+
+
+@dataclasses.dataclass
+class PoolTable:
+    key: SeriesKey               # testbed_id = profile = "", pool set
+    commits: list[CommitSpread]  # oldest first
+    testbeds: list[TestbedStatus]
+    sigma: float | None          # robust sigma of the relative deviations (see above)
+    band: float | None           # max(k * sigma, rel_floor)
+
+
+def pool_key(key: SeriesKey) -> SeriesKey:
+    """The series of a pool: no testbed, no profile (one per place), the pool kept."""
+    return dataclasses.replace(key, testbed_id="", profile="")
+
+
+def spread(values: Iterable[float]) -> float | None:
+    """(max - min) / |median| of the values; None with fewer than two or a median of 0."""
+    vals = [float(v) for v in values]
+    if len(vals) < 2:
+        return None
+    med = statistics.median(vals)
+    return (max(vals) - min(vals)) / abs(med) if med else None
+
+
+def _tsort(p: PoolPoint):
+    return (p.time, p.git_sha, p.testbed_id)
+
+
+def commit_spreads(points: Iterable[PoolPoint]) -> list[CommitSpread]:
+    """Per git_sha (ordered by when it was first measured): value per testbed and the spread."""
+    first: dict[str, str] = {}
+    per: dict[str, dict[str, list[float]]] = {}
+    for p in sorted(points, key=_tsort):
+        if not p.git_sha or not p.testbed_id:
+            continue
+        first.setdefault(p.git_sha, p.time)
+        per.setdefault(p.git_sha, {}).setdefault(p.testbed_id, []).append(float(p.value))
+    out = []
+    for sha in sorted(per, key=lambda s: (first[s], s)):
+        vals = {t: statistics.median(v) for t, v in sorted(per[sha].items())}
+        out.append(CommitSpread(sha, vals, spread(vals.values())))
+    return out
+
+
+def pool_status(points: Sequence[PoolPoint], last_n: int = POOL_LAST_N, k: float = POOL_K,
+                rel_floor: float = REL_FLOOR, min_commits: int = POOL_MIN_COMMITS,
+                min_testbeds: int = POOL_MIN_TESTBEDS) -> tuple[list[TestbedStatus],
+                                                                 float | None, float | None]:
+    """(status per testbed, sigma, band) of one pool series; pure (the rule above)."""
+    commits = commit_spreads(points)
+    shared = [c for c in commits if len(c.values) >= 2][-last_n:] if last_n > 0 else []
+    dev: dict[str, list[float]] = {}
+    for c in shared:
+        m = statistics.median(c.values.values())
+        if not m:
+            continue
+        for t, v in c.values.items():
+            dev.setdefault(t, []).append((v - m) / abs(m))
+    all_dev = [abs(d) for ds in dev.values() for d in ds]
+    sigma = MAD_TO_SIGMA * statistics.median(all_dev) if all_dev else None
+    band = max(k * sigma, rel_floor) if sigma is not None else None
+    place: dict[str, str] = {}
+    for p in sorted(points, key=_tsort):
+        if p.place:
+            place[p.testbed_id] = p.place
+    testbeds = sorted({t for c in commits for t in c.values})
+    window = {c.git_sha for c in shared}
+    out = []
+    for t in testbeds:
+        mine = [c.values[t] for c in commits if t in c.values]
+        in_window = [c.values[t] for c in commits if t in c.values and c.git_sha in window] \
+            or mine[-last_n:]
+        d = dev.get(t, [])
+        s = TestbedStatus(t, place.get(t, ""), mine[-1] if mine else None,
+                          statistics.median(in_window) if in_window else None, len(d),
+                          statistics.median(d) if d else None)
+        if len(dev) < min_testbeds:
+            s.reason = f"pool has {len(dev)} testbed(s) measuring the same commits " \
+                       f"(< {min_testbeds}): spread shown, none singled out"
+        elif len(d) < min_commits:
+            s.reason = f"{len(d)} shared commit(s) (< {min_commits})"
+        elif band is not None and abs(s.deviation) > band:
+            s.flagged = True
+            s.reason = f"{s.deviation * 100:+.1f} % from the pool median (band ±{band * 100:.1f} %)"
+        out.append(s)
+    return out, sigma, band
+
+
+def pool_tables(series: Mapping[SeriesKey, Sequence[PoolPoint]], last_n: int = POOL_LAST_N,
+                k: float = POOL_K, rel_floor: float = REL_FLOOR) -> list[PoolTable]:
+    """One table per pool series with at least one testbed; flagged ones first. Metrics
+    without a better direction (counts, sizes) are left out, as the trend leaves them unjudged."""
+    out = []
+    for key, pts in series.items():
+        if not key.pool or not pts or metric_direction(key.metric) == 0:
+            continue
+        beds, sigma, band = pool_status(pts, last_n, k, rel_floor)
+        if beds:
+            out.append(PoolTable(key, commit_spreads(pts), beds, sigma, band))
+    out.sort(key=lambda t: (not any(b.flagged for b in t.testbeds), t.key.pool, t.key))
+    return out
+
+
+def record_pool_points(records: Iterable[Mapping]) -> dict[SeriesKey, list[PoolPoint]]:
+    """The run's own records as pool points (records with a pool and a testbed id only)."""
+    out: dict[SeriesKey, list[PoolPoint]] = {}
+    for rec in records:
+        prov = rec.get("provenance", {})
+        if not prov.get("pool") or not prov.get("testbed_id"):
+            continue
+        for key, value in record_keys(rec):
+            v = as_number(value)
+            if v is None or metric_direction(key.metric) == 0:
+                continue
+            out.setdefault(pool_key(key), []).append(PoolPoint(
+                str(prov.get("git_sha", "")), key.testbed_id, v, str(prov.get("place", "")),
+                str(prov.get("end_time", ""))))
+    return out
+
+
+def merge_pool_points(*sources: Mapping[SeriesKey, Sequence[PoolPoint]]
+                      ) -> dict[SeriesKey, list[PoolPoint]]:
+    """Union of pool points; the same point twice (the run's record, also read back from
+    InfluxDB) counts once: same testbed, commit, value and time to the microsecond."""
+    from reports.results import parse_rfc3339
+    out: dict[SeriesKey, list[PoolPoint]] = {}
+    seen: set = set()
+    for src in sources:
+        for key, pts in src.items():
+            for p in pts:
+                try:
+                    when = parse_rfc3339(p.time[:26] + "Z" if len(p.time) > 27 else p.time) \
+                        if p.time else None
+                except ValueError:
+                    when = p.time
+                ident = (key, p.testbed_id, p.git_sha, p.value, when)
+                if ident in seen:
+                    continue
+                seen.add(ident)
+                out.setdefault(key, []).append(p)
+    return out
+
+
 # ---- InfluxDB history (Flux) -------------------------------------------------------------------
 
 def flux_string(s: str) -> str:
@@ -388,6 +593,56 @@ def fetch_history(url: str, token: str, org: str, bucket: str,
     return out
 
 
+def pool_history_query(bucket: str, suite: str, pool: str, start: str, stop: str,
+                       last_n: int) -> str:
+    """Flux: the last `last_n` points per testbed of every series of one suite in one pool
+    (any profile: each place of a pool has its own), between start and stop (RFC 3339)."""
+    return f"""from(bucket: {flux_string(bucket)})
+  |> range(start: {start}, stop: {stop})
+  |> filter(fn: (r) => r._measurement == {flux_string(suite)} and r.pool == {flux_string(pool)})
+  |> filter(fn: (r) => r._field != "run_id")
+  |> group(columns: ["_measurement", "name", "dut_switch_kind", "generator", "port_kind", "testbed_id", "pool", "_field"])
+  |> sort(columns: ["_time"])
+  |> tail(n: {int(last_n)})
+"""
+
+
+def fetch_pool_history(url: str, token: str, org: str, bucket: str,
+                       wanted: Iterable[tuple[str, str]], since: str,
+                       last_n: int = LAST_N_DEFAULT, timeout_ms: int = 20000,
+                       history_days: float = HISTORY_DAYS_DEFAULT
+                       ) -> dict[SeriesKey, list[PoolPoint]]:
+    """Pool points of the (suite, pool) pairs in `wanted`, from `history_days` before `since`
+    (the run's start, RFC 3339) up to now: the other places of the pool may have measured the
+    same commit after this run started (the nightly matrix)."""
+    from influxdb_client import InfluxDBClient
+    from reports.influx import check_url
+    from reports.results import parse_rfc3339, utc_rfc3339
+    problem = check_url(url)
+    if problem:
+        raise ValueError(problem)
+    now = dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=1)
+    start = utc_rfc3339(parse_rfc3339(since) - dt.timedelta(days=history_days))
+    stop = utc_rfc3339(max(now, parse_rfc3339(since) + dt.timedelta(seconds=1)))
+    out: dict[SeriesKey, list[PoolPoint]] = {}
+    with InfluxDBClient(url=url, token=token, org=org, timeout=timeout_ms, retries=False) as c:
+        api = c.query_api()
+        for suite, pool in sorted(set(wanted)):
+            for table in api.query(pool_history_query(bucket, suite, pool, start, stop, last_n)):
+                for r in table.records:
+                    num = as_number(r.get_value())
+                    tb = str(r.values.get("testbed_id") or "")
+                    if num is None or not tb:
+                        continue
+                    key = SeriesKey(suite, str(r.values.get("name", "")), "",
+                                    *(str(r.values.get(t) or "") for t in SERIES_TAGS[2:]),
+                                    r.get_field(), "", pool)
+                    out.setdefault(key, []).append(PoolPoint(
+                        str(r.values.get("git_sha") or ""), tb, num,
+                        str(r.values.get("place") or ""), _rfc3339_of(r.get_time())))
+    return out
+
+
 # ---- page ------------------------------------------------------------------------------------
 
 VERDICT_STYLE = {"regression": ("miss", "▼ regression"), "progression": ("met", "▲ progression"),
@@ -439,9 +694,53 @@ def _plot_row(row: TrendRow, out_png: Path) -> Path:
     return out_png
 
 
+def pool_section(pools: Sequence[PoolTable], max_commits: int = 5) -> str:
+    """HTML: a pool's testbeds side by side, one table per pool series (testbed id, place, last
+    value, median, deviation, flag), then the spread of the last commits measured there."""
+    from reports.html import cell, esc
+    if not pools:
+        return ""
+    parts = [f"<h2>pools: testbeds side by side ({len(pools)} series)</h2>"
+             '<p class="note">same commit, different testbeds of one pool; spread = (max − min)'
+             " / median across testbeds; a testbed is flagged when its median offset from the "
+             "pool over the last commits exceeds max(k·σ, floor), σ = 1.4826 · median |offset| "
+             "(reports/trend.py, pool_status)</p>"]
+    for t in pools:
+        flagged = sum(b.flagged for b in t.testbeds)
+        k = t.key
+        title = (f"pool {k.pool} · {k.suite}/{k.name} [{k.dut_switch_kind}, {k.generator}, "
+                 f"{k.port_kind}] {k.metric}")
+        band = f" · band ±{t.band * 100:.1f} %" if t.band is not None else ""
+        trs = "".join(
+            f'<tr><td class="name">{esc(b.testbed_id)}</td><td>{esc(b.place)}</td>'
+            f"{cell(b.last_value)}{cell(b.median)}{cell(b.n_commits)}"
+            f"{cell(None if b.deviation is None else b.deviation * 100)}"
+            f'<td class="{"miss" if b.flagged else ""}">'
+            f'{"⚑ outside the pool" if b.flagged else "ok" if not b.reason else "—"}</td>'
+            f"<td>{esc(b.reason)}</td></tr>" for b in t.testbeds)
+        recent = t.commits[-max_commits:]
+        beds = [b.testbed_id for b in t.testbeds]
+        spread_rows = "".join(
+            f"<tr><td>{esc(c.git_sha[:12])}</td>"
+            + "".join(cell(c.values.get(b)) for b in beds)
+            + f"{cell(None if c.spread is None else c.spread * 100)}</tr>" for c in recent)
+        parts.append(
+            f'<h3 class="pool">{esc(title)}{" · " + str(flagged) + " flagged" if flagged else ""}'
+            f"{esc(band)}</h3>"
+            '<div class="scroll"><table class="pool"><thead><tr><th>testbed id</th><th>place'
+            "</th><th>last value</th><th>median</th><th>commits</th><th>offset %</th>"
+            "<th>flag</th><th>why</th></tr></thead><tbody>" + trs + "</tbody></table>"
+            '<table class="pool-spread"><thead><tr><th>commit</th>'
+            + "".join(f"<th>{esc(b)}</th>" for b in beds)
+            + "<th>spread %</th></tr></thead><tbody>" + spread_rows + "</tbody></table></div>")
+    return "\n".join(parts)
+
+
 def write_trend_page(run_dir: Path, rows: Sequence[TrendRow], error: str | None = None,
-                     settings: Mapping | None = None) -> Path:
-    """run_dir/trend.html (summary table + one plot per judged metric) and trend.json."""
+                     settings: Mapping | None = None,
+                     pools: Sequence[PoolTable] = ()) -> Path:
+    """run_dir/trend.html (summary table, a pool's testbeds side by side, one plot per judged
+    metric) and trend.json."""
     from reports.html import cell, esc, page, slug
     run_dir = Path(run_dir)
     counts = {v: sum(1 for r in rows if r.judgement.verdict == v) for v in VERDICT_STYLE}
@@ -469,6 +768,7 @@ def write_trend_page(run_dir: Path, rows: Sequence[TrendRow], error: str | None 
     body.append('<div class="scroll"><table class="trend"><thead><tr>'
                 + "".join(f"<th>{h}</th>" for h in head) + "</tr></thead><tbody>"
                 + "".join(trs) + "</tbody></table></div>")
+    body.append(pool_section(pools))
     plotted = [r for r in rows if r.judgement.value is not None and r.judgement.direction != 0
                and r.history]
     figs = []
@@ -496,7 +796,10 @@ def write_trend_page(run_dir: Path, rows: Sequence[TrendRow], error: str | None 
         "error": error, "settings": dict(settings or {}), "counts": counts,
         "rows": [{**dataclasses.asdict(r.key), **dataclasses.asdict(r.judgement),
                   "time": r.time, "history": r.history, "commits": r.commits,
-                  "segments": [dataclasses.asdict(g) for g in r.segments]} for r in rows]},
+                  "segments": [dataclasses.asdict(g) for g in r.segments]} for r in rows],
+        "pools": [{**dataclasses.asdict(t.key), "sigma": t.sigma, "band": t.band,
+                   "testbeds": [dataclasses.asdict(b) for b in t.testbeds],
+                   "commits": [dataclasses.asdict(c) for c in t.commits]} for t in pools]},
         indent=1))
     return out
 
@@ -506,6 +809,14 @@ class TrendReport:
     rows: list[TrendRow]
     path: Path
     error: str | None = None
+    pools: list[PoolTable] = dataclasses.field(default_factory=list)
+
+    @property
+    def flagged_testbeds(self) -> list[str]:
+        """'<testbed id> (<place>, pool <pool>)' of each testbed outside its pool (a note on
+        the testbed, not a regression of the DUT: it does not change the exit code)."""
+        return sorted({f"{b.testbed_id} ({b.place}, pool {t.key.pool})" for t in self.pools
+                       for b in t.testbeds if b.flagged})
 
     @property
     def regressions(self) -> list[TrendRow]:
@@ -525,8 +836,11 @@ class TrendReport:
             return f"trend: history unavailable ({self.error}); see {self.path}"
         regs = "; ".join(f"{r.key.label()} {fmt(r.judgement.value)} vs median "
                          f"{fmt(r.judgement.median)}" for r in self.regressions[:10])
+        beds = self.flagged_testbeds
         return (f"trend: {len(self.regressions)} regression(s) of {len(self.rows)} metrics"
-                + (f": {regs}" if regs else "") + f"; see {self.path}")
+                + (f": {regs}" if regs else "")
+                + (f"; testbed outside its pool: {', '.join(beds)}" if beds else "")
+                + f"; see {self.path}")
 
 
 def fmt(v) -> str:
@@ -570,5 +884,16 @@ def run_trend(run_dir: Path, url: str, token: str = "-", org: str = "-",
             error = f"{type(e).__name__}: {e}"[:500]
     rows = evaluate(records, history, k, rel_floor, min_history, detector, commits) \
         if not error else evaluate(records, {}, k, rel_floor, min_history=math.inf)
-    path = write_trend_page(run_dir, rows, error, settings)
-    return TrendReport(rows, path, error)
+    own = record_pool_points(records)
+    pool_hist: dict = {}
+    if own and not error:
+        wanted_pools = {(key.suite, key.pool) for key in own}
+        try:
+            pool_hist = fetch_pool_history(url, token, org, bucket, wanted_pools, before,
+                                           last_n)
+        except Exception as e:  # the pools' view is extra: the run's own records still show
+            settings["pool_history_error"] = f"{type(e).__name__}: {e}"[:300]
+    pools = pool_tables(merge_pool_points(pool_hist, own), k=k, rel_floor=rel_floor) \
+        if own else []
+    path = write_trend_page(run_dir, rows, error, settings, pools)
+    return TrendReport(rows, path, error, pools)

@@ -463,6 +463,19 @@ def register(profile, coordinator: str | None = None) -> dict:
         agent.close()
 
 
+def pool_matrix(places: dict, flt: dict[str, str]) -> list[dict[str, str]]:
+    """The places whose tags match every key=value of ``flt``, as CI matrix entries
+    ``{"place": name, "profile": its profile tag}`` sorted by name (pure; ``places`` is the
+    coordinator's ``places`` answer: name -> {"tags": {...}, ...}). A place without a
+    ``profile`` tag is skipped: a run could not tell which profile to run there."""
+    out = []
+    for name, p in sorted(places.items()):
+        tags = p.get("tags") or {}
+        if all(tags.get(k) == v for k, v in flt.items()) and tags.get("profile"):
+            out.append({"place": name, "profile": tags["profile"]})
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     import argparse
     ap = argparse.ArgumentParser(prog="python -m drivers.lab.lease",
@@ -473,6 +486,9 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--coordinator", help="HOST:PORT (default: each profile's lab.coordinator)")
     s = sub.add_parser("show", help="the places and who holds them")
     s.add_argument("--coordinator", required=True)
+    m = sub.add_parser("matrix", help="a pool's places as a JSON list for a CI matrix")
+    m.add_argument("filter", help="tag filter, e.g. pool=rack2,nic=pci")
+    m.add_argument("--coordinator", required=True)
     args = ap.parse_args(argv)
     try:
         if args.cmd == "register":
@@ -481,6 +497,17 @@ def main(argv: list[str] | None = None) -> int:
                 out = register(load_profile(p), args.coordinator)
                 print(f"{out['place']}: {'created' if out['created'] else 'updated'}; tags "
                       f"{_fmt(out['tags'])}")
+        elif args.cmd == "matrix":
+            flt = parse_filter(args.filter, where="matrix ")
+            agent = Agent(args.coordinator, where="--coordinator")
+            try:
+                entries = pool_matrix(agent.ok("places")["places"], flt)
+            finally:
+                agent.close()
+            if not entries:
+                raise LeaseError(f"pool {_fmt(flt)} is empty on {args.coordinator} (no place "
+                                 "with a profile tag matches)")
+            print(json.dumps(entries))
         else:
             agent = Agent(args.coordinator, where="--coordinator")
             try:

@@ -424,3 +424,38 @@ def test_a_server_whose_url_changes_keeps_one_spool_by_its_destination_name(tmp_
     assert up.spool_path == down.spool_path
     assert up.replay_spool().replayed == 3
     assert len(_count_and_values(influxd, "smoke")) == 3
+
+
+def test_pool_trend_against_real_influxd(tmp_path, influxd_flux):
+    """Four places of one pool (each its own profile and testbed) measured the same six commits;
+    this run is place lab4, 15 % below the others: its pool table flags it, once."""
+    settings = influxd_flux.client_settings()
+    exp = InfluxExporter(**settings, spool_dir=tmp_path / "spool")
+    beds = {"tb1": 1.0, "tb2": 1.01, "tb3": 0.99, "tb4": 0.85}
+    run_dir = tmp_path / "run-20240501T020000Z-beef"
+    for c in range(6):
+        for i, (bed, scale) in enumerate(beds.items()):
+            place = f"lab{i + 1}"
+            when = T0 - dt.timedelta(days=5 - c, seconds=-i)
+            this_run = c == 5 and bed == "tb4"
+            w = ResultWriter(run_dir if this_run else tmp_path / f"past-{c}-{bed}",
+                             {**BASE_PROVENANCE, "git_sha": f"{c + 1:07x}", "profile": place,
+                              "testbed_id": bed, "pool": "rack2", "place": place})
+            rec = w.write("throughput", "ndr_64b_1flows",
+                          {"ndr_mpps": 10.0 * scale * (1 + 0.003 * (c % 2)), "trials": 9},
+                          provenance=provenance_at(when))
+            assert exp.export([rec]).sent == 1
+    report = run_trend(run_dir, **settings, last_n=8)
+    assert report.error is None
+    data = json.loads((run_dir / "trend.json").read_text())
+    assert "pool_history_error" not in data["settings"]
+    (pool,) = data["pools"]                      # ndr_mpps only: trials has no direction
+    assert pool["pool"] == "rack2" and pool["metric"] == "ndr_mpps" and pool["profile"] == ""
+    by = {b["testbed_id"]: b for b in pool["testbeds"]}
+    assert set(by) == set(beds) and by["tb4"]["place"] == "lab4"
+    assert by["tb4"]["flagged"] and not any(by[t]["flagged"] for t in ("tb1", "tb2", "tb3"))
+    assert len(pool["commits"]) == 6 and all(len(c["values"]) == 4 for c in pool["commits"])
+    assert "outside the pool" in (run_dir / "trend.html").read_text()
+    assert report.flagged_testbeds == ["tb4 (lab4, pool rack2)"]
+    assert "testbed outside its pool: tb4 (lab4, pool rack2)" in report.summary()
+    assert report.exit_code == 0      # a note on the testbed, not a regression of the DUT
