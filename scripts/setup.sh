@@ -42,47 +42,29 @@ else
   say "apt: all ${#APT_PACKAGES[@]} packages present"
 fi
 
-# ---- 2. venv ---------------------------------------------------------------------------------
+# ---- 2. venvs ---------------------------------------------------------------------------------
 PY=/usr/bin/python3
-stamp=.venv/.lock-sha256
-want=$(sha256sum requirements.lock | cut -d' ' -f1)
-if [[ ! -x .venv/bin/python || ! -f $stamp || "$(cat $stamp)" != "$want" ]]; then
-  say "venv: creating .venv from requirements.lock"
-  rm -rf .venv
-  $PY -m venv .venv
-  .venv/bin/pip install -q --disable-pip-version-check --no-deps -r requirements.lock
-  echo "$want" > $stamp
-else
-  say "venv: up to date"
-fi
-
-# labgrid's coordinator and client (lab leases: drivers/lab/lease.py) in a venv of their own,
-# exactly requirements-labgrid.lock (why not in .venv: the lock file's header)
-stamp=.venv-labgrid/.lock-sha256
-want=$(sha256sum requirements-labgrid.lock | cut -d' ' -f1)
-if [[ ! -x .venv-labgrid/bin/python || ! -f $stamp || "$(cat $stamp)" != "$want" ]]; then
-  say "venv: creating .venv-labgrid from requirements-labgrid.lock"
-  rm -rf .venv-labgrid
-  $PY -m venv .venv-labgrid
-  .venv-labgrid/bin/pip install -q --disable-pip-version-check --no-deps -r requirements-labgrid.lock
-  echo "$want" > $stamp
-else
-  say "venv: .venv-labgrid up to date"
-fi
-
-# ---- 2b. FAUCET's venv (suites/interop) ------------------------------------------------------
-# FAUCET 1.10.12 pins os_ken==3.1.0 (ours is 4.2.2): it gets a venv of its own.
-stamp=.venv-faucet/.lock-sha256
-want=$(sha256sum requirements-faucet.lock | cut -d' ' -f1)
-if [[ ! -x .venv-faucet/bin/faucet || ! -f $stamp || "$(cat $stamp)" != "$want" ]]; then
-  say "venv-faucet: creating .venv-faucet from requirements-faucet.lock"
-  rm -rf .venv-faucet
-  $PY -m venv .venv-faucet
-  .venv-faucet/bin/pip install -q --disable-pip-version-check --no-deps -r requirements-faucet.lock
-  echo "$want" > $stamp
-else
-  say "venv-faucet: up to date"
-fi
+# venv_from_lock DIR LOCK READY: DIR holds exactly LOCK (pinned, --no-deps), made anew when the
+# lock's sha256 differs from the one stamped in DIR or DIR/READY is missing
+venv_from_lock() {
+  local dir=$1 lock=$2 ready=$3 stamp="$1/.lock-sha256" want
+  want=$(sha256sum "$lock" | cut -d' ' -f1)
+  if [[ ! -x $dir/$ready || ! -f $stamp || "$(cat "$stamp")" != "$want" ]]; then
+    say "venv: creating $dir from $lock"
+    rm -rf "$dir"
+    $PY -m venv "$dir"
+    "$dir/bin/pip" install -q --disable-pip-version-check --no-deps -r "$lock"
+    echo "$want" > "$stamp"
+  else
+    say "venv: $dir up to date"
+  fi
+}
+venv_from_lock .venv requirements.lock bin/python
+# labgrid's coordinator and client (lab leases: drivers/lab/lease.py) in a venv of their own
+# (why not in .venv: the lock file's header)
+venv_from_lock .venv-labgrid requirements-labgrid.lock bin/python
+# FAUCET 1.10.12 (suites/interop) pins os_ken==3.1.0 (ours is 4.2.2): a venv of its own
+venv_from_lock .venv-faucet requirements-faucet.lock bin/faucet
 
 # ---- 3. C builds -----------------------------------------------------------------------------
 if [[ ! -f build/build.ninja ]]; then
