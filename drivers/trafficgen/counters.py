@@ -60,6 +60,9 @@ class Counters:
     ports: dict[str, PortCounters] = field(default_factory=dict)
     streams: dict[str, StreamCounters] = field(default_factory=dict)
     duration_s: float = 0.0    # time the streams were sending (wall clock, for rates)
+    # the rig's own measurements of the trial (drivers/trafficgen/rig.py: the generator's and
+    # the switch's longest polling gaps, ring backlog); {} when nobody measured them
+    rig: dict[str, float] = field(default_factory=dict)
 
     @property
     def tx(self) -> int:
