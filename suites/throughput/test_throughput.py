@@ -34,6 +34,7 @@ from drivers.trafficgen.model import Stream
 from drivers.trafficgen.ndr import SearchConfig, search_ndr_pdr
 from reports.distributions import quantiles_from_histogram
 
+from . import rig as rig_setup
 from . import topology
 
 # The generator benchmarks and loopbacks are softgen's own and built on this box (local_lab);
@@ -460,17 +461,50 @@ def _switch_topology(lab, profile, kind, flows, tag):
     return topology.switch_p2p(lab, kind, flows, tag=tag)
 
 
-def _cross_checked(topo, measure, checks: list):
-    """measure() plus the switch's own port counters around every trial (see
-    topology.switch_cross_check); raises CounterError on an impossible pair."""
+def _switch_reader(topo):
+    """() -> the switch's stats (its stats socket on any host), or None when not known."""
     if topo.read_switch_stats is not None:
-        read = topo.read_switch_stats
-    elif topo.switch_stats is not None:
+        return topo.read_switch_stats
+    if topo.switch_stats is not None:
         from dut.switch.launcher import read_stats
 
         def read():
             return read_stats(topo.switch_stats)
-    else:
+        return read
+    return None
+
+
+_CEILING: dict[str, tuple[float, list[float]]] = {}
+
+
+def _gen_ceiling(lab, progress) -> float | None:
+    """softgen's own loopback ceiling (suites/throughput/rig.py), measured once per run on a
+    local lab: the NDR search's upper bound (issue 44; was a fixed cap)."""
+    if "softgen" not in _CEILING:
+        ring = topology.ring_loopback(lab, tag="ceil")
+        try:
+            _CEILING["softgen"] = rig_setup.generator_ceiling_pps(ring.gen, ring.tx_port)
+        finally:
+            ring.close()
+        med, rates = _CEILING["softgen"]
+        progress(f"generator loopback ceiling: {med / 1e6:.2f} Mpps (trials "
+                 f"{', '.join(f'{r / 1e6:.2f}' for r in rates)})")
+    return _CEILING["softgen"][0]
+
+
+def _search_max_rate(lab, profile, topo, progress) -> float:
+    """The search's upper bound: the generator's ceiling measured in this run (softgen on a
+    local lab), never above the wire's nominal rate; else the topology's fixed rate."""
+    if is_remote(lab) or profile.generator["kind"] != "softgen" or topo.switch_kind is None:
+        return topo.max_rate_pps
+    return min(topo.max_rate_pps, _gen_ceiling(lab, progress))
+
+
+def _cross_checked(topo, measure, checks: list):
+    """measure() plus the switch's own port counters around every trial (see
+    topology.switch_cross_check); raises CounterError on an impossible pair."""
+    read = _switch_reader(topo)
+    if read is None:
         return measure
 
     def checked(duration_s, rate_pps):
@@ -496,19 +530,26 @@ def test_rfc2544_ndr_pdr(lab, profile, kind, case, results, progress, request):
     try:
         measure = _cross_checked(topo, make_measure(topo.gen, _streams(topo.tx_port, topo.rx_port, size, flows),
                                                     drain_s=0.1), checks)
+        # the rig's figures of every trial beside its counters (issue 44: suites/throughput/rig.py)
+        measure = rig_setup.with_switch_rig(measure, _switch_reader(topo), topo.ring_slots)
+        log = _search_log(lab)
+        max_rate = _search_max_rate(lab, profile, topo, progress)
+        rig_setup.warm_up(measure, max_rate)
         if nightly:
-            cfg = SearchConfig(max_rate_pps=topo.max_rate_pps, min_rate_pps=5_000, trial_duration_s=2.0,
+            cfg = SearchConfig(max_rate_pps=max_rate, min_rate_pps=5_000, trial_duration_s=2.0,
                                final_duration_s=10.0, precision=0.02)
         else:  # the normal run: ~30 s per search on this box, bounded even when every trial is noise
-            cfg = SearchConfig(max_rate_pps=topo.max_rate_pps, min_rate_pps=5_000, trial_duration_s=0.5,
+            cfg = SearchConfig(max_rate_pps=max_rate, min_rate_pps=5_000, trial_duration_s=0.5,
                                final_duration_s=1.0, precision=0.05, max_trials=10, max_verifications=2)
-        log = _search_log(lab)
         r = search_ndr_pdr(measure, cfg, lambda line: log(f"{kind} {size}B {flows} flows: {line}", progress))
         # back-to-back (RFC 2544 26.4): the longest burst at max rate with no loss, bounded by
         # what one short burst can tell on this box: a single trial at the top rate
         b2b = topo.gen.run([Stream("b2b", topo.tx_port, rx_port=topo.rx_port, frame_size=size,
                                    rate_pps=topo.max_rate_pps, count=50_000, flows=flows)], drain_s=0.2)
         m = r.metrics()
+        m.update(rig_setup.trial_metrics(r.trials))
+        if max_rate != topo.max_rate_pps:
+            m["search_max_mpps"] = max_rate / 1e6
         m["b2b_burst_frames"] = float(b2b.streams["b2b"].tx if b2b.lost == 0 else 0)
         m["b2b_lost_packets"] = float(b2b.lost)
         if checks:  # every trial's generator counters agreed with the switch's (else CounterError)

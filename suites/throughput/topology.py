@@ -127,6 +127,7 @@ class Topology:
     read_switch_stats: object = None      # () -> the switch's stats on any host, when known
     hosts: dict | None = None             # the lab's hosts of this topology (provenance)
     generator_version: str | None = None
+    ring_slots: int = 1024                # descriptors of the DUT's rx rings (a stall's yardstick)
 
     def close(self):
         self.gen.close()
@@ -287,7 +288,8 @@ def switch_p2p(lab, kind: str, flows: int, tag: str = "sw", wire: str = "vhost",
         if not wait_links_up(gen, 20):
             raise RuntimeError(f"{kind}: generator links not up after 20 s")
         time.sleep(0.5)  # let the switch finish port setup (first packets may hit a cold path)
-        return Topology(gen, "p0", "p1", port_kind, kind, max_rate, stop)
+        slots = 1 << ring_log2 if (port_kind == "memif" and ring_log2) else 1024
+        return Topology(gen, "p0", "p1", port_kind, kind, max_rate, stop, ring_slots=slots)
     except BaseException:
         stop()
         raise
