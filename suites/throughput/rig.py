@@ -84,3 +84,109 @@ def trial_metrics(trials) -> dict[str, float]:
     for cause, n in cause_summary(t.cause for t in trials).items():
         m[f"failed_trials_{cause.lower().replace(' ', '_')}"] = float(n)
     return m
+
+
+# ---- keeping the run's other threads off the pollers' cores (issue 44 part 2) -------------------
+# On a 2-core box the switch's worker and the generator's worker own one core each, so every
+# other thread of the run (the switch's agent and EAL service threads, softgen's control
+# thread, the controller, this harness) has to share one of them: the "housekeeping" core.
+# OFBENCH_RIG_HOUSEKEEPING picks it: "gen" (the generator worker's core), "switch", or "off"
+# (leave the scheduler free, as before).
+HOUSEKEEPING_ENV = "OFBENCH_RIG_HOUSEKEEPING"
+HOUSEKEEPING_DEFAULT = "off"
+
+
+def is_poller(pid: int, tid: int, comm: str) -> bool:
+    """A busy-polling thread of the run: an EAL worker lcore (softgen's worker, the switch's
+    second and later workers), or the switch's main thread (its main lcore is worker 0)."""
+    return comm.startswith("lcore-worker") or (tid == pid and comm == "ofswitch")
+
+
+def plan_pinning(threads: list[tuple[int, int, str]], core: int) -> dict[int, set[int]]:
+    """{tid: {core}} for every thread of ``threads`` ((pid, tid, comm)) that is not a poller."""
+    return {tid: {core} for pid, tid, comm in threads if not is_poller(pid, tid, comm)}
+
+
+def _descendants(pids: list[int]) -> list[int]:
+    import os
+    parent: dict[int, int] = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    parent[int(d)] = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+    out, todo = set(), list(pids)
+    while todo:
+        p = todo.pop()
+        if p in out:
+            continue
+        out.add(p)
+        todo += [c for c, pp in parent.items() if pp == p]
+    return sorted(out)
+
+
+def _threads(pids: list[int]) -> list[tuple[int, int, str]]:
+    import os
+    out = []
+    for pid in pids:
+        try:
+            tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/comm") as f:
+                    out.append((pid, tid, f.read().strip()))
+            except OSError:
+                continue
+    return out
+
+
+def housekeeping_core(choice: str, switch_core: int, gen_core: int) -> int | None:
+    """The core the run's other threads go to for a choice of OFBENCH_RIG_HOUSEKEEPING."""
+    if choice in ("", "off"):
+        return None
+    if choice == "gen":
+        return gen_core
+    if choice == "switch":
+        return switch_core
+    raise ValueError(f"{HOUSEKEEPING_ENV}={choice!r}: want gen, switch or off")
+
+
+class pin_others:
+    """Context: every non-polling thread of the lab's processes (and of this harness) on one
+    core; the harness's own threads get their affinity back at exit (the lab's processes end
+    with the topology)."""
+
+    def __init__(self, lab, core: int | None):
+        self.lab, self.core = lab, core
+        self.saved: dict[int, set[int]] = {}
+        self.moved = 0
+
+    def __enter__(self):
+        import os
+        if self.core is None:
+            return self
+        procs = [p.pid for p in getattr(self.lab.supervisor, "procs", []) if p.alive()]
+        me = os.getpid()
+        plan = plan_pinning(_threads(_descendants(procs)) + _threads([me]), self.core)
+        for tid, cpus in plan.items():
+            try:
+                if tid in {t for _, t, _ in _threads([me])}:
+                    self.saved[tid] = os.sched_getaffinity(tid)
+                os.sched_setaffinity(tid, cpus)
+                self.moved += 1
+            except OSError:
+                continue
+        return self
+
+    def __exit__(self, *exc):
+        import os
+        for tid, cpus in self.saved.items():
+            try:
+                os.sched_setaffinity(tid, cpus)
+            except OSError:
+                pass
+        return False

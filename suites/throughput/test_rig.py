@@ -7,6 +7,8 @@ ceiling measured in the same run, every trial with the rig's figures and its cau
 """
 from __future__ import annotations
 
+import contextlib
+import os
 import statistics
 from types import SimpleNamespace
 
@@ -61,6 +63,18 @@ def test_trial_metrics_and_switch_rig_in_the_measurer():
                      "switch_rx_backlog_pkts": 32.0, "ring_slots": 4096.0}
 
 
+@pytest.mark.quick
+def test_pinning_plan_keeps_the_pollers():
+    threads = [(10, 10, "ofswitch"), (10, 11, "eal-intr-thread"), (10, 12, "ofs-agent"),
+               (20, 20, "softgen"), (20, 21, "lcore-worker-1"), (30, 30, "python")]
+    assert rig_setup.plan_pinning(threads, 1) == {11: {1}, 12: {1}, 20: {1}, 30: {1}}
+    assert rig_setup.housekeeping_core("gen", 0, 1) == 1
+    assert rig_setup.housekeeping_core("switch", 0, 1) == 0
+    assert rig_setup.housekeeping_core("off", 0, 1) is None
+    with pytest.raises(ValueError, match="OFBENCH_RIG_HOUSEKEEPING"):
+        rig_setup.housekeeping_core("both", 0, 1)
+
+
 @pytest.mark.bench
 @pytest.mark.local_lab
 @pytest.mark.features("softgen")
@@ -75,11 +89,17 @@ def test_ndr_repeatability(lab, profile, flows, results, progress):
     log = _search_log(lab)
     ceiling = _gen_ceiling(lab, lambda line: log(line, progress))
     topo = topology.switch_p2p(lab, kind, flows, tag=f"rep{flows}")
+    stack = contextlib.ExitStack()
     try:
         measure = rig_setup.with_switch_rig(
             make_measure(topo.gen, _streams(topo.tx_port, topo.rx_port, 64, flows), drain_s=0.1),
             _switch_reader(topo), topo.ring_slots)
         max_rate = min(topo.max_rate_pps, ceiling)
+        choice = os.environ.get(rig_setup.HOUSEKEEPING_ENV, rig_setup.HOUSEKEEPING_DEFAULT)
+        pin = rig_setup.pin_others(lab, rig_setup.housekeeping_core(choice, topology.SWITCH_CORE,
+                                                                     topology.GEN_WORKER_CORE))
+        stack.enter_context(pin)
+        log(f"housekeeping threads: {choice} ({pin.moved} threads moved)", progress)
         rig_setup.warm_up(measure, max_rate)
         cfg = SearchConfig(max_rate_pps=max_rate, min_rate_pps=5_000, trial_duration_s=0.5,
                            final_duration_s=1.0, precision=0.05, max_trials=10, max_verifications=2,
@@ -104,9 +124,11 @@ def test_ndr_repeatability(lab, profile, flows, results, progress):
             f"causes {rig_setup.cause_summary(t.cause for t in trials)}", progress)
         results.record(f"ndr_repeat_64b_{flows}flows", metrics=m,
                        params={"frame_size": 64, "flows": flows, "switch_kind": kind, "repeats": REPEATS,
-                               "ndr_mpps": ndrs, "port_kind": topo.port_kind, "ring_slots": topo.ring_slots},
+                               "ndr_mpps": ndrs, "port_kind": topo.port_kind, "ring_slots": topo.ring_slots,
+                               "housekeeping": choice, "threads_moved": pin.moved},
                        provenance={"generator": topo.gen.name, "generator_version": topo.gen.version,
                                    "port_kind": topo.port_kind, "dut_switch_kind": kind},
                        check_targets_now=False)
     finally:
+        stack.close()
         topo.close()

@@ -18,6 +18,7 @@ Default run: 64 B x {1, 1k} flows with short trials; --nightly: every RFC 2544 s
 """
 from __future__ import annotations
 
+import os
 import re
 import statistics
 import time
@@ -527,6 +528,9 @@ def test_rfc2544_ndr_pdr(lab, profile, kind, case, results, progress, request):
     nightly = request.config.getoption("--nightly")
     topo = _switch_topology(lab, profile, kind, flows, tag=f"t{next(_TAGS)}")
     checks: list[dict] = []
+    pin = rig_setup.pin_others(lab, None if is_remote(lab) else rig_setup.housekeeping_core(
+        os.environ.get(rig_setup.HOUSEKEEPING_ENV, rig_setup.HOUSEKEEPING_DEFAULT),
+        topology.SWITCH_CORE, topology.GEN_WORKER_CORE))
     try:
         measure = _cross_checked(topo, make_measure(topo.gen, _streams(topo.tx_port, topo.rx_port, size, flows),
                                                     drain_s=0.1), checks)
@@ -534,6 +538,7 @@ def test_rfc2544_ndr_pdr(lab, profile, kind, case, results, progress, request):
         measure = rig_setup.with_switch_rig(measure, _switch_reader(topo), topo.ring_slots)
         log = _search_log(lab)
         max_rate = _search_max_rate(lab, profile, topo, progress)
+        pin.__enter__()  # the run's other threads off the pollers' cores (OFBENCH_RIG_HOUSEKEEPING)
         rig_setup.warm_up(measure, max_rate)
         if nightly:
             cfg = SearchConfig(max_rate_pps=max_rate, min_rate_pps=5_000, trial_duration_s=2.0,
@@ -575,6 +580,7 @@ def test_rfc2544_ndr_pdr(lab, profile, kind, case, results, progress, request):
                        check_targets_now=kind == profile.switch["kind"],
                        distributions=search_latency_distributions(r))
     finally:
+        pin.__exit__(None, None, None)
         topo.close()
 
 
