@@ -4,6 +4,8 @@ ceiling measured in the same run, every trial with the rig's figures and its cau
 
     flock /tmp/ofbench-bench.lock .venv/bin/python -m pytest suites/throughput/test_rig.py \
         --dut=local -k repeatability -s
+    OFBENCH_RIG_WIRE=memif:14 (memif, 2^14-slot rings; default vhost, 1024 slots) and
+    OFBENCH_RIG_HOUSEKEEPING=gen|switch|off (suites/throughput/rig.py) pick the rig.
 """
 from __future__ import annotations
 
@@ -88,7 +90,10 @@ def test_ndr_repeatability(lab, profile, flows, results, progress):
         pytest.skip("the repeatability bench drives ofbench with softgen on a local lab")
     log = _search_log(lab)
     ceiling = _gen_ceiling(lab, lambda line: log(line, progress))
-    topo = topology.switch_p2p(lab, kind, flows, tag=f"rep{flows}")
+    wire = os.environ.get("OFBENCH_RIG_WIRE", "vhost")  # or memif:<ring log2>, e.g. memif:14
+    wire_kind, _, log2 = wire.partition(":")
+    topo = topology.switch_p2p(lab, kind, flows, tag=f"rep{flows}", wire=wire_kind,
+                               ring_log2=int(log2) if log2 else None)
     stack = contextlib.ExitStack()
     try:
         measure = rig_setup.with_switch_rig(
@@ -119,13 +124,13 @@ def test_ndr_repeatability(lab, profile, flows, results, progress):
         if sp is not None:
             m["ndr_spread"] = sp
         m.update(rig_setup.trial_metrics(trials))
-        log(f"{kind} 64B {flows} flows: NDRs {', '.join(f'{x:.3f}' for x in ndrs)} Mpps, median {med:.3f}, "
+        log(f"{kind} 64B {flows} flows over {wire} ({topo.ring_slots} slots), housekeeping {choice}: NDRs {', '.join(f'{x:.3f}' for x in ndrs)} Mpps, median {med:.3f}, "
             f"spread {sp if sp is None else round(sp, 3)}, ceiling {ceiling / 1e6:.2f} Mpps, "
             f"causes {rig_setup.cause_summary(t.cause for t in trials)}", progress)
         results.record(f"ndr_repeat_64b_{flows}flows", metrics=m,
                        params={"frame_size": 64, "flows": flows, "switch_kind": kind, "repeats": REPEATS,
                                "ndr_mpps": ndrs, "port_kind": topo.port_kind, "ring_slots": topo.ring_slots,
-                               "housekeeping": choice, "threads_moved": pin.moved},
+                               "housekeeping": choice, "wire": wire, "threads_moved": pin.moved},
                        provenance={"generator": topo.gen.name, "generator_version": topo.gen.version,
                                    "port_kind": topo.port_kind, "dut_switch_kind": kind},
                        check_targets_now=False)
