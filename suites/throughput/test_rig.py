@@ -75,6 +75,9 @@ def test_pinning_plan_keeps_the_pollers():
     assert rig_setup.housekeeping_core("off", 0, 1) is None
     with pytest.raises(ValueError, match="OFBENCH_RIG_HOUSEKEEPING"):
         rig_setup.housekeeping_core("both", 0, 1)
+    assert rig_setup.poller_nice_from_env("") is None and rig_setup.poller_nice_from_env("-20") == -20
+    with pytest.raises(ValueError, match="OFBENCH_RIG_POLLER_NICE"):
+        rig_setup.poller_nice_from_env("-21")
 
 
 @pytest.mark.bench
@@ -101,10 +104,12 @@ def test_ndr_repeatability(lab, profile, flows, results, progress):
             _switch_reader(topo), topo.ring_slots)
         max_rate = min(topo.max_rate_pps, ceiling)
         choice = os.environ.get(rig_setup.HOUSEKEEPING_ENV, rig_setup.HOUSEKEEPING_DEFAULT)
+        nice = rig_setup.poller_nice_from_env(os.environ.get(rig_setup.POLLER_NICE_ENV))
         pin = rig_setup.pin_others(lab, rig_setup.housekeeping_core(choice, topology.SWITCH_CORE,
-                                                                     topology.GEN_WORKER_CORE))
+                                                                     topology.GEN_WORKER_CORE), nice)
         stack.enter_context(pin)
-        log(f"housekeeping threads: {choice} ({pin.moved} threads moved)", progress)
+        log(f"housekeeping threads: {choice} ({pin.moved} threads moved), pollers' nice {nice} "
+            f"({pin.reniced} threads)", progress)
         rig_setup.warm_up(measure, max_rate)
         cfg = SearchConfig(max_rate_pps=max_rate, min_rate_pps=5_000, trial_duration_s=0.5,
                            final_duration_s=1.0, precision=0.05, max_trials=10, max_verifications=2,
@@ -130,7 +135,7 @@ def test_ndr_repeatability(lab, profile, flows, results, progress):
         results.record(f"ndr_repeat_64b_{flows}flows", metrics=m,
                        params={"frame_size": 64, "flows": flows, "switch_kind": kind, "repeats": REPEATS,
                                "ndr_mpps": ndrs, "port_kind": topo.port_kind, "ring_slots": topo.ring_slots,
-                               "housekeeping": choice, "wire": wire, "threads_moved": pin.moved},
+                               "housekeeping": choice, "wire": wire, "poller_nice": nice, "threads_moved": pin.moved},
                        provenance={"generator": topo.gen.name, "generator_version": topo.gen.version,
                                    "port_kind": topo.port_kind, "dut_switch_kind": kind},
                        check_targets_now=False)

@@ -472,6 +472,9 @@ def _switch_reader(topo):
         def read():
             return read_stats(topo.switch_stats)
         return read
+    if topo.rig_stats is not None:  # the switch's rig figures only (no counter cross-check)
+        from dut.switch.launcher import read_stats
+        return lambda: read_stats(topo.rig_stats)
     return None
 
 
@@ -484,7 +487,8 @@ def _gen_ceiling(lab, progress) -> float | None:
     if "softgen" not in _CEILING:
         ring = topology.ring_loopback(lab, tag="ceil")
         try:
-            _CEILING["softgen"] = rig_setup.generator_ceiling_pps(ring.gen, ring.tx_port)
+            _CEILING["softgen"] = rig_setup.generator_ceiling_pps(ring.gen, ring.tx_port,
+                                                                   ask_pps=topology.TX_ASK_PPS)
         finally:
             ring.close()
         med, rates = _CEILING["softgen"]
@@ -504,7 +508,7 @@ def _search_max_rate(lab, profile, topo, progress) -> float:
 def _cross_checked(topo, measure, checks: list):
     """measure() plus the switch's own port counters around every trial (see
     topology.switch_cross_check); raises CounterError on an impossible pair."""
-    read = _switch_reader(topo)
+    read = _switch_reader(topo) if topo.read_switch_stats or topo.switch_stats else None
     if read is None:
         return measure
 
@@ -530,7 +534,8 @@ def test_rfc2544_ndr_pdr(lab, profile, kind, case, results, progress, request):
     checks: list[dict] = []
     pin = rig_setup.pin_others(lab, None if is_remote(lab) else rig_setup.housekeeping_core(
         os.environ.get(rig_setup.HOUSEKEEPING_ENV, rig_setup.HOUSEKEEPING_DEFAULT),
-        topology.SWITCH_CORE, topology.GEN_WORKER_CORE))
+        topology.SWITCH_CORE, topology.GEN_WORKER_CORE),
+        rig_setup.poller_nice_from_env(os.environ.get(rig_setup.POLLER_NICE_ENV)))
     try:
         measure = _cross_checked(topo, make_measure(topo.gen, _streams(topo.tx_port, topo.rx_port, size, flows),
                                                     drain_s=0.1), checks)

@@ -128,6 +128,7 @@ class Topology:
     hosts: dict | None = None             # the lab's hosts of this topology (provenance)
     generator_version: str | None = None
     ring_slots: int = 1024                # descriptors of the DUT's rx rings (a stall's yardstick)
+    rig_stats: Path | None = None         # the switch's stats socket for its rig figures only
 
     def close(self):
         self.gen.close()
@@ -208,6 +209,7 @@ def switch_p2p(lab, kind: str, flows: int, tag: str = "sw", wire: str = "vhost",
     """softgen p0 -> switch port 1 ... switch port 2 -> softgen p1, flows installed."""
     from drivers.lab.switches import start_switch
     cleanup: list = []
+    rig_stats: list = []
 
     def stop():
         for fn in reversed(cleanup):
@@ -264,6 +266,7 @@ def switch_p2p(lab, kind: str, flows: int, tag: str = "sw", wire: str = "vhost",
                                     controller=("127.0.0.1", cport), dpid=0x7E, netns=netns,
                                     lcores=str(SWITCH_CORE), idle_sleep_us=0, mem_mb=256).proc
                 cleanup.append(lambda: lab.supervisor.stop(proc))
+                rig_stats.append(getattr(proc, "stats_sock", None))
                 return
             sw = start_switch(lab, kind, name=f"{tag}-{kind}", netns=netns, ports=kernel_ports,
                               controller=("127.0.0.1", cport), dpid=0x7E, extra_ports=extra)
@@ -289,7 +292,8 @@ def switch_p2p(lab, kind: str, flows: int, tag: str = "sw", wire: str = "vhost",
             raise RuntimeError(f"{kind}: generator links not up after 20 s")
         time.sleep(0.5)  # let the switch finish port setup (first packets may hit a cold path)
         slots = 1 << ring_log2 if (port_kind == "memif" and ring_log2) else 1024
-        return Topology(gen, "p0", "p1", port_kind, kind, max_rate, stop, ring_slots=slots)
+        return Topology(gen, "p0", "p1", port_kind, kind, max_rate, stop, ring_slots=slots,
+                        rig_stats=rig_stats[0] if rig_stats else None)
     except BaseException:
         stop()
         raise
