@@ -68,7 +68,8 @@ def test_trial_metrics_and_switch_rig_in_the_measurer():
 @pytest.mark.quick
 def test_pinning_plan_keeps_the_pollers():
     threads = [(10, 10, "ofswitch"), (10, 11, "eal-intr-thread"), (10, 12, "ofs-agent"),
-               (20, 20, "softgen"), (20, 21, "lcore-worker-1"), (30, 30, "python")]
+               (20, 20, "softgen"), (20, 21, "lcore-worker-1"), (30, 30, "python"),
+               (40, 41, "rte-worker-1")]
     assert rig_setup.plan_pinning(threads, 1) == {11: {1}, 12: {1}, 20: {1}, 30: {1}}
     assert rig_setup.housekeeping_core("gen", 0, 1) == 1
     assert rig_setup.housekeeping_core("switch", 0, 1) == 0

@@ -482,15 +482,15 @@ _CEILING: dict[str, tuple[float, list[float]]] = {}
 
 
 def _gen_ceiling(lab, progress) -> float | None:
-    """softgen's own loopback ceiling (suites/throughput/rig.py), measured once per run on a
-    local lab: the NDR search's upper bound (issue 44; was a fixed cap)."""
+    """softgen's own memif loopback ceiling (suites/throughput/rig.py), measured once per run
+    on a local lab: the NDR search's upper bound (issue 44; was the wire's fixed rate)."""
     if "softgen" not in _CEILING:
-        ring = topology.ring_loopback(lab, tag="ceil")
+        loop = topology.loopback(lab, tag="ceil")
         try:
-            _CEILING["softgen"] = rig_setup.generator_ceiling_pps(ring.gen, ring.tx_port,
+            _CEILING["softgen"] = rig_setup.generator_ceiling_pps(loop.gen, loop.tx_port, loop.rx_port,
                                                                    ask_pps=topology.TX_ASK_PPS)
         finally:
-            ring.close()
+            loop.close()
         med, rates = _CEILING["softgen"]
         progress(f"generator loopback ceiling: {med / 1e6:.2f} Mpps (trials "
                  f"{', '.join(f'{r / 1e6:.2f}' for r in rates)})")
