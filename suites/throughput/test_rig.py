@@ -143,3 +143,12 @@ def test_ndr_repeatability(lab, profile, flows, results, progress):
     finally:
         stack.close()
         topo.close()
+
+
+@pytest.mark.quick
+def test_gap_probe_buckets():
+    from .gap_probe import buckets_ms
+    w = {"gap_floor_cycles": 1000, "gap_hist": [5, 0, 1]}
+    before = {"tsc_hz": 1e6, "workers": [w]}
+    after = {"tsc_hz": 1e6, "workers": [dict(w, gap_hist=[7, 0, 4])]}
+    assert buckets_ms(before, after) == [(1000.0, 2000.0, 2), (4000.0, 8000.0, 3)]
