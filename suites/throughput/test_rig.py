@@ -151,4 +151,4 @@ def test_gap_probe_buckets():
     w = {"gap_floor_cycles": 1000, "gap_hist": [5, 0, 1]}
     before = {"tsc_hz": 1e6, "workers": [w]}
     after = {"tsc_hz": 1e6, "workers": [dict(w, gap_hist=[7, 0, 4])]}
-    assert buckets_ms(before, after) == [(1000.0, 2000.0, 2), (4000.0, 8000.0, 3)]
+    assert buckets_ms(before, after) == [(1.0, 2.0, 2), (4.0, 8.0, 3)]  # 1000 cycles at 1 MHz: 1 ms
