@@ -372,7 +372,8 @@ def switch_p2p_trex(lab, generator: dict, kind: str, flows: int, tag: str = "sw"
                 raise RuntimeError(f"{kind}: TRex memif ports not up after 20 s")
             time.sleep(0.2)
         time.sleep(0.5)  # let the switch finish port setup (first packets may hit a cold path)
-        return Topology(gen, tx, rx, "memif", kind, 10e6, stop, switch_stats=Path(lab.state_dir) / f"{name}.stats")
+        return Topology(gen, tx, rx, "memif", kind, 10e6, stop, switch_stats=Path(lab.state_dir) / f"{name}.stats",
+                        ring_slots=1 << ring_log2 if ring_log2 else 1024)
     except BaseException:
         stop()
         raise
