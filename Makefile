@@ -15,6 +15,8 @@ PYTEST  := $(call q,$(PY)) -m pytest
 # Unit and behaviour tests of every system, plus the quick subset of the suites on --dut=local
 # and on the emulated SSH lab (--dut=lab-emu: switch, controller and generator hosts over SSH),
 # whose smoke also runs with a real TRex server on the generator host (--dut=lab-emu-trex).
+# The lab-emu run leases its place from a labgrid coordinator it starts on 127.0.0.1 itself
+# (--lab-coordinator=local, drivers/lab/lease.py) and stops at its end.
 TEST_PATHS := tests harness dut drivers traces reports
 
 .PHONY: setup test suites nightly bench clean-stale report-path help
@@ -30,7 +32,7 @@ setup:
 
 test: setup
 	$(PYTEST) $(foreach p,$(TEST_PATHS),$(call q,$(p))) && $(PYTEST) suites/ --dut=local -m quick && \
-	  $(PYTEST) suites/ --dut=lab-emu -m quick && \
+	  $(PYTEST) suites/ --dut=lab-emu -m quick --lab-coordinator=local && \
 	  if bash scripts/build_trex.sh --locate >/dev/null 2>&1; then \
 	    $(PYTEST) suites/smoke/test_links.py --dut=lab-emu-trex; \
 	  else echo "lab-emu-trex skipped: TRex is not built here (scripts/build_trex.sh says why)"; fi

@@ -8,4 +8,7 @@ Modules, one role each:
   fixtures   the fixture chain profile -> lab -> switch_kind / results / progress
   results    Results: what a suite test records (importable and unit-tested)
   reporting  test outcomes, pytest-html extras, the run index, InfluxDB export, nightly trend
+  lease      the run's lab place on labgrid's coordinator (taken at configure, re-checked before
+             each measurement with the testbed lock, released at unconfigure), the testbed's
+             fingerprint
 """

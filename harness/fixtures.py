@@ -83,6 +83,8 @@ def progress(request):
 
 @pytest.fixture
 def results(request, run_dir):
+    from harness.lease import check
+    check(run_state(request.config))   # before the measurement: the place is still ours
     node = request.node
 
     def attach(path: Path, title: str) -> None:

@@ -15,8 +15,9 @@ INFLUX_TOKEN = pytest.StashKey[str]()
 def pytest_addoption(parser):
     g = parser.getgroup("ofbench", "ofbench lab options")
     g.addoption("--dut", default="local", metavar="PROFILE",
-                help="lab profile: a name in dut/profiles/ or a path to a YAML file "
-                     "(default: local)")
+                help="lab profile: a name in dut/profiles/ or a path to a YAML file, or "
+                     "pool:<key>=<value>,... for any free place of a pool on the lab "
+                     "coordinator (default: local)")
     g.addoption("--reports-dir", default=str(REPORTS), metavar="DIR",
                 help="where run folders are written (default: reports/)")
     g.addoption("--influx-url", default=None, metavar="URL",
@@ -31,6 +32,17 @@ def pytest_addoption(parser):
     g.addoption("--influx-org", default="-", help="InfluxDB org (1.8: '-'; default '-')")
     g.addoption("--influx-bucket", default="ofbench/autogen",
                 help="InfluxDB bucket (1.8: '<db>/<rp>'; default ofbench/autogen)")
+    g.addoption("--lab-wait", default=600.0, type=float, metavar="SECONDS",
+                help="how long to wait in the lab coordinator's queue for the place (or a "
+                     "pool's place) before giving up (default: 600)")
+    g.addoption("--lab-priority", default=0.0, type=float, metavar="N",
+                help="priority in the coordinator's queue: higher is served first, then the "
+                     "oldest (e.g. nightly 10, per-change CI 0, engineers 5; default: 0)")
+    g.addoption("--lab-coordinator", default=None, metavar="HOST:PORT",
+                help="labgrid coordinator HOST:PORT: leases the profile's place there "
+                     "(overrides lab.coordinator) or, with --dut=pool:<tags>, a pool's place "
+                     "(default: lab.coordinator, env LG_COORDINATOR for a pool); 'local' = "
+                     "a coordinator on 127.0.0.1 for this run alone (make test)")
     g.addoption("--nightly", action="store_true", default=False,
                 help="run the long matrices (tests marked nightly) and the trend check; exit "
                      "!= 0 on a regression (default: off)")

@@ -20,6 +20,7 @@ from harness.paths import SUITES
 from harness.reporting import RunReporter, start_influx_export
 from harness.results import progress_line
 from harness.state import RUN_STATE, RunState, run_state
+from harness import lease
 
 pytest_plugins = ["harness.options", "harness.fixtures"]
 
@@ -35,20 +36,42 @@ def is_suite_run(config) -> bool:
 def pytest_configure(config):
     state = RunState(config)
     config.stash[RUN_STATE] = state
-    try:
-        state.profile = load_profile(config.getoption("--dut"))
-    except ProfileError as e:
-        raise pytest.UsageError(f"bad lab profile: {e}") from None
+    dut = config.getoption("--dut")
     suite_run = is_suite_run(config) and not getattr(config, "workerinput", None)
+    helping = config.getoption("help", False)
+    if helping and lease.is_pool(dut):
+        dut = "local"   # --help leases nothing; the help text needs some profile
+    if lease.is_pool(dut) and not suite_run:
+        raise pytest.UsageError(f"--dut={dut}: a pool's place is leased by suite runs "
+                                f"(pytest suites/...)")
+    if not lease.is_pool(dut):
+        try:
+            state.profile = load_profile(dut)
+        except ProfileError as e:
+            raise pytest.UsageError(f"bad lab profile: {e}") from None
     if suite_run:
         from reports.results import create_run_dir
         state.run_dir = create_run_dir(Path(config.getoption("--reports-dir")))
+        # the lab's place is taken before any host is touched (harness/lease.py)
+        said = lambda m: progress_line(config, f"lease: {m}")  # noqa: E731
+        if lease.is_pool(dut):
+            state.profile = lease.lease_pool(config, state, dut, progress=said)
+        elif not helping:
+            lease.lease_profile(config, state, progress=said)
         if not config.getoption("htmlpath", None):
             config.option.htmlpath = str(state.run_dir / "pytest.html")
             config.option.self_contained_html = True
     config.pluginmanager.register(RunReporter(state, suite_run), "ofbench-reporter")
     # SIGTERM (CI timeouts, kill) must unwind like Ctrl-C so teardown stops every process.
     signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+
+
+def pytest_unconfigure(config):
+    state = config.stash.get(RUN_STATE, None)
+    if state is not None:
+        if state.lab is not None:   # the place is released after the lab is down
+            state.lab.close()
+        lease.release(state)
 
 
 def _raise_keyboard_interrupt(signum, frame):
@@ -63,6 +86,10 @@ def pytest_report_header(config):
              f"{', '.join(sorted(prof.features)) or 'none'}"]
     if state.run_dir:
         lines.append(f"ofbench run folder: {state.run_dir}")
+    if state.lease is not None:
+        lines.append(f"ofbench lab place: {state.lease.place} on {state.lease.coordinator}, "
+                     f"held as {state.lease.holder}"
+                     + (f" (pool {state.lease.pool})" if state.lease.pool else ""))
     return lines
 
 
@@ -83,6 +110,11 @@ def pytest_sessionstart(session):
                                  progress=lambda m: progress_line(session.config, f"lab: {m}"))
         except LabError as e:
             pytest.exit(f"lab {state.profile.name!r} cannot be used: {e}", returncode=4)
+    try:   # what the testbed is: session.json and every record's provenance
+        state.fingerprint = lease.testbed(
+            state, progress=lambda m: progress_line(session.config, f"lab: {m}"))
+    except LabError as e:
+        pytest.exit(f"lab {state.profile.name!r} cannot be used: {e}", returncode=4)
     start_influx_export(state)
 
 

@@ -62,6 +62,10 @@ class RunReporter:
                        duration_s=round(time.time() - state.started, 1),
                        profile=state.profile.name, exitstatus=int(exitstatus),
                        command=redact_command(["pytest", *sys.argv[1:]]))
+        if getattr(state, "lease", None) is not None:
+            summary["lease"] = state.lease.summary()
+        if getattr(state, "fingerprint", None):
+            summary["testbed"] = state.fingerprint
         (state.run_dir / "session.json").write_text(json.dumps(summary, indent=2))
         try:
             from reports.html import render_run_index

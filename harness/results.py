@@ -56,6 +56,8 @@ def base_provenance(state) -> dict:
                  "dut_switch_kind": prof.switch["kind"], "generator": gen["kind"],
                  "generator_version": "n/a", "port_kind": "n/a"})
     base.update(env_provenance(os.environ))
+    from harness.lease import provenance as lease_provenance
+    base.update(lease_provenance(state))
     if getattr(state.lab, "dut_build", None):
         base["dut_build"] = state.lab.dut_build  # the switch host's own build, not this box's
     hosts = prof.data["lab"].get("hosts") or {}
@@ -92,14 +94,17 @@ class Results:
 
     def record(self, name: str, metrics: dict, params: dict | None = None,
                provenance: dict | None = None, check_targets_now: bool = True,
-               distributions: dict | None = None) -> dict:
+               distributions: dict | None = None, search: dict | None = None) -> dict:
         """distributions: {"latency_us": {...}} compact shapes beside the metrics, built with
-        reports.distributions (drawn by the report, never judged)."""
+        reports.distributions (drawn by the report, never judged); search: a throughput
+        search's RFC 9971 goal results (drivers/trafficgen/mlr.py, MlrResult.search_record())."""
+        from harness.lease import check
+        check(self.state)   # a figure taken after the place was lost is not written
         prov = {"start_time": self.started, **(provenance or {})}
         misses = self.target_misses(name, metrics, params, prov)
         rec = self._writer().write(self.suite, name, metrics, params, prov,
                                    target_misses=misses or None, test_id=self.test_id,
-                                   distributions=distributions or None)
+                                   distributions=distributions or None, search=search or None)
         self.records.append(rec)
         if self.state.influx is not None:
             self.state.influx.export([rec])

@@ -20,6 +20,9 @@ class RunState:
         self.run_dir: Path | None = None
         self.writer = None
         self.lab = None
+        self.lease = None      # the lab place this run holds (harness/lease.py), if any
+        self.coordinator = None   # --lab-coordinator=local: the run's own coordinator
+        self.fingerprint = None   # the testbed's identity (drivers/lab/fingerprint.py)
         self.counts = {"passed": 0, "failed": 0, "skipped": 0, "error": 0}
         self.started = time.time()
         self.regression = False

@@ -5,9 +5,16 @@
                                                 send a run's records (idempotent: re-exporting a
                                                 run overwrites the same points), spool on failure
   python -m reports replay --influx-url URL     send what reports/spool/ holds
-  python -m reports trend [RUN_DIR] --influx-url URL [--last-n 20 --k 3]
+  python -m reports trend [RUN_DIR] --influx-url URL [--detector jumpavg|mad --last-n 30 --k 3]
                                                 write trend.html; exit 1 on a regression, 2 when
                                                 the history could not be read
+  python -m reports trend-eval RUN_DIR... | --history FILE [--steps 5,10,20] [--out FILE]
+                                                both trend detectors (MAD band, jumpavg) on
+                                                real histories with injected steps: detection
+                                                rate, nights to detect, false alarms
+  python -m reports bisect --metric SUITE/NAME/METRIC --good SHA --bad SHA [--trials 3]
+                                                build and measure the commits in between (a
+                                                worktree each) and name the first bad one
   python -m reports influxd [DATA_DIR]          run the local influxd in the foreground
   python -m reports compare RUN_A RUN_B [--k 3] [--out PAGE.html] [--all]
                                                 every metric that moved beyond its noise band
@@ -63,8 +70,14 @@ def main(argv: list[str] | None = None) -> int:
         if name != "render":
             _influx_args(p)
         if name == "trend":
-            p.add_argument("--last-n", type=int, default=20)
-            p.add_argument("--k", type=float, default=3.0)
+            from reports.trend import DETECTOR_DEFAULT, DETECTORS, LAST_N_DEFAULT
+            p.add_argument("--detector", choices=DETECTORS, default=DETECTOR_DEFAULT)
+            p.add_argument("--last-n", type=int, default=LAST_N_DEFAULT)
+            p.add_argument("--k", type=float, default=3.0, help="the mad detector's band")
+    from reports.trend_eval import add_arguments
+    add_arguments(sub.add_parser("trend-eval"))
+    from reports.bisect import add_arguments as bisect_arguments
+    bisect_arguments(sub.add_parser("bisect"))
     _influx_args(sub.add_parser("replay"))
     p = sub.add_parser("compare")
     p.add_argument("run_a", help="the reference run folder")
@@ -80,6 +93,22 @@ def main(argv: list[str] | None = None) -> int:
         from reports.html import render_run_index
         print(render_run_index(Path(args.run_dir).resolve()))
         return 0
+    if args.cmd == "trend-eval":
+        from reports.trend_eval import HistoryError
+        from reports.trend_eval import main as trend_eval
+        try:
+            return trend_eval(args)
+        except (HistoryError, FileNotFoundError) as e:
+            print(f"trend-eval: {e}", file=sys.stderr)
+            return 2
+    if args.cmd == "bisect":
+        from reports.bisect import BisectError
+        from reports.bisect import main as bisect
+        try:
+            return bisect(args)
+        except BisectError as e:
+            print(f"bisect: {e}", file=sys.stderr)
+            return 2
     if args.cmd == "compare":
         from reports.compare import compare_runs, default_out, write_compare_page
         try:
@@ -123,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0 if not (res.spooled or res.rejected) else 3
         from reports.trend import run_trend
         report = run_trend(Path(args.run_dir).resolve(), last_n=args.last_n, k=args.k,
-                           **settings)
+                           detector=args.detector, **settings)
         print(report.summary())
         return report.exit_code
 

@@ -253,7 +253,8 @@ LINESTYLES = ["-", "--", ":", "-."]
 
 def _merge(dists: Sequence[Mapping]) -> Mapping:
     """Repetitions of one distribution: quantiles at the same points -> pointwise median;
-    histograms of the same bin width -> counts summed; anything else -> the first."""
+    histograms of the same bin width -> counts summed; HdrHistograms of the same unit -> added;
+    anything else -> the first."""
     import statistics
     first = dists[0]
     if len(dists) == 1:
@@ -275,6 +276,13 @@ def _merge(dists: Sequence[Mapping]) -> Mapping:
                 "counts": [acc.get(i, 0) for i in range(lo, hi + 1)],
                 "above": sum(int(d.get("above", 0)) for d in dists),
                 "samples": sum(int(d.get("samples", 0)) for d in dists)}
+    if all(d.get("kind") == "hdrh" and d.get("per_unit") == first.get("per_unit") for d in dists):
+        from hdrh.histogram import HdrHistogram
+        h = HdrHistogram.decode(str(first["encoded"]).encode("ascii"))
+        for d in dists[1:]:
+            h.decode_and_add(str(d["encoded"]).encode("ascii"))
+        return {"kind": "hdrh", "encoded": h.encode().decode("ascii"),
+                "per_unit": first["per_unit"], "samples": h.get_total_count()}
     return first
 
 

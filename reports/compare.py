@@ -8,12 +8,25 @@ kind plus generator and port kind; a record whose generator or port kind differs
 two labs is still paired when that leaves one candidate, and the difference is shown as
 context (a softgen lab against a TRex lab measures the same switch with another instrument).
 
-The rule for "moved" is the nightly trend's (reports.trend.judge, not a copy of it): run A's
-values of a metric are the history (its repetitions in that run, reports.noise), run B's
-median is the new value, the band is max(K * 1.4826 * MAD, 2 % of the median) with the MAD
-the larger of the two runs' own repetition spreads. Without repetitions the band is the 2 %
-floor: the page says how many values each side had. Direction (better / worse) is
-reports.metrics.metric_direction; a metric without one is listed as "changed" when it moved.
+The verdict is statistical, from repeated trials (reports.noise reads them), never one value
+against another:
+
+- both sides with >= MIN_REPS repetitions: jumpavg (FD.io CSIT's change-point grouping, the
+  nightly trend's detector) groups A's and B's repetitions, each side one indivisible run, by
+  minimum description length: one group = the same population ("within noise"); two groups =
+  B differs, better or worse when the averages differ by >= 2 %. Chosen over Mann-Whitney U
+  (with 3 repetitions a side its smallest two-sided p is 0.1: it can never say "changed") and a
+  bootstrap CI of the ratio of medians (3-5 values resample into too few distinct medians for
+  a CI to mean anything); jumpavg weighs the difference of the averages against each side's own
+  spread and works from 2-3 values up, and a nightly and a review then read changes one way;
+- one side repeated (its noise known), the other a single value or a mean +- sd: the nightly
+  MAD rule (reports.trend.judge: run A's values are the history, B's median the new value, the
+  band max(K * 1.4826 * MAD, 2 % of the median), the MAD the larger of the two runs' spreads);
+- one value a side: no verdict. A move beyond the 2 % floor is listed as "unsure" (repeat the
+  measurement) and never makes the exit code 1.
+
+Direction (better / worse) is reports.metrics.metric_direction; a metric without one is listed
+as "changed" when it moved.
 
 Also compared: each goal's verdict (reports.goals) in A and in B. Writes RUN_B/compare-<A>.html
 and .json (or --out); exit code 1 when something got worse, else 0.
@@ -32,11 +45,33 @@ from reports.results import load_results
 from reports.trend import K_DEFAULT, MAD_TO_SIGMA, REL_FLOOR, judge, median_mad
 
 CONTEXT_KEYS = ("generator", "port_kind")
-ORDER = {"worse": 0, "better": 1, "changed": 2, "only_a": 3, "only_b": 4, "same": 5,
-         "not_measured": 6}
+MIN_REPS = 3    # repetitions a side for jumpavg's verdict
+ORDER = {"worse": 0, "better": 1, "changed": 2, "unsure": 3, "only_a": 4, "only_b": 5,
+         "same": 6, "not_measured": 7}
 LABEL = {"worse": "▼ worse", "better": "▲ better", "changed": "changed (no direction)",
+         "unsure": "moved? (1 value a side)",
          "same": "within noise", "only_a": "only in A", "only_b": "only in B",
          "not_measured": "not measured"}
+
+
+def jumpavg_verdict(a: Sequence[float], b: Sequence[float], direction: int,
+                    rel_floor: float = REL_FLOOR) -> tuple[str, float | None]:
+    """(same | better | worse | changed, change of the averages in %) of B's repetitions
+    against A's: jumpavg groups the two sides (each one indivisible run); one group = same."""
+    from jumpavg import classify
+    xa, xb = [float(v) for v in a], [float(v) for v in b]
+    shift = -min(xa + xb) if min(xa + xb) < 0 else 0.0
+    groups = classify([[v + shift for v in xa], [v + shift for v in xb]])
+    mean_a, mean_b = sum(xa) / len(xa), sum(xb) / len(xb)
+    change = (mean_b - mean_a) / abs(mean_a) * 100.0 if mean_a else None
+    if len(groups) == 1:
+        return "same", change
+    rel = abs(mean_b - mean_a) / abs(mean_a) if mean_a else float("inf")
+    if rel < rel_floor:
+        return "same", change
+    if direction == 0:
+        return "changed", change
+    return ("better" if (mean_b - mean_a) * direction > 0 else "worse"), change
 
 
 def spread_mad(sp: Spread | None) -> float:
@@ -73,6 +108,7 @@ class CompareRow:
     context: str = ""
     evidence_a: str = ""
     evidence_b: str = ""
+    method: str = ""       # jumpavg | band (one side repeated) | none (one value a side)
 
 
 def _key(rec: Mapping) -> tuple:
@@ -142,21 +178,28 @@ def compare_records(records_a: Sequence[Mapping], records_b: Sequence[Mapping],
                 row.verdict = "only_a"
             elif sa is None:
                 row.verdict = "only_b"
+            elif (sa.kind == sb.kind == "values" and len(sa.values) >= MIN_REPS
+                  and len(sb.values) >= MIN_REPS):
+                row.verdict, row.change_pct = jumpavg_verdict(centred(sa), centred(sb), d,
+                                                              rel_floor)
+                row.method = "jumpavg"
             else:
                 history = centred(sa)
                 j = judge(sb.median, history, d if d else 1, k, rel_floor, min_history=1,
                           other_mad=max(spread_mad(sb), spread_mad(sa)))
                 row.band, row.change_pct = j.band, j.change_pct
+                row.method = "band" if sa.repeated or sb.repeated else "none"
                 moved = j.verdict in ("progression", "regression")
                 if not moved:
                     row.verdict = "same"
+                elif row.method == "none":
+                    row.verdict = "unsure"
                 elif d == 0:
                     row.verdict = "changed"
                 else:
                     row.verdict = "better" if j.verdict == "progression" else "worse"
             rows.append(row)
-    rows.sort(key=lambda r: (ORDER.get(r.verdict, 9), one_value(r), r.suite, r.name, r.switch,
-                             r.metric))
+    rows.sort(key=lambda r: (ORDER.get(r.verdict, 9), r.suite, r.name, r.switch, r.metric))
     return rows
 
 
@@ -237,8 +280,8 @@ class Comparison:
         return [r for r in self.rows if r.verdict in ("worse", "better", "changed")]
 
     def one_value_moves(self) -> int:
-        """Moves judged with one value on each side: the band is the relative floor only."""
-        return sum(1 for r in self.moved() if one_value(r))
+        """Moves with one value on each side: no verdict ("unsure")."""
+        return sum(1 for r in self.rows if r.verdict == "unsure")
 
     def summary(self) -> str:
         c = self.counts()
@@ -247,16 +290,18 @@ class Comparison:
                  f"{c['worse']} worse, {c['better']} better, {c['changed']} changed (no "
                  f"direction), {c['same']} within noise, {c['only_a']} record(s) only in A, "
                  f"{c['only_b']} record(s) only in B",
-                 f"({self.one_value_moves()} of the {len(self.moved())} moves, marked ?, had one "
-                 "value per side: their band is the 2 % floor, the noise itself is unknown)"]
-        for r in self.moved():
+                 f"(verdicts from repeated trials: jumpavg with >= {MIN_REPS} a side, the MAD "
+                 f"band with one side repeated; {self.one_value_moves()} move(s) beyond 2 % "
+                 "with one value per side are unsure: the noise itself is unknown, no verdict)"]
+        for r in self.moved() + [r for r in self.rows if r.verdict == "unsure"]:
             a, b = r.a or {}, r.b or {}
             pct = f"{r.change_pct:+.1f}%" if r.change_pct is not None else "n/a"
-            mark = LABEL[r.verdict] + (" ?" if one_value(r) else "")
+            mark = LABEL[r.verdict]
+            how = "jumpavg" if r.method == "jumpavg" else f"band ±{_fmt(r.band)}"
             lines.append(f"  {mark:<12} {r.suite}/{r.name} [{r.switch}] {r.metric}: "
                          f"{_fmt(a.get('median'))} (n={a.get('n', 0)}) -> "
-                         f"{_fmt(b.get('median'))} (n={b.get('n', 0)}), {pct}, band "
-                         f"±{_fmt(r.band)}" + (f"; {r.context}" if r.context else ""))
+                         f"{_fmt(b.get('median'))} (n={b.get('n', 0)}), {pct}, {how}"
+                         + (f"; {r.context}" if r.context else ""))
         for g in self.goals:
             if "error" in g:
                 lines.append(f"  goals: {g['error']}")
@@ -324,10 +369,13 @@ def write_compare_page(cmp: Comparison, out: Path, show_all: bool = False) -> Pa
     body = [f'<table class="kv"><thead><tr><th></th><th>run</th><th>profile</th><th>git</th>'
             f"<th>records</th><th>command</th></tr></thead><tbody>{runs}</tbody></table>",
             f'<div class="chips">{chips}</div>',
-            '<p class="note">moved = beyond max(K·1.4826·MAD, '
-            f"{cmp.settings['rel_floor'] * 100:g} % of A's median), K = {cmp.settings['k']:g}, "
-            "the MAD from the repetitions inside each run (the nightly trend's rule, "
-            "reports.trend.judge); n = values per side</p>"]
+            f'<p class="note">verdicts from repeated trials: with >= {MIN_REPS} values a side, '
+            "jumpavg's grouping of A's and B's repetitions (one group = within noise; two "
+            f"groups and >= {cmp.settings['rel_floor'] * 100:g} % apart = better/worse); with "
+            "one side repeated, beyond max(K·1.4826·MAD, "
+            f"{cmp.settings['rel_floor'] * 100:g} % of A's median), K = {cmp.settings['k']:g} "
+            "(the MAD rule, reports.trend.judge); one value a side: no verdict; n = values per "
+            "side</p>"]
     if cmp.goals:
         body.append("<h2>goal verdicts that changed</h2><table><thead><tr><th>suite</th>"
                     "<th>goal</th><th>switch</th><th>A</th><th>B</th></tr></thead><tbody>"
@@ -336,10 +384,9 @@ def write_compare_page(cmp: Comparison, out: Path, show_all: bool = False) -> Pa
                               f"{esc(g.get('switch', ''))}</td><td>{esc(g.get('a', ''))}</td>"
                               f"<td>{esc(g.get('b', ''))}</td></tr>" for g in cmp.goals)
                     + "</tbody></table>")
-    body.insert(2, f'<p class="note">{cmp.one_value_moves()} of the {len(cmp.moved())} moves '
-                   "had one value per side (no repetitions, marked ?, listed after the others): their "
-                   "band is the floor alone and the noise itself is unknown; repeat the "
-                   "measurement to judge them</p>")
+    body.insert(2, f'<p class="note">{cmp.one_value_moves()} metric(s) moved beyond the floor '
+                   "with one value per side (\"unsure\", listed after the verdicts): the noise "
+                   "itself is unknown, so no verdict; repeat the measurement to judge them</p>")
     shown = cmp.rows if show_all else [r for r in cmp.rows if r.verdict != "same"]
     head = ("<tr><th>change</th><th>suite / record</th><th>switch</th><th>metric</th>"
             "<th>A</th><th>B</th><th>change %</th><th>band ±</th><th>context</th></tr>")
@@ -350,8 +397,10 @@ def write_compare_page(cmp: Comparison, out: Path, show_all: bool = False) -> Pa
         ev_a = f'<a href="{esc(link(cmp.a, r.evidence_a))}">A</a>' if r.evidence_a else ""
         ev_b = f'<a href="{esc(link(cmp.b, r.evidence_b))}">B</a>' if r.evidence_b else ""
         label, tip = LABEL[r.verdict], ""
-        if id(r) in moved and one_value(r):
-            label, tip = label + " ?", "one value per side: the noise is unknown"
+        if r.verdict == "unsure":
+            tip = "one value per side: the noise is unknown"
+        elif id(r) in moved and r.method == "jumpavg":
+            tip = "jumpavg: A's and B's repetitions form two groups"
         trs.append(f'<tr><td class="{cls}" title="{tip}">{esc(label)}</td>'
                    f'<td class="name">{esc(r.suite)} / {esc(r.name)} '
                    f'<span class="spread">{ev_a} {ev_b}</span></td><td>{esc(r.switch)}</td>'

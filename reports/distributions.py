@@ -1,4 +1,4 @@
-"""Compact distributions in a result record (the ``distributions`` field, result-v1.json).
+"""Compact distributions in a result record (the ``distributions`` field, result-v2.json).
 
 A record's ``metrics`` stay flat numbers (p50, p99, mean: what goals, the trend and ``reports
 compare`` judge). Beside them a record may carry the *shape* of a measured distribution in a
@@ -21,6 +21,12 @@ few dozen numbers, never every sample, under a key that names the quantity and i
   the samples in ``[first_edge + i*w, first_edge + (i+1)*w)``; leading and trailing empty bins
   are left out; at most MAX_BINS bins, the samples beyond the last are counted in ``above``.
   Document 002's Figures 7-8 are 5 ms bins (reports/charts.py kind ``histogram``).
+- ``hdrh`` (schema v2): the whole latency histogram as HdrHistogram's compressed V2 encoding
+  (PyPI ``hdrhistogram``, the encoding NFVbench records), values as integers of 1/``per_unit``
+  of the key's unit (``per_unit: 1000`` = ns for a ``_us`` key), 3 significant digits: every
+  percentile (p50 ... p99.99) and the CDF are read from it, not from a few quantiles. From a
+  generator's bucketed histogram each bucket's count is recorded at its upper edge (the
+  conservative bound the generators' own percentiles use).
 
 ``reports compare``, the trend and the Influx export read ``metrics`` only: a distribution is
 drawn, never judged bin by bin. Pure functions; producers (suites/) call them, reports/ reads.
@@ -105,6 +111,52 @@ def histogram_from_samples(values: Iterable[float], bin_width: float,
             "counts": counts, "above": above, "samples": len(idx)}
 
 
+HDRH_DIGITS = 3
+HDRH_HIGHEST = 3_600_000_000_000     # 1 h in ns: the largest value an hdrh may hold
+HDRH_PERCENTILES = (50.0, 90.0, 99.0, 99.9, 99.99)
+
+
+def hdrh_from_buckets(buckets: Iterable[tuple[float, float, int]], per_unit: int = 1000,
+                      ) -> dict | None:
+    """A generator's latency buckets [(low, high, count)] in the key's unit as an ``hdrh``
+    distribution (each count at the bucket's upper edge less one tick); None when empty."""
+    from hdrh.histogram import HdrHistogram
+    h = HdrHistogram(1, HDRH_HIGHEST, HDRH_DIGITS)
+    n = 0
+    for lo, hi, count in buckets:
+        if count <= 0:
+            continue
+        v = max(1, min(HDRH_HIGHEST, int(round(float(hi) * per_unit)) - 1))
+        h.record_value(v, int(count))
+        n += int(count)
+    if not n:
+        return None
+    return {"kind": "hdrh", "encoded": h.encode().decode("ascii"), "per_unit": per_unit,
+            "samples": n}
+
+
+def _hdrh(d: Mapping):
+    from hdrh.histogram import HdrHistogram
+    return HdrHistogram.decode(str(d["encoded"]).encode("ascii"))
+
+
+def hdrh_percentiles(d: Mapping, percentiles: Sequence[float] = HDRH_PERCENTILES
+                     ) -> dict[float, float]:
+    """{percentile: value in the key's unit} of an ``hdrh`` distribution."""
+    h = _hdrh(d)
+    per = float(d["per_unit"])
+    return {p: h.get_value_at_percentile(p) / per for p in percentiles}
+
+
+def hdrh_metrics(d: Mapping, suffix: str = "", prefix: str = "latency_") -> dict[str, float]:
+    """latency_p50_us ... latency_p99_99_us (+ suffix) of an ``hdrh`` _us distribution."""
+    out = {}
+    for p, v in hdrh_percentiles(d).items():
+        name = f"{p:g}".replace(".", "_")
+        out[f"{prefix}p{name}_us{suffix}"] = v
+    return out
+
+
 def problems(distributions: Mapping) -> list[str]:
     """What is wrong with a record's distributions field beyond its shape (the schema checks
     that, and the unit at the end of each key): lengths, order, sums; [] when fine."""
@@ -131,6 +183,13 @@ def _sense(key: str, d: Mapping) -> list[str]:
         total = sum(d.get("counts") or []) + (d.get("above") or 0)
         if d.get("samples") is not None and total != d["samples"]:
             return [f"{where}: counts + above = {total}, samples = {d['samples']}"]
+    elif d.get("kind") == "hdrh":
+        try:
+            total = _hdrh(d).get_total_count()
+        except Exception:   # the library raises several kinds on a corrupt string
+            return [f"{where}.encoded: not an HdrHistogram V2 encoding"]
+        if total != d.get("samples"):
+            return [f"{where}: the histogram holds {total} values, samples = {d.get('samples')}"]
     return []
 
 
@@ -147,6 +206,18 @@ def cdf_points(d: Mapping) -> tuple[list[float], list[float]]:
         for i, c in enumerate(d["counts"]):
             seen += c
             xs.append(first + (i + 1) * w)
+            ys.append(seen / n if n else 0.0)
+        return xs, ys
+    if d.get("kind") == "hdrh":
+        h, per = _hdrh(d), float(d["per_unit"])
+        n = h.get_total_count()
+        xs, ys, seen = [], [], 0
+        for it in h.get_recorded_iterator():
+            if not xs:
+                xs.append(h.get_lowest_equivalent_value(it.value_iterated_to) / per)
+                ys.append(0.0)
+            seen += it.count_at_value_iterated_to
+            xs.append(it.value_iterated_to / per)
             ys.append(seen / n if n else 0.0)
         return xs, ys
     raise ValueError(f"unknown distribution kind {d.get('kind')!r}")

@@ -3,7 +3,8 @@
 Goal: nothing lost, nothing duplicated, and a run never fails because InfluxDB is away.
 
 - One record -> one point: measurement = suite; tags = name, profile, dut_switch_kind,
-  generator, port_kind, git_sha (from provenance); fields = metrics (numbers as float so a
+  generator, port_kind, git_sha, and testbed_id, pool, place where the run has them (from
+  provenance); fields = metrics (numbers as float so a
   metric never changes field type, bools as bool, null skipped) plus the string field run_id;
   time = provenance end_time in ns. Re-sending a record therefore overwrites the same point:
   a retried write is idempotent, which is what makes "replay until acknowledged" safe.
@@ -63,7 +64,8 @@ LEGACY_SPOOL_FILE = "influx-spool.jsonl"   # before spools were per destination:
 REJECTED_FILE = "influx-rejected.jsonl"
 CORRUPT_FILE = "influx-corrupt.jsonl"
 LOCK_FILE = ".influx-spool.lock"
-TAG_KEYS = ("profile", "dut_switch_kind", "generator", "port_kind", "git_sha")  # + name
+TAG_KEYS = ("profile", "dut_switch_kind", "generator", "port_kind", "git_sha",  # + name
+            "testbed_id", "pool", "place")   # the testbed (drivers/lab/fingerprint.py, lease.py)
 BATCH_RECORDS = 1000
 DEFAULT_TIMEOUT_MS = 5000
 # After InfluxDB was unreachable, exports spool without trying the network for this long, so a

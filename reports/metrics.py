@@ -8,6 +8,7 @@ LOWER_WORDS = frozenset({
     "err", "errs", "fail", "failed", "failures", "fails", "miss", "misses", "missed", "jitter",
     "timeout", "timeouts", "unsent", "retries", "retransmits", "cycles", "ooo", "dup", "dups",
     "duplicate", "duplicates", "reorder", "reordered", "overruns", "stalls", "flaky",
+    "spread",
 })
 HIGHER_UNITS = frozenset({"mpps", "kpps", "pps", "mlps", "klps", "lps", "mbps", "gbps", "kbps",
                           "bps", "ops", "mops", "kops", "fps", "rps", "tps", "cps"})

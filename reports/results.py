@@ -1,8 +1,8 @@
-"""Result records: validate against reports/schema/result-v1.json, append to results.jsonl.
+"""Result records: validate against reports/schema/result-v<N>.json, append to results.jsonl.
 
 A record is one JSON object per line in reports/<run-id>/results.jsonl:
 
-    {"schema_version": 1, "suite": "throughput", "name": "ndr_64b_1flows",
+    {"schema_version": 2, "suite": "throughput", "name": "ndr_64b_1flows",
      "metrics": {"ndr_mpps": 3.2, "latency_p99_us": 41.0},
      "params": {"frame_size_b": 64, "flows": 1},
      "provenance": {"git_sha": ..., "git_dirty": ..., "dut_switch_kind": "ovs", "dut_build": ...,
@@ -11,7 +11,11 @@ A record is one JSON object per line in reports/<run-id>/results.jsonl:
      "run_id": "run-20240501T020304Z-1a2b"}
 
 Optionally "distributions": {"latency_us": {"kind": "quantiles", ...}}, the shape of a measured
-distribution in a few dozen numbers beside the metrics (reports/distributions.py).
+distribution in a few dozen numbers beside the metrics (reports/distributions.py), and (since
+version 2) "search": a throughput search's RFC 9971 goal results (drivers/trafficgen/mlr.py).
+
+Versions: records are written as SCHEMA_VERSION (2); a record is validated against the schema of
+its own schema_version, so the runs written as version 1 stay readable (v2 = v1 + `search`).
 
 Invariants:
 - every line of results.jsonl is a complete record that passed the schema; a record that fails
@@ -42,8 +46,10 @@ from typing import Any, Iterable, Mapping
 
 import jsonschema
 
-SCHEMA_VERSION = 1
-SCHEMA_PATH = Path(__file__).resolve().parent / "schema" / f"result-v{SCHEMA_VERSION}.json"
+SCHEMA_VERSION = 2
+READABLE_VERSIONS = (1, 2)
+SCHEMA_DIR = Path(__file__).resolve().parent / "schema"
+SCHEMA_PATH = SCHEMA_DIR / f"result-v{SCHEMA_VERSION}.json"
 RESULTS_FILE = "results.jsonl"
 RUN_ID_PREFIX = "run-"
 # Exactly the names new_run_id makes: what prune_run_dirs may delete, nothing else.
@@ -184,21 +190,32 @@ def collect_provenance(repo_root: Path, switch_binary: str = "dut/switch/ofswitc
 
 # ---- validation ------------------------------------------------------------------------------
 
-_validator: jsonschema.protocols.Validator | None = None
+_validators: dict[int, jsonschema.protocols.Validator] = {}
 
 
-def schema() -> dict:
-    return json.loads(SCHEMA_PATH.read_text())
+def schema_path(version: int = SCHEMA_VERSION) -> Path:
+    return SCHEMA_DIR / f"result-v{version}.json"
 
 
-def _get_validator():
-    global _validator
-    if _validator is None:
-        s = schema()
+def schema(version: int = SCHEMA_VERSION) -> dict:
+    return json.loads(schema_path(version).read_text())
+
+
+def _record_version(record) -> int:
+    """The schema a record is checked against: its own readable schema_version, else the
+    current one (whose `const` then names the problem)."""
+    v = record.get("schema_version") if isinstance(record, Mapping) else None
+    return v if isinstance(v, int) and not isinstance(v, bool) and v in READABLE_VERSIONS \
+        else SCHEMA_VERSION
+
+
+def _get_validator(version: int = SCHEMA_VERSION):
+    if version not in _validators:
+        s = schema(version)
         cls = jsonschema.validators.validator_for(s)
         cls.check_schema(s)
-        _validator = cls(s)
-    return _validator
+        _validators[version] = cls(s)
+    return _validators[version]
 
 
 def _key_path(path: Iterable[Any]) -> str:
@@ -226,7 +243,7 @@ def validation_errors(record: Mapping) -> list[str]:
     if isinstance(record, Mapping) and isinstance(record.get("distributions"), Mapping):
         from reports.distributions import problems as distribution_problems
         problems += distribution_problems(record["distributions"])
-    for err in _get_validator().iter_errors(record):
+    for err in _get_validator(_record_version(record)).iter_errors(record):
         where = _key_path(err.absolute_path)
         if err.validator == "required":
             # jsonschema says "'x' is a required property" at the parent: name the key itself
@@ -251,7 +268,8 @@ def validate_record(record: Mapping) -> None:
     if problems:
         who = f"{record.get('suite', '?')}/{record.get('name', '?')}" \
             if isinstance(record, Mapping) else "?"
-        raise ResultRecordError(f"invalid result record {who} (schema {SCHEMA_PATH.name}):\n  "
+        name = schema_path(_record_version(record)).name
+        raise ResultRecordError(f"invalid result record {who} (schema {name}):\n  "
                                 + "\n  ".join(problems))
 
 
@@ -298,7 +316,8 @@ class ResultWriter:
     def write(self, suite: str, name: str, metrics: Mapping, params: Mapping | None = None,
               provenance: Mapping | None = None, **extra: Any) -> dict:
         """Validate and append one record; returns it. Extra keys allowed by the schema:
-        targets, target_misses, test_id, distributions (reports/distributions.py). Raises
+        targets, target_misses, test_id, distributions (reports/distributions.py), search
+        (drivers/trafficgen/mlr.py's MlrResult.search_record()). Raises
         ResultRecordError, writing nothing."""
         record = self.build(suite, name, metrics, params, provenance, **extra)
         line = (json.dumps(record, allow_nan=False, separators=(",", ":")) + "\n").encode()

@@ -1,8 +1,24 @@
 """Nightly trend: compare each metric of a run with its history in InfluxDB.
 
+Two detectors; the default (DETECTOR_DEFAULT) was chosen by `python -m reports trend-eval`
+(reports/trend_eval.py, figures in reports/README.md): on this box's real histories the MAD
+rule raised 14 false alarms per 100 series-nights against jumpavg's 42 for a similar detection
+rate, so ``mad`` decides the nightly's verdicts; jumpavg's segments are drawn on the trend page
+either way (``--detector jumpavg`` lets them decide):
+
+- ``jumpavg`` (FD.io CSIT's change-point grouping, PyPI jumpavg): the history and the new value
+  are split into statistically consistent segments (minimum description length, each segment
+  a normal population of its own). A regression / progression is a last segment that started
+  in the last RECENT_DEFAULT runs and is worse / better than the segment before it by at least
+  REL_FLOOR; its size is the change of the segment averages and it starts in the commit range
+  (last commit of the previous segment, first commit of the new one]. The trend page draws the
+  segments.
+- ``mad``: the rule below (each value against the median +- noise band of the last N points).
+
 For every record of the run and every metric in it, the history is the last N points of the
 same series before the run started: same suite (measurement), name, profile, dut_switch_kind,
-generator and port_kind (git_sha is deliberately not part of the key: the point is to compare
+generator and port_kind, and the testbed (testbed_id, pool: a new testbed or firmware is a new
+series, not a regression; git_sha is deliberately not part of the key: the point is to compare
 across commits). Then:
 
     median  = median(history)
@@ -22,7 +38,7 @@ Direction of a metric (metric_direction), from the snake_case tokens of its name
 that applies wins:
 
     1. a token in LOWER_WORDS  (latency, lost, loss, drop(s), error(s), fail(ed), miss(es),
-       jitter, timeout(s), unsent, retries, cycles, ooo, dup, ...)            -> lower is better
+       jitter, timeout(s), unsent, retries, cycles, ooo, dup, spread, ...)    -> lower is better
     2. the last token is a rate unit in HIGHER_UNITS (mpps, kpps, pps, mlps, mbps, gbps, ...)
                                                                               -> higher is better
     3. the last token is a time unit in LOWER_UNITS (ns, us, ms, s, sec)      -> lower is better
@@ -54,12 +70,15 @@ from typing import Iterable, Mapping, Sequence
 from reports.metrics import (DIRECTION_OVERRIDES, HIGHER_UNITS, HIGHER_WORDS,  # noqa: F401
                              LOWER_UNITS, LOWER_WORDS, metric_direction)
 
+DETECTORS = ("jumpavg", "mad")
+DETECTOR_DEFAULT = "mad"       # trend-eval's winner on this box's histories (reports/README.md)
+RECENT_DEFAULT = 3             # jumpavg: a change-point this young (in runs) is reported
 K_DEFAULT = 3.0
 MAD_TO_SIGMA = 1.4826
 REL_FLOOR = 0.02
 ABS_FLOOR = 1e-9
 MIN_HISTORY = 3
-LAST_N_DEFAULT = 20
+LAST_N_DEFAULT = 30  # jumpavg groups whole segments: a month of nights (the MAD rule used 20)
 TREND_HTML = "trend.html"
 TREND_JSON = "trend.json"
 MAX_PLOTS = 400  # more plots than that make a page nobody reads; the table still has all
@@ -126,9 +145,88 @@ def judge(value, history: Sequence[float], direction: int, k: float = K_DEFAULT,
     return j
 
 
+# ---- change-point grouping (jumpavg) -----------------------------------------------------------
+
+@dataclasses.dataclass
+class Segment:
+    """A statistically consistent run of a series: values[start:end]."""
+    start: int
+    end: int
+    avg: float
+    stdev: float
+    verdict: str                 # first | ok (a step below rel_floor) | regression | progression
+                                 # | changed (a metric without direction)
+    change_pct: float | None = None   # avg against the previous segment's, %
+
+
+def group_series(values: Sequence[float], direction: int,
+                 rel_floor: float = REL_FLOOR) -> list[Segment]:
+    """jumpavg's grouping of a series (oldest first) into segments, each judged against the one
+    before it by the metric's direction. A step smaller than rel_floor is "ok" (real, but not
+    worth a night's attention)."""
+    from jumpavg import classify
+    vals = [float(v) for v in values]
+    if not vals:
+        return []
+    shift = -min(vals) if min(vals) < 0 else 0.0    # jumpavg counts bits of non-negative values
+    groups = classify([v + shift for v in vals])
+    out: list[Segment] = []
+    pos = 0
+    for g in groups:
+        n = len(g.run_list)
+        avg = g.stats.avg - shift
+        verdict, change = "first", None
+        if out:
+            prev = out[-1].avg
+            change = (avg - prev) / abs(prev) * 100.0 if prev else None
+            rel = abs(avg - prev) / abs(prev) if prev else math.inf
+            if rel < rel_floor:
+                verdict = "ok"
+            elif direction == 0:
+                verdict = "changed"
+            else:
+                verdict = "progression" if (avg - prev) * direction > 0 else "regression"
+        out.append(Segment(pos, pos + n, avg, g.stats.stdev, verdict, change))
+        pos += n
+    return out
+
+
+def judge_jumpavg(value, history: Sequence[float], direction: int, rel_floor: float = REL_FLOOR,
+                  min_history: int = MIN_HISTORY, recent: int = RECENT_DEFAULT
+                  ) -> tuple[Judgement, list[Segment]]:
+    """Verdict for a new value: group history + [value]; a regression / progression when the
+    last segment began within the last `recent` points and is worse / better than the one
+    before it. median = the reference segment's average (the one before a change, else the
+    last one), band = its standard deviation."""
+    v = as_number(value)
+    hist = [h for h in (as_number(x) for x in history) if h is not None]
+    if v is None:
+        return Judgement("not_measured", None, n_history=len(hist), direction=direction), []
+    if len(hist) < min_history:
+        return Judgement("new" if direction else "untracked", v, n_history=len(hist),
+                         direction=direction), []
+    segs = group_series(hist + [v], direction, rel_floor)
+    last = segs[-1]
+    n = len(hist) + 1
+    changed = len(segs) >= 2 and last.start >= n - recent and \
+        last.verdict in ("regression", "progression")
+    ref = segs[-2] if changed else last
+    change = (v - ref.avg) / abs(ref.avg) * 100.0 if ref.avg else None
+    j = Judgement("ok", v, ref.avg, None, ref.stdev, len(hist), direction,
+                  last.change_pct if changed else change)
+    if direction == 0:
+        j.verdict = "untracked"
+    elif changed:
+        j.verdict = last.verdict
+    return j, segs
+
+
 # ---- series keys -----------------------------------------------------------------------------
 
 SERIES_TAGS = ("name", "profile", "dut_switch_kind", "generator", "port_kind")
+# the testbed (drivers/lab/fingerprint.py) and the pool it was leased from: a new testbed or a
+# BIOS/firmware change starts a new series instead of reading as a regression of the DUT
+TESTBED_TAGS = ("testbed_id", "pool")
 
 
 @dataclasses.dataclass(frozen=True, order=True)
@@ -140,17 +238,25 @@ class SeriesKey:
     generator: str
     port_kind: str
     metric: str
+    testbed_id: str = ""
+    pool: str = ""
 
     def label(self) -> str:
+        bed = "".join(f", {v}" for v in (self.testbed_id, self.pool) if v)
         return f"{self.suite}/{self.name} [{self.dut_switch_kind}, {self.generator}, " \
-               f"{self.port_kind}] {self.metric}"
+               f"{self.port_kind}{bed}] {self.metric}"
+
+    def without_testbed(self) -> "SeriesKey":
+        return dataclasses.replace(self, testbed_id="", pool="")
 
 
 def record_keys(record: Mapping) -> list[tuple[SeriesKey, object]]:
     """(key, value) for every metric of a record."""
     prov = record.get("provenance", {})
     base = [record["suite"], record["name"]] + [str(prov.get(t, "")) for t in SERIES_TAGS[1:]]
-    return [(SeriesKey(*base, metric), value) for metric, value in record.get("metrics", {}).items()]
+    testbed = {t: str(prov.get(t, "")) for t in TESTBED_TAGS}
+    return [(SeriesKey(*base, metric, **testbed), value)
+            for metric, value in record.get("metrics", {}).items()]
 
 
 @dataclasses.dataclass
@@ -159,19 +265,52 @@ class TrendRow:
     judgement: Judgement
     time: str                                   # the record's end_time
     history: list[tuple[str, float]]            # (RFC 3339 time, value), oldest first
+    segments: list[Segment] = dataclasses.field(default_factory=list)  # jumpavg's, history + value
+    commits: str = ""                           # jumpavg: "<last sha before>..<first sha of>" the
+                                                # new segment (git's range: after a, up to b)
+
+
+def _commit_range(segs: Sequence[Segment], shas: Sequence[str]) -> str:
+    """(last commit of the previous segment, first commit of the last one]; '' unknown."""
+    if len(segs) < 2 or not shas:
+        return ""
+    start = segs[-1].start
+    first = shas[start] if start < len(shas) else ""
+    before = shas[start - 1] if 0 < start <= len(shas) else ""
+    return f"{before[:12]}..{first[:12]}" if before or first else ""
 
 
 def evaluate(records: Iterable[Mapping], history: Mapping[SeriesKey, Sequence[tuple[str, float]]],
              k: float = K_DEFAULT, rel_floor: float = REL_FLOOR,
-             min_history: int = MIN_HISTORY) -> list[TrendRow]:
-    """Judge every metric of every record against history[key] (pure)."""
+             min_history: int = MIN_HISTORY, detector: str = DETECTOR_DEFAULT,
+             commits: Mapping[SeriesKey, Sequence[str]] | None = None,
+             recent: int = RECENT_DEFAULT) -> list[TrendRow]:
+    """Judge every metric of every record against history[key] (pure). A key with a testbed
+    falls back to the same series without one (history exported before testbeds were named).
+    commits[key]: the git sha of each history point (jumpavg's commit range)."""
+    if detector not in DETECTORS:
+        raise ValueError(f"--detector: expected one of {', '.join(DETECTORS)}, got {detector!r}")
     rows = []
     for rec in records:
         for key, value in record_keys(rec):
-            hist = list(history.get(key, []))
-            j = judge(value, [v for _, v in hist], metric_direction(key.metric), k, rel_floor,
-                      min_history)
-            rows.append(TrendRow(key, j, rec["provenance"]["end_time"], hist))
+            hkey = key if key in history or not (key.testbed_id or key.pool) else key.without_testbed()
+            hist = list(history.get(hkey, []))
+            direction = metric_direction(key.metric)
+            if detector == "mad":
+                j = judge(value, [v for _, v in hist], direction, k, rel_floor, min_history)
+                v = as_number(value)
+                nums = [as_number(x) for _, x in hist]
+                # jumpavg's segments drawn beside the band (they do not decide here)
+                segs = group_series(nums + [v], direction, rel_floor) \
+                    if v is not None and direction and len(hist) >= min_history \
+                    and None not in nums else []
+                rows.append(TrendRow(key, j, rec["provenance"]["end_time"], hist, segs))
+                continue
+            j, segs = judge_jumpavg(value, [v for _, v in hist], direction, rel_floor,
+                                    min_history, recent)
+            shas = list((commits or {}).get(hkey, [])) + [str(rec["provenance"].get("git_sha", ""))]
+            rng = _commit_range(segs, shas) if j.verdict in ("regression", "progression") else ""
+            rows.append(TrendRow(key, j, rec["provenance"]["end_time"], hist, segs, rng))
     order = {"regression": 0, "progression": 1, "ok": 2, "new": 3, "untracked": 4,
              "not_measured": 5}
     rows.sort(key=lambda r: (order.get(r.judgement.verdict, 9), r.key))
@@ -197,7 +336,7 @@ def history_query(bucket: str, suite: str, profile: str, before: str, last_n: in
   |> range(start: {start}, stop: {before})
   |> filter(fn: (r) => r._measurement == {flux_string(suite)} and r.profile == {flux_string(profile)})
   |> filter(fn: (r) => r._field != "run_id")
-  |> group(columns: ["_measurement", "name", "profile", "dut_switch_kind", "generator", "port_kind", "_field"])
+  |> group(columns: ["_measurement", "name", "profile", "dut_switch_kind", "generator", "port_kind", "testbed_id", "pool", "_field"])
   |> sort(columns: ["_time"])
   |> tail(n: {int(last_n)})
 """
@@ -212,11 +351,13 @@ def _rfc3339_of(t) -> str:
 def fetch_history(url: str, token: str, org: str, bucket: str,
                   wanted: Iterable[tuple[str, str]], before: str,
                   last_n: int = LAST_N_DEFAULT, timeout_ms: int = 20000,
-                  history_days: float = HISTORY_DAYS_DEFAULT
+                  history_days: float = HISTORY_DAYS_DEFAULT,
+                  commits: dict | None = None
                   ) -> dict[SeriesKey, list[tuple[str, float]]]:
     """History of every series of the (suite, profile) pairs in `wanted`, points strictly
     before `before` (RFC 3339 UTC) and at most `history_days` older, oldest first. Raises on
-    connection/query errors."""
+    connection/query errors. `commits`, when given, is filled with each point's git_sha tag
+    (aligned with the points)."""
     from influxdb_client import InfluxDBClient
     from reports.influx import check_url
     problem = check_url(url)
@@ -235,10 +376,15 @@ def fetch_history(url: str, token: str, org: str, bucket: str,
                         continue
                     key = SeriesKey(suite, str(r.values.get("name", "")), profile,
                                     *(str(r.values.get(t) or "") for t in SERIES_TAGS[2:]),
-                                    r.get_field())
-                    out.setdefault(key, []).append((_rfc3339_of(r.get_time()), num))
-    for pts in out.values():
+                                    r.get_field(),
+                                    **{t: str(r.values.get(t) or "") for t in TESTBED_TAGS})
+                    out.setdefault(key, []).append((_rfc3339_of(r.get_time()), num,
+                                                    str(r.values.get("git_sha") or "")))
+    for key, pts in out.items():
         pts.sort()
+        if commits is not None:
+            commits[key] = [sha for _, _, sha in pts]
+        out[key] = [(t, v) for t, v, _ in pts]
     return out
 
 
@@ -266,9 +412,18 @@ def _plot_row(row: TrendRow, out_png: Path) -> Path:
             colour = {"regression": "#c62828", "progression": "#2e7d32"}.get(j.verdict, "#111")
             ax.plot([parse_rfc3339(row.time)], [j.value], "*", color=colour, ms=12,
                     label="this run")
-        if j.median is not None and j.band is not None:
+        if j.median is not None and j.band is not None and j.mad is not None:  # the MAD band
             ax.axhline(j.median, color="#888", lw=0.8, ls="--")
             ax.axhspan(j.median - j.band, j.median + j.band, color="#1f5fbf", alpha=0.08)
+        if row.segments:   # jumpavg's groups: each segment's average over its span
+            times = [parse_rfc3339(t) for t, _ in row.history] + [parse_rfc3339(row.time)]
+            for seg in row.segments:
+                xs_ = times[seg.start:seg.end]
+                colour = {"regression": "#c62828", "progression": "#2e7d32"}.get(seg.verdict,
+                                                                                "#555")
+                ax.plot([xs_[0], xs_[-1]], [seg.avg, seg.avg], "-", color=colour, lw=2.2,
+                        alpha=0.7)
+                ax.axvspan(xs_[0], xs_[-1], color=colour, alpha=0.05)
         ax.set_title(f"{row.key.suite}/{row.key.name} [{row.key.dut_switch_kind}]\n"
                      f"{row.key.metric}", fontsize=8, loc="left")
         ax.tick_params(labelsize=7)
@@ -300,7 +455,7 @@ def write_trend_page(run_dir: Path, rows: Sequence[TrendRow], error: str | None 
         body.append('<p class="note">' + esc(", ".join(f"{k}={v}" for k, v in settings.items()))
                     + "</p>")
     head = ["verdict", "suite", "name", "switch", "generator", "port", "metric", "value",
-            "median", "band ±", "change %", "history n"]
+            "median", "band ±", "change %", "history n", "starts in"]
     trs = []
     for r in rows:
         j = r.judgement
@@ -310,7 +465,7 @@ def write_trend_page(run_dir: Path, rows: Sequence[TrendRow], error: str | None 
             f'<td class="name">{esc(r.key.name)}</td><td>{esc(r.key.dut_switch_kind)}</td>'
             f"<td>{esc(r.key.generator)}</td><td>{esc(r.key.port_kind)}</td>"
             f"<td>{esc(r.key.metric)}</td>{cell(j.value)}{cell(j.median)}{cell(j.band)}"
-            f"{cell(j.change_pct)}{cell(j.n_history)}</tr>")
+            f"{cell(j.change_pct)}{cell(j.n_history)}<td>{esc(r.commits)}</td></tr>")
     body.append('<div class="scroll"><table class="trend"><thead><tr>'
                 + "".join(f"<th>{h}</th>" for h in head) + "</tr></thead><tbody>"
                 + "".join(trs) + "</tbody></table></div>")
@@ -327,8 +482,12 @@ def write_trend_page(run_dir: Path, rows: Sequence[TrendRow], error: str | None 
         body.append(f"<h2>metrics over time{note}</h2>"
                     '<div style="display:grid;grid-template-columns:repeat(auto-fill,'
                     'minmax(470px,1fr));gap:8px">' + "".join(figs) + "</div>")
-    header = (f"<h1>ofbench trend · {esc(run_dir.name)}</h1><div class=\"sub\">each metric "
-              "against the median ± noise band of its history · "
+    how = ("each metric's history and this run grouped into consistent segments (jumpavg): "
+           "median = the reference segment's average, band = its standard deviation"
+           if (settings or {}).get("detector", DETECTOR_DEFAULT) == "jumpavg"
+           else "each metric against the median ± noise band of its history (lines: jumpavg's "
+           "consistent segments, drawn, not judged)")
+    header = (f"<h1>ofbench trend · {esc(run_dir.name)}</h1><div class=\"sub\">{esc(how)} · "
               '<a href="index.html">run index</a></div>')
     out = run_dir / TREND_HTML
     out.write_text(page(f"ofbench trend {run_dir.name}", header, "\n".join(body)),
@@ -336,7 +495,9 @@ def write_trend_page(run_dir: Path, rows: Sequence[TrendRow], error: str | None 
     (run_dir / TREND_JSON).write_text(json.dumps({
         "error": error, "settings": dict(settings or {}), "counts": counts,
         "rows": [{**dataclasses.asdict(r.key), **dataclasses.asdict(r.judgement),
-                  "time": r.time, "history": r.history} for r in rows]}, indent=1))
+                  "time": r.time, "history": r.history, "commits": r.commits,
+                  "segments": [dataclasses.asdict(g) for g in r.segments]} for r in rows]},
+        indent=1))
     return out
 
 
@@ -375,7 +536,8 @@ def fmt(v) -> str:
 def run_trend(run_dir: Path, url: str, token: str = "-", org: str = "-",
               bucket: str = "ofbench/autogen", last_n: int = LAST_N_DEFAULT,
               k: float = K_DEFAULT, rel_floor: float = REL_FLOOR,
-              min_history: int = MIN_HISTORY, run_start: str | None = None) -> TrendReport:
+              min_history: int = MIN_HISTORY, run_start: str | None = None,
+              detector: str = DETECTOR_DEFAULT) -> TrendReport:
     """Compare the run's records with their history; write trend.html/json.
 
     History = points strictly before `run_start` (default: the earliest start_time among the
@@ -387,19 +549,26 @@ def run_trend(run_dir: Path, url: str, token: str = "-", org: str = "-",
     records = load_results(run_dir, validate=True, errors=load_errors)
     before = run_start or (min(r["provenance"]["start_time"] for r in records) if records
                            else None)
-    settings = {"last_n": last_n, "k": k, "rel_floor": rel_floor, "min_history": min_history,
-                "history_before": before, "bucket": bucket}
+    if detector not in DETECTORS:
+        raise ValueError(f"--detector: expected one of {', '.join(DETECTORS)}, got {detector!r}")
+    settings = {"detector": detector, "last_n": last_n, "k": k, "rel_floor": rel_floor,
+                "min_history": min_history, "history_before": before, "bucket": bucket}
+    if detector == "jumpavg":
+        settings.pop("k")
+        settings["recent"] = RECENT_DEFAULT
     if load_errors:
         settings["skipped_unreadable_records"] = len(load_errors)
     error = None
     history: dict = {}
+    commits: dict = {}
     if records:
         wanted = {(r["suite"], r["provenance"]["profile"]) for r in records}
         try:
-            history = fetch_history(url, token, org, bucket, wanted, before, last_n)
+            history = fetch_history(url, token, org, bucket, wanted, before, last_n,
+                                    commits=commits)
         except Exception as e:  # report it on the page and in the exit code, don't crash
             error = f"{type(e).__name__}: {e}"[:500]
-    rows = evaluate(records, history, k, rel_floor, min_history) if not error else \
-        evaluate(records, {}, k, rel_floor, min_history=math.inf)
+    rows = evaluate(records, history, k, rel_floor, min_history, detector, commits) \
+        if not error else evaluate(records, {}, k, rel_floor, min_history=math.inf)
     path = write_trend_page(run_dir, rows, error, settings)
     return TrendReport(rows, path, error)

@@ -3,6 +3,7 @@
 # and `make suites`). A second run checks each step and changes nothing.
 #   1. apt packages (DPDK 22.11, OVS, QEMU, Chromium, ...)   -- skipped when all are installed
 #   2. .venv with exactly requirements.lock                    -- skipped when the lock is unchanged
+#      and .venv-labgrid with exactly requirements-labgrid.lock (labgrid's coordinator/client)
 #   3. meson/ninja build of every C part into build/           -- ninja is incremental
 #      and the switch's sanitizer build (clang, ASan+UBSan, the agent fuzzer) into build-san/
 #   4. 2 MB hugepages + a hugetlbfs mount at /dev/hugepages-ofbench (warn and fall back to --no-huge)
@@ -49,6 +50,20 @@ if [[ ! -x .venv/bin/python || ! -f $stamp || "$(cat $stamp)" != "$want" ]]; the
   echo "$want" > $stamp
 else
   say "venv: up to date"
+fi
+
+# labgrid's coordinator and client (lab leases: drivers/lab/lease.py) in a venv of their own,
+# exactly requirements-labgrid.lock (why not in .venv: the lock file's header)
+stamp=.venv-labgrid/.lock-sha256
+want=$(sha256sum requirements-labgrid.lock | cut -d' ' -f1)
+if [[ ! -x .venv-labgrid/bin/python || ! -f $stamp || "$(cat $stamp)" != "$want" ]]; then
+  say "venv: creating .venv-labgrid from requirements-labgrid.lock"
+  rm -rf .venv-labgrid
+  $PY -m venv .venv-labgrid
+  .venv-labgrid/bin/pip install -q --disable-pip-version-check --no-deps -r requirements-labgrid.lock
+  echo "$want" > $stamp
+else
+  say "venv: .venv-labgrid up to date"
 fi
 
 # ---- 3. C builds -----------------------------------------------------------------------------

@@ -84,6 +84,19 @@ def test_good_profile_gets_defaults(tmp_path):
      "conformance.links[0].switch", "expected a kernel interface name"),
     (lambda d: d.update(lab=REMOTE, conformance={"links": CONF["links"]}),
      "conformance.tester_host", "required key is missing"),
+    (lambda d: d["lab"].update(coordinator="192.0.2.1"), "lab.coordinator",
+     "expected HOST:PORT of labgrid-coordinator"),
+    (lambda d: d["lab"].update(coordinator="192.0.2.1:99999"), "lab.coordinator",
+     "port 99999 is not in 1..65535"),
+    (lambda d: d["lab"].update(coordinator=20408), "lab.coordinator", "got int 20408"),
+    (lambda d: d["lab"].update(coordinator="127.0.0.1:20408", place="my place"), "lab.place",
+     "expected a place name"),
+    (lambda d: d["lab"].update(place="lab1"), "lab.place", "set lab.coordinator too"),
+    (lambda d: d["lab"].update(coordinator="127.0.0.1:20408", tags={"Pool": "emu"}),
+     "lab.tags.Pool", "expected a tag key"),
+    (lambda d: d["lab"].update(coordinator="127.0.0.1:20408", tags={"pool": "Emu Lab"}),
+     "lab.tags.pool", "expected a tag value"),
+    (lambda d: d["lab"].update(cordinator="127.0.0.1:20408"), "lab.cordinator", "unknown key"),
 ])
 def test_bad_profile_names_file_and_key(tmp_path, bad, key, words):
     path = write(tmp_path, mutate(bad))

@@ -252,6 +252,9 @@ def cleanup_stale(state_root: Path = STATE_ROOT, log=print) -> list[str]:
             if m and proc_start_time(int(m.group(1))) is None and not dpdk_runtime_in_use(d):
                 shutil.rmtree(d, ignore_errors=True)
                 removed.append(f"DPDK runtime folder {d.name}")
+    # lab places (labgrid's coordinator) still held by dead runs of this machine
+    from drivers.lab.lease import release_dead_leases
+    removed += release_dead_leases(log=log)
     return removed
 
 

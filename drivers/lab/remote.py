@@ -49,7 +49,8 @@ HOST_PYTHON = "/usr/bin/python3"
 # emptying a folder of the host's. Excluded from the sync, so --delete keeps it.
 WORKDIR_MARKER = ".ofbench-workdir"
 SYNC_EXCLUDES = ["/.git", "/build", "/tools", "/reports/run-*", "/reports/latest",
-                 "/reports/spool", "/traces/out", "__pycache__", "/.venv", f"/{WORKDIR_MARKER}"]
+                 "/reports/spool", "/traces/out", "__pycache__", "/.venv", "/.venv-labgrid",
+                 f"/{WORKDIR_MARKER}"]
 
 
 # An emulated lab's hosts keep their trees in this box's cache (dut/profiles/lab-emu*.yaml);
@@ -591,6 +592,7 @@ class RemoteLab:
         self.dut_build = "none"   # sha256 of the switch host's own ofswitch, once deployed
         self.trex_runtime: Path | None = None   # TRex's runtime on the generator host
         self.hosts: dict[str, RemoteHost] = {}
+        self.testbed_lock = None   # drivers/lab/testbed_lock.py, taken once the hosts are up
         try:
             if lab.get("emulated"):
                 from drivers.lab.emulated import EmulatedLab
@@ -608,6 +610,7 @@ class RemoteLab:
             for h in self.hosts.values():
                 h.prepare()
             self._check_profile_against_hosts()
+            self._lock_testbed()
             if deploy:
                 self.deploy()
         except BaseException:
@@ -669,6 +672,16 @@ class RemoteLab:
                                        f"{link[end]!r} is not a network interface on {role} "
                                        f"({h.address})")
 
+    def _lock_testbed(self) -> None:
+        from drivers.lab.testbed_lock import TestbedLock
+        host = self.hosts.get(self.role_of("switch")) or next(iter(self.hosts.values()), None)
+        if host is None:
+            return
+        lock = TestbedLock(host, self.state_root, self.run_id, controller_id(), self.where)
+        lock.take()
+        self.testbed_lock = lock
+        self.warnings += lock.notes
+
     def deploy(self) -> None:
         from harness.paths import REPO
         for role, h in self.hosts.items():
@@ -728,6 +741,9 @@ class RemoteLab:
 
     def close(self) -> None:
         """Stop every process on every host, remove the run's state there; idempotent."""
+        if self.testbed_lock is not None:
+            self.testbed_lock.release()
+            self.testbed_lock = None
         for h in list(self.hosts.values()):
             try:
                 h.cleanup()

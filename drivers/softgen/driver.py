@@ -267,6 +267,12 @@ class Softgen(TrafficGenerator):
     def raw_stats(self) -> list[dict]:
         return [inst.control.request("stats") for inst in self.instances]
 
+    def live_counters(self) -> dict[str, tuple[int, int]]:
+        """{stream: (tx, rx)} so far, read while the streams run (a soak's 1 s buckets); no
+        rx <= tx check: packets in flight make a window's difference either sign."""
+        return {name: (sc.tx, sc.rx)
+                for name, sc in merge_stats(self._streams, self.raw_stats()).items()}
+
     def counters(self) -> Counters:
         stats = self.raw_stats()
         c = Counters(streams=merge_stats(self._streams, stats), rig=softgen_rig(stats))

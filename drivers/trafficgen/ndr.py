@@ -1,4 +1,10 @@
-"""NDR/PDR search (RFC 2544 throughput) against measure(duration_s, rate_pps) -> Counters.
+"""The former NDR/PDR search (RFC 2544 binary search), kept only as the baseline of the
+side-by-side comparison (suites/throughput: test_search_methods_side_by_side, issue 40 part 2).
+Every throughput result comes from drivers/trafficgen/mlr.py (RFC 9971, FD.io CSIT's
+MLRsearch): in the comparison on this box this search ended at 0 Mpps once in 10 (a failed
+verification after passes below it, issue 44) and its NDR spread was 3x MLRsearch's.
+
+Search against measure(duration_s, rate_pps) -> Counters.
 
 Written once for every generator (CSIT's rule: the search never talks to a generator).
 
@@ -25,6 +31,7 @@ from typing import Callable
 from .counters import Counters
 from .latency import LatencyStats
 from .rig import fmt_rig as _fmt_rig, trial_cause
+from .trial import Trial, judge  # noqa: F401  (judge: this module's API before trial.py)
 
 Measure = Callable[[float, float], Counters]
 
@@ -53,23 +60,6 @@ class SearchConfig:
         for name in ("ndr_loss", "pdr_loss"):
             if not 0 <= getattr(self, name) < 1:
                 raise ValueError(f"{name} {getattr(self, name)} must be in [0, 1)")
-
-
-@dataclass
-class Trial:
-    target: str          # "ndr" / "pdr" / "ndr-verify" / ...
-    rate_pps: float
-    duration_s: float
-    offered: int
-    tx: int
-    rx: int
-    lost: int
-    unsent: int
-    loss_ratio: float
-    passed: bool
-    reason: str          # "ok", "loss", "generator limit"
-    cause: str = ""      # rig.classify(): "ok", "DUT loss", "DUT backpressure", "generator stall", ...
-    rig: dict = field(default_factory=dict)   # the measurer's Counters.rig (rig.py)
 
 
 @dataclass
@@ -105,20 +95,6 @@ class NdrPdrResult:
         return m
 
 
-def judge(c: Counters, loss_target: float, max_unsent_ratio: float) -> tuple[bool, str]:
-    """Pass/fail of one trial. Loss counted against packets actually sent."""
-    offered = sum(s.offered for s in c.streams.values()) or (c.tx + c.unsent)
-    if c.tx == 0:
-        return False, "generator limit"
-    if c.unsent > max_unsent_ratio * offered:
-        # A full ring (refused) is the receiver's overload on shared-memory wires; the core
-        # falling behind its schedule is the generator's own limit.
-        return False, "backpressure" if c.refused * 2 >= c.unsent else "generator limit"
-    if c.lost > loss_target * c.tx:
-        return False, "loss"
-    return True, "ok"
-
-
 def _fmt(pps: float | None) -> str:
     return "-" if pps is None else f"{pps / 1e6:.3f} Mpps"
 
@@ -133,7 +109,7 @@ class _Searcher:
         ok, why = judge(c, loss_target, self.cfg.max_unsent_ratio)
         offered = sum(s.offered for s in c.streams.values()) or (c.tx + c.unsent)
         t = Trial(target, rate, duration, offered, c.tx, c.rx, c.lost, c.unsent, c.loss_ratio, ok, why,
-                  trial_cause(ok, why, c.rig, rate), dict(c.rig))
+                  dict(c.dut), trial_cause(ok, why, c.rig, rate), dict(c.rig))
         self.trials.append(t)
         self.progress(f"{target} trial {len(self.trials)}: {_fmt(rate)} for {duration:g} s: tx {c.tx} "
                       f"rx {c.rx} lost {c.lost} ({100 * c.loss_ratio:.4f} %) unsent {c.unsent} -> "

@@ -15,10 +15,14 @@ Schema version 1 (``schema_version: 1``)::
     name: str                      # defaults to the file's stem
     description: str
     lab: {kind: local | remote, emulated: bool, known_hosts: str, state_dir: str,
-          hosts: {<role>: {address, user, ssh_port, key_file, workdir}}}
+          hosts: {<role>: {address, user, ssh_port, key_file, workdir}},
                                    # address: an IP or host name; user: a POSIX user name;
                                    # workdir: absolute, normalised, >= 2 levels deep, not a
                                    # system dir (rsync --delete there, behind a marker file)
+          coordinator: "HOST:PORT",  # labgrid's coordinator: runs lease the lab's place first
+          place: str,                # its place there (default: the profile's name)
+          tags: {<key>: <value>},    # the place's tags besides those from the profile (pool)
+          testbed: str}              # the testbed type tag (default: emulated / local / remote)
                                    # remote: each role (switch, controller, generator) a host
                                    # reached over SSH; workdir = its ofbench tree (synced and
                                    # built there); emulated: the harness builds the hosts as
@@ -47,6 +51,14 @@ Schema version 1 (``schema_version: 1``)::
                # tool's port order 1, 2, 3 (the switch opens its ends with af_xdp)
     targets: {<suite>: {<test name>: {<metric>: "<op> <number>"}}}
     influx: {url: str, token: "-", org: str, bucket: str}   # the token only from the env/a file
+    search: {method: mlrsearch,            # the throughput search (RFC 9971, drivers/trafficgen/mlr.py)
+             min_load: num, max_load: num,   # pps; max_load defaults to the generator's ceiling
+             goals: [{name: str,             # e.g. ndr, pdr: the record's <name>_mpps
+                      goal_loss_ratio: [0, 1), goal_exceed_ratio: [0, 1),
+                      goal_initial_trial_duration: s > 0, goal_final_trial_duration: s >= initial,
+                      goal_duration_sum: s >= final, goal_width: (0, 1) relative}]}
+               # RFC 9971's names; absent = NDR (loss 0) and PDR (loss 0.005), exceed 0.5,
+               # short trials in a normal run, 1 s trials and 21 s sums with --nightly
     vmwire: {ports, tenants, switch_vhost_mode}   # dut/vmwire/tenants.py
 """
 from __future__ import annotations
@@ -105,6 +117,8 @@ def _check_target(expr: str) -> str | None:
 
 
 TCP_PORT = dict(ge=0, le=65535)
+COORDINATOR_RE = r"(\[[0-9A-Fa-f:]+\]|[A-Za-z0-9_.-]+):[0-9]{1,5}"
+PLACE_RE = r"[A-Za-z0-9_.-]{1,64}"
 
 
 # Profile strings that reach a shell (commands run over SSH, rsync's destination), a path or a
@@ -198,6 +212,41 @@ PORT = Spec(dict, fields={
     "speed_gbps": Spec(float),
     "trex_port": Spec(int),
 })
+def _check_goal(goal: dict) -> None:
+    """What no single goal key can say (RFC 9971: final >= initial duration, sum >= final)."""
+    init, final = goal.get("goal_initial_trial_duration"), goal.get("goal_final_trial_duration")
+    total = goal.get("goal_duration_sum")
+    if init is not None and final is not None and final < init:
+        raise Invalid(f"{final} s is below goal_initial_trial_duration {init} s",
+                      at=("goal_final_trial_duration",))
+    if total is not None and total < (final if final is not None else init or 0):
+        raise Invalid(f"{total} s is below goal_final_trial_duration "
+                      f"{final if final is not None else init} s", at=("goal_duration_sum",))
+
+
+def _check_search(search: dict) -> None:
+    lo, hi = search.get("min_load"), search.get("max_load")
+    if lo is not None and hi is not None and lo >= hi:
+        raise Invalid(f"{lo} pps is not below max_load {hi} pps", at=("min_load",))
+
+
+SEARCH_GOAL = Spec(dict, check=_check_goal, fields={
+    "name": Spec(str, required=True, pattern=r"[a-z][a-z0-9_]{0,30}",
+                 what="a metric-friendly name (a-z, 0-9, _)"),
+    "goal_loss_ratio": Spec(float, ge=0, lt=1),
+    "goal_exceed_ratio": Spec(float, ge=0, lt=1),
+    "goal_initial_trial_duration": Spec(float, gt=0),
+    "goal_final_trial_duration": Spec(float, gt=0),
+    "goal_duration_sum": Spec(float, gt=0),
+    "goal_width": Spec(float, gt=0, lt=1),
+})
+SEARCH = Spec(dict, check=_check_search, fields={
+    "method": Spec(str, default="mlrsearch", choices=("mlrsearch",)),
+    "min_load": Spec(float, gt=0),
+    "max_load": Spec(float, gt=0),
+    "goals": Spec(list, min_len=1, unique=("name",), items=SEARCH_GOAL),
+})
+
 PROFILE = Spec(dict, fields={
     "schema_version": Spec(int, required=True, choices=(SCHEMA_VERSION,)),
     "name": Spec(str),
@@ -208,6 +257,19 @@ PROFILE = Spec(dict, fields={
         "state_dir": Spec(str, check=check_state_dir),
         "known_hosts": LOCAL_FILE,
         "emulated": Spec(bool, default=False),
+        # labgrid's coordinator that arbitrates this lab (drivers/lab/lease.py): absent = a
+        # private lab, nobody else to wait for (no lease taken)
+        "coordinator": Spec(str, pattern=COORDINATOR_RE,
+                            what="HOST:PORT of labgrid-coordinator (e.g. 192.0.2.1:20408)"),
+        # the lab's place on the coordinator (default: the profile's name)
+        "place": Spec(str, pattern=PLACE_RE, what="a place name ([A-Za-z0-9_.-]{1,64})"),
+        # tags of the place besides those from the profile (e.g. pool: emu)
+        "tags": Spec(dict, keys=Spec(str, pattern=r"[a-z][a-z0-9_]{1,31}",
+                                     what="a tag key ([a-z][a-z0-9_]+)"),
+                     values=Spec(str, pattern=r"[a-z0-9][a-z0-9_.-]{0,63}",
+                                 what="a tag value ([a-z0-9][a-z0-9_.-]*)")),
+        "testbed": Spec(str, pattern=r"[a-z0-9][a-z0-9_.-]{0,63}",
+                        what="a testbed type ([a-z0-9][a-z0-9_.-]*)"),
     }),
     "features": Spec(list, default=list, items=Spec(str, choices=tuple(sorted(FEATURES)))),
     "switch": Spec(dict, required=True, fields={
@@ -263,6 +325,7 @@ PROFILE = Spec(dict, fields={
         "org": Spec(str, default="-"),
         "bucket": Spec(str, default="ofbench/autogen"),
     }),
+    "search": SEARCH,
     "vmwire": VMWIRE,
 })
 
@@ -355,6 +418,12 @@ def _cross_checks(data: dict) -> None:
                       at=("lab", "hosts"))
     if lab.get("emulated") and lab["kind"] != "remote":
         raise Invalid("only a remote lab (lab.kind: remote) is emulated", at=("lab", "emulated"))
+    if lab.get("coordinator"):
+        port = int(lab["coordinator"].rsplit(":", 1)[1])
+        if not 1 <= port <= 65535:
+            raise Invalid(f"port {port} is not in 1..65535", at=("lab", "coordinator"))
+    elif lab.get("place"):
+        raise Invalid("a place is on a coordinator: set lab.coordinator too", at=("lab", "place"))
     hosts = lab.get("hosts") or {}
     for section in ("switch", "generator"):
         role = data[section].get("host")

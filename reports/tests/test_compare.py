@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from reports.__main__ import main
 from reports.compare import compare_records, compare_runs, write_compare_page
 from reports.results import ResultWriter
@@ -53,12 +55,13 @@ def test_the_band_is_the_trends_rule(tmp_path):
 
 
 def test_across_labs_pairs_the_same_switch_measured_by_another_generator(tmp_path):
-    a = _run(tmp_path / "a", [("throughput", "links_ndr_64b_1flows", {"ndr_mpps": 0.097},
-                               {"dut_switch_kind": "ofbench", "generator": "softgen"})],
-             profile="lab-emu")
-    b = _run(tmp_path / "b", [("throughput", "links_ndr_64b_1flows", {"ndr_mpps": 0.047},
-                               {"dut_switch_kind": "ofbench", "generator": "trex"}),
-                              ("smoke", "ping", {"ok": True}, {})], profile="lab-emu-trex")
+    a = _run(tmp_path / "a", [("throughput", "links_ndr_64b_1flows", {"ndr_mpps": v},
+                               {"dut_switch_kind": "ofbench", "generator": "softgen"})
+                              for v in (0.097, 0.095, 0.099)], profile="lab-emu")
+    b = _run(tmp_path / "b", [("throughput", "links_ndr_64b_1flows", {"ndr_mpps": v},
+                               {"dut_switch_kind": "ofbench", "generator": "trex"})
+                              for v in (0.047, 0.049, 0.046)]
+             + [("smoke", "ping", {"ok": True}, {})], profile="lab-emu-trex")
     cmp = compare_runs(a, b)
     row = next(r for r in cmp.rows if r.metric == "ndr_mpps")
     assert row.verdict == "worse" and row.context == "generator softgen → trex"
@@ -91,11 +94,38 @@ def test_cli_names_a_folder_that_is_not_a_run(tmp_path, capsys):
 
 
 def test_one_value_each_side_is_said_to_be_unknown_noise(tmp_path):
+    """Not one value against another: a 10 % move with one value a side has no verdict."""
     a = _run(tmp_path / "a", [("s", "r", {"rx_mpps": 10.0}, {})])
     b = _run(tmp_path / "b", [("s", "r", {"rx_mpps": 9.0}, {})])
     cmp = compare_runs(a, b)
-    assert cmp.one_value_moves() == 1
+    assert cmp.one_value_moves() == 1 and cmp.rows[0].verdict == "unsure"
+    assert cmp.exit_code == 0
     assert "noise itself is unknown" in cmp.summary()
+
+
+def test_repeated_trials_get_jumpavgs_verdict(tmp_path):
+    """>= 3 repetitions a side: jumpavg groups A and B; a 10 % move well outside a 1 % spread is
+    worse, the same move inside a 15 % spread is within noise, a 1 % real step is below the floor."""
+    def runs(a_vals, b_vals, metric="rx_mpps"):
+        a = _run(tmp_path / f"a{len(list(tmp_path.iterdir()))}", [("s", "r", {metric: v}, {})
+                                                                   for v in a_vals])
+        b = _run(tmp_path / f"b{len(list(tmp_path.iterdir()))}", [("s", "r", {metric: v}, {})
+                                                                   for v in b_vals])
+        return compare_runs(a, b).rows[0]
+    row = runs([10.0, 10.1, 9.9, 10.05], [9.0, 9.1, 8.95])
+    assert (row.verdict, row.method) == ("worse", "jumpavg")
+    assert row.change_pct == pytest.approx(-9.75, abs=0.5)
+    assert runs([10.0, 10.1, 9.9], [11.0, 11.1, 10.9]).verdict == "better"
+    assert runs([10.0, 8.5, 11.5, 9.0, 11.0], [9.0, 10.4, 8.2]).verdict == "same"
+    assert runs([10.0, 10.01, 9.99, 10.0], [10.1, 10.11, 10.09]).verdict == "same"
+    assert runs([40.0, 41.0, 40.5], [60.0, 61.0, 59.0], "latency_p99_us").verdict == "worse"
+
+
+def test_jumpavg_verdict_direct():
+    from reports.compare import jumpavg_verdict
+    assert jumpavg_verdict([1.0, 1.01, 0.99], [1.0, 0.99, 1.01], 1)[0] == "same"
+    assert jumpavg_verdict([1.0, 1.01, 0.99], [2.0, 2.02, 1.98], 0)[0] == "changed"
+    assert jumpavg_verdict([-1.0, -1.01, -0.99], [-2.0, -2.02, -1.98], 1)[0] == "worse"
 
 
 def test_in_record_repetitions_are_centred_on_the_stated_figure(tmp_path):
@@ -112,12 +142,16 @@ def test_in_record_repetitions_are_centred_on_the_stated_figure(tmp_path):
 
 def test_two_real_controller_runs_with_repetitions():
     """Two runs of test_default[random-20pat-aho_corasick-thr1_8-x3] on this box (3
-    repetitions per configuration each): the 1-thread config's ratio to FIFO moved beyond the
-    band of its repetitions; FIFO's own ratio (1 by definition) did not."""
+    repetitions per configuration each). The 1-thread config's ratio to FIFO: A 0.39 / 0.47 /
+    0.71, B 0.82 / 0.87 / 1.52. The MAD band (A's spread only) called it worse; jumpavg, which
+    weighs B's own spread too, finds one population (as Mann-Whitney would: every B above every
+    A is p = 0.1 with 3 a side), so the verdict is "within noise", not a regression."""
     cmp = compare_runs(FIXTURES / "run-20261124T000908Z-20d1",
                        FIXTURES / "run-20261124T001521Z-49de")
     rows = {(r.name, r.metric): r for r in cmp.rows}
     moved = rows[("random_20pat_1thr_aho_corasick", "high_ratio")]
-    assert moved.verdict == "worse" and moved.a["n"] == 3 and moved.b["n"] == 3
+    assert moved.method == "jumpavg" and moved.a["n"] == 3 and moved.b["n"] == 3
+    assert moved.verdict == "same" and moved.change_pct > 100
+    assert judge(moved.b["median"], moved.a["values"], -1, min_history=1).verdict == "regression"
     assert rows[("random_20pat_fifo_aho_corasick", "high_ratio")].verdict == "same"
     assert not any(r.metric.endswith("_stdev") for r in cmp.rows)

@@ -82,3 +82,31 @@ def test_compare_trend_and_influx_judge_metrics_never_bins(tmp_path):
     assert [(r.metric, r.verdict) for r in out.rows] == [("app3_mean_ms", "same")]
     assert [k.metric for k, _ in record_keys(rec)] == ["app3_mean_ms"]
     assert set(record_to_point_parts(rec)[2]) == {"app3_mean_ms", "run_id"}
+
+
+def test_hdrh_holds_the_whole_histogram_and_feeds_percentiles_and_cdfs():
+    """Issue 40 part 7: a generator's latency buckets as HdrHistogram (V2 encoding, as NFVbench
+    records it); p50 ... p99.99 and the CDF read from it; repetitions add up; a v2 record takes
+    it, a corrupt one is named."""
+    from reports.charts import _merge
+    from reports.distributions import (cdf_points, hdrh_from_buckets, hdrh_metrics,
+                                       hdrh_percentiles, problems)
+    buckets = [(1.0, 1.1, 9000), (2.0, 2.2, 900), (50.0, 52.0, 99), (4000.0, 4096.0, 1)]
+    d = hdrh_from_buckets(buckets)
+    assert d["kind"] == "hdrh" and d["samples"] == 10_000 and d["encoded"].startswith("HIST")
+    p = hdrh_percentiles(d)
+    assert p[50.0] == pytest.approx(1.1, rel=1e-3) and p[99.0] == pytest.approx(2.2, rel=1e-3)
+    assert p[99.9] == pytest.approx(52.0, rel=1e-3) and p[99.99] == pytest.approx(52.0, rel=1e-3)
+    m = hdrh_metrics(d, "_at_50pct")
+    assert set(m) == {f"latency_p{x}_us_at_50pct" for x in ("50", "90", "99", "99_9", "99_99")}
+    xs, ys = cdf_points(d)
+    assert ys[0] == 0.0 and ys[-1] == 1.0 and xs == sorted(xs) and ys == sorted(ys)
+    assert xs[-1] == pytest.approx(4096, rel=1e-3)
+    both = _merge([d, d])
+    assert both["samples"] == 20_000 and hdrh_percentiles(both)[50.0] == p[50.0]
+    assert problems({"latency_us": d}) == []
+    assert problems({"latency_us": {**d, "samples": 3}}) == [
+        "distributions.latency_us: the histogram holds 10000 values, samples = 3"]
+    assert problems({"latency_us": {**d, "encoded": "HISTnotbase64"}}) == [
+        "distributions.latency_us.encoded: not an HdrHistogram V2 encoding"]
+    assert hdrh_from_buckets([]) is None

@@ -38,7 +38,7 @@ def test_write_appends_one_valid_line_per_record(writer):
     assert len(lines) == 2
     first = json.loads(lines[0])
     assert first == rec
-    assert first["schema_version"] == 1
+    assert first["schema_version"] == 2
     assert first["run_id"] == "run-20240501T020304Z-00ff"
     assert first["provenance"]["profile"] == "local"
     assert first["provenance"]["end_time"] == "2024-05-01T02:03:04.123456Z"
@@ -204,3 +204,36 @@ def test_prune_deletes_only_folders_named_like_a_run_id(tmp_path):
     assert [d.exists() for d in mine] == [False, False, True]
     for name in theirs:
         assert (tmp_path / name / "keep.txt").read_text() == "precious", name
+
+
+def test_version_1_records_stay_readable_and_v2_carries_the_search(tmp_path):
+    """schema v2 = v1 + `search` (RFC 9971 goal results); a v1 record validates against v1."""
+    for v in (1, 2):
+        import jsonschema
+        jsonschema.Draft202012Validator.check_schema(schema(v))
+    w = ResultWriter(tmp_path, {"git_sha": "abc1234", "git_dirty": False, "dut_switch_kind": "ofbench",
+                                "dut_build": "none", "generator": "softgen", "generator_version": "1",
+                                "profile": "local", "port_kind": "memif", "host": "h"})
+    goal = {"name": "ndr", "goal_loss_ratio": 0.0, "goal_exceed_ratio": 0.5,
+            "goal_initial_trial_duration": 0.2, "goal_final_trial_duration": 0.5,
+            "goal_duration_sum": 2.0, "goal_width": 0.05, "conditional_throughput_pps": 1.9e6,
+            "relevant_lower_bound_pps": 1.9e6, "relevant_upper_bound_pps": 2.0e6,
+            "lower_bound_trials": [{"rate_pps": 1.9e6, "duration_s": 0.5, "loss_ratio": 0.0}],
+            "upper_bound_trials": []}
+    rec = w.write("throughput", "ndr_64b_1flows", {"ndr_mpps": 1.9}, {},
+                  search={"method": "mlrsearch", "goals": [goal]})
+    assert rec["schema_version"] == 2 and rec["search"]["goals"][0]["name"] == "ndr"
+    old = {k: v for k, v in rec.items() if k != "search"}
+    old["schema_version"] = 1
+    assert validation_errors(old) == []
+    assert any(p.startswith("<record>: Additional properties")
+               for p in validation_errors({**old, "search": rec["search"]})), "v1 has no search"
+    with_log = {**rec, "search": {**rec["search"], "trial_log": [
+        {"target": "mlr", "rate_pps": 1.9e6, "duration_s": 0.5, "loss_ratio": 0.0, "reason": "ok",
+         "dut": {"cycles_per_packet": 120.5, "cache_hit_ratio": 0.99, "port_1_rx_packets": 950000}}]}}
+    assert validation_errors(with_log) == []
+    bad_dut = {**with_log, "search": {**with_log["search"], "trial_log": [
+        {**with_log["search"]["trial_log"][0], "dut": {"cycles": "many"}}]}}
+    assert any(p.startswith("search.trial_log.0.dut.cycles") for p in validation_errors(bad_dut))
+    bad = {**rec, "search": {**rec["search"], "goals": [{**goal, "goal_exceed_ratio": 1.0}]}}
+    assert any(p.startswith("search.goals.0.goal_exceed_ratio") for p in validation_errors(bad))

@@ -134,3 +134,71 @@ def test_history_query_escapes_strings():
 def test_metric_without_direction_is_never_new_or_judged():
     assert judge(5, [], 0).verdict == "untracked"
     assert judge(500, [5, 5, 5, 5], 0).verdict == "untracked"
+
+
+# ---- jumpavg: segments, commit range, testbed ------------------------------------------------
+
+def test_jumpavg_groups_a_step_into_segments_with_size_and_direction():
+    from reports.trend import group_series
+    xs = [10.0, 10.1, 9.9, 10.0, 10.05, 9.95, 10.0, 9.0, 9.05, 8.95]
+    segs = group_series(xs, direction=+1)
+    assert [(g.start, g.end) for g in segs] == [(0, 7), (7, 10)]
+    assert segs[0].verdict == "first" and segs[1].verdict == "regression"
+    assert segs[1].change_pct == pytest.approx(-10.0, abs=0.5)
+    assert group_series(xs, direction=-1)[1].verdict == "progression"
+    # a real but tiny step (below the 2 % floor) is not a verdict
+    tiny = [10.0] * 6 + [10.1] * 6
+    assert all(g.verdict in ("first", "ok") for g in group_series(tiny, +1))
+
+
+def test_jumpavg_judge_flags_a_young_worse_segment_and_names_the_commit_range(tmp_path):
+    from reports.trend import judge_jumpavg
+    hist = [10.0, 10.1, 9.9, 10.0, 10.05, 9.95, 10.0, 9.02]
+    j, segs = judge_jumpavg(8.98, hist, +1)
+    assert j.verdict == "regression" and j.median == pytest.approx(10.0, abs=0.05)
+    assert j.change_pct == pytest.approx(-10, abs=0.6)
+    # an old step (more than RECENT_DEFAULT runs ago) is history, not tonight's verdict
+    j, _ = judge_jumpavg(9.0, hist[:7] + [9.0] * 6, +1)
+    assert j.verdict == "ok"
+    # one noisy night on a noisy series is not a change
+    rnd = __import__("random").Random(2)
+    noisy = [10 + rnd.gauss(0, 1) for _ in range(25)]
+    assert judge_jumpavg(8.5, noisy, +1)[0].verdict == "ok"
+    assert judge_jumpavg(1.0, [1.0], +1)[0].verdict == "new"
+
+    records = _records(tmp_path)
+    rec = next(r for r in records if r["name"] == "ndr_64b_1flows"
+               and r["provenance"]["dut_switch_kind"] == "ofbench")
+    k = next(k for k, _ in record_keys(rec) if k.metric == "ndr_mpps")
+    value = rec["metrics"]["ndr_mpps"]
+    hist_pts = [(f"2024-04-{d:02d}T02:00:00.000000Z", value * 1.25 * (1 + 0.002 * (d % 3)))
+                for d in range(1, 11)]
+    shas = [f"{d:02d}" + "a" * 38 for d in range(1, 11)]
+    rows = evaluate([rec], {k: hist_pts}, commits={k: shas}, detector="jumpavg")
+    row = next(r for r in rows if r.key == k)
+    assert row.judgement.verdict == "regression"
+    assert row.commits == f"{shas[-1][:12]}..{rec['provenance']['git_sha'][:12]}"
+    assert [(g.start, g.end) for g in row.segments] == [(0, 10), (10, 11)]
+    page = write_trend_page(tmp_path, rows, settings={"detector": "jumpavg"})
+    assert "consistent segments" in page.read_text()
+    data = json.loads((tmp_path / "trend.json").read_text())
+    assert any(r["segments"] and r["commits"] for r in data["rows"])
+    # the MAD rule (the default, trend-eval's choice) decides; jumpavg's segments are drawn
+    mad = evaluate([rec], {k: hist_pts})
+    mrow = next(r for r in mad if r.key == k)
+    assert mrow.judgement.verdict == "regression" and mrow.judgement.mad is not None
+    assert [(g.start, g.end) for g in mrow.segments] == [(0, 10), (10, 11)] and not mrow.commits
+    with pytest.raises(ValueError, match="^--detector: expected one of jumpavg, mad"):
+        evaluate([rec], {}, detector="cusum")
+
+
+def test_testbed_id_splits_series_and_falls_back_to_older_history(tmp_path):
+    records = _records(tmp_path)
+    rec = next(r for r in records if r["name"] == "ndr_64b_1flows"
+               and r["provenance"]["dut_switch_kind"] == "ofbench")
+    rec = {**rec, "provenance": {**rec["provenance"], "testbed_id": "bed-7"}}
+    k = next(k for k, _ in record_keys(rec) if k.metric == "ndr_mpps")
+    assert k.testbed_id == "bed-7" and "bed-7" in k.label()
+    hist = [(f"2024-04-{d:02d}T02:00:00.000000Z", 20.0) for d in range(1, 8)]
+    rows = evaluate([rec], {k.without_testbed(): hist})
+    assert next(r for r in rows if r.key == k).judgement.n_history == 7

@@ -20,11 +20,11 @@ from drivers.lab.base import is_remote
 from drivers.softgen.driver import binary as softgen_binary
 from drivers.trafficgen.base import make_measure
 from drivers.trafficgen.counters import Counters, StreamCounters
-from drivers.trafficgen.ndr import SearchConfig, search_ndr_pdr
+from drivers.trafficgen.mlr import search_mlr
 
 from . import rig as rig_setup
 from . import topology
-from .test_throughput import _gen_ceiling, _search_log, _streams, _switch_reader
+from .test_throughput import _gen_ceiling, _search_log, _streams, _switch_reader, mlr_config
 
 REPEATS = 5
 
@@ -112,13 +112,12 @@ def test_ndr_repeatability(lab, profile, flows, results, progress):
         log(f"housekeeping threads: {choice} ({pin.moved} threads moved), pollers' nice {nice} "
             f"({pin.reniced} threads)", progress)
         rig_setup.warm_up(measure, max_rate)
-        cfg = SearchConfig(max_rate_pps=max_rate, min_rate_pps=5_000, trial_duration_s=0.5,
-                           final_duration_s=1.0, precision=0.05, max_trials=10, max_verifications=2,
-                           pdr_loss=0.0, latency_fractions=())
+        # the search `make suites` runs (MLRsearch with the profile's goals), no latency trials
+        cfg = mlr_config(profile, max_rate, False, latency_fractions=())
         ndrs, trials = [], []
         for i in range(REPEATS):
-            r = search_ndr_pdr(measure, cfg, lambda line: log(f"{kind} 64B {flows} flows #{i + 1}: {line}",
-                                                             progress))
+            r = search_mlr(measure, cfg, lambda line: log(f"{kind} 64B {flows} flows #{i + 1}: {line}",
+                                                         progress))
             ndrs.append(r.ndr.rate_pps / 1e6)
             trials += r.trials
         med = statistics.median(ndrs)
@@ -136,7 +135,8 @@ def test_ndr_repeatability(lab, profile, flows, results, progress):
         results.record(f"ndr_repeat_64b_{flows}flows", metrics=m,
                        params={"frame_size": 64, "flows": flows, "switch_kind": kind, "repeats": REPEATS,
                                "ndr_mpps": ndrs, "port_kind": topo.port_kind, "ring_slots": topo.ring_slots,
-                               "housekeeping": choice, "wire": wire, "poller_nice": nice, "threads_moved": pin.moved},
+                               "housekeeping": choice, "wire": wire, "poller_nice": nice,
+                               "search": "mlrsearch", "threads_moved": pin.moved},
                        provenance={"generator": topo.gen.name, "generator_version": topo.gen.version,
                                    "port_kind": topo.port_kind, "dut_switch_kind": kind},
                        check_targets_now=False)

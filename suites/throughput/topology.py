@@ -127,8 +127,8 @@ class Topology:
     read_switch_stats: object = None      # () -> the switch's stats on any host, when known
     hosts: dict | None = None             # the lab's hosts of this topology (provenance)
     generator_version: str | None = None
+    cross_check: bool = True              # False: switch_stats feed the telemetry only
     ring_slots: int = 1024                # descriptors of the DUT's rx rings (a stall's yardstick)
-    rig_stats: Path | None = None         # the switch's stats socket for its rig figures only
 
     def close(self):
         self.gen.close()
@@ -209,7 +209,6 @@ def switch_p2p(lab, kind: str, flows: int, tag: str = "sw", wire: str = "vhost",
     """softgen p0 -> switch port 1 ... switch port 2 -> softgen p1, flows installed."""
     from drivers.lab.switches import start_switch
     cleanup: list = []
-    rig_stats: list = []
 
     def stop():
         for fn in reversed(cleanup):
@@ -258,6 +257,7 @@ def switch_p2p(lab, kind: str, flows: int, tag: str = "sw", wire: str = "vhost",
             port_kind, max_rate = "af_packet", 1e6
         cproc, cport, done = _controller(lab, f"{tag}-ctl", flows, netns, (1, 2))
         cleanup.append(lambda: lab.supervisor.stop(cproc))
+        stats_sock: list = []
 
         def switch():
             if kind == "ofbench":  # pinned worker, busy polling, af_packet on the kernel ports
@@ -266,7 +266,8 @@ def switch_p2p(lab, kind: str, flows: int, tag: str = "sw", wire: str = "vhost",
                                     controller=("127.0.0.1", cport), dpid=0x7E, netns=netns,
                                     lcores=str(SWITCH_CORE), idle_sleep_us=0, mem_mb=256).proc
                 cleanup.append(lambda: lab.supervisor.stop(proc))
-                rig_stats.append(getattr(proc, "stats_sock", None))
+                # its stats socket: every trial cross-checked and its telemetry read around it
+                stats_sock.append(getattr(proc, "stats_sock", None))
                 return
             sw = start_switch(lab, kind, name=f"{tag}-{kind}", netns=netns, ports=kernel_ports,
                               controller=("127.0.0.1", cport), dpid=0x7E, extra_ports=extra)
@@ -291,9 +292,12 @@ def switch_p2p(lab, kind: str, flows: int, tag: str = "sw", wire: str = "vhost",
         if not wait_links_up(gen, 20):
             raise RuntimeError(f"{kind}: generator links not up after 20 s")
         time.sleep(0.5)  # let the switch finish port setup (first packets may hit a cold path)
+        sock = stats_sock[0] if stats_sock and stats_sock[0] else None
+        # telemetry only: this wire's trials were never cross-checked against the switch's
+        # counters (the memif topology's are), so a stale packet cannot fail a run here
         slots = 1 << ring_log2 if (port_kind == "memif" and ring_log2) else 1024
-        return Topology(gen, "p0", "p1", port_kind, kind, max_rate, stop, ring_slots=slots,
-                        rig_stats=rig_stats[0] if rig_stats else None)
+        return Topology(gen, "p0", "p1", port_kind, kind, max_rate, stop,
+                        switch_stats=Path(sock) if sock else None, cross_check=False, ring_slots=slots)
     except BaseException:
         stop()
         raise
@@ -397,3 +401,38 @@ def switch_cross_check(before: dict, after: dict, gen_tx: int, gen_rx: int, port
     if gen_rx > sw_out:
         raise CounterError(f"generator received {gen_rx} packets but switch port {ports[1]} sent {sw_out}")
     return {"gen_tx": gen_tx, "switch_rx": sw_in, "switch_tx": sw_out, "gen_rx": gen_rx}
+
+
+def switch_telemetry(before: dict, after: dict, ports: tuple[int, int] = (1, 2)) -> dict:
+    """The switch's own counters over one trial, from its stats before and after (pure; issue
+    40 part 6): per port rx/tx packets, per worker busy cycles and CPU share, cycles per
+    forwarded packet, flow-cache hit ratio. A key is left out when the switch does not
+    publish what it needs (OVS's stats carry ports only)."""
+    out: dict[str, float] = {}
+
+    def port(st, n, key):
+        return next((int(p.get(key, 0)) for p in st.get("ports", []) if int(p["port"]) == n), 0)
+
+    for n in ports:
+        out[f"port_{n}_rx_packets"] = float(port(after, n, "rx_packets") - port(before, n, "rx_packets"))
+        out[f"port_{n}_tx_packets"] = float(port(after, n, "tx_packets") - port(before, n, "tx_packets"))
+    forwarded = out[f"port_{ports[1]}_tx_packets"]
+    wb = {int(w["lcore"]): w for w in before.get("workers", [])}
+    busy_all = 0
+    for w in after.get("workers", []):
+        b = wb.get(int(w["lcore"]))
+        if b is None:
+            continue
+        busy = int(w["busy_cycles"]) - int(b["busy_cycles"])
+        idle = int(w["idle_cycles"]) - int(b["idle_cycles"])
+        busy_all += busy
+        if busy + idle > 0:
+            out[f"worker_{int(w['lcore'])}_cpu_share"] = busy / (busy + idle)
+    if after.get("workers") and forwarded > 0:
+        out["cycles_per_packet"] = busy_all / forwarded
+    if "cache_hits" in after and "cache_hits" in before:
+        hits = int(after["cache_hits"]) - int(before["cache_hits"])
+        misses = int(after.get("cache_misses", 0)) - int(before.get("cache_misses", 0))
+        if hits + misses > 0:
+            out["cache_hit_ratio"] = hits / (hits + misses)
+    return out

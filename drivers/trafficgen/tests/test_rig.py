@@ -114,3 +114,23 @@ def test_the_search_keeps_each_trials_rig_figures_and_cause():
     assert failed and all(t.cause == "rig stall" for t in failed)
     assert all(t.cause == "ok" and t.rig["switch_max_gap_ns"] in (30e3, 4e6) for t in r.trials if t.passed)
     assert any(t.rig["switch_max_gap_ns"] == 30e3 for t in r.trials if t.passed)
+
+
+def test_mlrsearch_trials_keep_the_rig_figures_and_cause():
+    """The same through MLRsearch (drivers/trafficgen/mlr.py), and into its search record."""
+    from drivers.trafficgen.mlr import MlrConfig, search_mlr
+
+    def measure(duration_s, rate_pps):
+        tx = int(rate_pps * duration_s)
+        stalled = rate_pps > 1.5e6
+        lost = 500 if stalled else 0
+        sc = StreamCounters("s", tx=tx, rx=tx - lost, offered=tx, lost=lost)
+        return Counters(streams={"s": sc}, duration_s=duration_s,
+                        rig={"switch_max_gap_ns": 4e6 if stalled else 30e3, "ring_slots": 1024})
+
+    r = search_mlr(measure, MlrConfig(max_rate_pps=4e6, min_rate_pps=1e5, latency_fractions=()),
+                   lambda line: None)
+    failed = [t for t in r.trials if not t.passed]
+    assert failed and all(t.cause == "rig stall" for t in failed)
+    goal = r.search_record()["goals"][0]
+    assert all("rig" in t for t in goal["lower_bound_trials"] + goal["upper_bound_trials"])

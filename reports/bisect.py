@@ -1,0 +1,206 @@
+"""Name the first commit that made a metric worse: build and measure the commits in between.
+
+    python -m reports bisect --metric SUITE/NAME/METRIC --good SHA --bad SHA
+                             [--trials 3] [--dut local] [--pytest NODE ...] [--work DIR]
+
+Each probed commit is checked out into a git worktree of its own under --work (made by this
+command and removed by it, on every exit path), its C parts built there with meson/ninja, and
+the suite's tests (--pytest node ids, default suites/SUITE) run --trials times against --dut
+with OFBENCH_BUILD_DIR pointing at that build; the metric's value of record NAME is read from
+each run's results.jsonl. Good and bad are measured first: bad must be worse than good by
+reports.compare's verdict (jumpavg's grouping of the two sides' repetitions, >= 2 % apart) or
+the range is refused. Then a binary search: a commit whose values are worse than good's is bad.
+The answer is the first bad commit, with every probe's values.
+
+reports/ imports nothing of suites/dut/drivers: the commits are built and measured by
+subprocesses (git, meson, ninja, pytest), as a person would.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Callable, Sequence
+
+from reports.compare import jumpavg_verdict
+from reports.metrics import metric_direction
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+class BisectError(ValueError):
+    """A bisect that cannot answer; the message names the option or the commit."""
+
+
+@dataclasses.dataclass
+class Probe:
+    sha: str
+    values: list[float]
+    verdict: str          # good | bad (against good's values) | reference
+
+
+@dataclasses.dataclass
+class BisectResult:
+    first_bad: str
+    probes: list[Probe]
+
+    def summary(self, metric: str) -> str:
+        lines = [f"first bad commit for {metric}: {self.first_bad}"]
+        for p in self.probes:
+            vals = ", ".join(f"{v:.4g}" for v in p.values)
+            lines.append(f"  {p.sha[:12]} {p.verdict:9} [{vals}]")
+        return "\n".join(lines)
+
+
+def parse_metric(text: str) -> tuple[str, str, str]:
+    parts = text.split("/")
+    if len(parts) != 3 or not all(parts):
+        raise BisectError(f"--metric: expected SUITE/NAME/METRIC, got {text!r}")
+    return parts[0], parts[1], parts[2]
+
+
+def first_bad(shas: Sequence[str], measure: Callable[[str], list[float]], direction: int
+              ) -> BisectResult:
+    """shas: good first, bad last, in history order. measure(sha) -> repeated values."""
+    if len(shas) < 2:
+        raise BisectError("--good/--bad: the range holds fewer than two commits")
+    if direction == 0:
+        raise BisectError("--metric: the metric has no better direction (reports/metrics.py)")
+    good = measure(shas[0])
+    bad = measure(shas[-1])
+    probes = [Probe(shas[0], good, "reference"), Probe(shas[-1], bad, "bad")]
+    verdict, change = jumpavg_verdict(good, bad, direction)
+    if verdict != "worse":
+        pct = "n/a" if change is None else f"{change:+.1f} %"
+        raise BisectError(f"--good/--bad: good {shas[0][:12]} is not better than bad "
+                          f"{shas[-1][:12]} ({verdict}, {pct}): nothing to bisect")
+    lo, hi = 0, len(shas) - 1
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        vals = measure(shas[mid])
+        worse = jumpavg_verdict(good, vals, direction)[0] == "worse"
+        probes.append(Probe(shas[mid], vals, "bad" if worse else "good"))
+        if worse:
+            hi = mid
+        else:
+            lo = mid
+    return BisectResult(shas[hi], probes)
+
+
+def _run(argv: list[str], cwd: Path, env: dict | None = None, log: Path | None = None) -> int:
+    with open(log, "ab") if log else open(os.devnull, "wb") as out:
+        return subprocess.run(argv, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT
+                              ).returncode
+
+
+def commit_range(good: str, bad: str, repo: Path = REPO) -> list[str]:
+    def rev(x: str, opt: str) -> str:
+        r = subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", "-q", f"{x}^{{commit}}"],
+                           capture_output=True, text=True)
+        if r.returncode:
+            raise BisectError(f"{opt}: {x!r} is not a commit of {repo}")
+        return r.stdout.strip()
+    g, b = rev(good, "--good"), rev(bad, "--bad")
+    r = subprocess.run(["git", "-C", str(repo), "rev-list", "--reverse", "--ancestry-path",
+                        f"{g}..{b}"], capture_output=True, text=True)
+    between = r.stdout.split()
+    if r.returncode or not between:
+        raise BisectError(f"--good/--bad: {bad!r} does not descend from {good!r}")
+    return [g] + between
+
+
+class CommitMeasurer:
+    """Builds a commit in a worktree of its own and runs the tests --trials times."""
+
+    def __init__(self, suite: str, name: str, metric: str, trials: int, dut: str,
+                 pytest_args: Sequence[str], work: Path, repo: Path = REPO,
+                 progress: Callable[[str], None] = print):
+        self.suite, self.name, self.metric, self.trials = suite, name, metric, trials
+        self.dut, self.pytest_args, self.repo, self.progress = dut, list(pytest_args), repo, progress
+        self.work = Path(work)
+        self.made: list[Path] = []
+
+    def __call__(self, sha: str) -> list[float]:
+        self.work.mkdir(parents=True, exist_ok=True)
+        tree = self.work / f"bisect-{sha[:12]}"
+        log = self.work / f"bisect-{sha[:12]}.log"
+        if _run(["git", "-C", str(self.repo), "worktree", "add", "--detach", str(tree), sha],
+                self.repo, log=log):
+            raise BisectError(f"commit {sha[:12]}: git worktree add failed (see {log})")
+        self.made.append(tree)
+        build = tree / "build"
+        self.progress(f"bisect: building {sha[:12]}")
+        if _run(["meson", "setup", str(build)], tree, log=log) or \
+                _run(["nice", "ninja", "-C", str(build)], tree, log=log):
+            raise BisectError(f"--good/--bad: commit {sha[:12]} does not build (see {log})")
+        env = {**os.environ, "OFBENCH_BUILD_DIR": str(build)}
+        venv = self.repo / ".venv" / "bin" / "python"
+        python = str(venv) if venv.exists() else sys.executable
+        values = []
+        for i in range(self.trials):
+            runs = self.work / f"runs-{sha[:12]}-{i}"
+            argv = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--dut={self.dut}",
+                    "--reports-dir", str(runs), *(self.pytest_args or [f"suites/{self.suite}"])]
+            self.progress(f"bisect: {sha[:12]} trial {i + 1}/{self.trials}")
+            _run(argv, tree, env=env, log=log)
+            values += self._values(runs)
+        if not values:
+            raise BisectError(f"commit {sha[:12]}: no record {self.suite}/{self.name} with "
+                              f"{self.metric} (see {log})")
+        return values
+
+    def _values(self, runs: Path) -> list[float]:
+        out = []
+        for f in sorted(runs.glob("run-*/results.jsonl")):
+            for line in f.read_text().splitlines():
+                try:
+                    rec = json.loads(line)
+                except ValueError:
+                    continue
+                v = (rec.get("metrics") or {}).get(self.metric)
+                if rec.get("suite") == self.suite and rec.get("name") == self.name and \
+                        isinstance(v, (int, float)) and not isinstance(v, bool):
+                    out.append(float(v))
+        return out
+
+    def cleanup(self) -> None:
+        """Remove the worktrees this measurer made (nothing else)."""
+        for tree in self.made:
+            _run(["git", "-C", str(self.repo), "worktree", "remove", "--force", str(tree)],
+                 self.repo)
+        self.made.clear()
+
+
+def main(args) -> int:
+    suite, name, metric = parse_metric(args.metric)
+    if args.trials < 2:
+        raise BisectError(f"--trials: at least 2 repetitions per commit, got {args.trials}")
+    shas = commit_range(args.good, args.bad)
+    own_work = args.work is None
+    work = Path(args.work or tempfile.mkdtemp(prefix="ofbench-bisect-"))
+    work.mkdir(parents=True, exist_ok=True)
+    m = CommitMeasurer(suite, name, metric, args.trials, args.dut, args.pytest or [], work)
+    try:
+        res = first_bad(shas, m, metric_direction(metric))
+    finally:
+        m.cleanup()
+        if own_work:
+            shutil.rmtree(work, ignore_errors=True)
+    print(res.summary(args.metric))
+    return 0
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--metric", required=True, help="SUITE/NAME/METRIC, e.g. switch/pipeline_64b_100k_flows/ofbench_mpps")
+    p.add_argument("--good", required=True, help="a commit where the metric was good")
+    p.add_argument("--bad", required=True, help="a later commit where it is worse")
+    p.add_argument("--trials", type=int, default=3, help="runs per commit (default 3)")
+    p.add_argument("--dut", default="local", help="the lab profile (default local)")
+    p.add_argument("--pytest", nargs="*", default=None,
+                   help="pytest node ids to run (default suites/SUITE)")
+    p.add_argument("--work", default=None, help="where the worktrees go (default a temp dir)")

@@ -1,0 +1,72 @@
+"""reports bisect: the search over commits with a scripted measurer; bad ranges refused."""
+import subprocess
+
+import pytest
+
+from reports.__main__ import main
+from reports.bisect import BisectError, CommitMeasurer, first_bad, parse_metric
+
+
+def planted(shas, slow_from, base=10.0, slowdown=0.2):
+    """A metric (higher is better) that drops by `slowdown` from commit index slow_from on;
+    each measurement 3 repetitions with a little noise."""
+    calls = []
+
+    def measure(sha):
+        calls.append(sha)
+        i = shas.index(sha)
+        level = base * (1 - slowdown) if i >= slow_from else base
+        return [level * f for f in (1.0, 1.004, 0.996)]
+    return measure, calls
+
+
+@pytest.mark.parametrize("slow_from", range(1, 9))
+def test_finds_the_planted_slowdown_among_8_commits(slow_from):
+    shas = [f"{i:02d}" + "c" * 38 for i in range(9)]   # good + 8 commits, the last bad
+    measure, calls = planted(shas, slow_from)
+    res = first_bad(shas, measure, +1)
+    assert res.first_bad == shas[slow_from]
+    assert len(calls) <= 2 + 3                           # good, bad, log2(8) probes
+    assert "first bad commit" in res.summary("s/n/m")
+
+
+def test_good_not_better_than_bad_is_refused():
+    shas = [f"{i:02d}" + "c" * 38 for i in range(4)]
+    measure, _ = planted(shas, slow_from=99)
+    with pytest.raises(BisectError, match=r"^--good/--bad: good 00c+ is not better than bad"):
+        first_bad(shas, measure, +1)
+    with pytest.raises(BisectError, match="^--metric: the metric has no better direction"):
+        first_bad(shas, measure, 0)
+
+
+def test_bad_options_name_themselves(tmp_path, capsys):
+    with pytest.raises(BisectError, match="^--metric: expected SUITE/NAME/METRIC"):
+        parse_metric("switch/ofbench_mpps")
+    assert main(["bisect", "--metric", "a/b", "--good", "HEAD", "--bad", "HEAD"]) == 2
+    assert "--metric" in capsys.readouterr().err
+    assert main(["bisect", "--metric", "a/b/c_mpps", "--good", "nosuchcommit", "--bad", "HEAD",
+                 "--trials", "2"]) == 2
+    assert "--good: 'nosuchcommit' is not a commit" in capsys.readouterr().err
+    assert main(["bisect", "--metric", "a/b/c_mpps", "--good", "HEAD", "--bad", "HEAD~1",
+                 "--trials", "2"]) == 2
+    assert "does not descend" in capsys.readouterr().err
+
+
+def test_a_commit_that_does_not_build_is_named_and_its_worktree_removed(tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git = ["git", "-C", str(repo), "-c", "user.email=t@t", "-c", "user.name=t"]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "meson.build").write_text("this is not meson\n")
+    subprocess.run(git + ["add", "."], check=True)
+    subprocess.run(git + ["commit", "-qm", "broken"], check=True)
+    sha = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True,
+                         text=True).stdout.strip()
+    m = CommitMeasurer("s", "n", "m_mpps", 2, "local", [], tmp_path / "work", repo=repo,
+                       progress=lambda _l: None)
+    try:
+        with pytest.raises(BisectError, match=rf"commit {sha[:12]} does not build"):
+            m(sha)
+    finally:
+        m.cleanup()
+    assert not (tmp_path / "work" / f"bisect-{sha[:12]}").exists()

@@ -1,0 +1,83 @@
+"""trend-eval on a small synthetic history: steps are found, quiet series stay quiet, a short
+history is refused naming the option."""
+import json
+import random
+
+import pytest
+
+from reports.__main__ import main
+from reports.trend_eval import (DETECTORS, HistoryError, Series, evaluate, load_history,
+                                save_history, series_from_runs)
+
+
+def synthetic(n_series=6, nights=32, noise=0.01, seed=3):
+    rnd = random.Random(seed)
+    out = []
+    for i in range(n_series):
+        direction = 1 if i % 2 == 0 else -1
+        base = 5.0 + i
+        out.append(Series(f"s{i}", direction, [base * (1 + rnd.gauss(0, noise)) for _ in range(nights)]))
+    return out
+
+
+def test_steps_are_found_and_quiet_series_stay_quiet():
+    ev = evaluate(synthetic(), steps_pct=(5, 20), reps=3, seed=1)
+    by = {(s.detector, s.step_pct): s for s in ev.steps}
+    for d in DETECTORS:
+        s20 = by[(d, 20.0)]
+        assert s20.injected == 18 and s20.detection_rate == 1.0 and s20.within_2_rate == 1.0
+        assert s20.median_nights == 1
+        assert ev.false_alarms_per_100(d) <= 10.0
+    assert ev.series_nights == 6 * (32 - 10) and ev.n_nights == 32
+    assert ev.best() in DETECTORS
+    d = ev.as_dict()
+    assert set(d["false_alarms_per_100_series_nights"]) == set(DETECTORS) and len(d["steps"]) == 4
+    assert "within 2 nights" in ev.table()
+
+
+def test_a_step_inside_the_noise_is_rarely_found():
+    ev = evaluate(synthetic(noise=0.2), steps_pct=(5,), reps=3, seed=1)
+    assert all(s.within_2_rate < 0.9 for s in ev.steps)
+
+
+def test_history_too_short_names_the_option():
+    with pytest.raises(HistoryError, match=r"^--min-nights: history too short to group: 12 runs"):
+        evaluate(synthetic(nights=12))
+    with pytest.raises(HistoryError, match=r"no tracked series"):
+        evaluate([])
+
+
+def test_history_file_round_trip_and_cli(tmp_path, capsys):
+    path = save_history(synthetic(), tmp_path / "h.json", "synthetic")
+    assert [s.values for s in load_history(path)] == [s.values for s in synthetic()]
+    out = tmp_path / "figures.json"
+    assert main(["trend-eval", "--history", str(path), "--steps", "20", "--reps", "1",
+                 "--out", str(out)]) == 0
+    figures = json.loads(out.read_text())
+    assert figures["n_series"] == 6 and figures["best"] in DETECTORS
+    assert main(["trend-eval", "--history", str(path), "--min-nights", "40"]) == 2
+    assert "--min-nights: history too short" in capsys.readouterr().err
+
+
+def test_series_from_runs_keeps_tracked_metrics_present_every_night(tmp_path):
+    from reports.results import ResultWriter
+    prov = {"git_sha": "abc1234", "git_dirty": False, "dut_switch_kind": "none", "dut_build": "none",
+            "generator": "softgen", "generator_version": "1", "profile": "local", "port_kind": "ring",
+            "host": "h"}
+    for night in range(3):
+        w = ResultWriter(tmp_path / f"run-2026110{night}T000000Z-000{night}", prov)
+        w.write("throughput", "ndr_64b_1flows_loopback",
+                {"ndr_mpps": 4.0 + night, "tx_packets": 10, "lost_packets": 0.0,
+                 **({"pdr_mpps": 4.0} if night else {})})
+    series = series_from_runs(sorted(tmp_path.glob("run-*")))
+    assert [s.label.split()[-1] for s in series] == ["ndr_mpps"]   # pdr missing once, 0 and untracked left out
+    assert series[0].values == [4.0, 5.0, 6.0] and series[0].direction == 1
+
+
+def test_series_are_split_by_their_noise():
+    from reports.trend_eval import by_noise, noise_of
+    quiet, loud = synthetic(2, noise=0.01), synthetic(2, noise=0.5, seed=4)
+    assert noise_of(quiet[0]) < 0.05 <= noise_of(loud[0])
+    groups = by_noise(quiet + loud)
+    assert [len(groups["steady"]), len(groups["noisy"])] == [2, 2]
+    assert list(by_noise(quiet)) == ["steady"]
