@@ -12,7 +12,8 @@ than a ring can absorb. Each trial therefore carries what the rig measured:
   22.11, so the burst-size proxy is used on every PMD).
 - ``switch_max_gap_ns``: the longest pass of the switch's worker loop, from the difference of
   its cumulative log2 gap histogram around the trial (within a factor of 2: the top bucket's
-  upper bound; passes under the floor, ~15 us, are not counted).
+  upper bound; ``switch_max_gap_lo_ns`` its lower bound, on which a cause is judged; passes
+  under the floor, ~15 us, are not counted).
 - ``switch_rx_backlog_pkts``: the same burst-run proxy for the switch's RX rings, from its
   cumulative log2 histogram of runs (upper bound of the top bucket, x burst).
 
@@ -59,6 +60,8 @@ def switch_worker_rig(before: dict | None, after: dict | None, tsc_hz: float,
     # bucket i: [2^i, 2^(i+1)) x floor; its upper bound is the (pessimistic) longest gap
     out["switch_max_gap_ns"] = 0.0 if top is None or floor <= 0 or tsc_hz <= 0 else \
         floor * 2 ** (top + 1) / tsc_hz * 1e9
+    # and its lower bound: the longest gap was at least this long (what a cause is judged on)
+    out["switch_max_gap_lo_ns"] = out["switch_max_gap_ns"] / 2
     out["switch_stalls"] = float(sum(gaps))
     runs = hist_delta(before.get("backlog_hist"), after.get("backlog_hist") or [])
     top = top_bucket(runs)
@@ -115,7 +118,8 @@ def classify(passed: bool, reason: str, rig: dict | None, rate_pps: float, ring_
         return "ok"
     rig = rig or {}
     limit = stall_threshold_ns(rate_pps, ring_slots)
-    if rig.get("switch_max_gap_ns", 0.0) >= limit:
+    # the switch's gap is known within 2x: judged on its lower bound, so a rig stall is certain
+    if rig.get("switch_max_gap_lo_ns", rig.get("switch_max_gap_ns", 0.0)) >= limit:
         return "rig stall"
     if rig.get("gen_max_gap_ns", 0.0) >= limit:
         return "generator stall"

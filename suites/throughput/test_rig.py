@@ -61,8 +61,8 @@ def test_trial_metrics_and_switch_rig_in_the_measurer():
                   {"tsc_hz": 1e9, "workers": [{"gap_floor_cycles": 1000, "gap_hist": [0, 2],
                                                "backlog_hist": [1]}]}])
     c = rig_setup.with_switch_rig(measure, lambda: next(reads), 4096)(1.0, 1e6)
-    assert c.rig == {"gen_max_gap_ns": 1.0, "switch_max_gap_ns": 4000.0, "switch_stalls": 2.0,
-                     "switch_rx_backlog_pkts": 32.0, "ring_slots": 4096.0}
+    assert c.rig == {"gen_max_gap_ns": 1.0, "switch_max_gap_ns": 4000.0, "switch_max_gap_lo_ns": 2000.0,
+                     "switch_stalls": 2.0, "switch_rx_backlog_pkts": 32.0, "ring_slots": 4096.0}
 
 
 @pytest.mark.quick

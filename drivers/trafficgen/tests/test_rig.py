@@ -33,6 +33,7 @@ def test_switch_gap_is_the_top_bucket_of_the_trial_only():
     r = rig.switch_rig(before, after)
     assert r["switch_stalls"] == 3
     assert r["switch_max_gap_ns"] == pytest.approx(FLOOR * 4 / HZ * 1e9)  # bucket 1's upper bound
+    assert r["switch_max_gap_lo_ns"] == pytest.approx(FLOOR * 2 / HZ * 1e9)  # and its lower bound
     assert r["switch_rx_backlog_pkts"] == 32 * 7  # runs of 4..7 full bursts
     quiet = rig.switch_rig(after, after)
     assert quiet["switch_max_gap_ns"] == 0 and quiet["switch_rx_backlog_pkts"] == 0
@@ -78,6 +79,13 @@ def test_stall_threshold_is_the_time_the_ring_lasts():
 def test_classify(passed, reason, figures, cause):
     # 2 Mpps into a 1024-slot ring: a gap of >= 512 us overflows it by itself
     assert rig.classify(passed, reason, figures, 2e6, 1024) == cause
+
+
+def test_the_switch_gap_is_judged_on_its_lower_bound():
+    # the top bucket [0.4, 0.8) ms: maybe longer than the ring lasts (512 us), not surely
+    unsure = {"switch_max_gap_ns": 800e3, "switch_max_gap_lo_ns": 400e3, "gen_max_gap_ns": 600e3}
+    assert rig.classify(False, "loss", unsure, 2e6, 1024) == "generator stall"
+    assert rig.classify(False, "loss", dict(unsure, switch_max_gap_lo_ns=520e3), 2e6, 1024) == "rig stall"
 
 
 def test_a_deeper_ring_absorbs_the_same_stall():
