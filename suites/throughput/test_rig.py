@@ -94,7 +94,7 @@ def test_ndr_repeatability(lab, profile, flows, results, progress):
         pytest.skip("the repeatability bench drives ofbench with softgen on a local lab")
     log = _search_log(lab)
     ceiling = _gen_ceiling(lab, lambda line: log(line, progress))
-    wire = os.environ.get("OFBENCH_RIG_WIRE", "vhost")  # or memif:<ring log2>, e.g. memif:14
+    wire = os.environ.get("OFBENCH_RIG_WIRE", "vhost")  # or <wire>:<ring log2>, e.g. memif:14, vhost:12
     wire_kind, _, log2 = wire.partition(":")
     topo = topology.switch_p2p(lab, kind, flows, tag=f"rep{flows}", wire=wire_kind,
                                ring_log2=int(log2) if log2 else None)

@@ -234,7 +234,9 @@ def switch_p2p(lab, kind: str, flows: int, tag: str = "sw", wire: str = "vhost",
             extra = [(i + 1, {"ovs": {"name": names[i], "type": "dpdkvhostuser"},
                               "devargs": f"vhost:{sock},client=0"})
                      for i, sock in enumerate(socks)]
-            gen_ports = [SoftgenPort("p0", virtio_user(0, socks[0])), SoftgenPort("p1", virtio_user(1, socks[1]))]
+            # the virtio rings' size is the frontend's (softgen's queue_size); the backend takes it
+            qs = 1 << ring_log2 if ring_log2 else 1024
+            gen_ports = [SoftgenPort("p0", virtio_user(0, socks[0], qs)), SoftgenPort("p1", virtio_user(1, socks[1], qs))]
         elif kind == "ofbench" and wire == "memif":
             s0, s1 = (fresh_sock(lab, f"{tag}-memif{i}") for i in (0, 1))
             gen_ports = [SoftgenPort("p0", memif(0, "server", s0)), SoftgenPort("p1", memif(1, "server", s1))]
@@ -295,7 +297,7 @@ def switch_p2p(lab, kind: str, flows: int, tag: str = "sw", wire: str = "vhost",
         sock = stats_sock[0] if stats_sock and stats_sock[0] else None
         # telemetry only: this wire's trials were never cross-checked against the switch's
         # counters (the memif topology's are), so a stale packet cannot fail a run here
-        slots = 1 << ring_log2 if (port_kind == "memif" and ring_log2) else 1024
+        slots = 1 << ring_log2 if (port_kind in ("memif", "vhost") and ring_log2) else 1024
         return Topology(gen, "p0", "p1", port_kind, kind, max_rate, stop,
                         switch_stats=Path(sock) if sock else None, cross_check=False, ring_slots=slots)
     except BaseException:
