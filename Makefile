@@ -17,14 +17,14 @@ PYTEST  := $(call q,$(PY)) -m pytest
 # whose smoke also runs with a real TRex server on the generator host (--dut=lab-emu-trex).
 # The lab-emu run leases its place from a labgrid coordinator it starts on 127.0.0.1 itself
 # (--lab-coordinator=local, drivers/lab/lease.py) and stops at its end.
-TEST_PATHS := tests harness dut drivers traces reports
+TEST_PATHS := tests harness paths openflow dut drivers traces reports
 
 .PHONY: setup test suites nightly bench clean-stale report-path help
 
 help:
 	@echo "make suites   set up, run pytest suites/ --dut="$(call q,$(DUT))", write reports/latest/index.html"
 	@echo "make test     set up, run the tests (what CI runs)"
-	@echo "make nightly  set up, fuzz the switch agent 30 min, run the long matrix and the trend check"
+	@echo "make nightly  set up, fuzz the switch agent 1 h per target, run the long matrix and the trend check"
 	@echo "make bench    set up, run the benchmarks only (classifier, generator, switch pipeline)"
 
 setup:
@@ -41,12 +41,14 @@ suites: setup
 	$(PYTEST) suites/ $(call q,--dut=$(DUT)) -v -m "not nightly"; rc=$$?; \
 	  echo "report: $$(readlink -f reports/latest)/index.html"; exit $$rc
 
-# The agent's fuzzer runs 30 min (OFBENCH_FUZZ_SECONDS) first; its corpus builds up in
-# /var/cache/ofbench/fuzz-agent (dut/switch/README.md "Fuzzing"). The InfluxDB token is read
-# by the harness from OFBENCH_INFLUX_TOKEN (or the file OFBENCH_INFLUX_TOKEN_FILE names), never
-# passed in argv; OFBENCH_INFLUX_URL must not carry credentials (the run refuses it).
+# The switch's fuzz targets (fuzz_agent, fuzz_conn,
+# fuzz_datapath) run an hour each (OFBENCH_FUZZ_SECONDS)
+# first; their corpora build up in /var/cache/ofbench/fuzz-agent* (dut/switch/README.md
+# "Fuzzing"). The InfluxDB token is read by the harness from OFBENCH_INFLUX_TOKEN (or the file
+# OFBENCH_INFLUX_TOKEN_FILE names), never passed in argv; OFBENCH_INFLUX_URL must not carry
+# credentials (the run refuses it).
 nightly: setup
-	$(call q,$(PY)) -m dut.switch.fuzz.fuzzer long; frc=$$?; \
+	OFBENCH_FUZZ_SECONDS=$${OFBENCH_FUZZ_SECONDS:-3600} $(call q,$(PY)) -m dut.switch.fuzz.fuzzer long; frc=$$?; \
 	$(PYTEST) suites/ $(call q,--dut=$(DUT)) -v --nightly --influx-url="$${OFBENCH_INFLUX_URL:-local}" \
 	  $${OFBENCH_INFLUX_TOKEN_FILE:+--influx-token-file="$$OFBENCH_INFLUX_TOKEN_FILE"}; rc=$$?; \
 	  echo "report: $$(readlink -f reports/latest)/index.html"; [ $$frc -eq 0 ] || echo "fuzzer: findings (see above)"; \

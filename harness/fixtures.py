@@ -59,6 +59,11 @@ def _per_test_logs(request):
         yield
 
 
+# Suites that build their own topology; with the profile's ``one_dut: true`` they run on its
+# switch only (dut/profiles/schema.py), like conformance and throughput's switch under test.
+ONE_DUT_SUITES = ("controller", "wan", "vmwire")
+
+
 @pytest.fixture
 def switch_kind(request, profile):
     from drivers.lab.switches import switch_available
@@ -66,6 +71,11 @@ def switch_kind(request, profile):
     why = switch_available(kind, profile)
     if why:
         pytest.skip(why)
+    from harness.results import suite_of
+    if (suite_of(request.node.path) in ONE_DUT_SUITES
+            and kind not in profile.suite_switch_kinds()):
+        pytest.skip(f"one_dut: true: this suite runs on the profile's switch "
+                    f"{profile.switch['kind']} only")
     return kind
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.paths import REPORTS
+from paths import REPORTS
 from harness.redact import SecretError, check_url_has_no_credentials, influx_token
 
 # The InfluxDB token as resolved at configure time (file, environment, or "-"); never an

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from dut.profiles.schema import FEATURES, ProfileError, load_profile
-from harness.paths import SUITES
+from paths import SUITES
 from harness.reporting import RunReporter, start_influx_export
 from harness.results import progress_line
 from harness.state import RUN_STATE, RunState, run_state

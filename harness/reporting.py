@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from harness.paths import REPORTS
+from paths import REPORTS
 from harness.redact import redact_command, redact_url
 
 

@@ -17,7 +17,7 @@ from typing import Callable
 import pytest
 
 from dut.profiles.targets import check_targets
-from harness.paths import REPO, SUITES
+from paths import REPO, SUITES
 from harness.redact import redact_text, secret_name
 
 
@@ -54,7 +54,7 @@ def base_provenance(state) -> dict:
     gen = prof.generator
     base.update({"profile": prof.name, "lab_kind": prof.lab_kind,
                  "dut_switch_kind": prof.switch["kind"], "generator": gen["kind"],
-                 "generator_version": "n/a", "port_kind": "n/a"})
+                 "generator_version": "n/a", "port_kind": "n/a", "one_dut": prof.one_dut})
     base.update(env_provenance(os.environ))
     from harness.lease import provenance as lease_provenance
     base.update(lease_provenance(state))
@@ -64,6 +64,19 @@ def base_provenance(state) -> dict:
     if hosts:
         base["lab_hosts"] = ",".join(f"{role}={h['address']}" for role, h in sorted(hosts.items()))
     return base
+
+
+def switch_provenance(profile, prov: dict, params: dict | None) -> dict:
+    """``dut_switch_kind`` and ``dut_lookup`` for a record: the kind the suite names (its
+    provenance, else params' switch_kind, else the profile's switch) and the flow lookup that
+    switch ran with (ofbench: the profile's, or the env alias, as drivers.lab.switches starts
+    it; another kind: its own classifier, "n/a"). What the suite states itself is kept."""
+    from drivers.lab.switches import ofbench_settings
+    kind = prov.get("dut_switch_kind") or (params or {}).get("switch_kind") \
+        or profile.switch["kind"]
+    lookup = prov.get("dut_lookup") or (ofbench_settings(profile, kind)["lookup"]
+                                        if kind == "ofbench" else "n/a")
+    return {"dut_switch_kind": kind, "dut_lookup": lookup}
 
 
 class Results:
@@ -101,6 +114,7 @@ class Results:
         from harness.lease import check
         check(self.state)   # a figure taken after the place was lost is not written
         prov = {"start_time": self.started, **(provenance or {})}
+        prov.update(switch_provenance(self.state.profile, prov, params))
         misses = self.target_misses(name, metrics, params, prov)
         rec = self._writer().write(self.suite, name, metrics, params, prov,
                                    target_misses=misses or None, test_id=self.test_id,

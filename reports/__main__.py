@@ -33,7 +33,8 @@ import contextlib
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from paths import REPO
+
 SPOOL_DIR = REPO / "reports" / "spool"
 
 

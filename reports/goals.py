@@ -42,8 +42,8 @@ import yaml
 
 from configschema import Invalid, SchemaError, Spec, load_yaml, validate
 from reports.noise import Spread, group_repetitions, metric_spread
+from paths import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 SUITES_DIR = REPO / "suites"
 PROFILES_DIR = REPO / "dut" / "profiles"
 GOALS_FILE = "goals.json"

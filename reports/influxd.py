@@ -39,11 +39,12 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
+from paths import TOOLS
+
 DEFAULT_DB = "ofbench"
-REPO_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_TOOLS_DIR = REPO_ROOT / "tools"
+DEFAULT_TOOLS_DIR = TOOLS
 # Persistent local history for nightly trend runs on this box (tools/ is git-ignored).
-DEFAULT_DATA_DIR = REPO_ROOT / "tools" / "influxdb-data"
+DEFAULT_DATA_DIR = TOOLS / "influxdb-data"
 
 
 class InfluxdError(RuntimeError):

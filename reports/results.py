@@ -46,6 +46,8 @@ from typing import Any, Iterable, Mapping
 
 import jsonschema
 
+from paths import build_dir
+
 SCHEMA_VERSION = 2
 READABLE_VERSIONS = (1, 2)
 SCHEMA_DIR = Path(__file__).resolve().parent / "schema"
@@ -150,11 +152,6 @@ def _git(repo_root: Path, *args: str) -> str | None:
     except (OSError, subprocess.TimeoutExpired):
         return None
     return out.stdout.strip() if out.returncode == 0 else None
-
-
-def build_dir(repo_root: Path) -> Path:
-    """The meson build dir: env OFBENCH_BUILD_DIR, else <repo>/build."""
-    return Path(os.environ.get("OFBENCH_BUILD_DIR") or Path(repo_root) / "build")
 
 
 def file_build_id(path: Path) -> str:

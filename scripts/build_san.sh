@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 DIR=${OFBENCH_SAN_BUILD_DIR:-build-san}
 CC_SAN=${OFBENCH_SAN_CC:-clang-14}
 TARGETS=(dut/switch/ofswitch dut/switch/test_ofswitch_unit dut/switch/test_ofswitch_actions
-         dut/switch/fuzz_agent)
+         dut/switch/fuzz_agent dut/switch/fuzz_conn)
 say() { printf '[build-san] %s\n' "$*" >&2; }
 
 if [[ ${1:-} == --locate ]]; then
@@ -38,5 +38,7 @@ all_targets=$(ninja -C "$DIR" -t targets all 2>/dev/null || true)
 if grep -q '^dut/switch/test_ofswitch_churn:' <<<"$all_targets"; then
   TARGETS+=(dut/switch/test_ofswitch_churn)
 fi
+# the datapath's frame-bounds test and its fuzz target (issue 37)
+TARGETS+=(dut/switch/test_ofswitch_bounds dut/switch/fuzz_datapath)
 nice -n 10 ninja -C "$DIR" -j2 "${TARGETS[@]}" >/dev/null
 say "built ${TARGETS[*]} in $DIR"

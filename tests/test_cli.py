@@ -2,9 +2,8 @@
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from paths import REPO
 
 
 def pytest_run(*args, cwd=REPO, timeout=120):

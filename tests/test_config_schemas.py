@@ -78,6 +78,7 @@ CASES = [
      "must be in 0..65535, got 70000"),
     ("profile", "failed check", put(["switch", "cache_lines"], 100000), "switch.cache_lines",
      "expected a power of 2, got 100000"),
+    ("profile", "wrong type", put(["one_dut"], "yes"), "one_dut", "expected bool"),
     ("profile", "bad choice", put(["switch", "kind"], "cisco"), "switch.kind",
      "expected one of ofbench, ovs, ovs-dpdk, got 'cisco'"),
     ("profile", "bad nesting", put(["switch", "ports", "p1"], "net_memif0"), "switch.ports.p1",

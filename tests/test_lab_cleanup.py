@@ -13,8 +13,8 @@ import pytest
 
 from drivers.lab import cleanup
 from drivers.supervisor import proc_start_time
+from paths import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 
 VICTIM = textwrap.dedent("""
     import sys, time

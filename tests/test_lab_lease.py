@@ -15,8 +15,8 @@ import pytest
 import yaml
 
 from drivers.lab import lease as L
+from paths import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 SMOKE = "suites/smoke/test_lab_place.py"
 
 pytestmark = pytest.mark.skipif(not (L.labgrid_venv() / "bin" / "labgrid-coordinator").exists(),

@@ -14,6 +14,7 @@ from dut.profiles.schema import parse_profile
 from drivers.lab import LabError
 from drivers.lab.emulated import EmulatedLab, segment_of
 from drivers.lab.remote import RemoteLab, parse_cores
+from paths import REPO
 
 pytestmark = pytest.mark.skipif(not Path("/usr/sbin/sshd").exists(),
                                 reason="openssh-server missing (make setup installs it)")
@@ -216,7 +217,7 @@ def test_a_run_on_a_workdir_without_the_marker_exits_4_naming_the_key(tmp_path):
     """The whole harness: the emulated lab comes up, opening it stops at the workdir."""
     import sys
     import yaml
-    repo = Path(__file__).resolve().parents[1]
+    repo = REPO
     wd = tmp_path / "wd"
     wd.mkdir()
     (wd / "precious.txt").write_text("keep me\n")

@@ -8,14 +8,23 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+from paths import REPO
+
 SKIP = {".venv", "tools", "build", "build-san", ".git", "node_modules"}
 WILDCARD = re.compile(r"""bind\(\(\s*(?:"0\.0\.0\.0"|'0\.0\.0\.0'|""|''|"::"|'::')\s*,"""
                       r"""|["']0\.0\.0\.0["']|INADDR_ANY|in6addr_any""")
 
 
 def _sources():
-    for p in REPO.rglob("*"):
+    """The repository's own files (git ls-files: no venv, build or tool tree of any name)."""
+    try:
+        names = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True,
+                               check=True).stdout.decode().split("\0")
+        paths = [REPO / n for n in names if n]
+    except (OSError, subprocess.CalledProcessError):
+        paths = [p for p in REPO.rglob("*")
+                 if not p.relative_to(REPO).parts[0].startswith(".venv")]
+    for p in paths:
         rel = p.relative_to(REPO)
         if rel.parts[0] in SKIP or not p.is_file() or p.suffix not in (".py", ".c", ".h", ".sh"):
             continue

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+from paths import REPO
+
 
 HOSTILE = [
     "lab1; touch {mark} #",

@@ -43,6 +43,16 @@ def test_good_profile_gets_defaults(tmp_path):
     p = load_profile(write(tmp_path, GOOD, "good.yaml"))
     assert p.name == "good" and p.switch["workers"] == 1 and p.controller["port"] == 0
     assert p.switch_kinds == ["ovs"] and p.has("netns") and not p.has("trex")
+    assert p.one_dut is False
+
+
+def test_one_dut_keeps_the_suites_on_the_profiles_switch(tmp_path):
+    both = mutate(lambda d: d.update(peers=["ofbench", "ovs-dpdk"]))
+    p = load_profile(write(tmp_path, both, "both.yaml"))
+    assert p.suite_switch_kinds() == ["ovs", "ofbench", "ovs-dpdk"] == p.switch_kinds
+    one = load_profile(write(tmp_path, {**both, "one_dut": True}, "one.yaml"))
+    assert one.one_dut and one.suite_switch_kinds() == ["ovs"]
+    assert one.switch_kinds == ["ovs", "ofbench", "ovs-dpdk"]  # throughput keeps its peers
 
 
 @pytest.mark.parametrize("bad, key, words", [
@@ -69,6 +79,8 @@ def test_good_profile_gets_defaults(tmp_path):
                                                                 "ssh_port": "22"}}}),
      "lab.hosts.sw.ssh_port", "expected int"),
     (lambda d: d.update(peers=["ovs"]), "peers", "already the profile's switch"),
+    (lambda d: d.update(one_dut="yes"), "one_dut", "expected bool"),
+    (lambda d: d.update(one_dut_=True), "one_dut_", "unknown key"),
     (lambda d: d["controller"].update(port=70000) if "controller" in d
      else d.update(controller={"port": 70000}), "controller.port", "must be in 0..65535, got 70000"),
     (lambda d: d.update(conformance=CONF), "conformance.tester_host",

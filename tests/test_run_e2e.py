@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+from paths import REPO
 
 
 def leftovers(short: str) -> list[str]:

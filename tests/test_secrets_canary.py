@@ -6,13 +6,11 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-from harness.paths import build_dir
+from paths import REPO, build_dir
 
-REPO = Path(__file__).resolve().parents[1]
 SECRETS = {
     "OFBENCH_INFLUX_TOKEN": "canary-env-token-7f3a9c",
     "OFBENCH_LAB_PASSWORD": "canary-lab-password-51d2",

@@ -54,8 +54,10 @@ from dataclasses import MISSING, asdict, dataclass, fields
 from pathlib import Path
 
 import yaml
+from scapy.utils import checksum  # the internet checksum (RFC 1071)
 
 from configschema import Invalid, SchemaError, Spec, load_yaml, validate
+from traces.pcap import write_pcap
 
 GENERATOR = "traces.tos_trace/1"
 ORDERS = ("high_low", "low_high", "random")
@@ -191,28 +193,19 @@ def class_order(spec: TraceSpec) -> list[str]:
     return classes
 
 
-def _checksum(data: bytes) -> int:
-    if len(data) % 2:
-        data += b"\0"
-    s = sum(struct.unpack(f"!{len(data) // 2}H", data))
-    while s >> 16:
-        s = (s & 0xFFFF) + (s >> 16)
-    return ~s & 0xFFFF
-
-
 def build_frame(spec: TraceSpec, ip_id: int, precedence: int, payload: bytes) -> bytes:
     """Ethernet + IPv4 (ToS = precedence << 5, DF) + TCP (PSH|ACK, timestamps) + payload."""
     src_ip = ipaddress.IPv4Address(spec.src_ip).packed
     dst_ip = ipaddress.IPv4Address(spec.dst_ip).packed
     ip_hdr = struct.pack("!BBHHHBBH4s4s", 0x45, precedence << 5, spec.ip_bytes, ip_id,
                          0x4000, 64, 6, 0, src_ip, dst_ip)
-    ip_hdr = ip_hdr[:10] + struct.pack("!H", _checksum(ip_hdr)) + ip_hdr[12:]
+    ip_hdr = ip_hdr[:10] + struct.pack("!H", checksum(ip_hdr)) + ip_hdr[12:]
     opts = b"\x01\x01\x08\x0a" + struct.pack("!II", 1000 + ip_id, 0)
     seq = 1 + ip_id * len(payload)
     tcp = struct.pack("!HHIIBBHHH", spec.sport, spec.dport, seq & 0xFFFFFFFF, 1,
                       (TCP_HLEN // 4) << 4, 0x18, 65535, 0, 0) + opts
     pseudo = src_ip + dst_ip + struct.pack("!BBH", 0, 6, len(tcp) + len(payload))
-    csum = _checksum(pseudo + tcp + payload)
+    csum = checksum(pseudo + tcp + payload)
     tcp = tcp[:16] + struct.pack("!H", csum) + tcp[18:]
     eth = bytes.fromhex(spec.dst_mac.replace(":", "")) + \
         bytes.fromhex(spec.src_mac.replace(":", "")) + b"\x08\x00"
@@ -260,27 +253,6 @@ def build_trace(spec: TraceSpec) -> tuple[list[bytes], dict]:
 
 def trace_basename(spec: TraceSpec) -> str:
     return f"{spec.name}_{spec.pattern_count}pat_s{spec.seed}"
-
-
-def write_pcap(path: Path, frames: list[bytes]) -> None:
-    with open(path, "wb") as f:
-        f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
-        for i, fr in enumerate(frames):
-            f.write(struct.pack("<IIII", 0, i, len(fr), len(fr)))
-            f.write(fr)
-
-
-def read_pcap(path: str | Path) -> list[bytes]:
-    data = Path(path).read_bytes()
-    magic = struct.unpack("<I", data[:4])[0]
-    if magic != 0xA1B2C3D4:
-        raise ValueError(f"{path}: not a little-endian microsecond pcap")
-    off, frames = 24, []
-    while off < len(data):
-        _s, _us, incl, _orig = struct.unpack("<IIII", data[off:off + 16])
-        frames.append(data[off + 16:off + 16 + incl])
-        off += 16 + incl
-    return frames
 
 
 def write_trace(spec: TraceSpec, out_dir: str | Path, source: str | None = None

@@ -20,13 +20,14 @@ import time
 from pathlib import Path
 
 from drivers.supervisor import proc_start_time
+from paths import SYSTEM_STATE, state_root
 
 # The system's state root. Fixed, never taken from the environment: it is consulted by every
 # cleanup, whatever root that cleanup was given (OFBENCH_STATE_ROOT, a test's private root), so
 # that no cleanup takes the namespaces and DPDK folders of the runs living here for orphans.
-SYSTEM_STATE_ROOT = Path("/run/ofbench")
+SYSTEM_STATE_ROOT = SYSTEM_STATE
 # Where this process keeps its own runs' state (a test or a second checkout may move it).
-STATE_ROOT = Path(os.environ.get("OFBENCH_STATE_ROOT") or SYSTEM_STATE_ROOT)
+STATE_ROOT = state_root()
 HUGE_DIR = Path(os.environ.get("OFBENCH_HUGE_DIR", "/dev/hugepages-ofbench"))
 # DPDK keeps a runtime folder per file prefix (config, fbarray, mp socket) after its process
 # exits, unless run --in-memory: a run removes its own, cleanup those of dead runs.

@@ -53,7 +53,7 @@ class LeaseError(LabError):
 
 
 def labgrid_venv() -> Path:
-    from harness.paths import REPO
+    from paths import REPO
     return Path(os.environ.get("OFBENCH_LABGRID_VENV") or REPO / ".venv-labgrid")
 
 

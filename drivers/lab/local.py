@@ -26,7 +26,6 @@ from drivers.supervisor import Supervisor, proc_start_time
 from harness.redact import redact_command, redact_text
 
 
-
 def run(argv: list[str], *, check: bool = True, timeout: float = 30.0,
         input: str | None = None) -> subprocess.CompletedProcess:
     cp = subprocess.run([str(a) for a in argv], capture_output=True, text=True,
@@ -195,7 +194,7 @@ class LocalLab:
 
     @property
     def workdir(self) -> Path:
-        from harness.paths import REPO
+        from paths import REPO
         return REPO
 
     def run(self, argv: list[str], *, check: bool = True, timeout: float = 30.0,
@@ -210,7 +209,7 @@ class LocalLab:
     @staticmethod
     def build_path(rel: str) -> Path:
         """A file of the meson build (OFBENCH_BUILD_DIR or <repo>/build) on this box."""
-        from harness.paths import build_dir
+        from paths import build_dir
         return build_dir() / rel
 
     @staticmethod

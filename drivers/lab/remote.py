@@ -111,7 +111,7 @@ def local_trex_source() -> Path | None:
     """The TRex archive this machine builds from (scripts/build_trex.sh --source: env
     OFBENCH_TREX_SRC, else the vendored tarball); None when it would clone the official
     repository or build from a directory, which a lab host then fetches on its own."""
-    from harness.paths import REPO
+    from paths import REPO
     cp = subprocess.run(["bash", str(REPO / "scripts" / "build_trex.sh"), "--source"],
                         capture_output=True, text=True)
     kind, _, path = cp.stdout.strip().partition(" ")
@@ -683,7 +683,7 @@ class RemoteLab:
         self.warnings += lock.notes
 
     def deploy(self) -> None:
-        from harness.paths import REPO
+        from paths import REPO
         for role, h in self.hosts.items():
             self._progress(f"syncing the ofbench tree to {role}:{h.workdir}")
             h.sync_tree(REPO)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from drivers.lab.base import LabError, is_remote
 from drivers.lab.ovs import OvsInstance
-from harness.paths import REPO, build_dir
+from paths import build_dir
 
 
 def switch_available(kind: str, profile) -> str | None:

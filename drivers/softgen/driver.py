@@ -27,8 +27,8 @@ from drivers.trafficgen.counters import Counters, PortCounters, StreamCounters, 
 from drivers.trafficgen.latency import merge_bucket_lists, stats_from_softgen
 from drivers.trafficgen.model import PortInfo, ResolvedStream
 from drivers.trafficgen.rig import softgen_rig
+from paths import build_dir
 
-REPO = Path(__file__).resolve().parents[2]
 VERSION = "0.1.0"  # keep equal to SOFTGEN_VERSION in softgen.h (the stats reply carries it)
 # Nominal speed of shared-memory wires, which have no line rate: high enough never to cap a
 # software switch, and stated so the "% of line rate" arithmetic is explicit.
@@ -37,10 +37,6 @@ VIRTUAL_WIRE_MBPS = 100_000.0
 
 class SoftgenError(RuntimeError):
     pass
-
-
-def build_dir() -> Path:
-    return Path(os.environ.get("OFBENCH_BUILD_DIR", REPO / "build"))
 
 
 def binary() -> Path:

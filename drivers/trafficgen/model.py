@@ -111,22 +111,17 @@ def _resize(pkt: bytes, frame_size: int) -> bytes:
     l3 = frames.l3_offset(bytes(out))
     if l3 is not None:
         import struct
+
+        from scapy.utils import checksum  # the internet checksum (RFC 1071)
         total = want - l3
         struct.pack_into("!H", out, l3 + 2, total)
         struct.pack_into("!H", out, l3 + 10, 0)
-        struct.pack_into("!H", out, l3 + 10, _ip_checksum(bytes(out[l3:l3 + (out[l3] & 0x0F) * 4])))
+        struct.pack_into("!H", out, l3 + 10, checksum(bytes(out[l3:l3 + (out[l3] & 0x0F) * 4])))
         if out[l3 + 9] == 17:
             l4 = l3 + (out[l3] & 0x0F) * 4
             struct.pack_into("!H", out, l4 + 4, total - (out[l3] & 0x0F) * 4)
             struct.pack_into("!H", out, l4 + 6, 0)
     return bytes(out)
-
-
-def _ip_checksum(hdr: bytes) -> int:
-    s = sum(int.from_bytes(hdr[i:i + 2], "big") for i in range(0, len(hdr), 2))
-    while s >> 16:
-        s = (s & 0xFFFF) + (s >> 16)
-    return ~s & 0xFFFF
 
 
 def validate_streams(streams: list[Stream], ports: dict[str, PortInfo],

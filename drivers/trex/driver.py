@@ -12,7 +12,6 @@ import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 from drivers.trafficgen.base import TrafficGenerator
 from drivers.trafficgen.counters import Counters, PortCounters, StreamCounters, check_counters
@@ -20,8 +19,8 @@ from drivers.trafficgen.latency import PERCENTILES, LatencyStats
 from drivers.trafficgen.model import PortInfo, ResolvedStream
 
 from .translate import stream_spec
+from paths import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 TREX_CLIENT_VERSION = "lbr-trex-client 3.4.0 (TRex v3.04 STL API)"
 
 

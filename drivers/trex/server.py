@@ -36,7 +36,8 @@ from pathlib import Path
 
 import yaml
 
-REPO = Path(__file__).resolve().parents[2]
+from paths import REPO
+
 TREX_VERSION = "v3.08"
 RUNTIME_FILES = ("_t-rex-64", "so/x86_64/libbpf-64.so", "so/x86_64/libzmq.so.5")
 DPDK_RUN_DIR = Path("/var/run/dpdk")

@@ -28,7 +28,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+from paths import TOOLS
+
 NIC_KINDS = ("vhost-user", "tap")
 NIC_MODELS = ("virtio-net-pci", "e1000")
 ROLES = ("idle", "ping", "iperf3-server", "iperf3-client")
@@ -46,7 +47,7 @@ class GuestImage:
 
 
 def default_guest_dir() -> Path:
-    return Path(os.environ.get("OFBENCH_GUEST_DIR", REPO / "tools" / "guest"))
+    return Path(os.environ.get("OFBENCH_GUEST_DIR", TOOLS / "guest"))
 
 
 def find_guest_image(guest_dir: str | Path | None = None) -> GuestImage:

@@ -16,11 +16,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path as FsPath
 
-REPO = FsPath(__file__).resolve().parents[2]
-
-
-def build_dir() -> FsPath:
-    return FsPath(os.environ.get("OFBENCH_BUILD_DIR") or REPO / "build")
+from paths import build_dir
 
 
 def binary() -> FsPath:

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from cffi import FFI
 
-REPO = Path(__file__).resolve().parents[2]
+from paths import build_dir
+
 ALGOS = {"ours": 0, "tss": 1, "linear": 2, "htrie": 3, "sptrie": 4, "hybrid": 5, "louds": 6, "dtree": 7, "dfa": 8,
          "auto": 9, "keymap": 10}
 # "auto" is the library's default: resolved at creation by key length (classifier.h
@@ -66,10 +67,6 @@ int ofb_cls_algo_for_key(uint32_t key_len);
 _ffi = FFI()
 _ffi.cdef(_CDEF)
 _lib = None
-
-
-def build_dir() -> Path:
-    return Path(os.environ.get("OFBENCH_BUILD_DIR") or REPO / "build")
 
 
 def library_path() -> Path:

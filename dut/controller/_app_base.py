@@ -8,7 +8,7 @@ Packet-In intake (config ``packet_in_intake``, the same for both apps):
   raw    (default) os-ken's receive loop hands each OF1.3 Packet-In's bytes to the engine
          directly: the app replaces os-ken's Packet-In message parser (one entry of
          ``ofproto_v1_3_parser._MSG_PARSERS``) by a function that reads in_port and the frame
-         offset (ofutil.packet_in_fields), calls ``engine.handle`` on the receive thread and
+         offset (openflow.wire.packet_in_fields), calls ``engine.handle`` on the receive thread and
          returns None, so os-ken builds no OFPPacketIn/OFPMatch objects, no event, and no
          hand-over through the app's event queue (a thread switch and a GIL hand-over per
          packet). Every other message type goes through os-ken as before. Why: the
@@ -32,8 +32,9 @@ from os_ken.ofproto import ofproto_v1_3, ofproto_v1_3_parser
 
 from dut.controller.config import ConfigError, load_config
 from dut.controller.launcher import app_config_path
-from dut.controller.ofutil import (OFPP_CONTROLLER, OFPP_FLOOD, OFPT_PACKET_IN, packet_in_fields,
-                                   packet_out_bytes, reset_and_install_table_miss)
+from dut.controller.ofutil import reset_and_install_table_miss
+from openflow.wire import OFPP_CONTROLLER, OFPP_FLOOD, packet_in_fields, packet_out_bytes
+from openflow.wire import PACKET_IN as OFPT_PACKET_IN
 
 
 def config_from_env():
@@ -103,7 +104,7 @@ class PayloadSearchApp(app_manager.OSKenApp):
         return None
 
     def _send_packet_out(self, data: bytes, in_port: int) -> None:
-        # Raw bytes (ofutil.packet_out_bytes, byte-identical to os-ken's OFPPacketOut) handed
+        # Raw bytes (openflow.wire.packet_out_bytes, byte-identical to os-ken's OFPPacketOut) handed
         # to Datapath.send, which is thread-safe (a queue drained by os-ken's send thread).
         with self._xid_lock:
             self._xid = (self._xid + 1) & 0xFFFFFFFF

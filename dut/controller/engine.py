@@ -47,8 +47,9 @@ from typing import Callable
 
 from dut.controller.classify import HIGH, LOW, parse_frame, precedence_class
 from dut.controller.config import ControllerConfig
-from dut.controller.matching import REPO_ROOT, make_matcher
+from dut.controller.matching import make_matcher
 from dut.controller.timing import CompletionLog, PacketRecord
+from paths import REPO
 
 SendFn = Callable[[bytes, int], None]
 _STOP = object()
@@ -72,7 +73,7 @@ class SearchProcess:
         # Cleanup does not need the session: the process ends at EOF on stdin, which also
         # happens when the controller dies (killed or not).
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     bufsize=0, cwd=REPO_ROOT, start_new_session=True)
+                                     bufsize=0, cwd=REPO, start_new_session=True)
         hello = self._read(8)  # the worker answers 0 once its matcher is built
         if struct.unpack("<Q", hello)[0] != 0:
             raise RuntimeError("search worker failed to start")

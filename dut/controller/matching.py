@@ -18,12 +18,12 @@ drop the GIL for the duration of the foreign call.
 from __future__ import annotations
 
 import ctypes
-import os
 from pathlib import Path
 from typing import Sequence
 
+from paths import build_dir
+
 MATCHERS = ("naive", "naive_c", "aho_corasick")
-REPO_ROOT = Path(__file__).resolve().parents[2]
 LIB_NAME = "libofbsearch.so"
 
 
@@ -51,8 +51,7 @@ def naive_count(text: bytes, patterns: Sequence[bytes]) -> int:
 
 
 def library_path() -> Path:
-    build = Path(os.environ.get("OFBENCH_BUILD_DIR") or REPO_ROOT / "build")
-    return build / "dut" / "controller" / LIB_NAME
+    return build_dir() / "dut" / "controller" / LIB_NAME
 
 
 _lib = None

@@ -36,6 +36,12 @@ Schema version 1 (``schema_version: 1``)::
              fail_mode: secure|standalone,  # ofbench with no controller (default secure)
              ports: {<name>: {devargs: str, speed_gbps: num, pci: str}}}
     peers: [ofbench|ovs|ovs-dpdk]  # switches measured side by side with `switch`
+    one_dut: bool                  # default false. true: the controller, WAN and vmwire suites
+                                   # run on `switch` only (its kind, build, lookup, workers),
+                                   # as conformance and throughput do, never on a kind of
+                                   # their own (peers, OFBENCH_WAN_SWITCH); Profile.
+                                   # suite_switch_kinds. Every record's provenance names its
+                                   # switch kind and lookup either way
     controller: {host: str, port: int}            # port 0 = pick a free one per run
     generator: {kind: softgen|trex, server: str, sync_port: int, async_port: int, cores: str,
                 low_end: bool, limit_memory_mb: int,
@@ -288,6 +294,7 @@ PROFILE = Spec(dict, fields={
         "ports": Spec(dict, keys=NAME, values=PORT),
     }),
     "peers": Spec(list, default=list, items=Spec(str, choices=SWITCH_KINDS)),
+    "one_dut": Spec(bool, default=False),
     "controller": Spec(dict, default=lambda: {"host": "127.0.0.1", "port": 0}, fields={
         "host": Spec(str, default="127.0.0.1", check=check_address),
         "port": Spec(int, default=0, **TCP_PORT),
@@ -354,6 +361,15 @@ class Profile:
         kinds = [self.data["switch"]["kind"]]
         kinds += [p for p in self.data["peers"] if p not in kinds]
         return kinds
+
+    @property
+    def one_dut(self) -> bool:
+        return bool(self.data.get("one_dut"))
+
+    def suite_switch_kinds(self) -> list[str]:
+        """The switches a suite that picks its own topology (controller, WAN, vmwire) may run
+        on: the profile's switch only with ``one_dut: true``, else its switch and peers."""
+        return [self.data["switch"]["kind"]] if self.one_dut else self.switch_kinds
 
     @property
     def peers(self) -> list[str]:

@@ -12,31 +12,19 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import re
 import socket
 import time
 from pathlib import Path
 
 from dut.profiles.schema import DEFAULT_LOOKUP, SWITCH_LOOKUPS as LOOKUPS
+from paths import build_dir, san_build_dir  # the release and the sanitizer build
 
-REPO = Path(__file__).resolve().parents[2]
 # port specs the switch builds itself: the pcap replay feed of drivers/replay (replay.h) and a
 # vhost-user socket driven through librte_vhost without the net_vhost PMD (src/vhost_port.h)
 REPLAY_PREFIX = "replay:"
 VHOST_PREFIX = "vhost:"
 OWN_PORT_PREFIXES = (REPLAY_PREFIX, VHOST_PREFIX)
-
-
-def build_dir() -> Path:
-    """The meson build dir: env OFBENCH_BUILD_DIR, default <repo>/build."""
-    return Path(os.environ.get("OFBENCH_BUILD_DIR") or REPO / "build")
-
-
-def san_build_dir() -> Path:
-    """The sanitizer build (scripts/build_san.sh: clang, ASan + UBSan, the fuzzer): env
-    OFBENCH_SAN_BUILD_DIR, default <repo>/build-san."""
-    return Path(os.environ.get("OFBENCH_SAN_BUILD_DIR") or REPO / "build-san")
 
 
 # What the sanitizer build prints when it finds something (it then aborts, or for leaks exits

@@ -13,16 +13,15 @@ Three ways, by switch kind:
   hugepages that are not unlinked; --in-memory/--no-huge primaries cannot take a secondary):
   ``dpdk-pdump`` as a secondary process. :func:`pdump_argv`.
 
-The pcap files go to the test's result folder, so the report links them on failure.
+The pcap files go to the test's result folder, so the report links them on failure; they are
+read with traces/pcap.py.
 """
 from __future__ import annotations
 
 import shutil
-import struct
 from pathlib import Path
 
 PDUMP = shutil.which("dpdk-pdump") or "/usr/bin/dpdk-pdump"
-PCAP_MAGICS = (0xA1B2C3D4, 0xA1B23C4D)
 
 
 def ovs_mirror_args(bridge: str, mirror: str, ports: list[str], output_port: str) -> list[str]:
@@ -49,21 +48,3 @@ def pdump_argv(file_prefix: str, port_id: int, rx_pcap: str | Path, tx_pcap: str
     """dpdk-pdump attached (as a secondary) to the primary with ``file_prefix``."""
     spec = f"port={port_id},queue=*,rx-dev={rx_pcap},tx-dev={tx_pcap}"
     return [PDUMP, "-l", str(lcore), "--file-prefix", file_prefix, "--", "--pdump", spec]
-
-
-def read_pcap(path: str | Path) -> list[bytes]:
-    """Frames of a classic pcap file (for tests and for the report's packet counts)."""
-    data = Path(path).read_bytes()
-    if len(data) < 24:
-        return []
-    magic_le = struct.unpack("<I", data[:4])[0]
-    endian = "<" if magic_le in PCAP_MAGICS else ">"
-    if struct.unpack(endian + "I", data[:4])[0] not in PCAP_MAGICS:
-        raise ValueError(f"{path}: not a pcap file")
-    frames, off = [], 24
-    while off + 16 <= len(data):
-        _, _, incl, _ = struct.unpack(endian + "IIII", data[off:off + 16])
-        off += 16
-        frames.append(data[off:off + incl])
-        off += incl
-    return frames

@@ -3,15 +3,14 @@ value that is recorded or shown goes through one redaction (harness/redact.py)."
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from harness import redact
 from harness.redact import (MASK, SecretError, check_url_has_no_credentials, influx_token,
                             redact_argv, redact_command, redact_env, redact_text, redact_url)
+from paths import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 TOKEN = "tok-9f8e7d6c5b4a"
 PASSWORD = "s3cr3tpw"
 

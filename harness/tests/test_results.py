@@ -7,7 +7,7 @@ import pytest
 
 from dut.profiles.schema import parse_profile
 from harness.results import Results, base_provenance, suite_of
-from harness.paths import SUITES
+from paths import SUITES
 from harness.state import RunState
 
 
@@ -81,3 +81,20 @@ def test_run_shaping_environment_is_recorded_but_secrets_are_not():
     got = env_provenance({"OFBENCH_SWITCH_LOOKUP": "simple", "OFBENCH_INFLUX_TOKEN": "u:p",
                           "HOME": "/root"})
     assert got == {"env_ofbench_switch_lookup": "simple"}
+
+
+def test_every_record_names_its_switch_kind_and_lookup(tmp_path, monkeypatch):
+    """Issue 41 part 4: the kind the record is of (the suite's provenance, params' switch_kind,
+    else the profile's switch) and the lookup that switch ran with, in every record."""
+    monkeypatch.delenv("OFBENCH_SWITCH_LOOKUP", raising=False)
+    st = _state(tmp_path, one_dut=True)
+    st.profile.data["switch"]["lookup"] = "dtree"
+    r = Results(st, "wan", "t::x")
+    r.record("plain", {"v": 1})
+    r.record("peer", {"v": 1}, params={"switch_kind": "ovs"})
+    r.record("own", {"v": 1}, provenance={"dut_switch_kind": "ofbench", "dut_lookup": "trie"})
+    recs = {x["name"]: x["provenance"] for x in _records(st)}
+    assert (recs["plain"]["dut_switch_kind"], recs["plain"]["dut_lookup"]) == ("ofbench", "dtree")
+    assert (recs["peer"]["dut_switch_kind"], recs["peer"]["dut_lookup"]) == ("ovs", "n/a")
+    assert recs["own"]["dut_lookup"] == "trie"
+    assert all(p["one_dut"] is True for p in recs.values())

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from drivers.lab import cleanup
 from drivers.supervisor import proc_start_time
+from paths import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 
 RUN = r"""
 import sys, time

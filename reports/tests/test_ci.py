@@ -1,9 +1,9 @@
 """The nightly CI workflow definition (moved by the lead to .github/workflows/)."""
-from pathlib import Path
-
 import yaml
 
-WORKFLOW = Path(__file__).resolve().parents[2] / ".github" / "workflows" / "nightly.yml"
+from paths import REPO
+
+WORKFLOW = REPO / ".github" / "workflows" / "nightly.yml"
 
 
 def test_nightly_workflow_runs_make_nightly_and_keeps_the_report():

@@ -29,7 +29,6 @@ import subprocess
 import sys
 import time
 import warnings
-from pathlib import Path
 
 import pytest
 
@@ -37,8 +36,8 @@ from reports.influx import InfluxExporter, InfluxSpoolWarning
 from reports.influxd import LocalInfluxd
 from reports.results import ResultWriter
 from reports.tests.sample import BASE_PROVENANCE, provenance_at
+from paths import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 N = 1000
 T0 = dt.datetime(2024, 6, 1, 0, 0, tzinfo=dt.timezone.utc)
 

@@ -46,9 +46,9 @@ from pathlib import Path
 import pytest
 
 from traces import rulesets
+from paths import build_dir
 
-REPO = Path(__file__).resolve().parents[2]
-BUILD = Path(os.environ.get("OFBENCH_BUILD_DIR") or REPO / "build")
+BUILD = build_dir()
 BENCH = BUILD / "dut" / "classifier" / "cls-bench"
 SEED = 1
 N_KEYS = 1 << 16

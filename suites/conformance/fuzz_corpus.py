@@ -26,15 +26,14 @@ from __future__ import annotations
 
 import json
 import random
-import struct
 import sys
 from pathlib import Path
 
-from dut.switch.tests import ofwire as w
+import openflow as w
 from suites.conformance import negative_cases as nc
 from suites.conformance.runner import of13_dir
+from paths import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 DEFAULT_DIR = REPO / "dut" / "switch" / "fuzz" / "corpus"
 # the tool's --test-switch-* defaults (os_ken/flags.py)
 TOOL_PORTS = {"target_recv_port": 1, "target_send_port_1": 2, "target_send_port_2": 3,
@@ -156,10 +155,10 @@ def tool_seeds(files: list[Path] | None = None) -> dict[str, bytes]:
 
 def session_seed() -> bytes:
     return b"".join([
-        w.msg(w.HELLO, struct.pack("!HHI", 1, 8, 1 << 4), xid=1),
+        w.hello(xid=1),
         w.msg(w.FEATURES_REQUEST, xid=2),
-        w.msg(9, struct.pack("!HH", 0, 128), xid=3),   # SET_CONFIG
-        w.multipart(13, xid=4),                          # PORT_DESC
+        w.set_config(3, 0, 128),
+        w.multipart(w.OFPMP_PORT_DESC, xid=4),
         w.msg(w.ECHO_REQUEST, b"seed", xid=5),
     ])
 

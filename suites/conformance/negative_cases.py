@@ -28,20 +28,27 @@ from typing import Callable
 
 from os_ken.ofproto import ofproto_v1_3 as ofp
 
-from dut.switch.tests import ofwire as w
+import openflow as w
+# the wire names and encoders the catalogue calls by their bare names (openflow.wire is their
+# one home; the catalogue adds only the switch-specific numbers below)
+from openflow.wire import (ETH_DST, ETH_SRC, ETH_TYPE, IN_PORT, IP_DSCP, IP_PROTO,  # noqa: F401
+                           IPV4_DST, IPV4_SRC, METADATA, OFPP_ALL, OFPP_IN_PORT, OFPP_TABLE,
+                           TCP_DST, TCP_SRC, UDP_DST, VLAN_PCP, VLAN_VID, action_group,
+                           action_push, band_drop, band_dscp, bucket, flow_stats_request,
+                           goto_table, group_mod, instruction, match_raw, meter_instruction,
+                           meter_mod, oxm_raw, port_mod, retype, role_request, set_config,
+                           table_mod, with_length)
+from openflow.wire import action_set_field as set_field  # noqa: F401
 
-# ---- wire constants not in ofwire --------------------------------------------------------
-OFPT_EXPERIMENTER, OFPT_GET_CONFIG_REQUEST, OFPT_SET_CONFIG = 4, 7, 9
-OFPT_PORT_MOD, OFPT_TABLE_MOD, OFPT_QUEUE_GET_CONFIG_REQUEST = 16, 17, 22
-OFPT_ROLE_REQUEST, OFPT_GET_ASYNC_REQUEST, OFPT_SET_ASYNC = 24, 26, 28
-OFPP_ALL, OFPP_TABLE, OFPP_IN_PORT = 0xFFFFFFFC, 0xFFFFFFF9, 0xFFFFFFF8
+OFPT_EXPERIMENTER, OFPT_GET_CONFIG_REQUEST, OFPT_SET_CONFIG = (
+    w.EXPERIMENTER, w.GET_CONFIG_REQUEST, w.SET_CONFIG)
+OFPT_PORT_MOD, OFPT_TABLE_MOD, OFPT_QUEUE_GET_CONFIG_REQUEST = (
+    w.PORT_MOD, w.TABLE_MOD, w.QUEUE_GET_CONFIG_REQUEST)
+OFPT_ROLE_REQUEST, OFPT_GET_ASYNC_REQUEST, OFPT_SET_ASYNC = (
+    w.ROLE_REQUEST, w.GET_ASYNC_REQUEST, w.SET_ASYNC)
 NO_SUCH_PORT = 99          # a valid port number (< OFPP_MAX) the switch does not have
 NO_SUCH_GROUP = 77
 NO_SUCH_METER = 55
-
-# OXM basic-class field numbers (7.2.3.7, table 12)
-IN_PORT, METADATA, ETH_DST, ETH_SRC, ETH_TYPE, VLAN_VID, VLAN_PCP = 0, 2, 3, 4, 5, 6, 7
-IP_DSCP, IP_PROTO, IPV4_SRC, IPV4_DST, TCP_SRC, TCP_DST, UDP_DST = 8, 10, 11, 12, 13, 14, 16
 
 ANY_CODE = -1              # in an acceptable answer: any code of that error type
 DISCONNECT = "disconnect"  # in an acceptable answer: the switch closes the connection
@@ -103,60 +110,7 @@ def matches_answer(answer, type_: int, code: int) -> bool:
 
 
 # ---- builders (pure) ---------------------------------------------------------------------
-def with_length(message: bytes, length: int) -> bytes:
-    """``message`` with its header length field set to ``length`` (bytes unchanged)."""
-    return message[:2] + struct.pack("!H", length) + message[4:]
-
-
-def retype(message: bytes, version: int | None = None, type_: int | None = None) -> bytes:
-    b = bytearray(message)
-    if version is not None:
-        b[0] = version
-    if type_ is not None:
-        b[1] = type_
-    return bytes(b)
-
-
-def oxm_raw(field_: int, payload: bytes, hasmask: bool = False, length: int | None = None,
-            oxm_class: int = 0x8000) -> bytes:
-    """An OXM TLV with any length field (for malformed ones)."""
-    n = len(payload) if length is None else length
-    return struct.pack("!HBB", oxm_class, field_ << 1 | int(hasmask), n) + payload
-
-
-def match_raw(body: bytes, type_: int = 1, length: int | None = None) -> bytes:
-    """ofp_match with any type/length field, padded to 8 bytes."""
-    m = struct.pack("!HH", type_, 4 + len(body) if length is None else length) + body
-    return m + b"\0" * (-len(m) % 8)
-
-
 ETH_IP = w.oxm(ETH_TYPE, b"\x08\x00")
-
-
-def set_field(oxm_tlv: bytes) -> bytes:
-    n = 4 + len(oxm_tlv)
-    pad = -n % 8
-    return struct.pack("!HH", ofp.OFPAT_SET_FIELD, n + pad) + oxm_tlv + b"\0" * pad
-
-
-def action_group(group_id: int) -> bytes:
-    return struct.pack("!HHI", ofp.OFPAT_GROUP, 8, group_id)
-
-
-def action_push(kind: int, ethertype: int) -> bytes:
-    return struct.pack("!HHH2x", kind, 8, ethertype)
-
-
-def instruction(type_: int, body: bytes = b"", length: int | None = None) -> bytes:
-    return struct.pack("!HH", type_, 4 + len(body) if length is None else length) + body
-
-
-def goto_table(table: int) -> bytes:
-    return struct.pack("!HHB3x", ofp.OFPIT_GOTO_TABLE, 8, table)
-
-
-def meter_instruction(meter_id: int) -> bytes:
-    return struct.pack("!HHI", ofp.OFPIT_METER, 8, meter_id)
 
 
 def flow_add(xid: int, match_: bytes = b"", instructions: bytes = b"", **kw) -> bytes:
@@ -168,69 +122,15 @@ def flow_add(xid: int, match_: bytes = b"", instructions: bytes = b"", **kw) -> 
 def flow_mod_raw(xid: int, *, command: int = 0, table: int = 0, buffer_id: int = w.NO_BUFFER,
                  flags: int = 0, priority: int = 0x8000, tail: bytes = b"") -> bytes:
     """FLOW_MOD with every fixed field settable; ``tail`` = match + instructions."""
-    body = struct.pack("!QQBBHHHIIIH2x", 0, 0, table, command, 0, 0, priority, buffer_id,
-                       w.OFPP_ANY, w.OFPG_ANY, flags)
-    return w.msg(w.FLOW_MOD, body + (tail or w.match() + w.apply_actions(w.action_output(2))),
-                 xid)
-
-
-def bucket(*actions: bytes, weight: int = 0, watch_port: int = w.OFPP_ANY,
-           watch_group: int = w.OFPG_ANY, length: int | None = None) -> bytes:
-    a = b"".join(actions)
-    return struct.pack("!HHII4x", 16 + len(a) if length is None else length, weight, watch_port,
-                       watch_group) + a
-
-
-def group_mod(xid: int, *, command: int = ofp.OFPGC_ADD, type_: int = ofp.OFPGT_ALL,
-              group_id: int = 1, buckets: bytes | None = None) -> bytes:
-    if buckets is None:
-        buckets = bucket(w.action_output(2))
-    return w.msg(w.GROUP_MOD, struct.pack("!HBxI", command, type_, group_id) + buckets, xid)
-
-
-def band_drop(rate: int = 1000, burst: int = 0) -> bytes:
-    return struct.pack("!HHII4x", ofp.OFPMBT_DROP, 16, rate, burst)
-
-
-def band_dscp(rate: int = 1000, prec_level: int = 1, burst: int = 0) -> bytes:
-    return struct.pack("!HHIIB3x", ofp.OFPMBT_DSCP_REMARK, 16, rate, burst, prec_level)
-
-
-def meter_mod(xid: int, *, command: int = ofp.OFPMC_ADD, flags: int = ofp.OFPMF_KBPS,
-              meter_id: int = 1, bands: bytes | None = None) -> bytes:
-    if bands is None:
-        bands = band_drop()
-    return w.msg(w.METER_MOD, struct.pack("!HHI", command, flags, meter_id) + bands, xid)
-
-
-def port_mod(xid: int, port: int, hw_addr: bytes, config: int = 0, mask: int = 0,
-             advertise: int = 0) -> bytes:
-    return w.msg(OFPT_PORT_MOD, struct.pack("!I4x6s2xIII4x", port, hw_addr, config, mask,
-                                            advertise), xid)
-
-
-def table_mod(xid: int, table: int = 0, config: int = 0) -> bytes:
-    return w.msg(OFPT_TABLE_MOD, struct.pack("!B3xI", table, config), xid)
-
-
-def role_request(xid: int, role: int, generation_id: int = 0) -> bytes:
-    return w.msg(OFPT_ROLE_REQUEST, struct.pack("!I4xQ", role, generation_id), xid)
-
-
-def set_config(xid: int, flags: int = 0, miss_send_len: int = 128) -> bytes:
-    return w.msg(OFPT_SET_CONFIG, struct.pack("!HH", flags, miss_send_len), xid)
-
-
-def flow_stats_request(xid: int, match_: bytes = b"", table: int = ofp.OFPTT_ALL) -> bytes:
-    return w.multipart(ofp.OFPMP_FLOW, struct.pack("!B3xII4xQQ", table, w.OFPP_ANY, w.OFPG_ANY,
-                                                   0, 0) + (match_ or w.match()), xid)
+    return w.flow_mod(command=command, table=table, buffer_id=buffer_id, flags=flags,
+                      priority=priority, xid=xid,
+                      match_=tail or w.match() + w.apply_actions(w.action_output(2)))
 
 
 def packet_out_raw(xid: int, actions: bytes, data: bytes, *, in_port: int = w.OFPP_CONTROLLER,
                    buffer_id: int = w.NO_BUFFER, actions_len: int | None = None) -> bytes:
-    body = struct.pack("!IIH6x", buffer_id, in_port,
-                       len(actions) if actions_len is None else actions_len) + actions + data
-    return w.msg(w.PACKET_OUT, body, xid)
+    return w.packet_out(data, actions, in_port, xid, buffer_id=buffer_id,
+                        actions_len=actions_len)
 
 
 # An Ethernet frame that is not IP (local experimental ethertype 0x88b5), and an IPv4/UDP one.

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 from os_ken.ofproto import ofproto_v1_3 as ofp
 
-from dut.switch.tests import ofwire as w
+import openflow as w
 from suites.conformance import negative_cases as nc
 
 AS_SPEC, OTHER, SILENT, DISCONNECT, CRASH, HANG = (
@@ -103,11 +103,7 @@ def listen_in_netns(netns: str | None) -> socket.socket:
                         raise OSError(ctypes.get_errno(), f"setns into {netns}")
                 finally:
                     os.close(fd)
-            s = socket.socket()
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            s.bind(("127.0.0.1", 0))
-            s.listen(4)
-            out["sock"] = s
+            out["sock"] = w.listen()
         except BaseException as e:  # handed to the caller
             out["err"] = e
 
@@ -183,7 +179,7 @@ class Peer:
             raise ConnectionError(f"{self.kind} did not connect within {timeout_s:.0f} s "
                                   f"(alive={self.alive_fn()})") from None
         self.s = w.Session(conn)
-        self.s.send(w.msg(w.HELLO, struct.pack("!HHI", 1, 8, 1 << 4), xid=1))
+        self.s.send(w.hello(xid=1))
         if self.s.wait_for(w.HELLO, timeout_s=10) is None:
             raise ConnectionError(f"no HELLO from {self.kind}")
 
@@ -251,14 +247,13 @@ class Peer:
         if what is None:
             return None
         if what == "flows":
-            b = self.multipart(ofp.OFPMP_FLOW, struct.pack("!B3xII4xQQ", 0xFF, w.OFPP_ANY,
-                                                           w.OFPG_ANY, 0, 0) + w.match())
+            b = self.multipart(ofp.OFPMP_FLOW, w.flow_stats_body())
             return None if b is None else parse_flows(b)
         if what == "groups":
             b = self.multipart(ofp.OFPMP_GROUP_DESC)
             return None if b is None else parse_groups(b)
         if what == "meters":
-            b = self.multipart(ofp.OFPMP_METER_CONFIG, struct.pack("!I4x", ofp.OFPM_ALL))
+            b = self.multipart(ofp.OFPMP_METER_CONFIG, struct.pack("!I4x", w.OFPM_ALL))
             return None if b is None else parse_meters(b)
         if what == "ports":
             p = self.ports()

@@ -48,8 +48,8 @@ from pathlib import Path
 
 from drivers.lab.base import is_remote
 from drivers.lab.ovs import OvsInstance
+from paths import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 TESTER_DPID = 0x2
 TARGET_DPID = 0x1
 # The peer OVS as target is tuned as the certification runs needed (DESIGN.md "Conformance").

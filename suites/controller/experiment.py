@@ -1,18 +1,30 @@
 """Document 000's experiment on the local lab: the rig and one measured configuration.
 
-Topology (star, as in the document): sender host (netns ``c6h1``) -- switch (netns ``c6sw``,
-OVS userspace; the controller runs beside it on that namespace's loopback) -- receiver host
-(netns ``c6h2``).
+Topology (star, as in the document): sender host (netns ``c6<k>h1``) -- switch (netns
+``c6<k>sw``; the controller runs beside it on that namespace's loopback) -- receiver host
+(netns ``c6<k>h2``). The switch is ofbench's (``switch_kind`` ofbench) or Open vSwitch
+userspace (``ovs``); RIG_KINDS. Both see the same trace, controller and receiver.
 
-The sender's link is an OVS *internal* port (a tap device on the netdev datapath) moved into the
-sender's namespace, not a veth: OVS reads a veth through an af_packet socket whose receive
-buffer (net.core.rmem_default, global and not settable per namespace) holds ~90 frames of
-1514 B, and with the box loaded it dropped 26 % of a 10 kpps burst and up to 30 % at 5 kpps
+The sender's link on OVS is an OVS *internal* port (a tap device on the netdev datapath) moved
+into the sender's namespace, not a veth: OVS reads a veth through an af_packet socket whose
+receive buffer (net.core.rmem_default, global and not settable per namespace) holds ~90 frames
+of 1514 B, and with the box loaded it dropped 26 % of a 10 kpps burst and up to 30 % at 5 kpps
 (measured). The tap's queue (txqueuelen 4000) holds the whole 1000-packet burst; measured
 1000/1000 Packet-Ins at 100 kpps. OVS logs warnings about ioctls on the moved tap (it looks
-the name up in its own namespace); the data path works. The controller app installs a table-miss flow to the controller with
-OFPCML_NO_BUFFER, so every packet of the trace arrives as a Packet-In with its full payload;
-the Packet-Out sends it to port 2 (the receiver).
+the name up in its own namespace); the data path works.
+
+On ofbench the sender's link is a veth the switch opens with af_xdp (as every ofbench port on
+kernel interfaces, drivers/lab/switches.start_switch): no socket buffer in between, the
+frames wait in the XDP rings until a worker polls them, and the switch's Packet-In ring (4096)
+holds the whole burst. ofbench never buffers: every Packet-In carries OFP_NO_BUFFER and the
+frame up to max_len (dut/switch/src/agent_packet.c), which with the app's OFPCML_NO_BUFFER is
+the whole frame; it refuses a Packet-Out naming a buffer, and the app sends none. Its
+controller address is fixed at start, so the rig gives every configuration's controller the
+same TCP port and the switch reconnects to each (backoff 100 ms doubling to 4 s).
+
+The controller app installs a table-miss flow to the controller with OFPCML_NO_BUFFER, so
+every packet of the trace arrives as a Packet-In with its full payload; the Packet-Out sends it
+to port 2 (the receiver).
 
 One repetition: note the controller's completion-log size, replay the trace (1000 packets as a
 paced burst), wait until the log has a record for every trace packet (or a stall timeout),
@@ -34,14 +46,19 @@ import yaml
 from drivers.lab.switches import start_controller, start_switch
 from dut.controller.timing import arrival_ms, completion_ms, intake_ms, parse_lines, ratio
 from traces.tos_trace import load_spec, write_trace
+from paths import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 TRACE_DIR = REPO / "traces" / "controller"
 APPS = {"fifo": "dut.controller.fifo_app", "priority": "dut.controller.priority_app"}
 # The whole trace as one burst (~10 ms at the raw sender's ~100 kpps), as in the document: the
 # controller needs 0.1-10 s for it, so its queue builds up at once. See Rig for why the sender's
 # link is an OVS internal port and not a veth.
 SEND_PPS = 100000
+# The switches the rig can run on (see the module doc for each one's sender link).
+RIG_KINDS = ("ofbench", "ovs")
+TAGS = {"ofbench": "b", "ovs": "o"}
+PORT_KIND = {"ofbench": "veth (af_xdp)",
+             "ovs": "ovs internal port (sender), veth (receiver, af_packet)"}
 
 
 @dataclass
@@ -120,32 +137,51 @@ class Rig:
     """Namespaces, veths, the switch and the receiver; controllers come and go per config."""
 
     def __init__(self, lab, switch_kind: str = "ovs"):
-        if switch_kind != "ovs":
-            raise ValueError("the controller rig uses OVS userspace (its internal-port trick); "
-                             f"got switch kind {switch_kind!r}")
+        if switch_kind not in RIG_KINDS:
+            raise ValueError(f"the controller rig runs on {' or '.join(RIG_KINDS)}; got switch "
+                             f"kind {switch_kind!r}")
         self.lab = lab
         self.switch_kind = switch_kind
-        self.h1 = lab.add_netns("c6h1")
-        self.h2 = lab.add_netns("c6h2")
-        self.sw = lab.add_netns("c6sw")
-        self.tap, self.p2 = lab.ifname("c6a"), lab.ifname("c6b")
+        self.switch = None
+        self.ctl = None
+        self.recv_proc = None
+        self.h1 = self.h2 = self.sw = None
+        t = f"c6{TAGS[switch_kind]}"
+        try:
+            self._build(t)
+        except BaseException:
+            self.close()
+            raise
+        self._n = 0
+        self.send_pps = SEND_PPS
+        # ofbench keeps one controller address for its life: every controller gets this port
+        self.ctl_port = lab.free_tcp_port() if switch_kind == "ofbench" else None
+
+    def _build(self, t: str) -> None:
+        lab = self.lab
+        self.h1 = lab.add_netns(f"{t}h1")
+        self.h2 = lab.add_netns(f"{t}h2")
+        self.sw = lab.add_netns(f"{t}sw")
+        self.tap, self.p2 = lab.ifname(f"{t}a"), lab.ifname(f"{t}b")
         for ns in (self.h1, self.h2, self.sw):  # no IPv6 ND/MLD chatter becoming Packet-Ins
             for k in ("all", "default"):
                 lab.netns_exec(ns, ["sysctl", "-qw", f"net.ipv6.conf.{k}.disable_ipv6=1"],
                                check=False)
         lab.add_veth(self.h2, "eth0", self.sw, self.p2)
-        self.switch = None
-        self.ctl = None
-        self.recv_proc = None
-        self.arrivals = Path(lab.state_dir) / "c6-arrivals.csv"
+        if self.switch_kind == "ofbench":
+            # the sender's link: a veth whose switch end ofbench opens with af_xdp
+            lab.add_veth(self.h1, "eth0", self.sw, self.tap)
+            lab.netns_exec(self.h1, ["ip", "link", "set", "eth0", "txqueuelen", "4000"])
+            self.send_iface = "eth0"
+        else:
+            self.send_iface = self.tap  # the OVS internal port, moved here at switch start
+        self.arrivals = Path(lab.state_dir) / f"{t}-arrivals.csv"
         self.arrivals.write_text("")
-        ready = lab.sock_path("c6-recv.ready")
+        ready = lab.sock_path(f"{t}-recv.ready")
         self.recv_proc = lab.supervisor.start(
-            "c6-recv", [sys.executable, "-m", "suites.controller.hosts", "recv", "--iface",
-                        "eth0", "--out", str(self.arrivals), "--ready-file", str(ready)],
+            f"{t}-recv", [sys.executable, "-m", "suites.controller.hosts", "recv", "--iface",
+                          "eth0", "--out", str(self.arrivals), "--ready-file", str(ready)],
             netns=self.h2, ready=ready.exists, env={"PYTHONPATH": str(REPO)}, cwd=REPO)
-        self._n = 0
-        self.send_pps = SEND_PPS
 
     # ---- controller per configuration --------------------------------------------------------
     def start_controller(self, cfg: Config, meta: dict) -> Path:
@@ -161,8 +197,13 @@ class Rig:
             "packet_in_intake": cfg.intake, "out_port": 2,
             "completion_log": str(log)}))
         self.ctl, port = start_controller(self.lab, f"c6-ctl-{self._n}-{cfg.label}",
-                                          APPS[cfg.app], netns=self.sw, config=str(conf))
-        if self.switch is None:
+                                          APPS[cfg.app], netns=self.sw, config=str(conf),
+                                          port=self.ctl_port)
+        if self.switch is None and self.switch_kind == "ofbench":
+            self.switch = start_switch(self.lab, "ofbench", name=f"c6sw{TAGS['ofbench']}",
+                                       netns=self.sw, ports=[(1, self.tap), (2, self.p2)],
+                                       controller=("127.0.0.1", port))
+        elif self.switch is None:
             self.switch = start_switch(self.lab, self.switch_kind, name="c6sw", netns=self.sw,
                                        ports=[(2, self.p2)], controller=("127.0.0.1", port))
             self.switch.ovs.add_port("br0", self.tap, ofport=1, type="internal")
@@ -173,8 +214,9 @@ class Rig:
             self.lab.netns_exec(self.sw, ["ip", "link", "set", self.tap, "netns", self.h1])
             self.lab.netns_exec(self.h1, ["ip", "link", "set", self.tap, "txqueuelen", "4000",
                                           "up"])
-        else:
+        elif self.switch_kind == "ovs":
             self.switch.ovs.vsctl("set-controller", "br0", f"tcp:127.0.0.1:{port}")
+        # (ofbench reconnects to the same port on its own)
         if not wait_for(lambda: "ready" in _tail(self.ctl.log_path) and
                         _ready_line(self.ctl.log_path), 30):
             raise RuntimeError(f"switch never became ready with the controller; see "
@@ -193,7 +235,8 @@ class Rig:
         if self.recv_proc is not None:
             self.lab.supervisor.stop(self.recv_proc)
         for ns in (self.h1, self.h2, self.sw):
-            self.lab.del_netns(ns)
+            if ns is not None:
+                self.lab.del_netns(ns)
 
     # ---- one repetition ----------------------------------------------------------------------
     def run_rep(self, log: Path, pcap: Path, meta: dict, stall_s: float = 15.0) -> Rep:
@@ -203,7 +246,8 @@ class Rig:
         log_off = log.stat().st_size if log.exists() else 0
         arr_off = self.arrivals.stat().st_size
         out = self.lab.netns_exec(self.h1, [sys.executable, "-m", "suites.controller.hosts",
-                                            "send", "--iface", self.tap, "--pcap", str(pcap),
+                                            "send", "--iface", self.send_iface,
+                                            "--pcap", str(pcap),
                                             "--pps", str(self.send_pps)], timeout=60)
         sent = json.loads(out.stdout.strip().splitlines()[-1])["sent"]
         recs, last_count, last_change = [], -1, time.monotonic()
@@ -247,12 +291,28 @@ class Rig:
         the trace until the last record, so it covers both classes, not only the high window).
         Search processes are counted while alive: each rep's controller starts fresh ones."""
         ctl = self.ctl.pid if self.ctl is not None else None
-        ovs = self.switch.ovs.procs[-1].pid if self.switch is not None else None
+        ovs = self.switch_pid()
         rcv = self.recv_proc.pid if self.recv_proc is not None else None
         return {"controller": process_cpu_ns(ctl) if ctl else 0,
                 "search": sum(process_cpu_ns(c) for c in child_pids(ctl)) if ctl else 0,
                 "switch": process_cpu_ns(ovs) if ovs else 0,
                 "receiver": process_cpu_ns(rcv) if rcv else 0}
+
+    def switch_pid(self) -> int | None:
+        """The switch's process (ovs-vswitchd for OVS, ofswitch for ofbench)."""
+        if self.switch is None:
+            return None
+        if self.switch.ovs is not None:
+            return self.switch.ovs.procs[-1].pid
+        return getattr(self.switch.proc, "pid", None)
+
+    def provenance(self) -> dict:
+        """What every record of this rig says about its switch (kind, lookup, ports)."""
+        prov = {"dut_switch_kind": self.switch_kind, "port_kind": PORT_KIND[self.switch_kind]}
+        if self.switch is not None and self.switch_kind == "ofbench":
+            prov["dut_lookup"] = self.switch.info.get("lookup")
+            prov["dut_workers"] = self.switch.info.get("workers")
+        return prov
 
     def run_config(self, cfg: Config, pcap: Path, meta: dict, reps: int,
                    retries: int = 2, outcome: Outcome | None = None) -> Outcome:

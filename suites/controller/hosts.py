@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 from dut.controller.search_worker import set_nice
-from traces.tos_trace import read_pcap
+from traces.pcap import read_pcap
 
 ETH_P_ALL = 0x0003
 SO_TIMESTAMPNS = 35

@@ -23,7 +23,11 @@ Repetitions are interleaved across configurations (experiment.Rig.run_interleave
   nightly  every trace x patterns 1/20/50 x both matchers x 1/2/4/8 threads (+ naive in
            processes mode, 1/2/4/8, and 8 processes strict, and strict + nice),
            5 repetitions.
-The last test draws the document's Figures 5-7 and Table 2 side by side with ours.
+Every group runs once per switch the rig supports (experiment.RIG_KINDS: ofbench, OVS
+userspace) that the profile has (its switch and peers; with ``one_dut: true`` its switch only),
+switch by switch; each record's provenance names its switch (``dut_switch_kind``, and for
+ofbench ``dut_lookup``), so the same record name appears once per switch, side by side.
+The last test draws the document's Figures 5-7 and Table 2 side by side with ours, per switch.
 """
 from __future__ import annotations
 
@@ -35,8 +39,8 @@ import pytest
 from dut.controller.matching import make_matcher
 from dut.controller.classify import parse_frame
 from suites.controller import docfigs
-from suites.controller.experiment import Config, Rig, make_trace, summary_metrics
-from traces.tos_trace import read_pcap
+from suites.controller.experiment import RIG_KINDS, Config, Rig, make_trace, summary_metrics
+from traces.pcap import read_pcap
 
 # OS priority of the search processes in the ``_nice`` configs (config keys high_worker_nice
 # and low_worker_nice; dut/controller/search_worker.set_nice applies them to the process and
@@ -52,7 +56,7 @@ from traces.tos_trace import read_pcap
 HIGH_NICE, LOW_NICE = -10, 0
 
 # The session collector's "controller" section holds, for the summary test:
-#   ours:        (order, patterns, label, matcher) -> metrics
+#   ours:        switch kind -> (order, patterns, label, matcher) -> metrics
 #   search_cost: (patterns, matcher) -> us per packet
 
 
@@ -97,9 +101,22 @@ NIGHTLY = [Group(o, p, m, threads=(1, 2, 4, 8),
            for m in ("naive", "aho_corasick")]
 
 
-@pytest.fixture(scope="module")
-def rig(lab):
-    r = Rig(lab, "ovs")
+def rig_skip_reason(kind: str, profile) -> str | None:
+    """Why the rig does not run on ``kind`` with this profile (None: it runs)."""
+    from drivers.lab.switches import switch_available
+    kinds = profile.suite_switch_kinds()
+    if kind not in kinds:
+        return (f"switch {kind} is not one the profile runs here ({', '.join(kinds)}"
+                f"{'; one_dut: true' if profile.one_dut else ''})")
+    return switch_available(kind, profile)
+
+
+@pytest.fixture(scope="module", params=RIG_KINDS)
+def rig(request, lab, profile):
+    why = rig_skip_reason(request.param, profile)
+    if why:
+        pytest.skip(why)
+    r = Rig(lab, request.param)
     try:
         yield r
     finally:
@@ -125,7 +142,7 @@ def search_cost_us(pcap, meta, matcher: str, samples: int = 20) -> float:
 
 
 def run_group(rig, trace_dir, results, collector, g: Group) -> None:
-    OURS = collector.section("controller").setdefault("ours", {})
+    OURS = collector.section("controller").setdefault("ours", {}).setdefault(rig.switch_kind, {})
     SEARCH_COST = collector.section("controller").setdefault("search_cost", {})
     pcap, meta = make_trace(g.order, g.patterns, trace_dir)
     cost = search_cost_us(pcap, meta, g.matcher)
@@ -155,14 +172,14 @@ def run_group(rig, trace_dir, results, collector, g: Group) -> None:
                     "worker_mode": cfg.worker_mode, "low_worker_nice": cfg.low_worker_nice,
                     "high_worker_nice": cfg.high_worker_nice,
                     "strict_priority": cfg.strict_priority, "packet_in_intake": cfg.intake,
-                    "reps": g.reps, "send_pps": rig.send_pps, "packets": len(meta["classes"]),
+                    "switch_kind": rig.switch_kind, "reps": g.reps, "send_pps": rig.send_pps, "packets": len(meta["classes"]),
                     # each repetition against FIFO's mean (their mean is high_ratio/low_ratio):
                     # the report draws the spread and calls a goal inside it inconclusive
                     **{f"{c}_ratio_reps": [round(v / m[f"fifo_{c}_ms"], 4)
                                            for v in o.values(f"{c}_ms")]
                        for c in ("high", "low") if m.get(f"fifo_{c}_ms")},
                     "trace_sha256": meta["pcap_sha256"]},
-            provenance={"dut_switch_kind": rig.switch_kind, "port_kind": "veth",
+            provenance={**rig.provenance(),
                         "generator": "suites.controller.hosts (AF_PACKET)",
                         "generator_version": "1", "controller": "os-ken 4.2.2 native hub"})
         n = len(meta["classes"])
@@ -178,26 +195,27 @@ def run_group(rig, trace_dir, results, collector, g: Group) -> None:
                 for k in ("high_ms", "high_ms_stdev", "low_ms", "low_ms_stdev", "high_ratio",
                           "low_ratio", "recv_high_ms", "recv_low_ms", "intake_ms")}}
             for c, _ in outcomes]
-    results.add_table(rows, f"{g.order}, {g.patterns} patterns, {g.matcher}: completion "
+    results.add_table(rows, f"{rig.switch_kind}: {g.order}, {g.patterns} patterns, {g.matcher}: "
+                            f"completion "
                             f"times (ms, mean of {g.reps})")
     assert not problems, "; ".join(problems)
 
 
 @pytest.mark.quick
-@pytest.mark.features("netns", "ovs")
+@pytest.mark.features("netns")
 @pytest.mark.parametrize("group", QUICK, ids=lambda g: g.id)
 def test_quick(rig, trace_dir, results, collector, group):
     run_group(rig, trace_dir, results, collector, group)
 
 
-@pytest.mark.features("netns", "ovs")
+@pytest.mark.features("netns")
 @pytest.mark.parametrize("group", DEFAULT, ids=lambda g: g.id)
 def test_default(rig, trace_dir, results, collector, group):
     run_group(rig, trace_dir, results, collector, group)
 
 
 @pytest.mark.nightly
-@pytest.mark.features("netns", "ovs")
+@pytest.mark.features("netns")
 @pytest.mark.parametrize("group", NIGHTLY, ids=lambda g: g.id)
 def test_nightly(rig, trace_dir, results, collector, group):
     run_group(rig, trace_dir, results, collector, group)
@@ -207,28 +225,57 @@ def test_nightly(rig, trace_dir, results, collector, group):
 @pytest.mark.summary
 def test_document_comparison(results, collector):
     """Figures 5-7 and Table 2 of the document beside ours, from what this run measured."""
-    OURS = collector.section("controller").get("ours", {})
+    by_switch = collector.section("controller").get("ours", {})
     SEARCH_COST = collector.section("controller").get("search_cost", {})
-    if not OURS:
+    if not any(by_switch.values()):
         pytest.skip("no controller group ran in this session")
+    for kind, OURS in sorted(by_switch.items()):
+        document_comparison(results, kind, OURS)
+    if len(by_switch) > 1:
+        rows = switch_rows(by_switch)
+        if rows:
+            results.add_table(rows, "the same configurations on each switch (ratios to the "
+                                    "FIFO of the same switch)")
+    if SEARCH_COST:
+        results.add_table([{"patterns": p, "matcher": m, "search_us_per_packet": round(c, 1)}
+                           for (p, m), c in sorted(SEARCH_COST.items())],
+                          "payload search cost per 1448 B packet (one core, no contention)")
+
+
+def switch_rows(by_switch: dict) -> list[dict]:
+    """One row per configuration measured on more than one switch, each switch's ratios and
+    times beside the other's."""
+    keys = sorted({k for ours in by_switch.values() for k in ours},
+                  key=lambda k: tuple(map(str, k)))
+    rows = []
+    for key in keys:
+        have = {kind: ours[key] for kind, ours in sorted(by_switch.items()) if key in ours}
+        if len(have) < 2:
+            continue
+        row = {"trace": key[0], "patterns": key[1], "config": key[2], "matcher": key[3]}
+        for kind, m in have.items():
+            for metric in ("high_ms", "low_ms", "high_ratio", "low_ratio", "intake_ms"):
+                row[f"{kind} {metric}"] = m.get(metric)
+        rows.append(row)
+    return rows
+
+
+def document_comparison(results, kind: str, OURS: dict) -> None:
     matchers = sorted({k[3] for k in OURS})
     for matcher in matchers:
         for suffix in ("", "_proc", "_proc_strict", "_proc_strict_nice"):
             rows = docfigs.comparison_rows(OURS, matcher, suffix)
             if rows:
-                results.add_table(rows, f"document 000 vs ofbench ({matcher}{suffix})")
+                results.add_table(rows, f"document 000 vs ofbench on {kind} ({matcher}{suffix})")
         for order in ("high_low", "low_high", "random"):
             if (order, 20, "fifo", matcher) in OURS:
                 results.add_plot(docfigs.figure(order, 20, OURS, matcher),
-                                 f"{docfigs.FIGURE[order]}: document vs ofbench ({matcher})")
+                                 f"{docfigs.FIGURE[order]}: document vs ofbench on {kind} "
+                                 f"({matcher})")
         for suffix, what in (("_proc", "processes"), ("_proc_strict", "processes, strict"),
                              ("_proc_strict_nice", "processes, strict, nice")):
             if ("random", 20, "8thr" + suffix, matcher) in OURS:
                 results.add_plot(docfigs.figure("random", 20, OURS, matcher, suffix),
-                                 f"Random: document vs ofbench ({matcher}, {what})")
+                                 f"Random: document vs ofbench on {kind} ({matcher}, {what})")
         if any(("random", p, "8thr", matcher) in OURS for p in (1, 50)):
-            results.add_table(docfigs.table2_rows(OURS, matcher), f"Table 2 ({matcher})")
-    if SEARCH_COST:
-        results.add_table([{"patterns": p, "matcher": m, "search_us_per_packet": round(c, 1)}
-                           for (p, m), c in sorted(SEARCH_COST.items())],
-                          "payload search cost per 1448 B packet (one core, no contention)")
+            results.add_table(docfigs.table2_rows(OURS, matcher), f"Table 2 on {kind} ({matcher})")

@@ -64,3 +64,35 @@ def test_cpu_accounting_reads_own_threads_and_children():
         child.wait()
     assert process_cpu_ns(child.pid) == 0  # gone: counts nothing
     assert child_pids(child.pid) == []
+
+
+@pytest.mark.quick
+def test_the_rig_runs_on_ofbench_and_ovs_only():
+    from suites.controller.experiment import RIG_KINDS, Rig
+    assert RIG_KINDS == ("ofbench", "ovs")
+    with pytest.raises(ValueError, match="runs on ofbench or ovs; got switch kind 'ovs-dpdk'"):
+        Rig(object(), "ovs-dpdk")  # refused before anything is built
+
+
+@pytest.mark.quick
+def test_rig_kinds_follow_the_profile_and_one_dut():
+    from dut.profiles.schema import parse_profile
+    from suites.controller.test_controller import rig_skip_reason
+    base = {"schema_version": 1, "lab": {"kind": "local"}, "features": ["netns", "ovs"],
+            "switch": {"kind": "ofbench"}, "peers": ["ovs"]}
+    both = parse_profile(base, where="t.yaml")
+    assert rig_skip_reason("ovs", both) is None
+    one = parse_profile({**base, "one_dut": True}, where="t.yaml")
+    assert "one_dut: true" in rig_skip_reason("ovs", one)
+    alone = parse_profile({**base, "peers": []}, where="t.yaml")
+    assert "not one the profile runs here (ofbench)" in rig_skip_reason("ovs", alone)
+
+
+@pytest.mark.quick
+def test_switch_rows_put_each_switch_beside_the_other():
+    from suites.controller.test_controller import switch_rows
+    key = ("random", 20, "8thr", "naive")
+    rows = switch_rows({"ofbench": {key: {"high_ratio": 0.5}, ("x", 1, "fifo", "naive"): {}},
+                        "ovs": {key: {"high_ratio": 0.6}}})
+    assert len(rows) == 1 and rows[0]["config"] == "8thr"
+    assert rows[0]["ofbench high_ratio"] == 0.5 and rows[0]["ovs high_ratio"] == 0.6

@@ -17,15 +17,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import socket
 import struct
 import sys
 import time
 from pathlib import Path
 
-from dut.switch.tests import ofwire as w
+import openflow as w
 
-ROLE_REQUEST, ROLE_REPLY = 24, 25
 ROLES = {"nochange": 0, "equal": 1, "master": 2, "slave": 3}
 ROLE_NAMES = {v: k for k, v in ROLES.items()}
 
@@ -47,7 +45,7 @@ def wait_answer(s: w.Session, types: tuple[int, ...], xid: int, timeout_s: float
 
 
 def error_code(m) -> int:
-    t, c = struct.unpack_from("!HH", m[2])
+    t, c = w.error_type_code(m[2])
     return t << 16 | c
 
 
@@ -59,11 +57,11 @@ def run_script(s: w.Session, steps: list[str]) -> None:
         if kind == "sleep":
             time.sleep(float(args[0]))
         elif kind == "role":
-            s.send(w.msg(ROLE_REQUEST, struct.pack("!I4xQ", ROLES[args[0]], int(args[1])), xid))
-            m = wait_answer(s, (ROLE_REPLY, w.ERROR), xid)
+            s.send(w.role_request(xid, ROLES[args[0]], int(args[1])))
+            m = wait_answer(s, (w.ROLE_REPLY, w.ERROR), xid)
             if m is None:
                 log("role", asked=args[0], gen=int(args[1]), answer="none")
-            elif m[0] == ROLE_REPLY:
+            elif m[0] == w.ROLE_REPLY:
                 log("role", asked=args[0], gen=int(args[1]), answer="reply",
                     role=ROLE_NAMES.get(struct.unpack_from("!I", m[2])[0], "?"))
             else:
@@ -90,10 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--script", default="")
     ap.add_argument("--ready-file")
     a = ap.parse_args(argv)
-    lst = socket.socket()
-    lst.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    lst.bind((a.host, a.port))
-    lst.listen(4)
+    lst = w.listen(a.host, a.port)
     log("listening", port=a.port)
     if a.ready_file:
         Path(a.ready_file).write_text("ready\n")

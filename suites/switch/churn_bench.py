@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from suites.switch import pipeline as pb
-from dut.switch.tests import ofwire as w
+import openflow as w
 
 
 def _stats(s: w.Session, xid: int) -> tuple[int, int]:

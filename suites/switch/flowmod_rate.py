@@ -14,8 +14,8 @@ time, in the same run, with the same pre-serialised messages:
 * the sender's own ceiling: the same client against a null switch (a separate process that
   answers BARRIER and nothing else), so a reader sees when the client is the limit.
 
-The client is synchronous (no reader thread: one ``recv`` loop, headers parsed in place) and
-sends pre-serialised bytes; the messages are built before any clock starts.
+The client is synchronous (``openflow.session.SyncSession``: no reader thread, one ``recv``
+loop, headers parsed in place) and sends pre-serialised bytes; the messages are built before any clock starts.
 """
 from __future__ import annotations
 
@@ -28,12 +28,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dut.switch.tests import ofwire as w
+import openflow as w
+from openflow.session import SyncSession
 
 SHAPES = ("ethtype_dst32_udp", "dst24", "src16_dst16", "dst28_proto")
 BATCH = 1000
-OFPMP_FLOW = 1
-OFPMPF_REPLY_MORE = 1
 
 
 # ---- flows (pure) ---------------------------------------------------------------------------
@@ -86,11 +85,6 @@ def barrier(xid: int) -> bytes:
     return w.msg(w.BARRIER_REQUEST, xid=xid)
 
 
-def flow_stats_request(xid: int) -> bytes:
-    body = struct.pack("!B3xII4xQQ", 0xFF, w.OFPP_ANY, w.OFPG_ANY, 0, 0) + w.match()
-    return w.multipart(OFPMP_FLOW, body, xid)
-
-
 def percentiles_ms(samples_s: list[float]) -> dict:
     xs = sorted(samples_s)
     if not xs:
@@ -98,103 +92,6 @@ def percentiles_ms(samples_s: list[float]) -> dict:
     p = lambda q: xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))]  # noqa: E731
     return {"p50_ms": round(p(0.5) * 1e3, 4), "p99_ms": round(p(0.99) * 1e3, 4),
             "max_ms": round(xs[-1] * 1e3, 4), "n": len(xs)}
-
-
-# ---- synchronous controller client ----------------------------------------------------------
-class Client:
-    """The controller side of one connection, without a reader thread: ``wait`` reads until
-    the wanted message arrives; errors on the way are counted (with the first one kept)."""
-
-    def __init__(self, conn: socket.socket):
-        self.conn = conn
-        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        conn.settimeout(None)
-        self.buf = bytearray()
-        self.errors = 0
-        self.first_error: bytes | None = None
-
-    def send(self, data: bytes) -> None:
-        self.conn.sendall(data)
-
-    def _next(self, deadline: float) -> tuple[int, int, int, memoryview]:
-        while True:
-            if len(self.buf) >= 8:
-                length = (self.buf[2] << 8) | self.buf[3]
-                if length >= 8 and len(self.buf) >= length:
-                    m = bytes(self.buf[:length])
-                    del self.buf[:length]
-                    return m[1], struct.unpack_from("!I", m, 4)[0], length, memoryview(m)
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError("switch did not answer in time")
-            self.conn.settimeout(left)
-            chunk = self.conn.recv(1 << 20)
-            if not chunk:
-                raise ConnectionError("switch closed the connection")
-            self.buf += chunk
-
-    def wait(self, type_: int, xid: int | None = None, timeout_s: float = 120.0):
-        deadline = time.monotonic() + timeout_s
-        while True:
-            t, x, n, m = self._next(deadline)
-            if t == w.ERROR:
-                self.errors += 1
-                self.first_error = self.first_error or bytes(m[8:16])
-            if t == w.ECHO_REQUEST:
-                self.send(w.msg(w.ECHO_REPLY, bytes(m[8:]), x))
-            if t == type_ and (xid is None or x == xid):
-                return m
-
-    def handshake(self) -> None:
-        self.send(w.msg(w.HELLO, xid=1))
-        self.wait(w.HELLO, timeout_s=30)
-        self.send(w.msg(w.FEATURES_REQUEST, xid=2))
-        self.wait(6, 2, timeout_s=30)
-
-    def sync(self, xid: int = 0xBA55) -> None:
-        self.send(barrier(xid))
-        self.wait(w.BARRIER_REPLY, xid)
-
-    def round_trip(self, payload: bytes, xid: int) -> float:
-        """Seconds from sending payload + BARRIER(xid) to the BARRIER reply."""
-        data = payload + barrier(xid)
-        t0 = time.perf_counter()
-        self.conn.sendall(data)
-        self.wait(w.BARRIER_REPLY, xid)
-        return time.perf_counter() - t0
-
-    def echo_round_trip(self, xid: int) -> float:
-        """Seconds for an ECHO round trip: the same path without any table change."""
-        data = w.msg(w.ECHO_REQUEST, b"fm", xid)
-        t0 = time.perf_counter()
-        self.conn.sendall(data)
-        self.wait(w.ECHO_REPLY, xid)
-        return time.perf_counter() - t0
-
-    def flow_stats(self, xid: int) -> tuple[float, int]:
-        """Seconds to the last part of an all-flows stats reply, and the entries counted."""
-        t0 = time.perf_counter()
-        self.send(flow_stats_request(xid))
-        entries = 0
-        while True:
-            m = self.wait(w.MULTIPART_REPLY, xid)
-            flags = struct.unpack_from("!H", m, 10)[0]
-            o = 16
-            while o + 2 <= len(m):
-                ln = struct.unpack_from("!H", m, o)[0]
-                if ln == 0:
-                    break
-                entries += 1
-                o += ln
-            if not flags & OFPMPF_REPLY_MORE:
-                return time.perf_counter() - t0, entries
-
-    def close(self) -> None:
-        try:
-            self.conn.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-        self.conn.close()
 
 
 # ---- one switch ------------------------------------------------------------------------------
@@ -224,7 +121,7 @@ class Plan:
         return self
 
 
-def bulk_install(c: Client, plan: Plan) -> float:
+def bulk_install(c: SyncSession, plan: Plan) -> float:
     """Seconds to install plan's flows, BARRIER after every batch, lock-step."""
     t0 = time.perf_counter()
     for i, b in enumerate(plan.batches):
@@ -233,7 +130,7 @@ def bulk_install(c: Client, plan: Plan) -> float:
     return time.perf_counter() - t0
 
 
-def measure_switch(c: Client, plan: Plan, progress=print, label: str = "") -> dict:
+def measure_switch(c: SyncSession, plan: Plan, progress=print, label: str = "") -> dict:
     out: dict = {}
     c.send(plan.delete_all)
     c.sync(1)
@@ -299,7 +196,7 @@ def measure_switch(c: Client, plan: Plan, progress=print, label: str = "") -> di
     return out
 
 
-def sender_ceiling(c: Client, plan: Plan) -> dict:
+def sender_ceiling(c: SyncSession, plan: Plan) -> dict:
     """The client against the null switch: bulk rate and round-trip floor."""
     bulk = [bulk_install(c, plan) for _ in range(plan.bulk_reps)]
     rtt = [c.round_trip(flow_mod(p, m, xid=7), 8) for p, m in plan.extra[:plan.singles]]
@@ -309,18 +206,10 @@ def sender_ceiling(c: Client, plan: Plan) -> dict:
 
 
 # ---- the run ----------------------------------------------------------------------------------
-def _listener() -> socket.socket:
-    ls = socket.socket()
-    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    ls.bind(("127.0.0.1", 0))
-    ls.listen(4)
-    return ls
-
-
-def _accept(ls: socket.socket, timeout_s: float = 60) -> Client:
+def _accept(ls: socket.socket, timeout_s: float = 60) -> SyncSession:
     ls.settimeout(timeout_s)
     conn, _ = ls.accept()
-    c = Client(conn)
+    c = SyncSession(conn)
     c.handshake()
     return c
 
@@ -352,7 +241,7 @@ def start_target(lab, host, kind: str, plan: Plan, tag: str, addr: str, port: in
 
 
 def run_one(lab, kind: str, plan: Plan, tag: str, progress=print) -> dict:
-    ls = _listener()
+    ls = w.listen()
     stops: list = []
     c = None
     try:
@@ -440,10 +329,7 @@ def client(argv: list[str]) -> int:
                    "127.0.0.1; on a lab the controller address the switch connects to)")
     a = p.parse_args(argv)
     plan = Plan(a.flows, a.bulk_reps, a.singles, a.nonstrict_singles, a.stats_reps).build()
-    ls = socket.socket()
-    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    ls.bind((a.listen, 0))
-    ls.listen(4)
+    ls = w.listen(a.listen)
     tmp = Path(a.port_file + ".tmp")
     tmp.write_text(str(ls.getsockname()[1]))
     tmp.rename(a.port_file)

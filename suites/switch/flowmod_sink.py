@@ -6,33 +6,38 @@ Usage: python -m suites.switch.flowmod_sink HOST PORT"""
 from __future__ import annotations
 
 import socket
-import struct
 import sys
+
+import openflow as w
 
 
 def serve(conn: socket.socket) -> None:
     conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    conn.sendall(struct.pack("!BBHI", 4, 0, 8, 1))
+    conn.sendall(w.msg(w.HELLO, xid=1))
     buf = bytearray()
-    unpack = struct.unpack_from
+    # locals: this loop runs once per message the client sends (the bench's bulk FLOW_MODs)
+    message_length, xid_of = w.message_length, w.xid_of
+    barrier, features, echo = w.BARRIER_REQUEST, w.FEATURES_REQUEST, w.ECHO_REQUEST
     while True:
         chunk = conn.recv(1 << 20)
         if not chunk:
             return
         buf += chunk
-        o, n, out = 0, len(buf), []
-        while n - o >= 8:
-            t, length, xid = buf[o + 1], unpack("!H", buf, o + 2)[0], unpack("!I", buf, o + 4)[0]
-            if length < 8:
+        o, out = 0, []
+        while True:
+            try:
+                length = message_length(buf, o)
+            except ValueError:
                 return
-            if n - o < length:
+            if length is None:
                 break
-            if t == 20:  # BARRIER_REQUEST
-                out.append(struct.pack("!BBHI", 4, 21, 8, xid))
-            elif t == 5:  # FEATURES_REQUEST
-                out.append(struct.pack("!BBHIQIBB2xII", 4, 6, 32, xid, 0xF0, 0, 1, 0, 0, 0))
-            elif t == 2:  # ECHO_REQUEST
-                out.append(struct.pack("!BBHI", 4, 3, length, xid) + bytes(buf[o + 8:o + length]))
+            t = buf[o + 1]
+            if t == barrier:
+                out.append(w.msg(w.BARRIER_REPLY, xid=xid_of(buf, o)))
+            elif t == features:
+                out.append(w.features_reply(xid_of(buf, o)))
+            elif t == echo:
+                out.append(w.retype(bytes(buf[o:o + length]), type_=w.ECHO_REPLY))
             o += length
         del buf[:o]
         if out:

@@ -30,8 +30,13 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from scapy.utils import checksum  # the internet checksum (RFC 1071)
+
 from dut.profiles.schema import DEFAULT_LOOKUP, SWITCH_LOOKUPS
-from dut.switch.tests import ofwire as w
+import openflow as w
+from openflow.wire import (action_pop_mpls, action_pop_vlan, action_push_mpls,  # noqa: F401
+                           action_push_vlan, action_set_field, parse_flow_packets)
+from traces.pcap import pcap_bytes
 
 SHAPES = ("dst32_udp", "dst24", "src16_dst16", "oui_dst28")
 
@@ -80,13 +85,6 @@ def flow_mod_msg(f: BenchFlow, out_port: int = 2, xid: int = 0) -> bytes:
                       instructions=w.apply_actions(w.action_output(out_port, 0)), xid=xid)
 
 
-def _csum(b: bytes) -> int:
-    s = sum(struct.unpack(f"!{len(b) // 2}H", b))
-    while s >> 16:
-        s = (s & 0xFFFF) + (s >> 16)
-    return ~s & 0xFFFF
-
-
 def frame_for(f: BenchFlow, rng: random.Random, tag: bytes = b"") -> bytes:
     """A 60-byte (64 with FCS) Ethernet/IPv4/UDP frame that matches flow f. ``tag`` (an
     802.1Q tag or an MPLS label stack entry with its ethertype, 4k+2 bytes... see
@@ -105,7 +103,7 @@ def frame_for(f: BenchFlow, rng: random.Random, tag: bytes = b"") -> bytes:
     payload = bytes(18 - (len(tag) - 2 if tag else 0))
     udp = struct.pack("!HHHH", rng.randint(1024, 65535), udp_dst, 8 + len(payload), 0) + payload
     ip = bytearray(struct.pack("!BBHHHBBHII", 0x45, 0, 20 + len(udp), 0, 0, 64, 17, 0, src, dst))
-    struct.pack_into("!H", ip, 10, _csum(bytes(ip)))
+    struct.pack_into("!H", ip, 10, checksum(bytes(ip)))
     return eth_dst + b"\x02\x00\x00\x00\x00\x01" + (tag or b"\x08\x00") + bytes(ip) + udp
 
 
@@ -135,13 +133,6 @@ def rss_split(frames: list[bytes], n: int) -> list[list[bytes]]:
     return parts
 
 
-def pcap_bytes(frames: list[bytes]) -> bytes:
-    out = [struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)]
-    for i, fr in enumerate(frames):
-        out.append(struct.pack("<IIII", i // 1000000, i % 1000000, len(fr), len(fr)) + fr)
-    return b"".join(out)
-
-
 def make_pcap(path: Path, flows: list[BenchFlow], n_frames: int, seed: int = 2) -> None:
     rng = random.Random(seed)
     frames = [frame_for(rng.choice(flows), rng) for _ in range(n_frames)]
@@ -156,53 +147,11 @@ def zipf_sequence(n_items: int, length: int, s: float, seed: int = 3) -> list[in
     return rng.choices(range(n_items), weights=weights, k=length)
 
 
-def _pad8(b: bytes) -> bytes:
-    return b + bytes(-len(b) % 8)
-
-
-def action_set_field(o: bytes) -> bytes:
-    body = _pad8(struct.pack("!HH", 25, 0) + o)
-    return struct.pack("!HH", 25, len(body)) + body[4:]
-
-
-def action_push_vlan(ethertype: int = 0x8100) -> bytes:
-    return struct.pack("!HHH2x", 17, 8, ethertype)
-
-
-def action_pop_vlan() -> bytes:
-    return struct.pack("!HH4x", 18, 8)
-
-
-def action_push_mpls(ethertype: int = 0x8847) -> bytes:
-    return struct.pack("!HHH2x", 19, 8, ethertype)
-
-
-def action_pop_mpls(ethertype: int = 0x0800) -> bytes:
-    return struct.pack("!HHH2x", 20, 8, ethertype)
-
-
 VLAN_VID = 100  # the popvlan workload's frames carry this VLAN
-
-
-def inst_goto(table: int) -> bytes:
-    return struct.pack("!HHB3x", 1, 8, table)
-
-
-def inst_write_metadata(value: int, mask: int = 0xFFFFFFFFFFFFFFFF) -> bytes:
-    return struct.pack("!HH4xQQ", 2, 24, value, mask)
 
 
 N_MD_FLOWS = 1024  # table 1 of the multi-table workload: one flow per metadata value
 
-
-def _oxms_of(match: bytes) -> list[bytes]:
-    """The OXM TLVs inside an ofp_match built by ``w.match``."""
-    (length,) = struct.unpack_from("!H", match, 2)
-    body, out, o = match[4:length], [], 0
-    while o < len(body):
-        out.append(body[o:o + 4 + body[o + 3]])
-        o += 4 + body[o + 3]
-    return out
 
 
 REWRITING_KINDS = ("setfield", "pushvlan", "pushmpls", "popvlan", "popmpls")
@@ -260,7 +209,7 @@ class Workload:
         m = flow_match(f)
         if self.kind == "popvlan":  # + vlan_vid = 100 (OFPVID_PRESENT): pop_vlan's prerequisite
             vid = w.oxm(6, struct.pack("!H", 0x1000 | VLAN_VID))
-            m = w.match(vid, *_oxms_of(m))
+            m = w.match(vid, *w.match_oxms(m))
         return m
 
     def flow_mods(self, flows: list[BenchFlow]):
@@ -270,7 +219,7 @@ class Workload:
                                  instructions=w.apply_actions(w.action_output(2, 0)), xid=50 + k)
             for i, f in enumerate(flows):
                 yield w.flow_mod(priority=f.priority, match_=flow_match(f),
-                                 instructions=inst_write_metadata(i % N_MD_FLOWS) + inst_goto(1),
+                                 instructions=w.write_metadata(i % N_MD_FLOWS) + w.goto_table(1),
                                  xid=i + 100)
             return
         acts = w.apply_actions(self.actions())
@@ -624,36 +573,15 @@ def run_one(lab, kind: str, flows: list[BenchFlow], pcap: Path, *, lcore: int,
             stop()
 
 
-def flow_stats_request(xid: int) -> bytes:
-    """OFPMP_FLOW for every flow of every table."""
-    return w.multipart(1, struct.pack("!B3xII4xQQ", 0xFF, 0xFFFFFFFF, 0xFFFFFFFF, 0, 0)
-                       + struct.pack("!HH4x", 1, 4), xid)
-
-
-def parse_flow_packets(bodies: list[bytes]) -> dict[tuple[int, bytes], int]:
-    """Flow-stats reply bodies (after the multipart header) -> {(priority, match): packets}."""
-    out = {}
-    for body in bodies:
-        off = 0
-        while off + 56 <= len(body):
-            length, = struct.unpack_from("!H", body, off)
-            prio, = struct.unpack_from("!H", body, off + 12)
-            packets, = struct.unpack_from("!Q", body, off + 32)
-            mlen, = struct.unpack_from("!H", body, off + 50)
-            out[(prio, body[off + 48: off + 48 + mlen])] = packets
-            off += length
-    return out
-
-
 def _flow_packets(s: w.Session, xid: int = 0xF10) -> dict[tuple[int, bytes], int]:
-    s.send(flow_stats_request(xid))
+    s.send(w.flow_stats_request(xid))
     bodies = []
     while True:
         m = s.wait_for(w.MULTIPART_REPLY, xid, 10)
         if m is None:
             raise TimeoutError("no flow stats reply")
         bodies.append(m[2][8:])
-        if not struct.unpack_from("!H", m[2], 2)[0] & 1:  # OFPMPF_REPLY_MORE
+        if not struct.unpack_from("!H", m[2], 2)[0] & w.OFPMPF_REPLY_MORE:
             return bodies and parse_flow_packets(bodies)
 
 

@@ -19,10 +19,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from dut.switch.launcher import read_stats
 from drivers.trafficgen.rig import hist_delta
-
-REPO = Path(__file__).resolve().parents[2]
+from dut.switch.launcher import read_stats
+from paths import build_dir
 
 
 def buckets_ms(before: dict, after: dict) -> list[tuple[float, float, int]]:
@@ -40,7 +39,7 @@ def main(argv=None) -> int:
     ap.add_argument("--nice", type=int, default=0)
     ap.add_argument("--seconds", type=float, default=10.0)
     a = ap.parse_args(argv)
-    build = Path(os.environ.get("OFBENCH_BUILD_DIR", REPO / "build"))
+    build = build_dir()
     prefix = f"ofb-gapprobe-{os.getpid()}"
     tmp = Path(tempfile.mkdtemp(prefix="ofb-gapprobe-"))
     sock = tmp / "stats"

@@ -34,7 +34,6 @@ from drivers.softgen.driver import (VIRTUAL_WIRE_MBPS, Instance, Softgen, Softge
                                    wait_links_up)
 from drivers.trafficgen.frames import line_rate_pps
 
-REPO = Path(__file__).resolve().parents[2]
 
 # What a TX-ceiling trial asks a sender (softgen, TRex) for: the 64 B line rate of the nominal
 # 100 Gb/s virtual wire, 148.8 Mpps, more than one core sends. The ask was 40 Mpps until a Zen 5

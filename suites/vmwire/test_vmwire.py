@@ -26,12 +26,12 @@ from drivers.vmwire.testpmd import PmdGuest, virtio_user_vdev
 from drivers.vmwire.topology import VmwireTopology
 from dut.vmwire.wiring import VHOST, af_packet_port, pcap_port, switch_support, vhost_port
 from suites.interleave import by_turns, interleaved_order, pair_ratios, pair_summary, running
+from traces.pcap import read_pcap
 
 # guests, sockets and namespaces are built on this box (a remote lab's hosts would need a
 # guest launcher over SSH, which does not exist yet)
 pytestmark = pytest.mark.local_lab
 
-REPO = Path(__file__).resolve().parents[2]
 TAGS = {"ofbench": "ofb", "ovs": "ovs", "ovs-dpdk": "dpd"}
 
 
@@ -208,7 +208,7 @@ def _vhost_vs_kernel_sides(profile) -> tuple[list[str], list[tuple[str, str, str
     vhost-user loops first so that in a forward round and in a backward one the switches'
     vhost-user windows are adjacent. Skips when no switch qualifies."""
     from drivers.lab.switches import switch_available
-    kinds = [k for k in profile.switch_kinds
+    kinds = [k for k in profile.suite_switch_kinds()
              if not switch_support(k, VHOST) and not switch_available(k, profile)]
     if not kinds:
         pytest.skip(f"no switch of the profile carries vhost-user here: {profile.switch_kinds}")
@@ -761,11 +761,11 @@ def test_capture_vhost_user_port(lab, switch_kind, results):
                 lab.supervisor.stop(adapter.proc)
     # The pcap files are complete once the switch closed its ports (topology closed above).
     from drivers.vmwire.isoprobe import tag_of
-    flows_tags = {tag_of(f) for f in cap.read_pcap(pcap_flows)} - {None}
+    flows_tags = {tag_of(f) for f in read_pcap(pcap_flows)} - {None}
     sent = sum(res["sent"].values())
     metrics = {"frames_sent": sent, "captured_flows_method": len(flows_tags)}
     if use_mirror:
-        metrics["captured_mirror_method"] = len({tag_of(f) for f in cap.read_pcap(pcap_mirror)}
+        metrics["captured_mirror_method"] = len({tag_of(f) for f in read_pcap(pcap_mirror)}
                                                 - {None})
     results.record(name="capture_vhost_user", metrics=metrics,
                    params={"switch_kind": switch_kind},

@@ -68,7 +68,7 @@ def wan_switch(profile):
     """The switch kind the module runs on (see the module doc), or skip with the reason."""
     from drivers.lab.switches import switch_available
     from suites.wan.wanlab import SWITCH_ENV, wan_switch_kind
-    kind = wan_switch_kind(profile.switch["kind"], os.environ)
+    kind = wan_switch_kind(profile.switch["kind"], os.environ, profile.one_dut)
     why = switch_available(kind, profile)
     if why:
         hint = "" if kind == "ovs" else f"; {SWITCH_ENV}=ovs runs it on Open vSwitch"
@@ -249,6 +249,9 @@ def test_switch_choice_and_ofbench_counters():
     assert wan_switch_kind("ofbench", {}) == "ofbench"
     assert wan_switch_kind("ofbench", {"OFBENCH_WAN_SWITCH": "ovs"}) == "ovs"
     assert wan_switch_kind("ovs", {"OFBENCH_WAN_SWITCH": " "}) == "ovs"
+    with pytest.raises(ValueError, match="one_dut: true"):
+        wan_switch_kind("ofbench", {"OFBENCH_WAN_SWITCH": "ovs"}, one_dut=True)
+    assert wan_switch_kind("ofbench", {"OFBENCH_WAN_SWITCH": "ofbench"}, one_dut=True) == "ofbench"
     with pytest.raises(ValueError, match="OFBENCH_WAN_SWITCH.*'ovz'"):
         wan_switch_kind("ofbench", {"OFBENCH_WAN_SWITCH": "ovz"})
     with pytest.raises(ValueError, match="profile switch.kind"):

@@ -29,8 +29,8 @@ from drivers.wanem.driver import PathSpec, WanemControl, binary as wanem_binary,
 from dut.wan.config import Scenario
 from dut.wan.steering_app import wait_applied, write_assignment
 from traces.wan_apps import read_recv_csv, read_sent_csv
+from paths import REPO
 
-REPO = FsPath(__file__).resolve().parents[2]
 RX_MAC = "02:77:00:00:00:02"
 SND_IP, RCV_IP = "10.77.0.1", "10.77.0.2"
 SWITCH_ENV = "OFBENCH_WAN_SWITCH"
@@ -40,14 +40,18 @@ PORT_KIND = {"ofbench": "veth (af_xdp)", "ovs": "veth (ovs netdev, af_packet)",
              "ovs-dpdk": "veth (ovs-dpdk netdev, af_packet)"}
 
 
-def wan_switch_kind(profile_kind: str, env: dict) -> str:
+def wan_switch_kind(profile_kind: str, env: dict, one_dut: bool = False) -> str:
     """The switch the WAN experiment runs on: env OFBENCH_WAN_SWITCH if set, else the
-    profile's switch kind.  A name that is no switch kind is a clear error, never a default."""
+    profile's switch kind.  A name that is no switch kind is a clear error, never a default;
+    so is another kind than the profile's when the profile says ``one_dut: true``."""
     kind = (env.get(SWITCH_ENV) or "").strip() or profile_kind
     if kind not in SWITCH_KINDS:
         src = f"env {SWITCH_ENV}" if env.get(SWITCH_ENV) else "profile switch.kind"
         raise ValueError(f"{src}: unknown switch kind {kind!r} (expected one of "
                          f"{', '.join(SWITCH_KINDS)})")
+    if one_dut and kind != profile_kind:
+        raise ValueError(f"env {SWITCH_ENV}={kind}: the profile says one_dut: true, so the WAN "
+                         f"suite runs on its switch {profile_kind}; unset {SWITCH_ENV}")
     return kind
 
 

@@ -6,10 +6,9 @@ import pytest
 
 from dut.controller.classify import parse_frame
 from dut.controller.matching import naive_count
-from traces.tos_trace import (TraceSpecError, build_trace, load_spec, parse_spec, read_pcap,
-                              write_trace)
-
-REPO = Path(__file__).resolve().parents[2]
+from traces.pcap import read_pcap
+from traces.tos_trace import TraceSpecError, build_trace, load_spec, parse_spec, write_trace
+from paths import REPO
 
 
 def _spec(**kw):

@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from harness.paths import build_dir
+from paths import build_dir
 
 BINARY = build_dir() / "drivers/probes/memchase"
 needs_binary = pytest.mark.skipif(not BINARY.exists(), reason=f"memchase not built ({BINARY} missing)")

@@ -1,15 +1,20 @@
-"""Run the agent's libFuzzer harness (fuzz_agent.c, README "Fuzzing") and read what it did.
+"""Run the switch's libFuzzer harnesses (README "Fuzzing") and read what they did: fuzz_agent
+(fuzz_agent.c: the agent's messages), fuzz_conn (fuzz_conn.c: agent_conn.c's framing,
+sessions and sending) and fuzz_datapath (fuzz_datapath.c: frames through the pipeline in
+ASan-tracked buffers).
 
-    python -m dut.switch.fuzz.fuzzer short      # ~60 s from the seeds, as `make test` does
-    python -m dut.switch.fuzz.fuzzer long       # 30 min (OFBENCH_FUZZ_SECONDS), `make nightly`
-    python -m dut.switch.fuzz.fuzzer replay     # every seed and reproducer once, both lookups
+    python -m dut.switch.fuzz.fuzzer short      # every target briefly (60 + 40 + 20 s), `make test`
+    python -m dut.switch.fuzz.fuzzer long       # each target 1 h (OFBENCH_FUZZ_SECONDS), nightly
+    python -m dut.switch.fuzz.fuzzer replay     # every seed and reproducer once (all lookups)
     python -m dut.switch.fuzz.fuzzer coverage [DIR...]  # source line/branch coverage of inputs
 
-A run starts from the committed seeds (corpus/) and reproducers (regress/); the inputs it finds
-go to a scratch folder (the short run's, deleted after) or, for the long run, to a corpus cache
-outside the repo (/var/cache/ofbench/fuzz-agent/, kept between nightly runs so they build up;
-the committed seeds are never rewritten). One process (no -jobs/-fork: the box is shared),
-under ``nice``. A finding is an artifact file (crash-/leak-/timeout-/oom-...) in
+A run starts from the target's committed seeds (corpus/, corpus_conn/, corpus_datapath/) and
+reproducers (regress/, regress_conn/, regress_datapath/); the inputs it finds go to a scratch
+folder (the short run's, deleted after) or, for the long run, to a corpus cache outside the
+repo (/var/cache/ofbench/fuzz-agent/, fuzz-agent-conn/ and fuzz-agent-datapath/, kept between
+nightly runs so they build up; the committed seeds are never rewritten). One process (no
+-jobs/-fork: the box is shared), under ``nice``. A finding is an artifact file
+(crash-/leak-/timeout-/oom-...) in
 the run's artifact folder; the run fails on the first one (libFuzzer stops there) and the
 report names the file to copy into regress/ once the bug is fixed.
 """
@@ -27,20 +32,46 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dut.switch import launcher
+from paths import REPO
 
 HERE = Path(__file__).resolve().parent
 CORPUS = HERE / "corpus"
 REGRESS = HERE / "regress"
 CACHE = Path(os.environ.get("OFBENCH_FUZZ_CACHE") or "/var/cache/ofbench/fuzz-agent")
 SHORT_S = 60
-LONG_S = 1800
+LONG_S = 3600
+# Inputs up to two largest messages: a 65535-byte message and what follows it (issue 37: the
+# stall needed a 65528-byte FLOW_MOD then a request; 8 KiB could not say it).
+MAX_LEN = 131072
 LOOKUPS = ("tuple", "dtree", "trie", "simple")   # dut/profiles/schema.py SWITCH_LOOKUPS
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    corpus: Path
+    regress: Path
+    short_s: float
+    cache: Path
+    lookups: tuple[str, ...]
+
+
+TARGETS = {
+    "fuzz_agent": Target("fuzz_agent", CORPUS, REGRESS, SHORT_S, CACHE, LOOKUPS),
+    # the connection layer does not depend on the lookup backend: one replay
+    "fuzz_conn": Target("fuzz_conn", HERE / "corpus_conn", HERE / "regress_conn", 40,
+                        Path(f"{CACHE}-conn"), ("tuple",)),
+    # frames (0..9216 bytes, several per input) through the pipeline over a fixed flow set
+    # (fuzz_datapath.c; seeds written by datapath_seeds.py); every lookup backend
+    "fuzz_datapath": Target("fuzz_datapath", HERE / "corpus_datapath",
+                            HERE / "regress_datapath", 20, Path(f"{CACHE}-datapath"), LOOKUPS),
+}
 ASAN_OPTIONS = "abort_on_error=1:detect_leaks=1:symbolize=1:handle_abort=1"
 UBSAN_OPTIONS = "print_stacktrace=1:halt_on_error=1"
 
 
-def binary() -> Path:
-    return launcher.san_build_dir() / "dut" / "switch" / "fuzz_agent"
+def binary(target: str = "fuzz_agent") -> Path:
+    return launcher.san_build_dir() / "dut" / "switch" / target
 
 
 def env(lookup: str = "tuple") -> dict:
@@ -59,6 +90,7 @@ class FuzzRun:
     seconds: float
     lookup: str
     rc: int
+    target: str = "fuzz_agent"
     execs: int = 0
     execs_per_s: int = 0
     cov_edges: int = 0          # libFuzzer "cov:" at the end: edges (inline 8-bit counters) hit
@@ -75,7 +107,7 @@ class FuzzRun:
         return self.rc == 0 and not self.findings and not self.reports
 
     def summary(self) -> str:
-        s = (f"fuzz_agent ({self.lookup}): {self.execs} execs in {self.seconds:.0f} s "
+        s = (f"{self.target} ({self.lookup}): {self.execs} execs in {self.seconds:.0f} s "
              f"({self.execs_per_s}/s), cov {self.cov_edges} edges, ft {self.features}, "
              f"corpus {self.corpus_units} units (+{self.new_units}), rss {self.peak_rss_mb} MB")
         if not self.clean:
@@ -103,30 +135,31 @@ def parse(log: str, run: FuzzRun) -> FuzzRun:
 
 
 def fuzz(seconds: float, workdir: Path, artifacts: Path, lookup: str = "tuple",
-         extra: list[str] | None = None) -> FuzzRun:
-    """One libFuzzer run of ``seconds`` from the seeds and reproducers; new inputs go to
-    ``workdir``, findings to ``artifacts``."""
-    exe = binary()
+         extra: list[str] | None = None, target: str = "fuzz_agent") -> FuzzRun:
+    """One libFuzzer run of ``target`` for ``seconds`` from its seeds and reproducers; new
+    inputs go to ``workdir``, findings to ``artifacts``."""
+    t = TARGETS[target]
+    exe = binary(target)
     if not exe.exists():
         raise FileNotFoundError(f"{exe} is not built: run scripts/build_san.sh")
     workdir.mkdir(parents=True, exist_ok=True)
     artifacts.mkdir(parents=True, exist_ok=True)
     argv = ["nice", "-n", "10", str(exe), f"-max_total_time={int(seconds)}",
-            "-print_final_stats=1", "-timeout=20", "-rss_limit_mb=2560", "-max_len=8192",
+            "-print_final_stats=1", "-timeout=20", "-rss_limit_mb=2560", f"-max_len={MAX_LEN}",
             f"-artifact_prefix={artifacts}/", *(extra or []),
-            str(workdir), str(CORPUS), str(REGRESS)]
+            str(workdir), str(t.corpus), str(t.regress)]
     t0 = time.monotonic()
     cp = subprocess.run(argv, capture_output=True, text=True, errors="replace", env=env(lookup),
                         timeout=seconds + 600)
-    run = FuzzRun(time.monotonic() - t0, lookup, cp.returncode)
+    run = FuzzRun(time.monotonic() - t0, lookup, cp.returncode, target)
     parse(cp.stdout + cp.stderr, run)
     run.findings = sorted(p for p in artifacts.iterdir() if p.is_file())
     return run
 
 
-def replay(files: list[Path], lookup: str = "tuple") -> FuzzRun:
+def replay(files: list[Path], lookup: str = "tuple", target: str = "fuzz_agent") -> FuzzRun:
     """Every file once (libFuzzer runs inputs given as files and exits)."""
-    exe = binary()
+    exe = binary(target)
     if not exe.exists():
         raise FileNotFoundError(f"{exe} is not built: run scripts/build_san.sh")
     with tempfile.TemporaryDirectory(prefix="ofb-fuzz-replay-") as tmp:
@@ -135,11 +168,11 @@ def replay(files: list[Path], lookup: str = "tuple") -> FuzzRun:
         lst.mkdir()
         for i, f in enumerate(files):
             shutil.copyfile(f, lst / f"{i:05d}-{f.name}")
-        argv = [str(exe), "-runs=0", "-print_final_stats=1", "-max_len=65536", str(lst)]
+        argv = [str(exe), "-runs=0", "-print_final_stats=1", f"-max_len={MAX_LEN}", str(lst)]
         t0 = time.monotonic()
         cp = subprocess.run(argv, capture_output=True, text=True, errors="replace",
                             env=env(lookup), timeout=900, cwd=tmp)
-        run = FuzzRun(time.monotonic() - t0, lookup, cp.returncode)
+        run = FuzzRun(time.monotonic() - t0, lookup, cp.returncode, target)
         parse(cp.stdout + cp.stderr, run)
         run.findings = sorted(p for p in Path(tmp).iterdir()
                               if p.is_file() and p.name.split("-")[0] in
@@ -181,7 +214,7 @@ def coverage(dirs: list[Path], lookup: str = "tuple") -> str:
     in ``dirs`` once. The fuzzer's own counters include the sanitizers' check branches, so its
     coverage is measured on a separate build of the same sources with clang's source-based
     coverage and no sanitizer (one clang command, in a scratch folder)."""
-    repo = launcher.REPO
+    repo = REPO
     sources = [str(p) for p in coverage_sources()]
     with tempfile.TemporaryDirectory(prefix="ofb-fuzz-cov-") as tmp:
         exe, raw, prof = Path(tmp) / "fuzz_cov", Path(tmp) / "cov.profraw", Path(tmp) / "cov.prof"
@@ -197,7 +230,7 @@ def coverage(dirs: list[Path], lookup: str = "tuple") -> str:
                         "-lpthread", "-lm"], check=True, capture_output=True, text=True)
         e = env(lookup)
         e["LLVM_PROFILE_FILE"] = str(raw)
-        subprocess.run([str(exe), "-runs=0", "-max_len=65536", *map(str, dirs)], env=e,
+        subprocess.run([str(exe), "-runs=0", f"-max_len={MAX_LEN}", *map(str, dirs)], env=e,
                        capture_output=True, text=True, errors="replace", timeout=1800, check=True)
         subprocess.run(["llvm-profdata-14", "merge", "-o", str(prof), str(raw)], check=True)
         cp = subprocess.run(["llvm-cov-14", "report", str(exe), f"-instr-profile={prof}",
@@ -206,20 +239,22 @@ def coverage(dirs: list[Path], lookup: str = "tuple") -> str:
         return cp.stdout
 
 
-def seed_files() -> list[Path]:
-    return sorted(CORPUS.glob("*.bin")) + sorted(p for p in REGRESS.iterdir() if p.is_file())
+def seed_files(target: str = "fuzz_agent") -> list[Path]:
+    t = TARGETS[target]
+    return sorted(t.corpus.glob("*.bin")) + sorted(p for p in t.regress.iterdir() if p.is_file())
 
 
 def main(argv: list[str]) -> int:
     mode = argv[1] if len(argv) > 1 else "short"
     if mode == "replay":
         ok = True
-        for lk in LOOKUPS:
-            r = replay(seed_files(), lk)
-            print(r.summary())
-            ok &= r.clean
-            if not r.clean:
-                print(r.log_tail)
+        for name, t in TARGETS.items():
+            for lk in t.lookups:
+                r = replay(seed_files(name), lk, name)
+                print(r.summary())
+                ok &= r.clean
+                if not r.clean:
+                    print(r.log_tail)
         return 0 if ok else 1
     if mode == "coverage":
         dirs = [Path(d) for d in argv[2:]] or [CORPUS, REGRESS]
@@ -228,29 +263,37 @@ def main(argv: list[str]) -> int:
     if mode not in ("short", "long"):
         print(f"usage: {argv[0]} short|long|replay|coverage [DIR...]", file=sys.stderr)
         return 2
-    seconds = float(os.environ.get("OFBENCH_FUZZ_SECONDS") or (SHORT_S if mode == "short"
+    rc = 0
+    for name, t in TARGETS.items():   # one after the other: the box is shared
+        rc |= run_target(mode, t)
+    return rc
+
+
+def run_target(mode: str, t: Target) -> int:
+    """One target's short or long run; 0 clean, 1 findings (kept and named)."""
+    seconds = float(os.environ.get("OFBENCH_FUZZ_SECONDS") or (t.short_s if mode == "short"
                                                                 else LONG_S))
-    artifacts = Path(tempfile.mkdtemp(prefix="ofb-fuzz-artifacts-"))
+    artifacts = Path(tempfile.mkdtemp(prefix=f"ofb-{t.name}-artifacts-"))
     if mode == "long":
-        work, keep = CACHE, True
+        work, keep = t.cache, True
     else:
-        work, keep = Path(tempfile.mkdtemp(prefix="ofb-fuzz-work-")), False
+        work, keep = Path(tempfile.mkdtemp(prefix=f"ofb-{t.name}-work-")), False
     try:
-        r = fuzz(seconds, work, artifacts)
+        r = fuzz(seconds, work, artifacts, target=t.name)
     finally:
         if not keep:
             shutil.rmtree(work, ignore_errors=True)
     print(r.summary())
     if r.clean:
         shutil.rmtree(artifacts, ignore_errors=True)
-        if keep:  # the long run: what its corpus covers now (informational)
+        if keep and t.name == "fuzz_agent":  # what its corpus covers now (informational)
             try:
-                print(coverage([work, CORPUS, REGRESS]))
+                print(coverage([work, t.corpus, t.regress]))
             except (subprocess.SubprocessError, OSError) as e:
                 print(f"coverage report not made: {e}")
         return 0
     print(r.log_tail)
-    print(f"findings kept in {artifacts}: fix, then copy each into {REGRESS}/")
+    print(f"findings kept in {artifacts}: fix, then copy each into {t.regress}/")
     return 1
 
 

@@ -1,7 +1,9 @@
-"""The agent's libFuzzer harness (fuzz_agent.c, README "Fuzzing") in `make test`, in the
-sanitizer build (ASan + UBSan, no recovery): every committed seed and reproducer replayed under
-both lookup backends, then a short coverage-guided run (OFBENCH_FUZZ_SECONDS, default 60 s).
-Zero findings is the bar: a finding is fixed in the C code and its input added to regress/."""
+"""The switch's libFuzzer harnesses (fuzz_agent.c: the agent's messages; fuzz_conn.c: the
+connection layer; README "Fuzzing") in `make test`, in the sanitizer build (ASan + UBSan, no
+recovery): every committed seed and reproducer replayed (fuzz_agent under every lookup
+backend), then a short coverage-guided run of each (OFBENCH_FUZZ_SECONDS, default 60 s and
+40 s). Zero findings is the bar: a finding is fixed in the C code and its input added to the
+target's regress folder."""
 from __future__ import annotations
 
 import os
@@ -35,33 +37,50 @@ def test_parse_sees_sanitizer_reports():
     assert not r.clean and r.reports == ["runtime error:"]
 
 
-def _need_binary():
-    if not fuzzer.binary().exists():
-        pytest.skip(f"{fuzzer.binary()} not built: scripts/build_san.sh (make setup runs it)")
+def _need_binary(target: str = "fuzz_agent"):
+    if not fuzzer.binary(target).exists():
+        pytest.skip(f"{fuzzer.binary(target)} not built: scripts/build_san.sh (make setup runs it)")
 
 
 def test_seed_corpus_and_reproducers_exist():
     assert len(list(fuzzer.CORPUS.glob("*.bin"))) > 1000, \
         "seed corpus missing: python -m suites.conformance.fuzz_corpus"
     assert any(fuzzer.REGRESS.iterdir())
+    for t in fuzzer.TARGETS.values():
+        assert list(t.corpus.glob("*.bin")) and any(t.regress.iterdir()), t.name
+        # every committed input fits what a run reads (longer ones would be cut)
+        for p in [*t.corpus.iterdir(), *t.regress.iterdir()]:
+            assert p.stat().st_size <= fuzzer.MAX_LEN, p
 
 
-@pytest.mark.parametrize("lookup", fuzzer.LOOKUPS)
-def test_seeds_and_reproducers_replay_clean(lookup):
-    _need_binary()
-    files = fuzzer.seed_files()
-    r = fuzzer.replay(files, lookup)
+def test_issue37_reproducers_are_kept():
+    """Findings 1 and 3 of issue 37 as inputs of both targets."""
+    names = {p.name for t in fuzzer.TARGETS.values() for p in t.regress.iterdir()}
+    assert {"finding1-flow-mod-65528-then-flow-stats.bin",
+            "finding1-group-mod-65528-then-group-desc.bin",
+            "finding1-flow-mod-65528-split-then-flow-stats.bin",
+            "finding3-stalled-peer-dropped.bin"} <= names
+
+
+@pytest.mark.parametrize("target,lookup", [(name, lk) for name, t in fuzzer.TARGETS.items()
+                                           for lk in t.lookups])
+def test_seeds_and_reproducers_replay_clean(target, lookup):
+    _need_binary(target)
+    files = fuzzer.seed_files(target)
+    r = fuzzer.replay(files, lookup, target)
     assert r.clean, r.summary() + "\n" + r.log_tail
     assert r.execs >= len(files), r.summary()
 
 
-def test_short_fuzz_run_finds_nothing(tmp_path):
-    _need_binary()
-    seconds = float(os.environ.get("OFBENCH_FUZZ_SECONDS") or fuzzer.SHORT_S)
-    r = fuzzer.fuzz(seconds, tmp_path / "work", tmp_path / "artifacts")
+@pytest.mark.parametrize("target", list(fuzzer.TARGETS))
+def test_short_fuzz_run_finds_nothing(tmp_path, target):
+    _need_binary(target)
+    t = fuzzer.TARGETS[target]
+    seconds = float(os.environ.get("OFBENCH_FUZZ_SECONDS") or t.short_s)
+    r = fuzzer.fuzz(seconds, tmp_path / "work", tmp_path / "artifacts", target=target)
     print(r.summary())
     assert r.clean, (r.summary() + "\n" + r.log_tail +
-                     f"\nfix the bug, then copy the input into {fuzzer.REGRESS}/")
+                     f"\nfix the bug, then copy the input into {t.regress}/")
     assert r.execs > 0 and r.cov_edges > 0, r.log_tail
 
 

@@ -13,6 +13,7 @@
  * Concurrency: agent thread only.
  * Byte order: msg is wire order; read through rd16/32/64 only.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "agent_internal.h"
@@ -44,7 +45,30 @@ size_t ofs_msg_begin(struct obuf *b, uint8_t type, uint32_t xid)
 	return at;
 }
 
-void ofs_msg_end(struct obuf *b, size_t at) { wr16(b->data + at + 2, (uint16_t)(b->len - at)); }
+uint64_t ofs_msgs_dropped_too_long;
+
+void ofs_invariant_failed(const char *what, unsigned type, size_t len)
+{
+	fprintf(stderr, "ofswitch: agent invariant: %s (message type %u, %zu bytes)\n", what, type,
+		len);
+	if (OFS_CHECK_INVARIANTS)
+		abort();
+}
+
+/* Closes the message begun at `at`: its header length is its bytes. A message over
+ * OFS_MSG_MAX cannot be framed (a 16-bit length): it is never cut, it is dropped (and the
+ * sanitizer build aborts): the handlers refuse what could lead there (agent_internal.h). */
+void ofs_msg_end(struct obuf *b, size_t at)
+{
+	size_t n = b->len - at;
+	if (n > OFS_MSG_MAX) {
+		ofs_msgs_dropped_too_long++;
+		ofs_invariant_failed("message over 65535 bytes dropped", b->data[at + 1], n);
+		b->len = at;
+		return;
+	}
+	wr16(b->data + at + 2, (uint16_t)n);
+}
 
 void ofs_msg_simple(struct obuf *out, uint8_t type, uint32_t xid, const void *body, size_t n)
 {

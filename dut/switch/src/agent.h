@@ -35,6 +35,11 @@ struct ofs_pin;
  * session must be closed (failed version negotiation), else 0. */
 int ofs_handle_msg(struct obuf *out, const uint8_t *msg, size_t len);
 void ofs_send_error(struct obuf *out, const uint8_t *msg, size_t len, uint32_t err);
+/* An agent invariant breach (agent_internal.h "Checked invariants"): printed; the sanitizer
+ * build then aborts. */
+void ofs_invariant_failed(const char *what, unsigned type, size_t len);
+/* Messages dropped by ofs_msg_end for being over 65535 bytes (the stats socket shows it). */
+extern uint64_t ofs_msgs_dropped_too_long;
 void ofs_send_hello(struct obuf *out);
 void ofs_send_packet_in(struct obuf *out, const struct ofs_pin *pin);
 void ofs_expire_flows(struct obuf *out, uint64_t now_ns);

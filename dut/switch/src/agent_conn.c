@@ -30,9 +30,20 @@
  * of_connected is true while at least one controller session is up; each worker's busy and
  * idle TSC cycles (with tsc_hz) tell a benchmark whether the switch or its feed limited.
  * Concurrency: the agent thread only; it reads worker counters without locks (64-bit loads).
+ * Sending (issue 37 finding 3): a connected socket is non-blocking; what the agent writes for
+ * a connection goes to its output queue (conn.out, out_off bytes of it already sent), sent as
+ * far as the socket takes it and resumed when poll() says POLLOUT. A controller that stops
+ * reading makes only its own queue grow: past the limit (--ctl-queue-kb, default 4 MiB) that
+ * connection is dropped (logged, counted in the stats socket's ctl_dropped_slow) and
+ * reconnected with backoff, while the other connections, flow expiry, keepalive and
+ * PACKET_IN go on.
+ * Framing checks: what a controller sends is cut by the header's length, below 8 closes the
+ * connection; what the agent hands to route() must be whole messages (agent_internal.h
+ * "Checked invariants"): a length below 8 or past the buffer's end is never walked over.
  * Limits: connect is blocking (1 s timeout); IPv4 controller addresses only.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +62,7 @@
 
 #define OFS_RX_BUF (1u << 17)  /* receive buffer: more than one 64 KiB message */
 static volatile int of_connected;
+static uint64_t ctl_dropped_slow; /* connections dropped for not reading (stats socket) */
 
 /* Flow expiry and link-state checks run on this tick; between ticks the agent sleeps unless a
  * message or a Packet-In arrives (no fixed-interval polling: see ofswitch.h). */
@@ -73,23 +85,13 @@ static int connect_controller(const struct ofs_controller_addr *addr)
 	setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &none, sizeof(none));
 	int one = 1;
 	setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	return s;
-}
-
-static bool send_all(int s, struct obuf *b)
-{
-	size_t o = 0;
-	while (o < b->len) {
-		ssize_t n = send(s, b->data + o, b->len - o, MSG_NOSIGNAL);
-		if (n < 0) {
-			if (errno == EINTR) continue;
-			b->len = 0;
-			return false;
-		}
-		o += (size_t)n;
+	/* from now on nothing on this socket may block the agent: see "Sending" above */
+	int fl = fcntl(s, F_GETFL);
+	if (fl < 0 || fcntl(s, F_SETFL, fl | O_NONBLOCK) != 0) {
+		close(s);
+		return -1;
 	}
-	b->len = 0;
-	return true;
+	return s;
 }
 
 static int stats_listen(const struct ofs_agent_cfg *cfg)
@@ -129,10 +131,12 @@ static void stats_answer(int ls)
 		flows += ofs_dp.tables[t].n_flows;
 	n += (size_t)snprintf(buf + n, sizeof(buf) - n,
 		"{\"dpid\": %llu, \"of_connected\": %s, \"flows\": %u, \"cache_hits\": %llu, "
-		"\"cache_misses\": %llu, \"cache_lines\": %u, \"ports\": [",
+		"\"cache_misses\": %llu, \"cache_lines\": %u, \"ctl_dropped_slow\": %llu, "
+		"\"msgs_dropped_too_long\": %llu, \"ports\": [",
 		(unsigned long long)ofs_dp.dpid, of_connected ? "true" : "false", flows,
 		(unsigned long long)hits, (unsigned long long)misses,
-		ofs_dp.workers[0].cache_mask + 1);
+		ofs_dp.workers[0].cache_mask + 1, (unsigned long long)ctl_dropped_slow,
+		(unsigned long long)ofs_msgs_dropped_too_long);
 	for (unsigned i = 0; i < ofs_dp.n_ports; i++) {
 		uint64_t rx = 0, tx = 0;
 		for (unsigned w = 0; w < ofs_dp.n_workers; w++) {
@@ -194,7 +198,9 @@ struct conn {
 	const struct ofs_controller_addr *addr;
 	int fd;                      /* -1: not connected */
 	struct ofs_session *sess;    /* while connected */
-	struct obuf out;             /* what to send it */
+	struct obuf out;             /* what to send it: its output queue */
+	size_t out_off;              /* bytes of out already sent */
+	bool over_limit;             /* the queue passed the limit: drop the connection */
 	uint8_t rx[OFS_RX_BUF];
 	size_t rx_len;
 	unsigned backoff_ms;
@@ -205,20 +211,64 @@ struct conn {
 };
 static struct conn conns[OFS_MAX_CONTROLLERS];
 static unsigned n_conns;
+static size_t out_limit;          /* --ctl-queue-kb in bytes */
+
+/* Send what the socket takes of c's queue now, without blocking. false: the connection
+ * failed (reset, closed). */
+static bool conn_flush(struct conn *c)
+{
+	while (c->out_off < c->out.len) {
+		ssize_t n = send(c->fd, c->out.data + c->out_off, c->out.len - c->out_off,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				break;   /* resumed on POLLOUT */
+			return false;
+		}
+		c->out_off += (size_t)n;
+	}
+	if (c->out_off == c->out.len) {
+		c->out.len = c->out_off = 0;
+	} else if (c->out_off >= (1u << 16) && c->out_off >= c->out.len / 2) {
+		/* keep the queue from creeping forward: move the unsent bytes to the front */
+		memmove(c->out.data, c->out.data + c->out_off, c->out.len - c->out_off);
+		c->out.len -= c->out_off;
+		c->out_off = 0;
+	}
+	return true;
+}
 #define OFS_ECHO_XID 0xec400000u  /* keepalive ECHO_REQUESTs carry this xid */
 
 static void conn_close(struct conn *c, uint64_t now, const char *why)
 {
-	if (c->out.len)
-		send_all(c->fd, &c->out);
+	if (!c->over_limit)
+		conn_flush(c);   /* what the socket still takes (a HELLO_FAILED error, ...) */
 	close(c->fd);
 	c->fd = -1;
 	ofs_session_close(c->sess);
 	c->sess = NULL;
-	c->out.len = 0;
+	c->out.len = c->out_off = 0;
+	c->over_limit = false;
 	c->next_try_ns = now;  /* the first retry at once, then with backoff */
 	fprintf(stderr, "ofswitch: controller %s:%u: %s, reconnecting\n", c->addr->host,
 		c->addr->port, why);
+}
+
+/* A new connection on fd (non-blocking): a fresh session, our HELLO queued and sent. */
+static void conn_attach(struct conn *c, int fd, uint64_t now)
+{
+	c->sess = ofs_session_open();  /* never NULL: a session per connection and one spare */
+	c->fd = fd;
+	c->backoff_ms = 100;
+	c->rx_len = 0;
+	c->last_rx_ns = now;
+	c->echo_pending = false;
+	c->out.len = c->out_off = 0;
+	c->over_limit = false;
+	ofs_send_hello(&c->out);
+	conn_flush(c);
 }
 
 static void conn_try(struct conn *c, uint64_t now)
@@ -231,24 +281,38 @@ static void conn_try(struct conn *c, uint64_t now)
 		c->backoff_ms = c->backoff_ms * 2 > 4000 ? 4000 : c->backoff_ms * 2;
 		return;
 	}
-	c->sess = ofs_session_open();  /* never NULL: a session per connection and one spare */
-	c->fd = fd;
-	c->backoff_ms = 100;
-	c->rx_len = 0;
-	c->last_rx_ns = now;
-	c->echo_pending = false;
-	ofs_send_hello(&c->out);
-	send_all(c->fd, &c->out);
+	conn_attach(c, fd, now);
 	fprintf(stderr, "ofswitch: connected to controller %s:%u\n", c->addr->host, c->addr->port);
 }
 
+/* Queue n bytes for c, unless its queue would pass the limit: then c is marked to be dropped
+ * (the agent loop closes it) and nothing more is queued for it. */
+static void conn_queue(struct conn *c, const uint8_t *m, size_t n)
+{
+	if (c->over_limit)
+		return;
+	if (c->out.len - c->out_off + n > out_limit) {
+		c->over_limit = true;
+		return;
+	}
+	memcpy(ob_put(&c->out, n), m, n);
+}
+
 /* Hand what the agent wrote to the connections: replies to origin (NULL: there are none),
- * asynchronous messages to every connection whose session wants them (ofs_session_wants). */
+ * asynchronous messages to every connection whose session wants them (ofs_session_wants).
+ * b must hold whole messages (ofs_msg_begin/ofs_msg_end); a length below 8 or past the end
+ * would be an agent bug: it is reported (the sanitizer build aborts) and the rest of b is
+ * dropped, never walked over. */
 static void route(struct obuf *b, struct conn *origin)
 {
-	for (size_t o = 0; o + OFP_HDR_LEN <= b->len;) {
+	for (size_t o = 0; o < b->len;) {
 		const uint8_t *m = b->data + o;
-		uint16_t ml = rd16(m + 2);
+		uint16_t ml = b->len - o >= OFP_HDR_LEN ? rd16(m + 2) : 0;
+		if (ml < OFP_HDR_LEN || ml > b->len - o) {
+			ofs_invariant_failed("agent output not framed: rest dropped",
+					     b->len - o >= 2 ? m[1] : 0xff, b->len - o);
+			break;
+		}
 		bool async = m[1] == OFPT_PACKET_IN || m[1] == OFPT_PORT_STATUS ||
 			     m[1] == OFPT_FLOW_REMOVED;
 		for (unsigned i = 0; i < n_conns; i++) {
@@ -257,7 +321,7 @@ static void route(struct obuf *b, struct conn *origin)
 				continue;
 			if (async ? ofs_session_ready(c->sess) && ofs_session_wants(c->sess, m)
 				  : c == origin)
-				memcpy(ob_put(&c->out, ml), m, ml);
+				conn_queue(c, m, ml);
 		}
 		o += ml;
 	}
@@ -268,6 +332,8 @@ static void route(struct obuf *b, struct conn *origin)
 static bool conn_receive(struct conn *c, struct obuf *tmp, uint64_t now)
 {
 	ssize_t n = recv(c->fd, c->rx + c->rx_len, OFS_RX_BUF - c->rx_len, 0);
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+		return true;   /* non-blocking: nothing after all */
 	if (n <= 0)
 		return false;
 	c->last_rx_ns = now;
@@ -279,6 +345,8 @@ static bool conn_receive(struct conn *c, struct obuf *tmp, uint64_t now)
 	while (ok && c->rx_len - o >= OFP_HDR_LEN) {
 		uint16_t ml = rd16(c->rx + o + 2);
 		if (ml < OFP_HDR_LEN) {  /* unframeable */
+			fprintf(stderr, "ofswitch: controller %s:%u: message length %u below 8\n",
+				c->addr->host, c->addr->port, ml);
 			ok = false;
 			break;
 		}
@@ -287,6 +355,11 @@ static bool conn_receive(struct conn *c, struct obuf *tmp, uint64_t now)
 		if (ofs_handle_msg(tmp, c->rx + o, ml) < 0)
 			ok = false;
 		o += ml;
+		/* each message's replies to the queues at once: a controller past its limit is
+		 * not answered further (its queue, not the agent's memory, bounds what it asks) */
+		route(tmp, c);
+		if (c->over_limit)
+			break;
 	}
 	memmove(c->rx, c->rx + o, c->rx_len - o);
 	c->rx_len -= o;
@@ -306,13 +379,34 @@ static void conn_keepalive(struct conn *c, uint64_t now, uint64_t interval_ns)
 		return;
 	}
 	if (!c->echo_pending && now - c->last_rx_ns >= interval_ns) {
-		uint8_t *h = ob_put(&c->out, OFP_HDR_LEN);
-		h[0] = OFP13_VERSION; h[1] = OFPT_ECHO_REQUEST;
+		uint8_t h[OFP_HDR_LEN] = { OFP13_VERSION, OFPT_ECHO_REQUEST };
 		wr16(h + 2, OFP_HDR_LEN);
 		wr32(h + 4, OFS_ECHO_XID);
+		conn_queue(c, h, sizeof(h));
 		c->echo_pending = true;
 		c->echo_sent_ns = now;
 	}
+}
+
+/* After routing: drop the connections whose queue passed the limit, send what the others
+ * have queued. Returns how many sessions are up (HELLO done). */
+static unsigned conns_send(uint64_t now)
+{
+	unsigned up = 0;
+	for (unsigned i = 0; i < n_conns; i++) {
+		struct conn *c = &conns[i];
+		if (c->fd >= 0 && c->over_limit) {
+			ctl_dropped_slow++;
+			fprintf(stderr, "ofswitch: controller %s:%u: not reading, %zu bytes queued "
+				"(limit %zu): dropped\n", c->addr->host, c->addr->port,
+				c->out.len - c->out_off, out_limit);
+			conn_close(c, now, "output queue over its limit");
+		}
+		if (c->fd >= 0 && c->out_off < c->out.len && !conn_flush(c))
+			conn_close(c, now, "send failed");
+		up += c->fd >= 0 && ofs_session_ready(c->sess);
+	}
+	return up;
 }
 
 void *ofs_agent_main(void *arg)
@@ -330,6 +424,7 @@ void *ofs_agent_main(void *arg)
 	}
 	ofs_dp.agent_wake_fd = efd;
 	n_conns = cfg->n_ctl;
+	out_limit = cfg->ctl_queue_bytes ? cfg->ctl_queue_bytes : OFS_CTL_QUEUE_DEFAULT;
 	for (unsigned i = 0; i < n_conns; i++) {
 		conns[i] = (struct conn){ .addr = &cfg->ctl[i], .fd = -1, .backoff_ms = 100 };
 		ob_init(&conns[i].out);
@@ -359,7 +454,8 @@ void *ofs_agent_main(void *arg)
 		pf[0] = (struct pollfd){ .fd = efd, .events = POLLIN };
 		pf[1] = (struct pollfd){ .fd = ls, .events = POLLIN };  /* fd -1: ignored */
 		for (unsigned i = 0; i < n_conns; i++)
-			pf[2 + i] = (struct pollfd){ .fd = conns[i].fd, .events = POLLIN };
+			pf[2 + i] = (struct pollfd){ .fd = conns[i].fd, .events = POLLIN |
+				(conns[i].out_off < conns[i].out.len ? POLLOUT : 0) };
 		int np = poll(pf, 2 + n_conns, timeout_ms);
 		__atomic_store_n(&ofs_dp.agent_sleeping, 0, __ATOMIC_RELAXED);
 		now = ofs_now_ns();
@@ -370,6 +466,8 @@ void *ofs_agent_main(void *arg)
 		}
 		for (unsigned i = 0; np > 0 && i < n_conns; i++) {
 			struct conn *c = &conns[i];
+			if (c->fd >= 0 && (pf[2 + i].revents & POLLOUT) && !conn_flush(c))
+				conn_close(c, now, "send failed");
 			if (c->fd >= 0 && (pf[2 + i].revents & (POLLIN | POLLHUP | POLLERR)) &&
 			    !conn_receive(c, &tmp, now))
 				conn_close(c, now, "session closed");
@@ -392,13 +490,7 @@ void *ofs_agent_main(void *arg)
 				conn_keepalive(&conns[i], now, echo_ns);
 		}
 		route(&tmp, NULL);
-		unsigned up = 0;
-		for (unsigned i = 0; i < n_conns; i++) {
-			struct conn *c = &conns[i];
-			if (c->fd >= 0 && c->out.len && !send_all(c->fd, &c->out))
-				conn_close(c, now, "send failed");
-			up += c->fd >= 0 && ofs_session_ready(c->sess);
-		}
+		unsigned up = conns_send(now);
 		of_connected = up > 0;
 		/* fail mode (OF1.3.5 6.4): standalone forwards on its own while no controller is
 		 * connected; secure keeps the flow tables working and drops what needs one */

@@ -253,14 +253,17 @@ uint32_t ofs_actions_prereq(const uint8_t *a, size_t len, struct ofs_match *ctx,
 						  OFPAT_PUSH_MPLS, OFPAT_PUSH_PBB, OFPAT_PUSH_VLAN };
 		for (unsigned k = 0; k < RTE_DIM(order); k++) {
 			const uint8_t *last = NULL;
-			for (size_t o = 0; o + 8 <= len; o += rd16(a + o + 2))
+			/* (lists are checked first, ofs_actions_check; a length < 8 still ends
+			 * every walk here rather than loop) */
+			for (size_t o = 0; o + 8 <= len && rd16(a + o + 2) >= 8;
+			     o += rd16(a + o + 2))
 				if (rd16(a + o) == order[k])
 					last = a + o;
 			if (last)
 				ctx_apply(ctx, last);
 		}
 	}
-	for (size_t o = 0; o + 8 <= len; o += rd16(a + o + 2)) {
+	for (size_t o = 0; o + 8 <= len && rd16(a + o + 2) >= 8; o += rd16(a + o + 2)) {
 		const uint8_t *p = a + o;
 		uint16_t t = rd16(p);
 		if (t == OFPAT_SET_FIELD && !ofs_field_prereq_ok(ctx, p[6] >> 1))
@@ -462,7 +465,7 @@ bool ofs_match_covers(const struct ofs_match *r, const struct ofs_match *f)
 
 bool ofs_actions_output_to(const uint8_t *a, uint16_t len, uint32_t port, uint32_t group)
 {
-	for (uint16_t o = 0; o + 8 <= len; o += rd16(a + o + 2)) {
+	for (size_t o = 0; o + 8 <= len; o += rd16(a + o + 2)) {
 		uint16_t t = rd16(a + o);
 		if (rd16(a + o + 2) < 8)
 			break;
@@ -559,6 +562,18 @@ static bool fm_selects(struct ofs_flow *f, void *arg)
 	return ofs_flow_outputs(f, r->out_port, r->out_group);
 }
 
+/* Can a flow with this match (padded, as stored) and these instructions be answered in
+ * OFPMP_FLOW? Its ofp_flow_stats entry (48 bytes, the match, the instructions) must fit one
+ * reply (OFS_MP_ENTRY_MAX). A FLOW_MOD whose flow would not fit is refused with
+ * BAD_ACTION/TOO_MANY ("can't handle this many actions", OF1.3.5 7.4.4): the match is at most
+ * a few hundred bytes and each instruction type occurs once, so only action lists make a flow
+ * that long. */
+static bool flow_entry_fits(size_t match_len, size_t insts_len)
+{
+	return 48 + match_len + insts_len <= OFS_MP_ENTRY_MAX;
+}
+#define OFS_ERR_FLOW_TOO_LONG OFS_ERR(OFPET_BAD_ACTION, OFPBAC_TOO_MANY)
+
 /* The flows of tb a MODIFY or DELETE selects: the one of the same priority and match (strict,
  * found in the hash) or every flow the request's match covers (mask groups). Returns how many
  * (in *sel, to free), or -1 when out of memory. */
@@ -581,7 +596,9 @@ static int select_flows(struct ofs_table *tb, struct fm_req *r, struct ofs_flow 
 
 /* MODIFY(_STRICT): replace each selected flow by a copy carrying f's instructions. The copies
  * are all staged before any old flow is removed; if one cannot be made or staged, the copies
- * made so far are unstaged and the table is left as it was (-1). */
+ * made so far are unstaged and the table is left as it was (-1). -2 (nothing changed): a
+ * copy's flow stats entry (its own match, f's instructions) would not fit one multipart
+ * reply (flow_entry_fits). */
 static int modify_flows(struct ofs_table *tb, struct fm_req *r, const struct ofs_flow *f,
 			uint16_t flags)
 {
@@ -592,6 +609,11 @@ static int modify_flows(struct ofs_table *tb, struct fm_req *r, const struct ofs
 			free(sel);
 		return n;
 	}
+	for (int i = 0; i < n; i++)
+		if (!flow_entry_fits(sel[i]->match_raw_len, f->insts_len)) {
+			free(sel);
+			return -2;
+		}
 	struct ofs_flow **copy = calloc((size_t)n, sizeof(*copy));
 	int made = 0;
 	bool ok = copy && ofs_table_prepare(tb) == 0;
@@ -743,6 +765,8 @@ static void flow_mod(struct obuf *out, const uint8_t *msg, size_t len)
 		}
 		memcpy(f->insts, msg + 48 + mlen, f->insts_len);
 		e = insts_parse(f, f->insts, f->insts_len);
+		if (!e && cmd == OFPFC_ADD && !flow_entry_fits(mlen, f->insts_len))
+			e = OFS_ERR_FLOW_TOO_LONG;
 		if (e) {
 			ofs_send_error(out, msg, len, e);
 			free_flow(f);
@@ -789,9 +813,10 @@ static void flow_mod(struct obuf *out, const uint8_t *msg, size_t len)
 				    .cookie_mask = rd64(msg + 16), .priority = f->priority,
 				    .out_port = OFPP_ANY, .out_group = OFPG_ANY,
 				    .strict = cmd == OFPFC_MODIFY_STRICT };
-		if (modify_flows(tb, &r, f, flags))
-			ofs_send_error(out, msg, len, OFS_ERR(OFPET_FLOW_MOD_FAILED,
-							      OFPFMFC_UNKNOWN));
+		int rc = modify_flows(tb, &r, f, flags);
+		if (rc)
+			ofs_send_error(out, msg, len, rc == -2 ? OFS_ERR_FLOW_TOO_LONG :
+				       OFS_ERR(OFPET_FLOW_MOD_FAILED, OFPFMFC_UNKNOWN));
 		free_flow(f);
 	} else {
 		struct fm_req r = { .match = f->match, .cookie = rd64(msg + 8),

@@ -118,7 +118,7 @@ static uint32_t group_parse_buckets(struct ofs_group *g, uint32_t id, uint8_t ty
 static void group_targets(const uint8_t *a, uint16_t len, uint32_t *ids, unsigned *n,
 			  unsigned cap)
 {
-	for (uint16_t o = 0; o + 8 <= len && rd16(a + o + 2) >= 8; o += rd16(a + o + 2))
+	for (size_t o = 0; o + 8 <= len && rd16(a + o + 2) >= 8; o += rd16(a + o + 2))
 		if (rd16(a + o) == OFPAT_GROUP && *n < cap)
 			ids[(*n)++] = rd32(a + o + 4);
 }
@@ -193,6 +193,11 @@ int ofs_on_group_mod(struct obuf *out, const uint8_t *msg, size_t len)
 			g->created_ns = old ? old->created_ns : ofs_now_ns();
 			memcpy(g->raw_buckets, msg + 16, g->raw_len);
 			e = group_parse_buckets(g, id, type);
+			/* its OFPMP_GROUP_DESC entry (8 bytes, the buckets) must fit one reply
+			 * (agent_internal.h); at most OFS_MAX_BUCKETS buckets, so what makes it that
+			 * long is actions: BAD_ACTION/TOO_MANY, as for a FLOW_MOD (agent_flows.c) */
+			if (!e && 8u + g->raw_len > OFS_MP_ENTRY_MAX)
+				e = OFS_ERR(OFPET_BAD_ACTION, OFPBAC_TOO_MANY);
 			if (!e && group_loops(g))
 				e = OFS_ERR(OFPET_GROUP_MOD_FAILED, OFPGMFC_LOOP);
 		}
@@ -310,6 +315,11 @@ int ofs_on_meter_mod(struct obuf *out, const uint8_t *msg, size_t len)
 			m->created_ns = ofs_now_ns();
 			memcpy(m->raw_bands, msg + 16, m->raw_len);
 			e = meter_parse_bands(m);
+			/* its OFPMP_METER_CONFIG entry (8 bytes, the bands) must fit one reply
+			 * (agent_internal.h): at most OFS_MAX_BANDS bands, so only over-long bands
+			 * make it that long: BAD_BAND */
+			if (!e && 8u + m->raw_len > OFS_MP_ENTRY_MAX)
+				e = OFS_ERR(OFPET_METER_MOD_FAILED, OFPMMFC_BAD_BAND);
 		}
 	}
 	if (!e)

@@ -9,7 +9,9 @@
  *                      (version negotiation), ECHO, FEATURES, GET/SET_CONFIG, BARRIER, ROLE
  *                      (one master, generation_id), GET/SET_ASYNC, who gets async messages
  *   agent_conn.c       the controller connections: connect with backoff, framing, routing
- *                      of replies and async messages, keepalive, fail mode, the agent's
+ *                      of replies and async messages, non-blocking output queues with a
+ *                      limit (a controller that stops reading is dropped), keepalive,
+ *                      fail mode, the agent's
  *                      sleep/wake loop (ofs_agent_main), the stats socket, link polling
  *   agent_flows.c      FLOW_MOD (validation of matches, instructions and actions; add,
  *                      modify, delete), timeouts, FLOW_REMOVED
@@ -41,6 +43,27 @@
 #include "agent.h"
 
 /* ---- messages (agent.c) ---- */
+/* The longest OpenFlow message (its header's 16-bit length) and the longest multipart reply
+ * entry: one reply of OFS_MSG_MAX bytes less its 16-byte ofp_multipart_reply header. An entry
+ * never straddles two replies (OF1.3.5 7.3.5), so what a reply entry would echo (a flow's
+ * match and instructions, a group's buckets, a meter's bands) is refused at FLOW_MOD /
+ * GROUP_MOD / METER_MOD time when its entry could not fit (agent_flows.c, agent_groups_meters.c). */
+#define OFS_MSG_MAX 65535u
+#define OFS_MP_ENTRY_MAX (OFS_MSG_MAX - 16u)
+/* Checked invariants (the sanitizer build): every message ofs_msg_end closes is at most
+ * OFS_MSG_MAX bytes and what the agent hands to a connection is a sequence of whole messages
+ * (agent_conn.c route); a breach aborts with a message there, while the release build drops
+ * the message and logs it (a cut length would desynchronise the controller's stream). */
+#if defined(__SANITIZE_ADDRESS__)
+#define OFS_CHECK_INVARIANTS 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define OFS_CHECK_INVARIANTS 1
+#endif
+#endif
+#ifndef OFS_CHECK_INVARIANTS
+#define OFS_CHECK_INVARIANTS 0
+#endif
 /* Start a message of this type in b; returns its offset for msg_end (which writes length). */
 size_t ofs_msg_begin(struct obuf *b, uint8_t type, uint32_t xid);
 void ofs_msg_end(struct obuf *b, size_t at);

@@ -7,7 +7,8 @@
  * `body_min` at least; a size outside that is BAD_REQUEST/BAD_LEN, checked before the handler.
  * Types without a handler are BAD_MULTIPART; the experimenter type is BAD_EXPERIMENTER.
  * Replies are split under 64 KiB (OFS_MP_SPLIT) with OFPMPF_REPLY_MORE; one entry never
- * straddles two replies. The flow tables are committed before a request is answered, so
+ * straddles two replies, and none is longer than OFS_MP_ENTRY_MAX (what could make one is
+ * refused when it is installed: agent_internal.h). The flow tables are committed before a request is answered, so
  * counts and lists include every FLOW_MOD sent before it.
  * What the table-features reply advertises is what the agent accepts (agent_flows.c:
  * ofs_actions_check, insts_parse, ofs_setfield_parse); setting table features is refused
@@ -43,10 +44,19 @@ static void mp_begin(struct mp *r, struct obuf *out, uint16_t type, uint32_t xid
 	uint8_t *p = ob_put(out, 8);
 	wr16(p, type);
 }
-/* Before appending n bytes: split into a new message when it would exceed 64 KiB. */
+/* Before appending n bytes: split into a new message when it would exceed 64 KiB. An entry
+ * longer than OFS_MP_ENTRY_MAX fits no reply: the handlers refuse what would make one
+ * (agent_internal.h); should one exist, it is left out of the reply (written to a scratch
+ * buffer), never cut, and the invariant check reports it. */
 static uint8_t *mp_put(struct mp *r, size_t n)
 {
-	if (r->out->len - r->at + n > OFS_MP_SPLIT) {
+	if (n > OFS_MP_ENTRY_MAX) {
+		static struct obuf scratch;
+		ofs_invariant_failed("multipart entry longer than one reply left out", r->type, n);
+		scratch.len = 0;
+		return ob_put(&scratch, n);
+	}
+	if (r->out->len - r->at + n > OFS_MP_SPLIT && r->out->len - r->at > OFS_MP_HDR_LEN) {
 		wr16(r->out->data + r->at + 10, OFPMPF_REPLY_MORE);
 		ofs_msg_end(r->out, r->at);
 		mp_begin(r, r->out, r->type, r->xid);

@@ -42,7 +42,12 @@ void ofs_send_packet_in(struct obuf *out, const struct ofs_pin *pin)
 		memcpy(x + 4, &pin->tunnel_id, 8);
 	}
 	ob_put(out, 2);
-	memcpy(ob_put(out, pin->data_len), pin->data, pin->data_len);
+	/* the frame, cut where the message would pass OFS_MSG_MAX (total_len keeps its length:
+	 * OF1.3.5 7.4.1 lets data be a prefix); frames are at most an mbuf's data room, so this
+	 * only guards against a larger data room ever being configured */
+	size_t room = OFS_MSG_MAX - (out->len - at);
+	memcpy(ob_put(out, pin->data_len < room ? pin->data_len : room), pin->data,
+	       pin->data_len < room ? pin->data_len : room);
 	ofs_msg_end(out, at);
 }
 

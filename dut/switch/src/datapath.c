@@ -70,11 +70,41 @@ static void run_pipeline(struct pkt_ctx *c, uint8_t table, struct ofs_flow *firs
 static inline uint8_t *pdata(struct pkt_ctx *c) { return rte_pktmbuf_mtod(c->m, uint8_t *); }
 static inline uint32_t plen(struct pkt_ctx *c) { return rte_pktmbuf_data_len(c->m); }
 
+/* Are the n bytes at offset ofs (-1: a layer the frame does not have) inside the frame? Every
+ * read and write of an action at a layout offset asks (issue 37: the layout's own rule,
+ * flowkey.h, makes most of these true by construction; the check keeps each access honest on
+ * its own). */
+static inline bool in_frame(struct pkt_ctx *c, int ofs, uint32_t n)
+{
+	return ofs >= 0 && (uint32_t)ofs + n <= plen(c);
+}
+
+/* Debug and sanitizer builds (not NDEBUG; issue 37 part 3): the layout that actions read is
+ * inside the frame (ofs_layout_ok) after every parse and every action, unless it is marked
+ * stale (then it is parsed again before anyone reads it). A violation aborts with the
+ * layout, naming where it was seen. */
+#ifndef NDEBUG
+static void layout_assert(struct pkt_ctx *c, const char *where)
+{
+	if (!c->m || c->parse_stale || ofs_layout_ok(pdata(c), plen(c), &c->lay))
+		return;
+	fprintf(stderr, "ofswitch: layout outside the frame after %s: len %u, l2_end %d vlan %d "
+		"mpls %d pbb %d l3 %d l4 %d (proto %u)\n", where, plen(c), c->lay.l2_end,
+		c->lay.vlan_ofs, c->lay.mpls_ofs, c->lay.pbb_ofs, c->lay.l3_ofs, c->lay.l4_ofs,
+		c->lay.l4_proto);
+	abort();
+}
+#define LAYOUT_ASSERT(c, where) layout_assert(c, where)
+#else
+#define LAYOUT_ASSERT(c, where) ((void)0)
+#endif
+
 static void reparse(struct pkt_ctx *c)
 {
 	c->parse_stale = false;
 	c->key_stale = false;
 	ofs_key_extract(pdata(c), plen(c), &c->key, &c->lay);
+	LAYOUT_ASSERT(c, "the parse");
 }
 
 /* Every reader of c->key / c->lay after an action may have moved the headers or changed a
@@ -134,7 +164,7 @@ static void fix_checksums(struct pkt_ctx *c)
 	if (et == OFS_ETH_P_IPV4) {
 		uint8_t *ip = p + l3;
 		uint32_t ihl = (ip[0] & 0xf) * 4u;
-		if ((uint32_t)l3 + ihl > len)
+		if (ihl < 20 || (uint32_t)l3 + ihl > len)
 			return;
 		wr16(ip + 10, 0);
 		wr16(ip + 10, csum_fold(csum_add(0, ip, ihl)));
@@ -145,7 +175,7 @@ static void fix_checksums(struct pkt_ctx *c)
 		ps = csum_add(0, ip + 12, 8) + c->lay.l4_proto + l4len;
 	} else {
 		uint8_t *ip = p + l3;
-		if (l4 < 0)
+		if (l4 < 0 || (uint32_t)l3 + 40 > len)
 			return;
 		uint32_t pl = rd16(ip + 4);
 		uint32_t ext = (uint32_t)l4 - (uint32_t)l3 - 40;
@@ -466,13 +496,19 @@ static int ip_under_mpls(struct pkt_ctx *c)
 	return -1;
 }
 
+/* Offset of the TTL (hop limit) of the IP header at l3, by its version nibble, or -1 when
+ * there is none in the frame. */
 static int ip_ttl_ofs(struct pkt_ctx *c, int l3, uint16_t *et_out)
 {
+	if (!in_frame(c, l3, 1))
+		return -1;
 	uint8_t *p = pdata(c);
 	uint8_t v = p[l3] >> 4;
-	if (v == 4) { *et_out = OFS_ETH_P_IPV4; return l3 + 8; }
-	if (v == 6) { *et_out = OFS_ETH_P_IPV6; return l3 + 7; }
-	return -1;
+	int t = v == 4 ? l3 + 8 : v == 6 ? l3 + 7 : -1;
+	if (!in_frame(c, t, 1))
+		return -1;
+	*et_out = v == 4 ? OFS_ETH_P_IPV4 : OFS_ETH_P_IPV6;
+	return t;
 }
 
 /* ---- checksums updated in place (RFC 1624), as Open vSwitch's packet_set_* do ------------
@@ -545,7 +581,7 @@ static bool l4_csum_replace(struct pkt_ctx *c, bool pseudo, const uint8_t *old,
 	uint8_t proto = c->lay.l4_proto;
 	if (!pseudo && proto != 6 && proto != 17)
 		return false;  /* a port of SCTP (its CRC) or bytes of another header */
-	if (l4 < 0)
+	if (l4 < 0 || !in_frame(c, l3, v4 ? 20 : 40))
 		return true;
 	if (v4) {
 		uint32_t ihl = (p[l3] & 0xf) * 4u, tot = rd16(p + l3 + 2);
@@ -554,7 +590,7 @@ static bool l4_csum_replace(struct pkt_ctx *c, bool pseudo, const uint8_t *old,
 		l4len = tot - ihl;
 	} else {
 		uint32_t pl = rd16(p + l3 + 4), ext = (uint32_t)l4 - (uint32_t)l3 - 40;
-		if (pl < ext || (uint32_t)l3 + 40 + pl > len)
+		if (l4 < l3 + 40 || pl < ext || (uint32_t)l3 + 40 + pl > len)
 			return true;
 		l4len = pl - ext;
 	}
@@ -603,21 +639,24 @@ static void set_field(struct pkt_ctx *c, const uint8_t *oxm)
 	uint8_t *p = pdata(c);
 	int l3 = c->lay.l3_ofs, l4 = c->lay.l4_ofs;
 	uint16_t et = ntohs(c->key.eth_type);
-	bool v4 = et == OFS_ETH_P_IPV4 && l3 >= 0, v6 = et == OFS_ETH_P_IPV6 && l3 >= 0;
+	/* each write below is inside the frame: its header is (in_frame) */
+	bool v4 = et == OFS_ETH_P_IPV4 && in_frame(c, l3, 20);
+	bool v6 = et == OFS_ETH_P_IPV6 && in_frame(c, l3, 40);
+	bool arp = et == OFS_ETH_P_ARP && in_frame(c, l3, 28);
 	bool csum_kept = false;  /* the checksums were updated in place (or need nothing) */
 	uint8_t old[16];
 	switch (f) {
-	case OXM_ETH_DST: memcpy(p, v, 6); break;
-	case OXM_ETH_SRC: memcpy(p + 6, v, 6); break;
-	case OXM_ETH_TYPE: if (c->lay.l2_end >= 0) memcpy(p + c->lay.l2_end, v, 2); break;
+	case OXM_ETH_DST: if (in_frame(c, 0, 6)) memcpy(p, v, 6); break;
+	case OXM_ETH_SRC: if (in_frame(c, 6, 6)) memcpy(p + 6, v, 6); break;
+	case OXM_ETH_TYPE: if (in_frame(c, c->lay.l2_end, 2)) memcpy(p + c->lay.l2_end, v, 2); break;
 	case OXM_VLAN_VID:
-		if (c->lay.vlan_ofs >= 0) {
+		if (in_frame(c, c->lay.vlan_ofs, 4)) {
 			uint8_t *t = p + c->lay.vlan_ofs + 2;
 			wr16(t, (rd16(t) & 0xf000) | (rd16(v) & 0xfff));
 		}
 		break;
 	case OXM_VLAN_PCP:
-		if (c->lay.vlan_ofs >= 0) {
+		if (in_frame(c, c->lay.vlan_ofs, 4)) {
 			uint8_t *t = p + c->lay.vlan_ofs + 2;
 			wr16(t, (rd16(t) & 0x1fff) | (uint16_t)(v[0] & 7) << 13);
 		}
@@ -648,7 +687,7 @@ static void set_field(struct pkt_ctx *c, const uint8_t *oxm)
 		if (!c->csum_layout_proto)
 			c->csum_layout_proto = c->lay.l4_proto;
 		if (v4) p[l3 + 9] = v[0];
-		else if (v6 && l4 == l3 + 40) p[l3 + 6] = v[0];
+		else if (v6 && c->key.ipv6_exthdr == 0) p[l3 + 6] = v[0];  /* no extension header */
 		break;
 	case OXM_IPV4_SRC: case OXM_IPV4_DST:
 		if (v4) {
@@ -661,7 +700,7 @@ static void set_field(struct pkt_ctx *c, const uint8_t *oxm)
 		break;
 	case OXM_TCP_SRC: case OXM_UDP_SRC: case OXM_SCTP_SRC:
 	case OXM_TCP_DST: case OXM_UDP_DST: case OXM_SCTP_DST:
-		if (l4 >= 0) {
+		if (in_frame(c, l4, 4)) {
 			uint8_t *port = p + l4 + (f == OXM_TCP_SRC || f == OXM_UDP_SRC ||
 						  f == OXM_SCTP_SRC ? 0 : 2);
 			memcpy(old, port, 2);
@@ -669,13 +708,13 @@ static void set_field(struct pkt_ctx *c, const uint8_t *oxm)
 			csum_kept = l4_csum_replace(c, false, old, v, 2);
 		}
 		break;
-	case OXM_ICMPV4_TYPE: case OXM_ICMPV6_TYPE: if (l4 >= 0) p[l4] = v[0]; break;
-	case OXM_ICMPV4_CODE: case OXM_ICMPV6_CODE: if (l4 >= 0) p[l4 + 1] = v[0]; break;
-	case OXM_ARP_OP: if (et == OFS_ETH_P_ARP && l3 >= 0) memcpy(p + l3 + 6, v, 2); break;
-	case OXM_ARP_SHA: if (et == OFS_ETH_P_ARP && l3 >= 0) memcpy(p + l3 + 8, v, 6); break;
-	case OXM_ARP_SPA: if (et == OFS_ETH_P_ARP && l3 >= 0) memcpy(p + l3 + 14, v, 4); break;
-	case OXM_ARP_THA: if (et == OFS_ETH_P_ARP && l3 >= 0) memcpy(p + l3 + 18, v, 6); break;
-	case OXM_ARP_TPA: if (et == OFS_ETH_P_ARP && l3 >= 0) memcpy(p + l3 + 24, v, 4); break;
+	case OXM_ICMPV4_TYPE: case OXM_ICMPV6_TYPE: if (in_frame(c, l4, 2)) p[l4] = v[0]; break;
+	case OXM_ICMPV4_CODE: case OXM_ICMPV6_CODE: if (in_frame(c, l4, 2)) p[l4 + 1] = v[0]; break;
+	case OXM_ARP_OP: if (arp) memcpy(p + l3 + 6, v, 2); break;
+	case OXM_ARP_SHA: if (arp) memcpy(p + l3 + 8, v, 6); break;
+	case OXM_ARP_SPA: if (arp) memcpy(p + l3 + 14, v, 4); break;
+	case OXM_ARP_THA: if (arp) memcpy(p + l3 + 18, v, 6); break;
+	case OXM_ARP_TPA: if (arp) memcpy(p + l3 + 24, v, 4); break;
 	case OXM_IPV6_SRC: case OXM_IPV6_DST:
 		if (v6) {
 			uint8_t *a = p + l3 + (f == OXM_IPV6_SRC ? 8 : 24);
@@ -688,10 +727,10 @@ static void set_field(struct pkt_ctx *c, const uint8_t *oxm)
 		if (v6) wr32(p + l3, (rd32(p + l3) & 0xfff00000u) | (rd32(v) & 0xfffff));
 		break;
 	case OXM_IPV6_ND_TARGET:
-		if (v6 && l4 >= 0 && (uint32_t)l4 + 24 <= plen(c)) memcpy(p + l4 + 8, v, 16);
+		if (v6 && in_frame(c, l4, 24)) memcpy(p + l4 + 8, v, 16);
 		break;
 	case OXM_IPV6_ND_SLL: case OXM_IPV6_ND_TLL: {
-		if (!v6 || l4 < 0) break;
+		if (!v6 || !in_frame(c, l4, 24)) break;
 		uint8_t want = f == OXM_IPV6_ND_SLL ? 1 : 2;
 		uint32_t o = (uint32_t)l4 + 24;
 		while (o + 8 <= plen(c)) {
@@ -702,25 +741,25 @@ static void set_field(struct pkt_ctx *c, const uint8_t *oxm)
 		break;
 	}
 	case OXM_MPLS_LABEL:
-		if (c->lay.mpls_ofs >= 0) {
+		if (in_frame(c, c->lay.mpls_ofs, 4)) {
 			uint8_t *s = p + c->lay.mpls_ofs;
 			wr32(s, (rd32(s) & 0xfff) | rd32(v) << 12);
 		}
 		break;
 	case OXM_MPLS_TC:
-		if (c->lay.mpls_ofs >= 0) {
+		if (in_frame(c, c->lay.mpls_ofs, 4)) {
 			uint8_t *s = p + c->lay.mpls_ofs;
 			s[2] = (s[2] & 0xf1) | (uint8_t)((v[0] & 7) << 1);
 		}
 		break;
 	case OXM_MPLS_BOS:
-		if (c->lay.mpls_ofs >= 0) {
+		if (in_frame(c, c->lay.mpls_ofs, 4)) {
 			uint8_t *s = p + c->lay.mpls_ofs;
 			s[2] = (s[2] & 0xfe) | (v[0] & 1);
 		}
 		break;
 	case OXM_PBB_ISID:
-		if (c->lay.pbb_ofs >= 0) memcpy(p + c->lay.pbb_ofs + 1, v, 3);
+		if (in_frame(c, c->lay.pbb_ofs, 4)) memcpy(p + c->lay.pbb_ofs + 1, v, 3);
 		break;
 	case OXM_TUNNEL_ID: memcpy(&c->key.tunnel_id, v, 8); return;
 	default: return;
@@ -844,7 +883,9 @@ static bool exec_one(struct pkt_ctx *c, const uint8_t *a)
 		break;
 	case OFPAT_PUSH_VLAN: {
 		uint16_t tci = 0, tpid = rd16(a + 4);
-		if (c->lay.vlan_ofs >= 0) tci = rd16(pdata(c) + c->lay.vlan_ofs + 2);
+		if (plen(c) < 12)
+			break;  /* no MACs to put the tag behind */
+		if (in_frame(c, c->lay.vlan_ofs, 4)) tci = rd16(pdata(c) + c->lay.vlan_ofs + 2);
 		p = insert_bytes(c, 12, 4);
 		if (!p) return false;
 		wr16(p + 12, tpid);
@@ -862,7 +903,7 @@ static bool exec_one(struct pkt_ctx *c, const uint8_t *a)
 		break;
 	}
 	case OFPAT_POP_VLAN:
-		if (c->lay.vlan_ofs >= 0) {
+		if (in_frame(c, c->lay.vlan_ofs, 4)) {
 			remove_bytes(c, (uint32_t)c->lay.vlan_ofs, 4);
 			c->parse_stale = true;
 		}
@@ -870,9 +911,9 @@ static bool exec_one(struct pkt_ctx *c, const uint8_t *a)
 	case OFPAT_PUSH_MPLS: {
 		uint32_t shim = 0;
 		int ofs = c->lay.l2_end; /* the ethertype; the shim goes after it */
-		if (ofs < 0) break;
+		if (!in_frame(c, ofs, 2)) break;
 		p = pdata(c);
-		if (c->lay.mpls_ofs >= 0) {
+		if (in_frame(c, c->lay.mpls_ofs, 4)) {
 			shim = rd32(p + c->lay.mpls_ofs) & ~0x100u; /* copy label/tc/ttl, bos 0 */
 		} else {
 			shim = 0x100; /* bos */
@@ -901,7 +942,7 @@ static bool exec_one(struct pkt_ctx *c, const uint8_t *a)
 		break;
 	}
 	case OFPAT_POP_MPLS:
-		if (c->lay.mpls_ofs >= 0) {
+		if (in_frame(c, c->lay.mpls_ofs, 4) && in_frame(c, c->lay.l2_end, 2)) {
 			/* the shim sits right behind the ethertype (flowkey.c), so what it covered
 			 * starts at mpls_ofs once it is gone, with the action's ethertype */
 			int under = c->lay.mpls_ofs;
@@ -914,7 +955,9 @@ static bool exec_one(struct pkt_ctx *c, const uint8_t *a)
 		break;
 	case OFPAT_PUSH_PBB: {
 		uint8_t itag[4] = {0, 0, 0, 0};
-		if (c->lay.pbb_ofs >= 0) memcpy(itag, pdata(c) + c->lay.pbb_ofs, 4);
+		if (plen(c) < 12)
+			break;  /* no MACs to copy to the outer header */
+		if (in_frame(c, c->lay.pbb_ofs, 4)) memcpy(itag, pdata(c) + c->lay.pbb_ofs, 4);
 		p = insert_bytes(c, 0, 18);
 		if (!p) return false;
 		memcpy(p, p + 18, 12);
@@ -924,23 +967,23 @@ static bool exec_one(struct pkt_ctx *c, const uint8_t *a)
 		break;
 	}
 	case OFPAT_POP_PBB:
-		if (c->lay.pbb_ofs >= 0) {
+		if (in_frame(c, c->lay.pbb_ofs, 4)) {
 			uint32_t n = (uint32_t)c->lay.pbb_ofs + 4;
 			if (n <= plen(c)) { rte_pktmbuf_adj(c->m, (uint16_t)n); c->parse_stale = true; }
 		}
 		break;
 	case OFPAT_SET_MPLS_TTL:
-		if (c->lay.mpls_ofs >= 0) pdata(c)[c->lay.mpls_ofs + 3] = a[4];
+		if (in_frame(c, c->lay.mpls_ofs, 4)) pdata(c)[c->lay.mpls_ofs + 3] = a[4];
 		break;
 	case OFPAT_DEC_MPLS_TTL:
-		if (c->lay.mpls_ofs >= 0) {
+		if (in_frame(c, c->lay.mpls_ofs, 4)) {
 			uint8_t *t = pdata(c) + c->lay.mpls_ofs + 3;
 			if (*t <= 1) return ttl_expired(c);
 			(*t)--;
 		}
 		break;
 	case OFPAT_SET_NW_TTL: case OFPAT_DEC_NW_TTL: {
-		if (c->lay.l3_ofs < 0) break;
+		if (c->lay.l3_ofs < 0) break;  /* ip_ttl_ofs: the TTL byte is in the frame */
 		uint16_t iet;
 		int t = ip_ttl_ofs(c, c->lay.l3_ofs, &iet);
 		uint16_t et = ntohs(c->key.eth_type);
@@ -956,7 +999,7 @@ static bool exec_one(struct pkt_ctx *c, const uint8_t *a)
 		break;
 	}
 	case OFPAT_COPY_TTL_OUT: case OFPAT_COPY_TTL_IN: {
-		if (c->lay.mpls_ofs < 0) break;
+		if (!in_frame(c, c->lay.mpls_ofs, 4)) break;
 		p = pdata(c);
 		int outer = c->lay.mpls_ofs + 3;
 		int inner;
@@ -974,11 +1017,12 @@ static bool exec_one(struct pkt_ctx *c, const uint8_t *a)
 			p[outer] = p[inner];
 		} else {
 			p[inner] = p[outer];
-			/* an IPv4 header under MPLS needs its checksum fixed by hand here */
+			/* an IPv4 header under MPLS needs its checksum fixed by hand here; one the
+			 * frame does not hold whole is left alone (as fix_checksums leaves one) */
 			if (p[c->lay.mpls_ofs + 2] & 1) {
 				int ip = ip_under_mpls(c);
-				if (ip >= 0 && (p[ip] >> 4) == 4 && (uint32_t)ip + 20 <= plen(c)) {
-					uint32_t ihl = (p[ip] & 0xf) * 4u;
+				uint32_t ihl = ip >= 0 ? (p[ip] & 0xf) * 4u : 0;
+				if (ip >= 0 && (p[ip] >> 4) == 4 && ihl >= 20 && in_frame(c, ip, ihl)) {
 					wr16(p + ip + 10, 0);
 					wr16(p + ip + 10, csum_fold(csum_add(0, p + ip, ihl)));
 				}
@@ -989,6 +1033,7 @@ static bool exec_one(struct pkt_ctx *c, const uint8_t *a)
 	default:
 		break;
 	}
+	LAYOUT_ASSERT(c, "an action");
 	return !c->dropped && c->m != NULL;
 }
 
@@ -1586,17 +1631,9 @@ static void run_pipeline(struct pkt_ctx *c, uint8_t table, struct ofs_flow *firs
 	}
 }
 
-void ofs_run_packet_out(struct ofs_worker *w, struct ofs_pout *po)
+/* po's actions on m, which holds po's frame (fuzz/fuzz_datapath.c passes a guarded one) */
+static void run_packet_out(struct ofs_worker *w, struct ofs_pout *po, struct rte_mbuf *m)
 {
-	struct rte_mbuf *m = rte_pktmbuf_alloc(w->pool);
-	if (!m)
-		return;
-	char *d = rte_pktmbuf_append(m, po->data_len);
-	if (!d) {
-		rte_pktmbuf_free(m);
-		return;
-	}
-	memcpy(d, po->data, po->data_len);
 	struct pkt_ctx *c = malloc(sizeof(*c));
 	if (!c) {
 		rte_pktmbuf_free(m);
@@ -1618,6 +1655,20 @@ void ofs_run_packet_out(struct ofs_worker *w, struct ofs_pout *po)
 	if (c->m)
 		rte_pktmbuf_free(c->m);
 	free(c);
+}
+
+void ofs_run_packet_out(struct ofs_worker *w, struct ofs_pout *po)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(w->pool);
+	if (!m)
+		return;
+	char *d = rte_pktmbuf_append(m, po->data_len);
+	if (!d) {
+		rte_pktmbuf_free(m);
+		return;
+	}
+	memcpy(d, po->data, po->data_len);
+	run_packet_out(w, po, m);
 }
 
 /* ---- worker loop -------------------------------------------------------------------------- */
@@ -1664,6 +1715,11 @@ static void standalone_forward(struct pkt_ctx *c, int pidx)
 {
 	const uint8_t *eth = pdata(c);
 	uint64_t *tab = c->w->mac_learned;
+	c->pending = NO_PORT;
+	if (plen(c) < 14) {  /* no Ethernet header to learn from or look up: flooded */
+		emit(c, OFPP_FLOOD, 0, true);
+		return;
+	}
 	uint64_t src = (uint64_t)rd16(eth + 6) << 32 | rd32(eth + 8);
 	uint64_t dst = (uint64_t)rd16(eth) << 32 | rd32(eth + 2);
 	if (!(eth[6] & 1))  /* unicast sources only */
@@ -1671,7 +1727,6 @@ static void standalone_forward(struct pkt_ctx *c, int pidx)
 			src | (uint64_t)(pidx + 1) << 48;
 	uint64_t e = tab[rte_hash_crc_8byte(dst, 0) & (OFS_MAC_TABLE - 1)];
 	int out = !(eth[0] & 1) && (e & ((1ull << 48) - 1)) == dst ? (int)(e >> 48) - 1 : -1;
-	c->pending = NO_PORT;
 	if (out == pidx) {  /* the destination is behind the ingress port: filtered */
 		rte_pktmbuf_free(c->m);
 		c->m = NULL;

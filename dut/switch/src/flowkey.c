@@ -49,26 +49,27 @@ const struct ofs_field_info ofs_fields[40] = {
 };
 #undef F
 
+/* The L4 header at off (after the IP header and its extension headers). Its offset and fields
+ * are set only when its header is whole in the frame (ofs_l4_min_len): a frame cut short, or
+ * an IP header that claims more bytes than the frame has, leaves them absent. */
 static void parse_l4(const uint8_t *pkt, uint32_t len, uint32_t off, uint8_t proto,
 		     struct ofs_key *k, struct ofs_layout *lay)
 {
-	lay->l4_ofs = (int16_t)off;
 	lay->l4_proto = proto;
+	if (off > len || len - off < ofs_l4_min_len(proto))
+		return;
+	lay->l4_ofs = (int16_t)off;
 	const uint8_t *p = pkt + off;
-	uint32_t rem = len > off ? len - off : 0;
+	uint32_t rem = len - off;
 	switch (proto) {
 	case 6: case 17: case 132:
-		if (rem >= 4) {
-			memcpy(&k->tp_src, p, 2);
-			memcpy(&k->tp_dst, p + 2, 2);
-		}
+		memcpy(&k->tp_src, p, 2);
+		memcpy(&k->tp_dst, p + 2, 2);
 		break;
 	case 1:
-		if (rem >= 2) { k->icmp_type = p[0]; k->icmp_code = p[1]; }
+		k->icmp_type = p[0]; k->icmp_code = p[1];
 		break;
 	case 58:
-		if (rem < 4)
-			break;
 		k->icmp_type = p[0]; k->icmp_code = p[1];
 		if ((p[0] == 135 || p[0] == 136) && rem >= 24) {
 			memcpy(k->nd_target, p + 8, 16);
@@ -145,15 +146,20 @@ static void parse_ipv6(const uint8_t *pkt, uint32_t len, uint32_t off, struct of
 			break;
 		uint8_t next = pkt[o];
 		uint32_t hl;
+		bool frag = false;
 		if (nh == 44) {
 			hl = 8;
-			if ((rd16(pkt + o + 2) & 0xfff8) != 0)
-				frag_later = true;
+			frag = (rd16(pkt + o + 2) & 0xfff8) != 0;
 		} else if (nh == 51) {
 			hl = ((uint32_t)pkt[o + 1] + 2) * 4;
 		} else {
 			hl = ((uint32_t)pkt[o + 1] + 1) * 8;
 		}
+		/* a header whose length runs past the frame (length byte 0xff: 2 KB) is cut short:
+		 * the chain ends at it, as when fewer than 8 of its bytes are there (issue 37) */
+		if (hl > len - o)
+			break;
+		frag_later |= frag;
 		nh = next;
 		o += hl;
 		n++;
@@ -226,8 +232,8 @@ void ofs_key_extract(const uint8_t *pkt, uint32_t len, struct ofs_key *k,
 			break;
 		const uint8_t *p = pkt + off;
 		uint32_t ihl = (p[0] & 0xf) * 4u;
-		if (ihl < 20)
-			break;
+		if (ihl < 20 || len - off < ihl)
+			break;  /* not an IPv4 header, or not whole: no L3 fields (issue 37) */
 		lay->l3_ofs = (int16_t)off;
 		k->ip_dscp = p[1] >> 2;
 		k->ip_ecn = p[1] & 3;
@@ -258,6 +264,43 @@ void ofs_key_extract(const uint8_t *pkt, uint32_t len, struct ofs_key *k,
 	default:
 		break;
 	}
+}
+
+bool ofs_layout_ok(const uint8_t *pkt, uint32_t len, const struct ofs_layout *l)
+{
+#define IN(o, n) ((o) < 0 || (uint32_t)(o) + (uint32_t)(n) <= len)
+	if (!IN(l->l2_end, 2) || !IN(l->vlan_ofs, 4) || !IN(l->mpls_ofs, 4) ||
+	    !IN(l->pbb_ofs, 4))
+		return false;
+	if (l->l2_end >= 0 && l->l2_end < 12)
+		return false;
+	if (l->l3_ofs >= 0) {
+		/* the L3 header follows the ethertype it is named by */
+		if (l->l2_end < 0 || l->l3_ofs != l->l2_end + 2)
+			return false;
+		uint16_t et = rd16(pkt + l->l2_end);
+		if (et == OFS_ETH_P_IPV4) {
+			if (!IN(l->l3_ofs, 20))
+				return false;
+			uint32_t ihl = (pkt[l->l3_ofs] & 0xfu) * 4;
+			if (ihl < 20 || !IN(l->l3_ofs, ihl))
+				return false;
+		} else if (et == OFS_ETH_P_IPV6) {
+			if (!IN(l->l3_ofs, 40))
+				return false;
+		} else if (et == OFS_ETH_P_ARP) {
+			if (!IN(l->l3_ofs, 28))
+				return false;
+		} else {
+			return false;
+		}
+	}
+	if (l->l4_ofs >= 0 &&
+	    (l->l3_ofs < 0 || l->l4_ofs < l->l3_ofs + 20 ||
+	     !IN(l->l4_ofs, ofs_l4_min_len(l->l4_proto))))
+		return false;
+	return true;
+#undef IN
 }
 
 /* Largest allowed value per field where the OXM payload is wider than the field. */

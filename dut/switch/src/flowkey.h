@@ -70,7 +70,13 @@ struct ofs_key {
 _Static_assert(offsetof(struct ofs_key, nd_target) == OFS_KEY_CLS_LEN, "key layout");
 _Static_assert(sizeof(struct ofs_key) % 8 == 0, "key size");
 
-/* Where the parser found each layer in the frame; -1 = absent. */
+/* Where the parser found each layer in the frame; -1 = absent. An offset is set only when its
+ * header is wholly inside the frame (issue 37: a header the frame cuts short is absent, its
+ * match fields too, as in Open vSwitch): VLAN tag, MPLS shim and PBB I-TAG 4 bytes (the tag
+ * also with the ethertype behind it), IPv4 its IHL (>= 20), IPv6 40, ARP 28, L4 at least
+ * ofs_l4_min_len(l4_proto). ofs_layout_ok() states it; the debug build asserts it after every
+ * parse and action (datapath.c). Every action still checks the bytes it touches against the
+ * frame's length. */
 struct ofs_layout {
 	int16_t l2_end;    /* offset of the ethertype that follows MACs and VLAN tags */
 	int16_t vlan_ofs;  /* offset of the outermost VLAN TPID */
@@ -84,6 +90,24 @@ struct ofs_layout {
 /* Fill key (except in_port/metadata/tunnel_id, which the caller sets) from a frame. */
 void ofs_key_extract(const uint8_t *pkt, uint32_t len, struct ofs_key *key,
 		     struct ofs_layout *lay);
+
+/* The bytes of an L4 header that must be in the frame for lay.l4_ofs (and the key's L4
+ * fields) to be set: TCP 20, UDP 8, SCTP 12 (their fixed headers, as OVS), ICMPv4/ICMPv6 4
+ * (type, code, checksum); 0 for another protocol (only its start is known; the offset is then
+ * at most the frame's length). */
+static inline uint32_t ofs_l4_min_len(uint8_t proto)
+{
+	switch (proto) {
+	case 6: return 20;
+	case 17: return 8;
+	case 132: return 12;
+	case 1: case 58: return 4;
+	default: return 0;
+	}
+}
+
+/* Is every offset of lay a header wholly inside the frame pkt[0..len) (the rule above)? */
+bool ofs_layout_ok(const uint8_t *pkt, uint32_t len, const struct ofs_layout *lay);
 
 /* OXM field description: where it lives in the key and what it needs. */
 struct ofs_field_info {

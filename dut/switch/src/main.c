@@ -5,7 +5,17 @@
  *          --port 1=<dpdk port name or id> [--port 2=...] [--workers N]
  *          [--lookup tuple|dtree|trie|simple] [--stats-sock PATH] [--idle-sleep-us N] [--mbufs N]
  *          [--max-flows N] [--echo-interval-ms N] [--fail-mode secure|standalone]
- *          [--cache-lines N]
+ *          [--cache-lines N] [--ctl-queue-kb N] [--stop-timeout-s N]
+ *
+ * --ctl-queue-kb: a controller connection's output queue limit (default 4096 KiB); a
+ * controller that stops reading is dropped when its queue passes it (agent_conn.c).
+ *
+ * Stopping (issue 37 finding 4): SIGTERM/SIGINT set force_quit, which every thread polls; a
+ * watchdog (alarm) armed by the first signal ends the process after --stop-timeout-s
+ * (default 10) if the threads have not all stopped by then, with a message naming each
+ * thread that did not (the agent, worker N on lcore L, or main's teardown) and exit code 3.
+ * Test hook: env OFS_TEST_HANG_ON_STOP=agent makes the agent thread never return once it
+ * has left its loop (dut/switch/tests/test_agent_limits.py checks the watchdog with it).
  *
  * --cache-lines: each worker's flow cache, in 64-byte lines (a power of 2, default
  * OFS_CACHE_LINES: 262144, 16 MiB per worker, from the EAL's -m memory; ofswitch.h).
@@ -56,10 +66,83 @@ static unsigned n_mbufs_opt;     /* --mbufs: 0 = sized below */
 static uint32_t max_flows_opt;   /* --max-flows: 0 = as many as the EAL memory holds */
 static uint32_t cache_lines_opt = OFS_CACHE_LINES;  /* --cache-lines */
 
+/* ---- stopping: every thread reports when it has stopped; a watchdog bounds the wait ---- */
+#define OFS_STOP_EXIT 3
+static unsigned stop_timeout_s = 10;                        /* --stop-timeout-s */
+static volatile sig_atomic_t stop_armed;
+static volatile sig_atomic_t agent_stopped;
+static volatile sig_atomic_t worker_stopped[OFS_MAX_WORKERS];
+static volatile sig_atomic_t teardown_done;
+
 static void on_signal(int sig)
 {
 	(void)sig;
 	ofs_dp.force_quit = true;
+	if (!stop_armed && stop_timeout_s) {
+		stop_armed = 1;
+		alarm(stop_timeout_s);
+	}
+}
+
+/* async-signal-safe writing of the watchdog's message */
+static size_t put_str(char *b, size_t n, const char *s)
+{
+	while (*s)
+		b[n++] = *s++;
+	return n;
+}
+static size_t put_uint(char *b, size_t n, unsigned v)
+{
+	char d[12];
+	int k = 0;
+	do d[k++] = (char)('0' + v % 10); while ((v /= 10) && k < 12);
+	while (k)
+		b[n++] = d[--k];
+	return n;
+}
+
+static void on_stop_timeout(int sig)
+{
+	(void)sig;
+	char b[1024];
+	size_t n = put_str(b, 0, "ofswitch: stop: not stopped ");
+	n = put_uint(b, n, stop_timeout_s);
+	n = put_str(b, n, " s after the signal:");
+	if (!agent_stopped)
+		n = put_str(b, n, " the agent thread (ofs-agent)");
+	for (unsigned w = 0; w < ofs_dp.n_workers && n < sizeof(b) - 64; w++)
+		if (!worker_stopped[w]) {
+			n = put_str(b, n, " worker ");
+			n = put_uint(b, n, w);
+			n = put_str(b, n, " (lcore ");
+			n = put_uint(b, n, ofs_dp.workers[w].lcore_id);
+			n = put_str(b, n, ")");
+		}
+	if (agent_stopped && !teardown_done)
+		n = put_str(b, n, " main's teardown (ports, EAL)");
+	n = put_str(b, n, "; exiting\n");
+	ssize_t r = write(2, b, n);
+	(void)r;
+	_exit(OFS_STOP_EXIT);
+}
+
+static void *agent_thread(void *cfg)
+{
+	void *r = ofs_agent_main(cfg);
+	const char *hang = getenv("OFS_TEST_HANG_ON_STOP");
+	if (hang && strcmp(hang, "agent") == 0)
+		for (;;)
+			sleep(1);   /* the test hook of the watchdog: a thread that never stops */
+	agent_stopped = 1;
+	return r;
+}
+
+static int worker_thread(void *arg)
+{
+	struct ofs_worker *wk = arg;
+	int r = ofs_worker_main(wk);
+	worker_stopped[wk->idx] = 1;
+	return r;
 }
 
 static __rte_noreturn void usage(const char *why)
@@ -68,7 +151,7 @@ static __rte_noreturn void usage(const char *why)
 		"tcp:HOST:PORT [--controller ...] --port OFPORT=DEVNAME|ID [...] [--workers N] "
 		"[--lookup " OFS_LOOKUP_NAMES "] [--stats-sock PATH] [--idle-sleep-us N] [--mbufs N] "
 		"[--max-flows N] [--echo-interval-ms N] [--fail-mode secure|standalone] "
-		"[--cache-lines N]\n", why);
+		"[--cache-lines N] [--ctl-queue-kb N] [--stop-timeout-s N]\n", why);
 	exit(2);
 }
 
@@ -79,7 +162,8 @@ static void parse_args(int argc, char **argv)
 		{"workers", 1, 0, 'w'}, {"lookup", 1, 0, 'l'}, {"stats-sock", 1, 0, 's'},
 		{"idle-sleep-us", 1, 0, 'i'}, {"echo-interval-ms", 1, 0, 'e'},
 		{"fail-mode", 1, 0, 'f'}, {"mbufs", 1, 0, 'm'}, {"max-flows", 1, 0, 'M'},
-		{"cache-lines", 1, 0, 'C'}, {0, 0, 0, 0}};
+		{"cache-lines", 1, 0, 'C'}, {"ctl-queue-kb", 1, 0, 'Q'},
+		{"stop-timeout-s", 1, 0, 'T'}, {0, 0, 0, 0}};
 	int c;
 	ofs_dp.dpid = 1;
 	ofs_dp.n_workers = 1;
@@ -152,6 +236,22 @@ static void parse_args(int argc, char **argv)
 			    (v & (v - 1)))
 				usage("--cache-lines wants a power of 2 in 64..67108864");
 			cache_lines_opt = (uint32_t)v;
+			break;
+		}
+		case 'Q': {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+			if (*end || !*optarg || v < 64 || v > (1ul << 22))
+				usage("--ctl-queue-kb wants KiB in 64..4194304");
+			agent_cfg.ctl_queue_bytes = (size_t)v << 10;
+			break;
+		}
+		case 'T': {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+			if (*end || !*optarg || v > 3600)
+				usage("--stop-timeout-s wants seconds in 0..3600 (0: no watchdog)");
+			stop_timeout_s = (unsigned)v;
 			break;
 		}
 		default: usage("unknown option");
@@ -285,6 +385,7 @@ int main(int argc, char **argv)
 	argc -= ret;
 	argv += ret;
 	parse_args(argc, argv);
+	signal(SIGALRM, on_stop_timeout);
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	memset(ofs_dp.port_by_of, -1, sizeof(ofs_dp.port_by_of));
@@ -351,7 +452,7 @@ int main(int argc, char **argv)
 	 * lcores, so its wake-ups (messages, Packet-Ins, the 100 ms housekeeping tick) never
 	 * preempt a busy-polling worker (with one worker on a dedicated core, a plain pthread
 	 * inherited that core). */
-	if (rte_ctrl_thread_create(&agent, "ofs-agent", NULL, ofs_agent_main, &agent_cfg) != 0)
+	if (rte_ctrl_thread_create(&agent, "ofs-agent", NULL, agent_thread, &agent_cfg) != 0)
 		rte_exit(EXIT_FAILURE, "agent thread\n");
 	fprintf(stderr, "ofswitch: dpid 0x%llx, %u ports, %u workers, lookup %s\n",
 		(unsigned long long)ofs_dp.dpid, ofs_dp.n_ports, ofs_dp.n_workers,
@@ -361,11 +462,11 @@ int main(int argc, char **argv)
 		if (w >= ofs_dp.n_workers)
 			break;
 		ofs_dp.workers[w].lcore_id = lc;
-		rte_eal_remote_launch(ofs_worker_main, &ofs_dp.workers[w], lc);
+		rte_eal_remote_launch(worker_thread, &ofs_dp.workers[w], lc);
 		w++;
 	}
 	ofs_dp.workers[0].lcore_id = rte_lcore_id();
-	ofs_worker_main(&ofs_dp.workers[0]);
+	worker_thread(&ofs_dp.workers[0]);
 	rte_eal_mp_wait_lcore();
 	pthread_join(agent, NULL);
 	for (unsigned i = 0; i < ofs_dp.n_ports; i++) {
@@ -387,5 +488,6 @@ int main(int argc, char **argv)
 	}
 	fprintf(stderr, "ofswitch: stopped\n");
 	rte_eal_cleanup();
+	teardown_done = 1;
 	return 0;
 }

@@ -496,7 +496,10 @@ struct ofs_agent_cfg {
 	const char *stats_sock;
 	unsigned echo_interval_ms;   /* keepalive: ECHO after this silence, close after 2x; 0 off */
 	bool fail_standalone;        /* --fail-mode standalone (else secure) */
+	size_t ctl_queue_bytes;      /* --ctl-queue-kb: a connection's output queue limit
+				      * (0: OFS_CTL_QUEUE_DEFAULT); past it the connection is dropped */
 };
+#define OFS_CTL_QUEUE_DEFAULT (4u << 20)
 void *ofs_agent_main(void *cfg);
 /* agent_flows.c: validate an action list on its own (types, lengths, arguments, ports,
  * groups); prerequisites against the packet: ofs_actions_prereq. Returns 0 or OFS_ERR(). */

@@ -26,7 +26,7 @@ from contextlib import contextmanager
 import pytest
 
 from dut.switch import launcher
-from dut.switch.tests import ofwire as w
+import openflow as w
 from dut.switch.tests.test_fuzz import accept
 
 ROLE_REQUEST, ROLE_REPLY, SET_ASYNC = 24, 25, 28
@@ -37,11 +37,7 @@ FRAME = b"\x22" * 6 + b"\x11" * 6 + b"\x08\x00" + bytes(46)
 
 
 def listen() -> socket.socket:
-    s = socket.socket()
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    s.bind(("127.0.0.1", 0))
-    s.listen(4)
-    return s
+    return w.listen()
 
 
 @contextmanager
@@ -195,10 +191,7 @@ def test_controller_loss_fail_modes_and_flows_kept(tmp_path, mode):
         else:
             assert q2b > q2a, "fail-standalone: received frames are flooded (port 2 too)"
         # the controller returns: its session starts anew, the flows are still there
-        lst = socket.socket()
-        lst.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        lst.bind(("127.0.0.1", port))
-        lst.listen(4)
+        lst = w.listen(port=port)
         c = accept(lst, proc, timeout_s=10)
         c.send(w.multipart(3, xid=4))  # table stats: active count of table 0
         m = c.wait_for(w.MULTIPART_REPLY, 4)

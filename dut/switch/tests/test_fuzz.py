@@ -19,7 +19,7 @@ import time
 import pytest
 
 from dut.switch import launcher
-from dut.switch.tests import ofwire as w
+import openflow as w
 
 N_MESSAGES = 12000
 SEED = 4242
@@ -103,10 +103,7 @@ def ring_switch(tmp_path, request):
     if not binary.exists():
         pytest.skip(f"{binary} not built" + (": scripts/build_san.sh"
                                              if request.param == "sanitized" else ""))
-    listener = socket.socket()
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(4)
+    listener = w.listen()
     port = listener.getsockname()[1]
     eal = ["-l", "0", "--no-huge", "-m", "256", "--no-pci",
            "--file-prefix", f"ofb-swfuzz-{os.getpid()}", "--log-level", "lib.eal:error"]

@@ -1,5 +1,6 @@
 """Unit tests of dut/switch/launcher.py's pure parts (argv building, devargs) and the switch's C
-test binaries (test_ofswitch_unit: the agent; test_ofswitch_actions: the datapath's rewrites)."""
+test binaries (test_ofswitch_unit: the agent; test_ofswitch_actions: the datapath's rewrites;
+test_ofswitch_bounds: the datapath's frame accesses)."""
 from __future__ import annotations
 
 import subprocess
@@ -97,11 +98,13 @@ def test_wait_of_connected_times_out_without_socket(tmp_path):
 
 
 @pytest.mark.parametrize("build", ["release", "sanitized"])
-@pytest.mark.parametrize("name", ["test_ofswitch_unit", "test_ofswitch_actions"])
+@pytest.mark.parametrize("name", ["test_ofswitch_unit", "test_ofswitch_actions",
+                                  "test_ofswitch_bounds"])
 def test_c_tests(build, name):
     """The switch's C tests, also in the sanitizer build (ASan + UBSan: a report aborts): the
-    agent's unit tests (tests/test_unit.c) and the datapath's rewrites against the full
-    checksum recomputation and a fresh parse (tests/test_actions.c)."""
+    agent's unit tests (tests/test_unit.c), the datapath's rewrites against the full
+    checksum recomputation and a fresh parse (tests/test_actions.c), and no parse or action
+    touching a byte past a frame that lies about its headers (tests/test_bounds.c)."""
     binary = launcher.builds()[build] / "dut" / "switch" / name
     if not binary.exists():
         pytest.skip(f"{binary} not built" + (": scripts/build_san.sh" if build == "sanitized"

@@ -11,7 +11,7 @@ import pytest
 from os_ken.ofproto import ofproto_v1_3 as ofp
 from os_ken.ofproto import ofproto_v1_3_parser as parser
 
-from dut.switch.tests import ofwire as w
+import openflow as w
 from suites.conformance import negative_cases as nc
 from suites.conformance import negative_runner as nr
 

@@ -141,7 +141,7 @@ def test_encapsulated_frames_and_flows():
     assert all(bench.WORKLOADS[n].rewrites for n in (
         "pipeline_64b_100k_flows_popvlan", "pipeline_64b_100k_flows_popmpls",
         "pipeline_64b_100k_flows_pushmpls"))
-    assert bench._oxms_of(bench.w.match(bench.w.oxm(5, b"\x08\x00"), bench.w.oxm(10, b"\x11"))) == [
+    assert bench.w.match_oxms(bench.w.match(bench.w.oxm(5, b"\x08\x00"), bench.w.oxm(10, b"\x11"))) == [
         bench.w.oxm(5, b"\x08\x00"), bench.w.oxm(10, b"\x11")]
 
 
