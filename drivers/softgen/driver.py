@@ -26,6 +26,7 @@ from drivers.trafficgen.base import TrafficGenerator
 from drivers.trafficgen.counters import Counters, PortCounters, StreamCounters, check_counters
 from drivers.trafficgen.latency import merge_bucket_lists, stats_from_softgen
 from drivers.trafficgen.model import PortInfo, ResolvedStream
+from drivers.trafficgen.rig import softgen_rig
 from paths import build_dir
 
 VERSION = "0.1.0"  # keep equal to SOFTGEN_VERSION in softgen.h (the stats reply carries it)
@@ -270,7 +271,7 @@ class Softgen(TrafficGenerator):
 
     def counters(self) -> Counters:
         stats = self.raw_stats()
-        c = Counters(streams=merge_stats(self._streams, stats))
+        c = Counters(streams=merge_stats(self._streams, stats), rig=softgen_rig(stats))
         for inst, st in zip(self.instances, stats):
             for p, ps in zip(inst.ports, st["ports"]):
                 c.ports[p.name] = PortCounters(tx=ps["tx"], rx=ps["rx"], unsent=ps["unsent"], tx_bytes=ps["tx_bytes"],

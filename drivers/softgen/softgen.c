@@ -107,6 +107,23 @@ struct port_stats {
 
 enum mbox_cmd { MB_NONE = 0, MB_START, MB_STOP, MB_CLEAR };
 
+/* What the rig did during a trial (issue 44: did the generator or the box stall, not the
+ * DUT?), on its own cache line, written by the worker only and reset at each start:
+ * - max_gap_tsc: the longest time between two passes of the worker loop (one TSC read per
+ *   pass, not per packet).  The worker both sends (TX schedule) and receives, so a gap is how
+ *   long neither happened: a preempted worker, an interrupt, a page fault.
+ * - rx_full_run[p] / rx_full_run_max[p]: consecutive RX bursts that came back full (the ring
+ *   held at least a burst more), and the longest such run of the trial.  burst x (run + 1) is a
+ *   lower bound of the RX ring's occupancy high-water mark (memif and virtio_user have no
+ *   rte_eth_rx_queue_count in DPDK 22.11, so this proxy is used on every PMD). */
+struct rig_state {
+	uint64_t last_pass_tsc;
+	uint64_t max_gap_tsc;
+	uint64_t passes;
+	uint32_t rx_full_run[SOFTGEN_MAX_PORTS];
+	uint32_t rx_full_run_max[SOFTGEN_MAX_PORTS];
+} __rte_cache_aligned;
+
 static struct {
 	uint16_t nb_ports;
 	unsigned burst;
@@ -123,6 +140,9 @@ static struct {
 	 * only those (scanning all SOFTGEN_MAX_STREAMS cache lines per burst cost ~2/3 of TX) */
 	uint16_t active_ids[SOFTGEN_MAX_STREAMS];
 	unsigned n_active;
+	/* rig measurements of the trial (issue 44), worker only, reset at each start: see
+	 * struct rig_state */
+	struct rig_state rig;
 } G;
 
 static void signal_handler(int signum)
@@ -381,6 +401,8 @@ static void __rte_cold worker_do_mbox(void)
 			memset(&G.rx[i], 0, sizeof(G.rx[i]));
 		}
 		G.trial++;
+		memset(&G.rig, 0, sizeof(G.rig));
+		G.rig.last_pass_tsc = rte_rdtsc();
 		__atomic_store_n(&G.running, 1, __ATOMIC_RELEASE);
 	} else if (cmd == MB_STOP) {
 		/* An explicit stop ends the schedule where it is: nothing more is owed. */
@@ -409,10 +431,18 @@ static int worker_main(__rte_unused void *arg)
 	struct rte_mbuf *pkts[SOFTGEN_BURST];
 	printf("softgen: worker on lcore %u, %u ports\n", rte_lcore_id(), G.nb_ports);
 	fflush(stdout);
+	G.rig.last_pass_tsc = rte_rdtsc();
 	while (!force_quit) {
 		worker_do_mbox();
+		/* the rig's gap: one TSC read per pass (the TX schedule reads the same one) */
+		uint64_t pass_tsc = rte_rdtsc();
+		uint64_t gap = pass_tsc - G.rig.last_pass_tsc;
+		G.rig.last_pass_tsc = pass_tsc;
+		if (unlikely(gap > G.rig.max_gap_tsc))
+			G.rig.max_gap_tsc = gap;
+		G.rig.passes++;
 		if (G.running) {
-			uint64_t now = rte_rdtsc();
+			uint64_t now = pass_tsc;
 			for (unsigned k = 0; k < G.n_active;) {
 				struct tx_stream *s = &G.tx[G.active_ids[k]];
 				if (tx_stream_step(s, now)) {
@@ -427,6 +457,12 @@ static int worker_main(__rte_unused void *arg)
 		}
 		for (uint16_t p = 0; p < G.nb_ports; p++) {
 			uint16_t n = rte_eth_rx_burst(p, 0, pkts, (uint16_t)G.burst);
+			if (unlikely(n == G.burst)) {
+				if (++G.rig.rx_full_run[p] > G.rig.rx_full_run_max[p])
+					G.rig.rx_full_run_max[p] = G.rig.rx_full_run[p];
+			} else {
+				G.rig.rx_full_run[p] = 0;
+			}
 			if (!n)
 				continue;
 			uint64_t now = rte_rdtsc();
@@ -656,7 +692,14 @@ static void __rte_cold cmd_stats(struct out *o)
 			      ",\"rx\":%" PRIu64 ",\"rx_bytes\":%" PRIu64 ",\"rx_other\":%" PRIu64 "}",
 			   p ? "," : "", p, ps->tx, ps->tx_bytes, ps->unsent, ps->rx, ps->rx_bytes, ps->rx_other);
 	}
-	out_printf(o, "],\"tx_streams\":[");
+	/* the trial's rig measurements (struct rig_state; read while the worker may write them:
+	 * naturally aligned words, a recent value) */
+	out_printf(o, "],\"rig\":{\"max_gap_ns\":%" PRIu64 ",\"passes\":%" PRIu64 ",\"burst\":%u,"
+		      "\"rx_full_run_max\":[",
+		   (uint64_t)((double)G.rig.max_gap_tsc * G.ns_per_tsc), G.rig.passes, G.burst);
+	for (uint16_t p = 0; p < G.nb_ports; p++)
+		out_printf(o, "%s%u", p ? "," : "", G.rig.rx_full_run_max[p]);
+	out_printf(o, "]},\"tx_streams\":[");
 	bool first = true;
 	for (unsigned i = 0; i < SOFTGEN_MAX_STREAMS; i++) {
 		const struct tx_stream *s = &G.tx[i];

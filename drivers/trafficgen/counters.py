@@ -63,6 +63,9 @@ class Counters:
     # the DUT's own counters over the trial, read outside its window (issue 40 part 6):
     # flat {name: number}, e.g. cycles_per_packet, cache_hit_ratio, cpu_share, port_1_rx_packets
     dut: dict[str, float] = field(default_factory=dict)
+    # the rig's own measurements of the trial (drivers/trafficgen/rig.py: the generator's and
+    # the switch's longest polling gaps, ring backlog); {} when nobody measured them
+    rig: dict[str, float] = field(default_factory=dict)
 
     @property
     def tx(self) -> int:

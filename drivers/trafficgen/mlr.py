@@ -32,6 +32,7 @@ from MLRsearch import (AbstractMeasurer, Config, MeasurementResult, MultipleLoss
 
 from .counters import Counters
 from .latency import LatencyStats
+from .rig import fmt_rig, trial_cause
 from .trial import Trial, judge
 
 Measure = Callable[[float, float], Counters]
@@ -170,6 +171,10 @@ class GoalOutcome:
                    "loss_ratio": t.loss_ratio, "reason": t.reason}
             if t.dut:
                 out["dut"] = {k: v for k, v in t.dut.items() if v is not None}
+            if t.cause:
+                out["cause"] = t.cause
+            if t.rig:
+                out["rig"] = dict(t.rig)
             return out
         return {"name": self.goal.name, **self.goal.attributes(),
                 "conditional_throughput_pps": self.conditional_throughput_pps,
@@ -229,7 +234,7 @@ class MlrResult:
             # every trial's DUT telemetry beside its load and loss, in trial order
             out["trial_log"] = [{"target": t.target, "rate_pps": round(t.rate_pps, 3),
                                  "duration_s": t.duration_s, "loss_ratio": t.loss_ratio,
-                                 "reason": t.reason,
+                                 "reason": t.reason, "cause": t.cause, "rig": dict(t.rig),
                                  "dut": {k: v for k, v in t.dut.items() if v is not None}}
                                 for t in self.trials][:400]
         return out
@@ -256,11 +261,11 @@ class CountersMeasurer(AbstractMeasurer):
         ok, why = judge(c, loss_target, self.cfg.max_unsent_ratio)
         offered = sum(s.offered for s in c.streams.values()) or (c.tx + c.unsent)
         t = Trial(target, rate, duration, offered, c.tx, c.rx, c.lost, c.unsent, c.loss_ratio,
-                  ok, why, dict(c.dut))
+                  ok, why, dict(c.dut), trial_cause(ok, why, c.rig, rate), dict(c.rig))
         self.trials.append(t)
         self.progress(f"{target} trial {len(self.trials)}: {_fmt(rate)} for {duration:g} s: "
                       f"tx {c.tx} rx {c.rx} lost {c.lost} unsent {c.unsent} -> "
-                      f"{'ok' if ok else why}")
+                      f"{'ok' if ok else why + ', ' + t.cause}{fmt_rig(c.rig)}")
         return t, c
 
     def measure(self, intended_duration: float, intended_load: float) -> MeasurementResult:

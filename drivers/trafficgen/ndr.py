@@ -30,6 +30,7 @@ from typing import Callable
 
 from .counters import Counters
 from .latency import LatencyStats
+from .rig import fmt_rig as _fmt_rig, trial_cause
 from .trial import Trial, judge  # noqa: F401  (judge: this module's API before trial.py)
 
 Measure = Callable[[float, float], Counters]
@@ -107,11 +108,12 @@ class _Searcher:
         c = self.measure(duration, rate)
         ok, why = judge(c, loss_target, self.cfg.max_unsent_ratio)
         offered = sum(s.offered for s in c.streams.values()) or (c.tx + c.unsent)
-        t = Trial(target, rate, duration, offered, c.tx, c.rx, c.lost, c.unsent, c.loss_ratio, ok, why)
+        t = Trial(target, rate, duration, offered, c.tx, c.rx, c.lost, c.unsent, c.loss_ratio, ok, why,
+                  dict(c.dut), trial_cause(ok, why, c.rig, rate), dict(c.rig))
         self.trials.append(t)
         self.progress(f"{target} trial {len(self.trials)}: {_fmt(rate)} for {duration:g} s: tx {c.tx} "
                       f"rx {c.rx} lost {c.lost} ({100 * c.loss_ratio:.4f} %) unsent {c.unsent} -> "
-                      f"{'pass' if ok else 'FAIL (' + why + ')'}")
+                      f"{'pass' if ok else 'FAIL (' + why + ', ' + t.cause + ')'}{_fmt_rig(c.rig)}")
         self.last_counters = c
         return t
 

@@ -20,6 +20,11 @@ class Trial:
     passed: bool
     reason: str          # "ok", "loss", "backpressure", "generator limit"
     dut: dict[str, float] = field(default_factory=dict)   # the DUT's counters over the trial
+    # the rig's figures of the trial (the measurer's Counters.rig, drivers/trafficgen/rig.py) and
+    # the cause of a failure they give: "ok", "DUT loss", "DUT backpressure", "generator stall",
+    # "rig stall", "generator limit" (rig.classify)
+    cause: str = ""
+    rig: dict[str, float] = field(default_factory=dict)
 
 
 def judge(c: Counters, loss_target: float, max_unsent_ratio: float) -> tuple[bool, str]:

@@ -18,6 +18,7 @@ Default run: 64 B x {1, 1k} flows with short trials; --nightly: every RFC 2544 s
 """
 from __future__ import annotations
 
+import os
 import re
 import statistics
 import time
@@ -35,6 +36,7 @@ from drivers.trafficgen.mlr import MlrConfig, goals_from_section, search_mlr, sp
 from drivers.trafficgen.ndr import SearchConfig, search_ndr_pdr
 from reports.distributions import hdrh_from_buckets, hdrh_metrics
 
+from . import rig as rig_setup
 from . import topology
 
 # The generator benchmarks and loopbacks are softgen's own and built on this box (local_lab);
@@ -474,17 +476,51 @@ def _switch_topology(lab, profile, kind, flows, tag):
     return topology.switch_p2p(lab, kind, flows, tag=tag)
 
 
-def _cross_checked(topo, measure, checks: list):
-    """measure() plus the switch's own port counters around every trial (see
-    topology.switch_cross_check); raises CounterError on an impossible pair."""
+def _switch_reader(topo):
+    """() -> the switch's stats (its stats socket on any host), or None when not known."""
     if topo.read_switch_stats is not None:
-        read = topo.read_switch_stats
-    elif topo.switch_stats is not None:
+        return topo.read_switch_stats
+    if topo.switch_stats is not None:
         from dut.switch.launcher import read_stats
 
         def read():
             return read_stats(topo.switch_stats)
-    else:
+        return read
+    return None
+
+
+_CEILING: dict[str, tuple[float, list[float]]] = {}
+
+
+def _gen_ceiling(lab, progress) -> float | None:
+    """softgen's own memif loopback ceiling (suites/throughput/rig.py), measured once per run
+    on a local lab: the NDR search's upper bound (issue 44; was the wire's fixed rate)."""
+    if "softgen" not in _CEILING:
+        loop = topology.loopback(lab, tag="ceil")
+        try:
+            _CEILING["softgen"] = rig_setup.generator_ceiling_pps(loop.gen, loop.tx_port, loop.rx_port,
+                                                                   ask_pps=topology.TX_ASK_PPS)
+        finally:
+            loop.close()
+        med, rates = _CEILING["softgen"]
+        progress(f"generator loopback ceiling: {med / 1e6:.2f} Mpps (trials "
+                 f"{', '.join(f'{r / 1e6:.2f}' for r in rates)})")
+    return _CEILING["softgen"][0]
+
+
+def _search_max_rate(lab, profile, topo, progress) -> float:
+    """The search's upper bound: the generator's ceiling measured in this run (softgen on a
+    local lab), never above the wire's nominal rate; else the topology's fixed rate."""
+    if is_remote(lab) or profile.generator["kind"] != "softgen" or topo.switch_kind is None:
+        return topo.max_rate_pps
+    return min(topo.max_rate_pps, _gen_ceiling(lab, progress))
+
+
+def _cross_checked(topo, measure, checks: list):
+    """measure() plus the switch's own port counters around every trial (see
+    topology.switch_cross_check); raises CounterError on an impossible pair."""
+    read = _switch_reader(topo)
+    if read is None:
         return measure
 
     def checked(duration_s, rate_pps):
@@ -510,11 +546,20 @@ def test_rfc2544_ndr_pdr(lab, profile, kind, case, results, progress, request):
     nightly = request.config.getoption("--nightly")
     topo = _switch_topology(lab, profile, kind, flows, tag=f"t{next(_TAGS)}")
     checks: list[dict] = []
+    pin = rig_setup.pin_others(lab, None if is_remote(lab) else rig_setup.housekeeping_core(
+        os.environ.get(rig_setup.HOUSEKEEPING_ENV, rig_setup.HOUSEKEEPING_DEFAULT),
+        topology.SWITCH_CORE, topology.GEN_WORKER_CORE),
+        rig_setup.poller_nice_from_env(os.environ.get(rig_setup.POLLER_NICE_ENV)))
     try:
         measure = _cross_checked(topo, make_measure(topo.gen, _streams(topo.tx_port, topo.rx_port, size, flows),
                                                     drain_s=0.1), checks)
-        cfg = mlr_config(profile, topo.max_rate_pps, nightly)
+        # the rig's figures of every trial beside its counters (issue 44: suites/throughput/rig.py)
+        measure = rig_setup.with_switch_rig(measure, _switch_reader(topo), topo.ring_slots)
         log = _search_log(lab)
+        max_rate = _search_max_rate(lab, profile, topo, progress)
+        pin.__enter__()  # the run's other threads off the pollers' cores (OFBENCH_RIG_HOUSEKEEPING)
+        rig_setup.warm_up(measure, max_rate)
+        cfg = mlr_config(profile, max_rate, nightly)
         r = search_mlr(measure, cfg, lambda line: log(f"{kind} {size}B {flows} flows: {line}", progress))
         # back-to-back (RFC 2544 26.4): the longest burst at max rate with no loss, bounded by
         # what one short burst can tell on this box: a single trial at the top rate
@@ -522,6 +567,9 @@ def test_rfc2544_ndr_pdr(lab, profile, kind, case, results, progress, request):
                                    rate_pps=topo.max_rate_pps, count=50_000, flows=flows)], drain_s=0.2)
         dists = search_latency_distributions(r)
         m = {**r.metrics(), **search_latency_metrics(dists)}
+        m.update(rig_setup.trial_metrics(r.trials))
+        if max_rate != topo.max_rate_pps:
+            m["search_max_mpps"] = max_rate / 1e6
         m["b2b_burst_frames"] = float(b2b.streams["b2b"].tx if b2b.lost == 0 else 0)
         m["b2b_lost_packets"] = float(b2b.lost)
         if checks:  # every trial's generator counters agreed with the switch's (else CounterError)
@@ -548,6 +596,7 @@ def test_rfc2544_ndr_pdr(lab, profile, kind, case, results, progress, request):
                        check_targets_now=kind == profile.switch["kind"],
                        distributions=dists, search=r.search_record())
     finally:
+        pin.__exit__(None, None, None)
         topo.close()
 
 

@@ -127,6 +127,7 @@ class Topology:
     hosts: dict | None = None             # the lab's hosts of this topology (provenance)
     generator_version: str | None = None
     cross_check: bool = True              # False: switch_stats feed the telemetry only
+    ring_slots: int = 1024                # descriptors of the DUT's rx rings (a stall's yardstick)
 
     def close(self):
         self.gen.close()
@@ -232,7 +233,9 @@ def switch_p2p(lab, kind: str, flows: int, tag: str = "sw", wire: str = "vhost",
             extra = [(i + 1, {"ovs": {"name": names[i], "type": "dpdkvhostuser"},
                               "devargs": f"vhost:{sock},client=0"})
                      for i, sock in enumerate(socks)]
-            gen_ports = [SoftgenPort("p0", virtio_user(0, socks[0])), SoftgenPort("p1", virtio_user(1, socks[1]))]
+            # the virtio rings' size is the frontend's (softgen's queue_size); the backend takes it
+            qs = 1 << ring_log2 if ring_log2 else 1024
+            gen_ports = [SoftgenPort("p0", virtio_user(0, socks[0], qs)), SoftgenPort("p1", virtio_user(1, socks[1], qs))]
         elif kind == "ofbench" and wire == "memif":
             s0, s1 = (fresh_sock(lab, f"{tag}-memif{i}") for i in (0, 1))
             gen_ports = [SoftgenPort("p0", memif(0, "server", s0)), SoftgenPort("p1", memif(1, "server", s1))]
@@ -293,8 +296,9 @@ def switch_p2p(lab, kind: str, flows: int, tag: str = "sw", wire: str = "vhost",
         sock = stats_sock[0] if stats_sock and stats_sock[0] else None
         # telemetry only: this wire's trials were never cross-checked against the switch's
         # counters (the memif topology's are), so a stale packet cannot fail a run here
+        slots = 1 << ring_log2 if (port_kind in ("memif", "vhost") and ring_log2) else 1024
         return Topology(gen, "p0", "p1", port_kind, kind, max_rate, stop,
-                        switch_stats=Path(sock) if sock else None, cross_check=False)
+                        switch_stats=Path(sock) if sock else None, cross_check=False, ring_slots=slots)
     except BaseException:
         stop()
         raise
@@ -373,7 +377,8 @@ def switch_p2p_trex(lab, generator: dict, kind: str, flows: int, tag: str = "sw"
                 raise RuntimeError(f"{kind}: TRex memif ports not up after 20 s")
             time.sleep(0.2)
         time.sleep(0.5)  # let the switch finish port setup (first packets may hit a cold path)
-        return Topology(gen, tx, rx, "memif", kind, 10e6, stop, switch_stats=Path(lab.state_dir) / f"{name}.stats")
+        return Topology(gen, tx, rx, "memif", kind, 10e6, stop, switch_stats=Path(lab.state_dir) / f"{name}.stats",
+                        ring_slots=1 << ring_log2 if ring_log2 else 1024)
     except BaseException:
         stop()
         raise

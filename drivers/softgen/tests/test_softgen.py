@@ -65,6 +65,13 @@ def test_ring_loopback_counts_exactly_and_measures_latency(tmp_path):
         # a second trial starts from zero
         c2 = g.run([Stream("again", "r", frame_size=128, rate_pps=10_000, count=100)])
         assert c2.streams["again"].rx == 100 and c2.ports["r"].tx == 100
+        # the rig's figures of each trial (issue 44): the worker's longest pass gap is > 0 and
+        # below the whole trial; reset at each start, so they are the trial's own
+        for cc in (c, c2):
+            assert 0 < cc.rig["gen_max_gap_ns"] < 5e9 and cc.rig["gen_rx_backlog_pkts"] >= 0
+        st = g.raw_stats()[0]["rig"]
+        g.instances[0].control.request("start")
+        assert g.raw_stats()[0]["rig"]["passes"] < st["passes"] or st["passes"] < 1000
 
 
 @needs_binary

@@ -119,7 +119,7 @@ static void stats_answer(int ls)
 	int c = accept(ls, NULL, NULL);
 	if (c < 0)
 		return;
-	char buf[8192];
+	char buf[16384];  /* ports + workers with their rig histograms */
 	size_t n = 0;
 	uint64_t hits = 0, misses = 0;
 	for (unsigned w = 0; w < ofs_dp.n_workers; w++) {
@@ -151,12 +151,23 @@ static void stats_answer(int ls)
 	/* each worker's busy and idle TSC cycles (struct ofs_worker): who limited a run */
 	n += (size_t)snprintf(buf + n, sizeof(buf) - n, "], \"tsc_hz\": %llu, \"workers\": [",
 			      (unsigned long long)rte_get_tsc_hz());
-	for (unsigned w = 0; w < ofs_dp.n_workers; w++)
+	for (unsigned w = 0; w < ofs_dp.n_workers; w++) {
+		const struct ofs_worker *wk = &ofs_dp.workers[w];
 		n += (size_t)snprintf(buf + n, sizeof(buf) - n,
-			"%s{\"lcore\": %u, \"busy_cycles\": %llu, \"idle_cycles\": %llu}",
-			w ? ", " : "", ofs_dp.workers[w].lcore_id,
-			(unsigned long long)ofs_dp.workers[w].busy_tsc,
-			(unsigned long long)ofs_dp.workers[w].idle_tsc);
+			"%s{\"lcore\": %u, \"busy_cycles\": %llu, \"idle_cycles\": %llu, "
+			"\"gap_floor_cycles\": %llu, \"gap_hist\": [",
+			w ? ", " : "", wk->lcore_id, (unsigned long long)wk->busy_tsc,
+			(unsigned long long)wk->idle_tsc, (unsigned long long)wk->gap_floor_tsc);
+		/* rig measurements (issue 44, OFS_RIG_BUCKETS in ofswitch.h) */
+		for (unsigned b = 0; b < OFS_RIG_BUCKETS; b++)
+			n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s%llu", b ? ", " : "",
+					      (unsigned long long)wk->gap_hist[b]);
+		n += (size_t)snprintf(buf + n, sizeof(buf) - n, "], \"backlog_hist\": [");
+		for (unsigned b = 0; b < OFS_RIG_BUCKETS; b++)
+			n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s%llu", b ? ", " : "",
+					      (unsigned long long)wk->backlog_hist[b]);
+		n += (size_t)snprintf(buf + n, sizeof(buf) - n, "]}");
+	}
 	n += (size_t)snprintf(buf + n, sizeof(buf) - n, "]}\n");
 	ssize_t wr = write(c, buf, n);
 	(void)wr;

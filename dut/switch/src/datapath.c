@@ -1893,6 +1893,19 @@ static void process_burst(struct ofs_worker *w, int pidx, struct rte_mbuf **pkts
 			run_pipeline(&ctx[j], 0, first[j]);
 }
 
+/* Rig measurements (issue 44, OFS_RIG_BUCKETS): the bucket of a value v >= 1 in units. */
+static inline unsigned rig_bucket(uint64_t units)
+{
+	unsigned b = 63 - (unsigned)__builtin_clzll(units);
+	return b < OFS_RIG_BUCKETS ? b : OFS_RIG_BUCKETS - 1;
+}
+
+/* A loop pass longer than the floor: count it in the gap histogram (rare: not per pass). */
+static __rte_noinline void rig_note_gap(struct ofs_worker *w, uint64_t gap_tsc)
+{
+	w->gap_hist[rig_bucket(gap_tsc / w->gap_floor_tsc)]++;
+}
+
 int ofs_worker_main(void *arg)
 {
 	struct ofs_worker *w = arg;
@@ -1908,6 +1921,7 @@ int ofs_worker_main(void *arg)
 	const uint64_t word_tsc = RTE_MAX(rte_get_tsc_hz() / 1000000 * OFS_CTR_SWEEP_US /
 					  w->ctr_words, (uint64_t)1);
 	uint64_t last_drain = rte_rdtsc(), pass_tsc = last_drain;
+	w->gap_floor_tsc = RTE_MAX(rte_get_tsc_hz() >> 16, (uint64_t)1);  /* ~15 us */
 	w->ctr_next_tsc = last_drain;
 	w->ctr_off = (size_t)w->idx * ofs_arena_ctr_stride;
 	rte_rcu_qsbr_thread_register(ofs_dp.qsbr, w->idx);
@@ -1918,6 +1932,12 @@ int ofs_worker_main(void *arg)
 			int pidx = w->rx_ports[i];
 			uint16_t n = port_rx(w, pidx, pkts);
 			got += n;
+			if (unlikely(n == OFS_BURST)) {  /* the ring holds more: a run of full bursts */
+				w->full_run[pidx]++;
+			} else if (unlikely(w->full_run[pidx])) {
+				w->backlog_hist[rig_bucket(w->full_run[pidx])]++;
+				w->full_run[pidx] = 0;
+			}
 			if (n)
 				process_burst(w, pidx, pkts, n, c);
 		}
@@ -1934,6 +1954,8 @@ int ofs_worker_main(void *arg)
 		 * partial ones are flushed when the loop found nothing to do (no latency added at
 		 * low rates) or every OFS_TX_DRAIN_US, not after every poll. */
 		uint64_t now_tsc = rte_rdtsc();
+		if (unlikely(now_tsc - pass_tsc >= w->gap_floor_tsc))
+			rig_note_gap(w, now_tsc - pass_tsc);
 		if (got)
 			w->busy_tsc += now_tsc - pass_tsc;
 		else

@@ -83,6 +83,12 @@
 #define OFS_TX_DRAIN_US 100  /* partial tx buffers wait at most this long while busy */
 #define OFS_MAX_PKT 9216
 #define OFS_MAC_TABLE 4096  /* per worker, power of 2: fail-standalone MAC learning */
+/* Rig measurements of a worker (issue 44, struct ofs_worker): log2 histograms, cumulative so a
+ * client reads them before and after a trial and takes the difference (no reset message).
+ * gap_hist[i]: loop passes that took [2^i, 2^(i+1)) x gap_floor_tsc (the last bucket: longer);
+ * passes shorter than the floor (~15 us) are not counted. backlog_hist[i]: runs of 2^i..2^(i+1)-1
+ * consecutive full rx bursts on one port (the ring held at least that many bursts). */
+#define OFS_RIG_BUCKETS 16
 
 struct ofs_flow_ctr;
 /* A flow: one slot of the flow arena (flowarena.h: hugepage memory, 64-byte aligned slots).
@@ -383,6 +389,12 @@ struct ofs_worker {
 	 * idle sleep included); the stats socket reports both, so a benchmark can tell whether
 	 * the switch or its feed was the limit, and the switch's cycles per packet */
 	uint64_t busy_tsc, idle_tsc;
+	/* rig measurements (OFS_RIG_BUCKETS): written by this worker only, read by the stats
+	 * socket; full_run[p]: the current run of full rx bursts on ports[p] */
+	uint64_t gap_floor_tsc;
+	uint64_t gap_hist[OFS_RIG_BUCKETS];
+	uint64_t backlog_hist[OFS_RIG_BUCKETS];
+	uint16_t full_run[OFS_MAX_PORTS];
 	/* fail-standalone MAC learning (datapath.c standalone_forward): direct-mapped, this
 	 * worker's own; an entry is mac (48 bits) | (ports[] index + 1) << 48, 0 = empty */
 	uint64_t mac_learned[OFS_MAC_TABLE];

@@ -182,6 +182,9 @@ def test_controller_loss_fail_modes_and_flows_kept(tmp_path, mode):
         # the worker's time: busy while the frame circles, idle (its naps) before it did
         [wk] = st["workers"]
         assert st["tsc_hz"] > 0 and wk["busy_cycles"] > 0 and wk["idle_cycles"] > 0, st
+        # the rig's histograms (issue 44): cumulative, 16 log2 buckets each, the floor ~15 us
+        assert len(wk["gap_hist"]) == len(wk["backlog_hist"]) == 16
+        assert 0 < wk["gap_floor_cycles"] <= st["tsc_hz"] / 60_000
         if mode == "secure":
             assert q1b > q1a, "fail-secure: the installed flow keeps forwarding"
             assert q2b == q2a, "fail-secure: nothing beyond the flows"

@@ -1,0 +1,221 @@
+"""The rig of an end-to-end NDR search on one box (issue 44): the generator's own ceiling
+measured in the same run (the search's upper bound), a warm-up before the first trial, the
+switch's rig figures around each trial, and a summary of what the trials' rig measured.
+
+The generator's ceiling: softgen -> memif -> softgen (the generator's own loopback over the
+wire kind of the deep-ring rig, two processes, one worker each), asked for the 64 B line rate of
+the virtual wire, for a few short trials; the median received rate (over the TX window). A
+net_ring port looped onto one worker measured 77-96 Mpps here: softgen's loop without a wire,
+no yardstick for a switch behind a wire.
+"""
+from __future__ import annotations
+
+import statistics
+from typing import Callable
+
+from drivers.trafficgen.counters import Counters
+from drivers.trafficgen.model import Stream
+from drivers.trafficgen.rig import cause_summary, switch_rig
+
+CEILING_TRIALS = 3
+CEILING_TRIAL_S = 0.5
+WARM_UP_S = 1.0
+WARM_UP_FRACTION = 0.1
+
+
+def received_rate_pps(c: Counters, duration_s: float) -> float:
+    """What came back per second of the trial: rx over the TX window when known (start-up and
+    the catch-up grace excluded), else over the scheduled duration (pure)."""
+    window = max((s.tx_window_s for s in c.streams.values()), default=0.0)
+    span = window if window > 0 else duration_s
+    return c.rx / span if span > 0 else 0.0
+
+
+def generator_ceiling_pps(gen, port: str, rx_port: str | None = None, size: int = 64, ask_pps: float = 40e6,
+                          trials: int = CEILING_TRIALS, trial_s: float = CEILING_TRIAL_S) -> tuple[float, list[float]]:
+    """(median, every trial's) received rate of ``gen`` from ``port`` to ``rx_port`` (default:
+    the same port, looped onto itself), asked ``ask_pps`` (more than one core sends)."""
+    rates = []
+    for _ in range(trials):
+        c = gen.run([Stream("ceiling", port, rx_port=rx_port or port, frame_size=size, rate_pps=ask_pps,
+                            duration_s=trial_s)], drain_s=0.05)
+        rates.append(received_rate_pps(c, trial_s))
+    return statistics.median(rates), rates
+
+
+def warm_up(measure: Callable[[float, float], Counters], max_rate_pps: float,
+            duration_s: float = WARM_UP_S, fraction: float = WARM_UP_FRACTION) -> Counters:
+    """One trial, not judged, before the search: page faults, flow-cache fills, the first
+    scheduler migrations happen here rather than in the first judged trial."""
+    return measure(duration_s, max_rate_pps * fraction)
+
+
+def with_switch_rig(measure: Callable[[float, float], Counters], read_stats: Callable[[], dict | None],
+                    ring_slots: int) -> Callable[[float, float], Counters]:
+    """measure() plus the switch's rig figures (its worker's longest gap, rx backlog) from its
+    stats around the trial, and the ring size the cause is judged against, in Counters.rig."""
+    def measured(duration_s: float, rate_pps: float) -> Counters:
+        before = read_stats() if read_stats else None
+        c = measure(duration_s, rate_pps)
+        after = read_stats() if read_stats else None
+        c.rig.update(switch_rig(before, after))
+        c.rig["ring_slots"] = float(ring_slots)
+        return c
+    return measured
+
+
+def spread(values: list[float]) -> float | None:
+    """(max - min) / median; None for fewer than 2 values or a median of 0 (pure)."""
+    if len(values) < 2:
+        return None
+    med = statistics.median(values)
+    return (max(values) - min(values)) / med if med > 0 else None
+
+
+def trial_metrics(trials) -> dict[str, float]:
+    """A record's metrics from a search's trials (anything with passed, cause and rig): the
+    longest gaps seen in any trial, and how many failed trials had each cause."""
+    m: dict[str, float] = {}
+    for key in ("gen_max_gap_ns", "switch_max_gap_ns", "gen_rx_backlog_pkts", "switch_rx_backlog_pkts"):
+        vals = [t.rig[key] for t in trials if t.rig and key in t.rig]
+        if vals:
+            unit = "us" if key.endswith("_ns") else "pkts"
+            name = key.removesuffix("_ns").removesuffix("_pkts")
+            m[f"rig_{name}_{unit}_max"] = max(vals) / (1e3 if unit == "us" else 1)
+            m[f"rig_{name}_{unit}_median"] = statistics.median(vals) / (1e3 if unit == "us" else 1)
+    for cause, n in cause_summary(t.cause for t in trials).items():
+        m[f"failed_trials_{cause.lower().replace(' ', '_')}"] = float(n)
+    return m
+
+
+# ---- keeping the run's other threads off the pollers' cores (issue 44 part 2) -------------------
+# On a 2-core box the switch's worker and the generator's worker own one core each, so every
+# other thread of the run (the switch's agent and EAL service threads, softgen's control
+# thread, the controller, this harness) has to share one of them: the "housekeeping" core.
+# OFBENCH_RIG_HOUSEKEEPING picks it: "gen" (the generator worker's core), "switch", or "off"
+# (leave the scheduler free, as before).
+HOUSEKEEPING_ENV = "OFBENCH_RIG_HOUSEKEEPING"
+HOUSEKEEPING_DEFAULT = "off"
+# OFBENCH_RIG_POLLER_NICE: the nice value of the pollers for the search ("" = unchanged)
+POLLER_NICE_ENV = "OFBENCH_RIG_POLLER_NICE"
+
+
+def poller_nice_from_env(value: str | None) -> int | None:
+    """The nice value asked for by OFBENCH_RIG_POLLER_NICE (None: leave it)."""
+    if value in (None, ""):
+        return None
+    try:
+        n = int(value)
+    except ValueError:
+        raise ValueError(f"{POLLER_NICE_ENV}={value!r}: want an integer in -20..19") from None
+    if not -20 <= n <= 19:
+        raise ValueError(f"{POLLER_NICE_ENV}={value!r}: want an integer in -20..19")
+    return n
+
+
+def is_poller(pid: int, tid: int, comm: str) -> bool:
+    """A busy-polling thread of the run: an EAL worker lcore (softgen's worker, the switch's
+    second and later workers: "lcore-worker-N", or "rte-worker-N" as this box's DPDK names
+    them), or the switch's main thread (its main lcore is worker 0)."""
+    return comm.startswith(("lcore-worker", "rte-worker")) or (tid == pid and comm == "ofswitch")
+
+
+def plan_pinning(threads: list[tuple[int, int, str]], core: int) -> dict[int, set[int]]:
+    """{tid: {core}} for every thread of ``threads`` ((pid, tid, comm)) that is not a poller."""
+    return {tid: {core} for pid, tid, comm in threads if not is_poller(pid, tid, comm)}
+
+
+def _descendants(pids: list[int]) -> list[int]:
+    import os
+    parent: dict[int, int] = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    parent[int(d)] = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+    out, todo = set(), list(pids)
+    while todo:
+        p = todo.pop()
+        if p in out:
+            continue
+        out.add(p)
+        todo += [c for c, pp in parent.items() if pp == p]
+    return sorted(out)
+
+
+def _threads(pids: list[int]) -> list[tuple[int, int, str]]:
+    import os
+    out = []
+    for pid in pids:
+        try:
+            tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/comm") as f:
+                    out.append((pid, tid, f.read().strip()))
+            except OSError:
+                continue
+    return out
+
+
+def housekeeping_core(choice: str, switch_core: int, gen_core: int) -> int | None:
+    """The core the run's other threads go to for a choice of OFBENCH_RIG_HOUSEKEEPING."""
+    if choice in ("", "off"):
+        return None
+    if choice == "gen":
+        return gen_core
+    if choice == "switch":
+        return switch_core
+    raise ValueError(f"{HOUSEKEEPING_ENV}={choice!r}: want gen, switch or off")
+
+
+class pin_others:
+    """Context: every non-polling thread of the lab's processes (and of this harness) on one
+    core; the harness's own threads get their affinity back at exit (the lab's processes end
+    with the topology)."""
+
+    def __init__(self, lab, core: int | None, poller_nice: int | None = None):
+        self.lab, self.core, self.poller_nice = lab, core, poller_nice
+        self.saved: dict[int, set[int]] = {}
+        self.moved = 0
+        self.reniced = 0
+
+    def __enter__(self):
+        import os
+        procs = [p.pid for p in getattr(self.lab.supervisor, "procs", []) if p.alive()]
+        me = os.getpid()
+        if self.poller_nice is not None:
+            # the pollers ahead of everything else of the box in the fair scheduler (a nice -20
+            # thread weighs ~87x a nice 0 one): shorter preemptions, not none
+            for pid, tid, comm in _threads(_descendants(procs)):
+                if is_poller(pid, tid, comm):
+                    try:
+                        os.setpriority(os.PRIO_PROCESS, tid, self.poller_nice)
+                        self.reniced += 1
+                    except OSError:
+                        continue
+        if self.core is None:
+            return self
+        plan = plan_pinning(_threads(_descendants(procs)) + _threads([me]), self.core)
+        for tid, cpus in plan.items():
+            try:
+                if tid in {t for _, t, _ in _threads([me])}:
+                    self.saved[tid] = os.sched_getaffinity(tid)
+                os.sched_setaffinity(tid, cpus)
+                self.moved += 1
+            except OSError:
+                continue
+        return self
+
+    def __exit__(self, *exc):
+        import os
+        for tid, cpus in self.saved.items():
+            try:
+                os.sched_setaffinity(tid, cpus)
+            except OSError:
+                pass
+        return False

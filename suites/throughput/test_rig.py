@@ -1,0 +1,154 @@
+"""The rig of the end-to-end NDR on one box (issue 44): its pure helpers, and the repeatability
+bench: ofbench's NDR at 64 B searched 5 times in one run beside the generator's own loopback
+ceiling measured in the same run, every trial with the rig's figures and its cause.
+
+    flock /tmp/ofbench-bench.lock .venv/bin/python -m pytest suites/throughput/test_rig.py \
+        --dut=local -k repeatability -s
+    OFBENCH_RIG_WIRE=memif:14 (memif, 2^14-slot rings; default vhost, 1024 slots) and
+    OFBENCH_RIG_HOUSEKEEPING=gen|switch|off (suites/throughput/rig.py) pick the rig.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import statistics
+from types import SimpleNamespace
+
+import pytest
+
+from drivers.lab.base import is_remote
+from drivers.softgen.driver import binary as softgen_binary
+from drivers.trafficgen.base import make_measure
+from drivers.trafficgen.counters import Counters, StreamCounters
+from drivers.trafficgen.mlr import search_mlr
+
+from . import rig as rig_setup
+from . import topology
+from .test_throughput import _gen_ceiling, _search_log, _streams, _switch_reader, mlr_config
+
+REPEATS = 5
+
+
+@pytest.mark.quick
+def test_spread():
+    assert rig_setup.spread([1.0, 1.1, 0.9, 1.0, 1.0]) == pytest.approx(0.2)
+    assert rig_setup.spread([1.0]) is None and rig_setup.spread([0.0, 0.0]) is None
+
+
+@pytest.mark.quick
+def test_received_rate_uses_the_tx_window():
+    c = Counters(streams={"s": StreamCounters("s", tx=1000, rx=900, tx_window_s=0.45)})
+    assert rig_setup.received_rate_pps(c, 0.5) == pytest.approx(2000)
+    c.streams["s"].tx_window_s = 0.0
+    assert rig_setup.received_rate_pps(c, 0.5) == pytest.approx(1800)
+
+
+@pytest.mark.quick
+def test_trial_metrics_and_switch_rig_in_the_measurer():
+    trials = [SimpleNamespace(passed=True, cause="ok", rig={"gen_max_gap_ns": 20e3, "switch_max_gap_ns": 61e3}),
+              SimpleNamespace(passed=False, cause="rig stall", rig={"gen_max_gap_ns": 30e3,
+                                                                   "switch_max_gap_ns": 3.9e6}),
+              SimpleNamespace(passed=False, cause="DUT loss", rig={})]
+    m = rig_setup.trial_metrics(trials)
+    assert m["rig_switch_max_gap_us_max"] == pytest.approx(3900)
+    assert m["rig_gen_max_gap_us_median"] == pytest.approx(25)
+    assert m["failed_trials_rig_stall"] == 1 and m["failed_trials_dut_loss"] == 1
+
+    def measure(d, r):
+        return Counters(rig={"gen_max_gap_ns": 1.0})
+    reads = iter([{"tsc_hz": 1e9, "workers": [{"gap_floor_cycles": 1000, "gap_hist": [0, 0],
+                                               "backlog_hist": [0]}]},
+                  {"tsc_hz": 1e9, "workers": [{"gap_floor_cycles": 1000, "gap_hist": [0, 2],
+                                               "backlog_hist": [1]}]}])
+    c = rig_setup.with_switch_rig(measure, lambda: next(reads), 4096)(1.0, 1e6)
+    assert c.rig == {"gen_max_gap_ns": 1.0, "switch_max_gap_ns": 4000.0, "switch_max_gap_lo_ns": 2000.0,
+                     "switch_stalls": 2.0, "switch_rx_backlog_pkts": 32.0, "ring_slots": 4096.0}
+
+
+@pytest.mark.quick
+def test_pinning_plan_keeps_the_pollers():
+    threads = [(10, 10, "ofswitch"), (10, 11, "eal-intr-thread"), (10, 12, "ofs-agent"),
+               (20, 20, "softgen"), (20, 21, "lcore-worker-1"), (30, 30, "python"),
+               (40, 41, "rte-worker-1")]
+    assert rig_setup.plan_pinning(threads, 1) == {11: {1}, 12: {1}, 20: {1}, 30: {1}}
+    assert rig_setup.housekeeping_core("gen", 0, 1) == 1
+    assert rig_setup.housekeeping_core("switch", 0, 1) == 0
+    assert rig_setup.housekeeping_core("off", 0, 1) is None
+    with pytest.raises(ValueError, match="OFBENCH_RIG_HOUSEKEEPING"):
+        rig_setup.housekeeping_core("both", 0, 1)
+    assert rig_setup.poller_nice_from_env("") is None and rig_setup.poller_nice_from_env("-20") == -20
+    with pytest.raises(ValueError, match="OFBENCH_RIG_POLLER_NICE"):
+        rig_setup.poller_nice_from_env("-21")
+
+
+@pytest.mark.bench
+@pytest.mark.local_lab
+@pytest.mark.features("softgen")
+@pytest.mark.skipif(not softgen_binary().exists(), reason=f"softgen not built ({softgen_binary()})")
+@pytest.mark.parametrize("flows", [1, 1000], ids=["64b-1flows", "64b-1000flows"])
+def test_ndr_repeatability(lab, profile, flows, results, progress):
+    """ofbench's NDR at 64 B, REPEATS searches on one topology after one warm-up, beside the
+    generator's loopback ceiling of this run: the spread, the ratio, each failed trial's cause."""
+    kind = profile.switch["kind"]
+    if kind != "ofbench" or is_remote(lab) or profile.generator["kind"] != "softgen":
+        pytest.skip("the repeatability bench drives ofbench with softgen on a local lab")
+    log = _search_log(lab)
+    ceiling = _gen_ceiling(lab, lambda line: log(line, progress))
+    wire = os.environ.get("OFBENCH_RIG_WIRE", "vhost")  # or <wire>:<ring log2>, e.g. memif:14, vhost:12
+    wire_kind, _, log2 = wire.partition(":")
+    topo = topology.switch_p2p(lab, kind, flows, tag=f"rep{flows}", wire=wire_kind,
+                               ring_log2=int(log2) if log2 else None)
+    stack = contextlib.ExitStack()
+    try:
+        measure = rig_setup.with_switch_rig(
+            make_measure(topo.gen, _streams(topo.tx_port, topo.rx_port, 64, flows), drain_s=0.1),
+            _switch_reader(topo), topo.ring_slots)
+        max_rate = min(topo.max_rate_pps, ceiling)
+        choice = os.environ.get(rig_setup.HOUSEKEEPING_ENV, rig_setup.HOUSEKEEPING_DEFAULT)
+        nice = rig_setup.poller_nice_from_env(os.environ.get(rig_setup.POLLER_NICE_ENV))
+        pin = rig_setup.pin_others(lab, rig_setup.housekeeping_core(choice, topology.SWITCH_CORE,
+                                                                     topology.GEN_WORKER_CORE), nice)
+        stack.enter_context(pin)
+        log(f"housekeeping threads: {choice} ({pin.moved} threads moved), pollers' nice {nice} "
+            f"({pin.reniced} threads)", progress)
+        rig_setup.warm_up(measure, max_rate)
+        # the search `make suites` runs (MLRsearch with the profile's goals), no latency trials
+        cfg = mlr_config(profile, max_rate, False, latency_fractions=())
+        ndrs, trials = [], []
+        for i in range(REPEATS):
+            r = search_mlr(measure, cfg, lambda line: log(f"{kind} 64B {flows} flows #{i + 1}: {line}",
+                                                         progress))
+            ndrs.append(r.ndr.rate_pps / 1e6)
+            trials += r.trials
+        med = statistics.median(ndrs)
+        m = {"ndr_mpps_median": med, "ndr_mpps_min": min(ndrs), "ndr_mpps_max": max(ndrs),
+             "gen_ceiling_mpps": ceiling / 1e6, "search_max_mpps": max_rate / 1e6,
+             "ndr_vs_gen_ceiling": med / (ceiling / 1e6) if ceiling else 0.0,
+             "trials": float(len(trials)), "failed_trials": float(sum(not t.passed for t in trials))}
+        sp = rig_setup.spread(ndrs)
+        if sp is not None:
+            m["ndr_spread"] = sp
+        m.update(rig_setup.trial_metrics(trials))
+        log(f"{kind} 64B {flows} flows over {wire} ({topo.ring_slots} slots), housekeeping {choice}: NDRs {', '.join(f'{x:.3f}' for x in ndrs)} Mpps, median {med:.3f}, "
+            f"spread {sp if sp is None else round(sp, 3)}, ceiling {ceiling / 1e6:.2f} Mpps, "
+            f"causes {rig_setup.cause_summary(t.cause for t in trials)}", progress)
+        results.record(f"ndr_repeat_64b_{flows}flows", metrics=m,
+                       params={"frame_size": 64, "flows": flows, "switch_kind": kind, "repeats": REPEATS,
+                               "ndr_mpps": ndrs, "port_kind": topo.port_kind, "ring_slots": topo.ring_slots,
+                               "housekeeping": choice, "wire": wire, "poller_nice": nice,
+                               "search": "mlrsearch", "threads_moved": pin.moved},
+                       provenance={"generator": topo.gen.name, "generator_version": topo.gen.version,
+                                   "port_kind": topo.port_kind, "dut_switch_kind": kind},
+                       check_targets_now=False)
+    finally:
+        stack.close()
+        topo.close()
+
+
+@pytest.mark.quick
+def test_gap_probe_buckets():
+    from .gap_probe import buckets_ms
+    w = {"gap_floor_cycles": 1000, "gap_hist": [5, 0, 1]}
+    before = {"tsc_hz": 1e6, "workers": [w]}
+    after = {"tsc_hz": 1e6, "workers": [dict(w, gap_hist=[7, 0, 4])]}
+    assert buckets_ms(before, after) == [(1.0, 2.0, 2), (4.0, 8.0, 3)]  # 1000 cycles at 1 MHz: 1 ms
