@@ -32,7 +32,7 @@ class FaucetError(LabError):
 
 
 def faucet_venv() -> Path:
-    from harness.paths import REPO
+    from paths import REPO
     return Path(os.environ.get("OFBENCH_FAUCET_VENV") or REPO / ".venv-faucet")
 
 
