@@ -84,13 +84,9 @@ class Scenario:
 # Findings FAUCET exposed in a switch, written down in suites/interop/README.md: the scenario
 # still runs and records; its failure is reported as an expected failure (strict: once the
 # switch is fixed the XPASS fails the run, and the entry goes).
-KNOWN = {
-    ("link_down_up", "ofbench"): "ofbench sends no PORT_STATUS when a kernel port's carrier "
-    "changes: DPDK 22.11's af_xdp PMD always reports link up (suites/interop/README.md "
-    "'Findings')",
-    ("l2_learning_ovs_testcontroller", "ofbench"): "ofbench's PACKET_IN from the table-miss "
-    "flow entry carries reason OFPR_ACTION, not OFPR_NO_MATCH (OF1.3.5 7.4.1); "
-    "ovs-testcontroller ignores such packet-ins (suites/interop/README.md 'Findings')",
+KNOWN: dict[tuple[str, str], str] = {
+    # (scenario, switch kind): the finding (suites/interop/README.md "Findings") while it is
+    # open; findings 1 and 2 (ofbench's link state, its table-miss packet-in reason) are fixed
 }
 
 

@@ -47,6 +47,11 @@ void ofs_expire_flows(struct obuf *out, uint64_t now_ns);
  * meters are freed after a grace period. */
 void ofs_commit(void);
 void ofs_send_port_status(struct obuf *out, unsigned port_idx, uint8_t reason);
+/* Kernel-backed ports (agent_ports.c): p->kif from the ethdev's driver and devargs
+ * ("net_af_xdp" + "iface=v1,..." -> "v1"; other drivers: ""), and that interface's link:
+ * 1 running (IFF_RUNNING: up, carrier), 0 not (or gone), -1 unknown (p->kif empty, error). */
+void ofs_port_set_kif(struct ofs_port *p, const char *driver, const char *devargs);
+int ofs_kif_link_up(const struct ofs_port *p);
 /* Sessions (agent_session.c): one per controller connection. A message is handled in the
  * session last chosen with ofs_session_use (a default one exists for tests and fuzzers). */
 struct ofs_session;

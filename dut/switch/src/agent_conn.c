@@ -180,8 +180,11 @@ static void check_links(struct obuf *out)
 	for (unsigned i = 0; i < ofs_dp.n_ports; i++) {
 		struct rte_eth_link link;
 		bool up;
+		int k;
 		if (ofs_dp.ports[i].vhost)
 			up = ofs_vhost_link_up(ofs_dp.ports[i].vhost);
+		else if ((k = ofs_kif_link_up(&ofs_dp.ports[i])) >= 0)
+			up = k == 1;  /* af_xdp/af_packet: the kernel's state, not the PMD's */
 		else if (rte_eth_link_get_nowait(ofs_dp.ports[i].dpdk_id, &link) != 0)
 			continue;
 		else

@@ -47,7 +47,8 @@ struct pkt_ctx {
 	bool dropped;               /* stop executing (meter drop, invalid ttl) */
 	uint8_t table_id;
 	uint64_t cookie;
-	uint8_t pin_reason;
+	uint8_t pin_reason;         /* of the flow executing: NO_MATCH for a table-miss entry
+				     * (f->table_miss), else ACTION; PACKET_OUT: ACTION */
 	uint32_t depth;             /* group recursion */
 	bool pre_looked_up;         /* table 0 was looked up by the burst pre-pass (maybe miss) */
 	bool parse_stale;           /* a push/pop moved the headers: key/lay are re-extracted by
@@ -62,6 +63,7 @@ struct pkt_ctx {
 	const uint8_t *aset[32];
 	const uint8_t *aset_setf[OXM_N_FIELDS];
 	bool aset_any;
+	uint8_t aset_reason;        /* pin_reason of the flow that wrote the set's output/group */
 };
 
 static void exec_actions(struct pkt_ctx *c, const uint8_t *a, uint32_t len);
@@ -811,8 +813,8 @@ static bool exec_one(struct pkt_ctx *c, const uint8_t *a)
 		flush_pending(c);
 		c->pending = rd32(a + 4);
 		c->pending_max_len = rd16(a + 8);
-		if (c->pending == OFPP_CONTROLLER)
-			c->pin_reason = OFPR_ACTION;
+		/* the reason stays the executing flow's (run_pipeline): NO_MATCH from a
+		 * table-miss entry (OF1.3.5 7.4.1), ACTION from any other flow or a PACKET_OUT */
 		break;
 	case OFPAT_GROUP: {
 		flush_pending(c);
@@ -1073,6 +1075,8 @@ static void write_actions(struct pkt_ctx *c, const uint8_t *a, uint32_t len)
 			c->aset_setf[a[o + 6] >> 1 & 0x7f] = a + o;
 		else if (t < 32)
 			c->aset[t] = a + o;
+		if (t == OFPAT_OUTPUT || t == OFPAT_GROUP)
+			c->aset_reason = c->pin_reason;  /* the writer flow's reason */
 		c->aset_any = true;
 		o += l;
 	}
@@ -1082,6 +1086,7 @@ static void exec_action_set(struct pkt_ctx *c)
 {
 	if (!c->aset_any)
 		return;
+	c->pin_reason = c->aset_reason;
 	for (unsigned i = 0; i < RTE_DIM(aset_order) && c->m && !c->dropped; i++) {
 		uint16_t t = aset_order[i];
 		if (t == OFPAT_SET_FIELD) {
@@ -1611,6 +1616,11 @@ static void run_pipeline(struct pkt_ctx *c, uint8_t table, struct ofs_flow *firs
 			c->key.metadata = (c->key.metadata & ~f->md_mask) | (f->md_value & f->md_mask);
 		if (f->goto_table == 0xff || f->goto_table <= t)
 			break;
+		/* a pending output:CONTROLLER is this flow's packet-in (its reason, table, cookie),
+		 * sent before the next flow's match overwrites them (no mbuf copy: the data is
+		 * copied into the packet-in either way) */
+		if (unlikely(c->pending == OFPP_CONTROLLER))
+			flush_pending(c);
 		t = f->goto_table;
 	}
 	if (c->m && !c->dropped) {

@@ -368,11 +368,16 @@ static void port_init(unsigned i, struct rte_mempool *pool)
 	struct rte_ether_addr mac;
 	rte_eth_macaddr_get(id, &mac);
 	memcpy(p->mac, mac.addr_bytes, 6);
+	/* Link state as the PMD reports it, or for an af_packet/af_xdp port (whose PMD always
+	 * says up) the kernel interface's; the agent polls it and sends PORT_STATUS on changes.
+	 * A PMD that cannot tell counts as up. */
+	const struct rte_devargs *da = rte_dev_devargs(info.device);
+	ofs_port_set_kif(p, info.driver_name, da ? da->args : NULL);
 	struct rte_eth_link link;
-	rte_eth_link_get_nowait(id, &link);
-	/* Link state as the PMD reports it (af_packet/af_xdp: the interface's IFF_RUNNING); the
-	 * agent polls it and sends PORT_STATUS on changes. A PMD that cannot tell counts as up. */
-	p->link_up = rte_eth_link_get_nowait(id, &link) != 0 || link.link_status == RTE_ETH_LINK_UP;
+	int k = ofs_kif_link_up(p);
+	p->link_up = k >= 0 ? k == 1
+			    : rte_eth_link_get_nowait(id, &link) != 0 ||
+			      link.link_status == RTE_ETH_LINK_UP;
 	p->created_ns = ofs_now_ns();
 	ofs_dp.port_by_of[p->ofport] = (int8_t)i;
 }

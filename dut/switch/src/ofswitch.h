@@ -299,6 +299,9 @@ struct ofs_port {
 	bool link_up;
 	uint64_t created_ns;
 	struct ofs_vhost *vhost;     /* a vhost-user port on librte_vhost (vhost_port.h), or NULL */
+	char kif[16];                /* the kernel interface behind an af_packet/af_xdp port (its
+				      * devargs' iface=), "": none; its link state is the
+				      * kernel's (ofs_kif_link_up), the PMD always says up */
 };
 
 struct ofs_port_stats { uint64_t rx_packets, rx_bytes, tx_packets, tx_bytes, tx_dropped, rx_dropped; };
