@@ -2,6 +2,7 @@
 
     python -m reports bisect --metric SUITE/NAME/METRIC --good SHA --bad SHA
                              [--trials 3] [--dut local] [--pytest NODE ...] [--work DIR]
+                             [--repo DIR] [--targets NINJA_TARGET ...]
 
 Each probed commit is checked out into a git worktree of its own under --work (made by this
 command and removed by it, on every exit path), its C parts built there with meson/ninja, and
@@ -24,6 +25,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -119,8 +121,9 @@ class CommitMeasurer:
 
     def __init__(self, suite: str, name: str, metric: str, trials: int, dut: str,
                  pytest_args: Sequence[str], work: Path, repo: Path = REPO,
-                 progress: Callable[[str], None] = print):
+                 progress: Callable[[str], None] = print, targets: Sequence[str] = ()):
         self.suite, self.name, self.metric, self.trials = suite, name, metric, trials
+        self.targets = list(targets)
         self.dut, self.pytest_args, self.repo, self.progress = dut, list(pytest_args), repo, progress
         self.work = Path(work)
         self.made: list[Path] = []
@@ -133,13 +136,18 @@ class CommitMeasurer:
                 self.repo, log=log):
             raise BisectError(f"commit {sha[:12]}: git worktree add failed (see {log})")
         self.made.append(tree)
+        # what setup made outside git (tools/: trex, guest image, influxd) is not in a commit
+        tools = next((t for t in (self.repo / "tools", REPO / "tools") if t.is_dir()), None)
+        if tools is not None and not (tree / "tools").exists():
+            (tree / "tools").symlink_to(tools.resolve())
         build = tree / "build"
         self.progress(f"bisect: building {sha[:12]}")
         if _run(["meson", "setup", str(build)], tree, log=log) or \
-                _run(["nice", "ninja", "-C", str(build)], tree, log=log):
+                _run(["nice", "ninja", "-C", str(build), *self.targets], tree, log=log):
             raise BisectError(f"--good/--bad: commit {sha[:12]} does not build (see {log})")
         env = {**os.environ, "OFBENCH_BUILD_DIR": str(build)}
-        venv = self.repo / ".venv" / "bin" / "python"
+        venv = (self.repo / ".venv" / "bin" / "python") if self.repo == REPO else \
+            Path("/nonexistent")   # another repository (a fixture): this interpreter
         python = str(venv) if venv.exists() else sys.executable
         values = []
         for i in range(self.trials):
@@ -180,11 +188,16 @@ def main(args) -> int:
     suite, name, metric = parse_metric(args.metric)
     if args.trials < 2:
         raise BisectError(f"--trials: at least 2 repetitions per commit, got {args.trials}")
-    shas = commit_range(args.good, args.bad)
+    repo = Path(args.repo).resolve() if args.repo else REPO
+    if not (repo / ".git").exists():
+        raise BisectError(f"--repo: {args.repo} is not a git work tree")
+    shas = commit_range(args.good, args.bad, repo)
     own_work = args.work is None
     work = Path(args.work or tempfile.mkdtemp(prefix="ofbench-bisect-"))
     work.mkdir(parents=True, exist_ok=True)
-    m = CommitMeasurer(suite, name, metric, args.trials, args.dut, args.pytest or [], work)
+    m = CommitMeasurer(suite, name, metric, args.trials, args.dut, args.pytest or [], work,
+                       repo=repo, targets=args.targets or ())
+    t0 = time.monotonic()
     try:
         res = first_bad(shas, m, metric_direction(metric))
     finally:
@@ -192,6 +205,8 @@ def main(args) -> int:
         if own_work:
             shutil.rmtree(work, ignore_errors=True)
     print(res.summary(args.metric))
+    print(f"  {len(res.probes)} commits built and measured, {args.trials} trials each, "
+          f"{time.monotonic() - t0:.0f} s")
     return 0
 
 
@@ -204,3 +219,7 @@ def add_arguments(p) -> None:
     p.add_argument("--pytest", nargs="*", default=None,
                    help="pytest node ids to run (default suites/SUITE)")
     p.add_argument("--work", default=None, help="where the worktrees go (default a temp dir)")
+    p.add_argument("--repo", default=None,
+                   help="the git repository holding the commits (default this checkout)")
+    p.add_argument("--targets", nargs="*", default=None,
+                   help="ninja targets to build per commit (default all)")
