@@ -2,7 +2,7 @@
 
     python -m reports bisect --metric SUITE/NAME/METRIC --good SHA --bad SHA
                              [--trials 3] [--dut local] [--pytest NODE ...] [--work DIR]
-                             [--repo DIR] [--targets NINJA_TARGET ...]
+                             [--repo DIR] [--targets NINJA_TARGET ...] [--lock FILE]
 
 Each probed commit is checked out into a git worktree of its own under --work (made by this
 command and removed by it, on every exit path), its C parts built there with meson/ninja, and
@@ -121,7 +121,9 @@ class CommitMeasurer:
 
     def __init__(self, suite: str, name: str, metric: str, trials: int, dut: str,
                  pytest_args: Sequence[str], work: Path, repo: Path = REPO,
-                 progress: Callable[[str], None] = print, targets: Sequence[str] = ()):
+                 progress: Callable[[str], None] = print, targets: Sequence[str] = (),
+                 lock: str | None = None):
+        self.lock = lock
         self.suite, self.name, self.metric, self.trials = suite, name, metric, trials
         self.targets = list(targets)
         self.dut, self.pytest_args, self.repo, self.progress = dut, list(pytest_args), repo, progress
@@ -154,6 +156,8 @@ class CommitMeasurer:
             runs = self.work / f"runs-{sha[:12]}-{i}"
             argv = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--dut={self.dut}",
                     "--reports-dir", str(runs), *(self.pytest_args or [f"suites/{self.suite}"])]
+            if self.lock:   # the measurement under the shared bench lock, not the build
+                argv = ["flock", self.lock, *argv]
             self.progress(f"bisect: {sha[:12]} trial {i + 1}/{self.trials}")
             _run(argv, tree, env=env, log=log)
             values += self._values(runs)
@@ -196,7 +200,8 @@ def main(args) -> int:
     work = Path(args.work or tempfile.mkdtemp(prefix="ofbench-bisect-"))
     work.mkdir(parents=True, exist_ok=True)
     m = CommitMeasurer(suite, name, metric, args.trials, args.dut, args.pytest or [], work,
-                       repo=repo, targets=args.targets or ())
+                       repo=repo, targets=args.targets or (), lock=args.lock,
+                       progress=lambda line: print(line, flush=True))
     t0 = time.monotonic()
     try:
         res = first_bad(shas, m, metric_direction(metric))
@@ -223,3 +228,6 @@ def add_arguments(p) -> None:
                    help="the git repository holding the commits (default this checkout)")
     p.add_argument("--targets", nargs="*", default=None,
                    help="ninja targets to build per commit (default all)")
+    p.add_argument("--lock", default=None, metavar="FILE",
+                   help="hold flock FILE around each trial (e.g. /tmp/ofbench-bench.lock), "
+                        "not around the builds")
