@@ -22,6 +22,7 @@ import dataclasses
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -95,9 +96,22 @@ def first_bad(shas: Sequence[str], measure: Callable[[str], list[float]], direct
 
 
 def _run(argv: list[str], cwd: Path, env: dict | None = None, log: Path | None = None) -> int:
+    """argv in a session of its own; on any exit of ours before it ends (Ctrl-C, SIGTERM: see
+    main) its whole process group is interrupted, then killed, so no trial outlives bisect."""
     with open(log, "ab") if log else open(os.devnull, "wb") as out:
-        return subprocess.run(argv, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT
-                              ).returncode
+        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        try:
+            return proc.wait()
+        except BaseException:
+            for sig, wait in ((signal.SIGINT, 30), (signal.SIGKILL, 5)):
+                try:
+                    os.killpg(proc.pid, sig)
+                    proc.wait(wait)
+                    break
+                except (ProcessLookupError, subprocess.TimeoutExpired):
+                    continue
+            raise
 
 
 def commit_range(good: str, bad: str, repo: Path = REPO) -> list[str]:
@@ -199,6 +213,9 @@ def main(args) -> int:
     own_work = args.work is None
     work = Path(args.work or tempfile.mkdtemp(prefix="ofbench-bisect-"))
     work.mkdir(parents=True, exist_ok=True)
+    def _term(signum, _frame):   # SIGTERM: unwind like Ctrl-C so the finally below runs
+        raise KeyboardInterrupt(f"signal {signum}")
+    signal.signal(signal.SIGTERM, _term)
     m = CommitMeasurer(suite, name, metric, args.trials, args.dut, args.pytest or [], work,
                        repo=repo, targets=args.targets or (), lock=args.lock,
                        progress=lambda line: print(line, flush=True))
