@@ -2,6 +2,7 @@
 
     python -m reports bisect --metric SUITE/NAME/METRIC --good SHA --bad SHA
                              [--trials 3] [--dut local] [--pytest NODE ...] [--work DIR]
+                             [--repo DIR] [--targets NINJA_TARGET ...] [--lock FILE]
 
 Each probed commit is checked out into a git worktree of its own under --work (made by this
 command and removed by it, on every exit path), its C parts built there with meson/ninja, and
@@ -21,9 +22,11 @@ import dataclasses
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -93,9 +96,22 @@ def first_bad(shas: Sequence[str], measure: Callable[[str], list[float]], direct
 
 
 def _run(argv: list[str], cwd: Path, env: dict | None = None, log: Path | None = None) -> int:
+    """argv in a session of its own; on any exit of ours before it ends (Ctrl-C, SIGTERM: see
+    main) its whole process group is interrupted, then killed, so no trial outlives bisect."""
     with open(log, "ab") if log else open(os.devnull, "wb") as out:
-        return subprocess.run(argv, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT
-                              ).returncode
+        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        try:
+            return proc.wait()
+        except BaseException:
+            for sig, wait in ((signal.SIGINT, 30), (signal.SIGKILL, 5)):
+                try:
+                    os.killpg(proc.pid, sig)
+                    proc.wait(wait)
+                    break
+                except (ProcessLookupError, subprocess.TimeoutExpired):
+                    continue
+            raise
 
 
 def commit_range(good: str, bad: str, repo: Path = REPO) -> list[str]:
@@ -119,8 +135,11 @@ class CommitMeasurer:
 
     def __init__(self, suite: str, name: str, metric: str, trials: int, dut: str,
                  pytest_args: Sequence[str], work: Path, repo: Path = REPO,
-                 progress: Callable[[str], None] = print):
+                 progress: Callable[[str], None] = print, targets: Sequence[str] = (),
+                 lock: str | None = None):
+        self.lock = lock
         self.suite, self.name, self.metric, self.trials = suite, name, metric, trials
+        self.targets = list(targets)
         self.dut, self.pytest_args, self.repo, self.progress = dut, list(pytest_args), repo, progress
         self.work = Path(work)
         self.made: list[Path] = []
@@ -133,19 +152,26 @@ class CommitMeasurer:
                 self.repo, log=log):
             raise BisectError(f"commit {sha[:12]}: git worktree add failed (see {log})")
         self.made.append(tree)
+        # what setup made outside git (tools/: trex, guest image, influxd) is not in a commit
+        tools = next((t for t in (self.repo / "tools", REPO / "tools") if t.is_dir()), None)
+        if tools is not None and not (tree / "tools").exists():
+            (tree / "tools").symlink_to(tools.resolve())
         build = tree / "build"
         self.progress(f"bisect: building {sha[:12]}")
         if _run(["meson", "setup", str(build)], tree, log=log) or \
-                _run(["nice", "ninja", "-C", str(build)], tree, log=log):
+                _run(["nice", "ninja", "-C", str(build), *self.targets], tree, log=log):
             raise BisectError(f"--good/--bad: commit {sha[:12]} does not build (see {log})")
         env = {**os.environ, "OFBENCH_BUILD_DIR": str(build)}
-        venv = self.repo / ".venv" / "bin" / "python"
+        venv = (self.repo / ".venv" / "bin" / "python") if self.repo == REPO else \
+            Path("/nonexistent")   # another repository (a fixture): this interpreter
         python = str(venv) if venv.exists() else sys.executable
         values = []
         for i in range(self.trials):
             runs = self.work / f"runs-{sha[:12]}-{i}"
             argv = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--dut={self.dut}",
                     "--reports-dir", str(runs), *(self.pytest_args or [f"suites/{self.suite}"])]
+            if self.lock:   # the measurement under the shared bench lock, not the build
+                argv = ["flock", self.lock, *argv]
             self.progress(f"bisect: {sha[:12]} trial {i + 1}/{self.trials}")
             _run(argv, tree, env=env, log=log)
             values += self._values(runs)
@@ -180,11 +206,20 @@ def main(args) -> int:
     suite, name, metric = parse_metric(args.metric)
     if args.trials < 2:
         raise BisectError(f"--trials: at least 2 repetitions per commit, got {args.trials}")
-    shas = commit_range(args.good, args.bad)
+    repo = Path(args.repo).resolve() if args.repo else REPO
+    if not (repo / ".git").exists():
+        raise BisectError(f"--repo: {args.repo} is not a git work tree")
+    shas = commit_range(args.good, args.bad, repo)
     own_work = args.work is None
     work = Path(args.work or tempfile.mkdtemp(prefix="ofbench-bisect-"))
     work.mkdir(parents=True, exist_ok=True)
-    m = CommitMeasurer(suite, name, metric, args.trials, args.dut, args.pytest or [], work)
+    def _term(signum, _frame):   # SIGTERM: unwind like Ctrl-C so the finally below runs
+        raise KeyboardInterrupt(f"signal {signum}")
+    signal.signal(signal.SIGTERM, _term)
+    m = CommitMeasurer(suite, name, metric, args.trials, args.dut, args.pytest or [], work,
+                       repo=repo, targets=args.targets or (), lock=args.lock,
+                       progress=lambda line: print(line, flush=True))
+    t0 = time.monotonic()
     try:
         res = first_bad(shas, m, metric_direction(metric))
     finally:
@@ -192,6 +227,8 @@ def main(args) -> int:
         if own_work:
             shutil.rmtree(work, ignore_errors=True)
     print(res.summary(args.metric))
+    print(f"  {len(res.probes)} commits built and measured, {args.trials} trials each, "
+          f"{time.monotonic() - t0:.0f} s")
     return 0
 
 
@@ -204,3 +241,10 @@ def add_arguments(p) -> None:
     p.add_argument("--pytest", nargs="*", default=None,
                    help="pytest node ids to run (default suites/SUITE)")
     p.add_argument("--work", default=None, help="where the worktrees go (default a temp dir)")
+    p.add_argument("--repo", default=None,
+                   help="the git repository holding the commits (default this checkout)")
+    p.add_argument("--targets", nargs="*", default=None,
+                   help="ninja targets to build per commit (default all)")
+    p.add_argument("--lock", default=None, metavar="FILE",
+                   help="hold flock FILE around each trial (e.g. /tmp/ofbench-bench.lock), "
+                        "not around the builds")

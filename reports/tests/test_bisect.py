@@ -70,3 +70,32 @@ def test_a_commit_that_does_not_build_is_named_and_its_worktree_removed(tmp_path
     finally:
         m.cleanup()
     assert not (tmp_path / "work" / f"bisect-{sha[:12]}").exists()
+
+
+def test_names_the_planted_commit_of_the_fixture_repository(tmp_path):
+    """issue 40 goal, its logic without builds: the fixture's 8 commits on this checkout's
+    HEAD, a scripted measurer that reads each commit's datapath.c (a planted delay per burst
+    costs 40 % of the rate, with the box's noise), bisect names the planted commit."""
+    from reports.tests.bisect_fixture import DATAPATH, make
+    fx = make(tmp_path / "fx", planted=5)
+    shas = [fx.good] + fx.shas
+    calls = []
+
+    def measure(sha):
+        calls.append(sha)
+        src = subprocess.run(["git", "-C", str(fx.path), "show", f"{sha}:{DATAPATH}"],
+                             capture_output=True, text=True, check=True).stdout
+        level = 6.0 if "rte_delay_us_block(20)" in src else 10.0
+        return [level * f for f in (1.0, 0.97, 1.03)]
+    res = first_bad(shas, measure, +1)
+    assert res.first_bad == fx.planted == fx.shas[4]
+    assert len(calls) == 5
+    # the range is the fixture's: commit_range walks it
+    from reports.bisect import commit_range
+    assert commit_range(fx.good, fx.bad, fx.path) == shas
+
+
+def test_bisect_repo_option_is_checked(tmp_path, capsys):
+    assert main(["bisect", "--metric", "a/b/c_mpps", "--good", "HEAD", "--bad", "HEAD",
+                 "--trials", "2", "--repo", str(tmp_path)]) == 2
+    assert "--repo:" in capsys.readouterr().err
