@@ -134,7 +134,7 @@
  *                      passes its budget (32 states per rule + 4096; arbitrary
  *                      masks explode) is served by the tree alone; out of
  *                      memory fails the build with a message.  Not the
- *                      default.  Measured (README.md "dfa", AVX2, medians of
+ *                      default.  Measured (experiments/classifier/LOG.md "dfa", AVX2, medians of
  *                      3, 100k): batched acl 31.6 Mlps, fw 34.1, ipc 23.3 =
  *                      0.99 / 0.94 / 0.77x rte_acl (32.0, 36.1, 30.4 in the
  *                      same runs; the run before 0.87 / 0.93 / 0.82): acl and
@@ -291,18 +291,18 @@
  * Tried and dropped (no gain, measured): software prefetch of the next keys'
  * filter words in batches, scalar loads instead of vpgatherqq, 16/32 bands
  * (more block visits and band fall-through than the smaller filter saves).
- * Tried outside the library (README.md, measured/2026-11-24-bitmap): one bit
+ * Tried outside the library (experiments/classifier/LOG.md, experiments/classifier/2026-11-24-bitmap): one bit
  * per mask group in an L2-sized bitmap before exact per-mask tables: 14 Mlps
  * at 10k and 6.8 at 100k rules (4-5x OURS), but 1.4 at 1M (a filter that
- * rejects enough misses at 1M is ~25 MB, far past L2).  Then (measured/
+ * rejects enough misses at 1M is ~25 MB, far past L2).  Then (experiments/classifier/
  * 2026-11-24-filters, batched, 3 runs): best 4.32 Mlps at 1M, 7.09 at 100k;
  * 100 bitmap probes alone cost 71 ns in L1, 132 ns in L2, 180-215 ns in L3,
  * and a filter passing ~1 mask per key at 1M needs >= 6.6 bits per rule (>
  * L2): ~5 Mlps is the ceiling of any design that tests every mask here.
  * Key32 bitmaps (point 6) took that into OURS: ntt AVX2 batched 1M 1.66 ->
  * 2.62, 100k 1.80 -> 3.88; scalar 0.64 -> 2.11, 0.68 -> 3.27 (medians of 3,
- * measured/2026-11-24-key32).  Still 3.8x short of 10 Mlps at 1M.  The grouped
- * line filter (point 7; measured/2026-11-24-grouped, README.md), same binary
+ * experiments/classifier/2026-11-24-key32).  Still 3.8x short of 10 Mlps at 1M.  The grouped
+ * line filter (point 7; experiments/classifier/2026-11-24-grouped, LOG.md), same binary
  * with OFB_CLS_GF=0 beside it, medians / best of 6 on a shared box: AVX2
  * batched 1M 1.71 / 2.63 -> 3.81 / 4.19 (4.2-4.76 in quieter single runs),
  * 100k 3.42 -> 5.96 / 6.76: 2.1-2.6x short of 10 Mlps at 1M.  Scalar: no

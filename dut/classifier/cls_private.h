@@ -53,7 +53,7 @@
 #define GF_MIN_RULES 1024   /* below: no groups (the bitmaps are in L1 anyway) */
 /* the scalar path groups only from here: its per-table test costs ~3x a bitmap
  * probe, which can pay only once the bitmaps (32-64 bits per rule) leave L2
- * (measured/2026-11-24-grouped: 100k -9 %; 1M 0.96x to 1.6x between runs) */
+ * (experiments/classifier/2026-11-24-grouped: 100k -9 %; 1M 0.96x to 1.6x between runs) */
 #define GF_MIN_RULES_SCALAR (1u << 18)
 #define GF_MAX_TABLES 4096  /* tables per band grouped at most (the largest) */
 enum simd_path { SIMD_SCALAR = 0, SIMD_AVX2 = 1, SIMD_AVX512 = 2 };

@@ -1052,7 +1052,7 @@ static inline uint32_t scan_leaf(const struct ofb_dtree *t, uint32_t ref, const 
  * (count, filter columns, ranks).  Prefetching the first line only was
  * faster in dtprobe (cb_acl) but slower through the classifier (cb_fw 100k
  * batched 4.5-4.8 -> 3.7-4.0 Mlps, cb_ipc 6.6-7.0 -> 5.2-5.7:
- * measured/2026-11-24-leaf/ab-f57-239-base.txt): not kept. */
+ * experiments/classifier/2026-11-24-leaf/ab-f57-239-base.txt): not kept. */
 static inline void prefetch_leaf(const struct ofb_dtree *t, uint32_t ref)
 {
     const char *p = (const char *)t->lf + ((size_t)LF_OFF(ref) << 4);

@@ -60,7 +60,7 @@
  * prefetch its first candidate entry; then scan tree by tree.  After the build all of it moves into one
  * 2 MiB-aligned mapping advised MADV_HUGEPAGE (OFB_CLS_HUGEPAGES=0: heap).
  *
- * Measured (README.md "dtree", "Compact leaves"; measured/2026-11-24-leaf; AMD
+ * Measured (experiments/classifier/LOG.md "dtree", "Compact leaves"; experiments/classifier/2026-11-24-leaf; AMD
  * EPYC AVX2 VM, shared 2-core box): ClassBench-like 100k, batched (32 keys
  * per call), cls-bench medians of 3 on the AVX2 path (classifier.c's dtree):
  * cb_acl 9.97 Mlps, cb_fw 4.45, cb_ipc 7.14 (the first dtree, before compact
