@@ -111,9 +111,8 @@ int ofb_cls_batch_commit(struct ofb_cls *c)
 #define BAND_MIN_LAMBDA 2.0
 static uint32_t auto_bands(struct ofb_cls *c, const struct ofb_cls_rule *rules, size_t n)
 {
-    const char *env = getenv("OFB_CLS_BANDS");
-    if (env && *env) {
-        uint32_t want = (uint32_t)atoi(env), nb = 1;
+    if (c->tu.bands) {   /* tuning (OFB_CLS_BANDS in the tools) */
+        uint32_t want = c->tu.bands, nb = 1;
         while (nb * 2 <= want && nb * 2 <= OFB_CLS_MAX_BANDS)
             nb *= 2;
         return nb;
@@ -263,13 +262,13 @@ int ofb_cls_simd_supported(const char *name)
     return 0;
 }
 
-/* OFB_CLS_SIMD=scalar|avx2|avx512|auto (default auto: the best the CPU has);
- * OFB_CLS_NO_SIMD=1 (older switch) = scalar.  -1 with a message when the
- * variable names an unknown path or one this CPU lacks. */
-static int simd_choose(void)
+/* tuning.simd = scalar|avx2|avx512|auto (default auto: the best the CPU has;
+ * OFB_CLS_SIMD in the tools); tuning.no_simd (OFB_CLS_NO_SIMD=1, older
+ * switch) = scalar.  -1 with a message when it names an unknown path or one
+ * this CPU lacks. */
+static int simd_choose(const struct ofb_cls_tuning *tu)
 {
-    const char *e = getenv("OFB_CLS_SIMD");
-    const char *no = getenv("OFB_CLS_NO_SIMD");
+    const char *e = tu->simd;
     if (e && *e && strcmp(e, "auto")) {
         for (int p = 0; p < 3; p++)
             if (!strcmp(e, simd_names[p])) {
@@ -281,7 +280,7 @@ static int simd_choose(void)
         fprintf(stderr, "ofb_cls: OFB_CLS_SIMD=%s: unknown (scalar, avx2, avx512 or auto)\n", e);
         return -1;
     }
-    if (no && *no && *no != '0')
+    if (tu->no_simd)
         return SIMD_SCALAR;
     if (simd_cpu_has(SIMD_AVX512))
         return SIMD_AVX512;
@@ -674,7 +673,10 @@ struct ofb_cls *ofb_cls_create(const struct ofb_cls_params *p)
         set_quant(c, 0, 65535);
     else
         set_quant(c, p->prio_min, p->prio_max);
-    int simd = simd_choose();
+    c->tu = p->tuning;
+    int simd = simd_choose(&c->tu);
+    c->tu.simd = NULL;   /* the caller's string: not kept */
+    c->hp = !c->tu.no_hugepages;
     if (simd < 0) {
         free(c);
         errno = ENOTSUP;
@@ -682,30 +684,20 @@ struct ofb_cls *ofb_cls_create(const struct ofb_cls_params *p)
     }
     c->simd = (uint8_t)simd;
     {
-        const char *e = getenv("OFB_CLS_KEY32");  /* 0 = no key32 bitmap (measurement) */
-        c->key32 = is_ours(c) && c->key_len <= 4 && c->simd != SIMD_AVX512 &&
-                   !(e && !strcmp(e, "0"));
-        /* grouped line filter (measurement knobs; defaults measured best) */
-        const char *g = getenv("OFB_CLS_GF"), *gk = getenv("OFB_CLS_GF_K");
-        const char *gm = getenv("OFB_CLS_GF_MAXG"), *gb = getenv("OFB_CLS_GF_BPE"), *gs = getenv("OFB_CLS_GF_SLACK");
-        const char *gn = getenv("OFB_CLS_GF_MIN");  /* tests: group from this many rules */
-        c->gf_on = c->key32 && !(g && !strcmp(g, "0"));
-        c->gf_k4 = gk && atoi(gk) == 4;
-        c->gf_maxg = gm && atoi(gm) >= 1 && atoi(gm) <= GF_MAXG ? (uint32_t)atoi(gm) : 4;
-        c->gf_bpe = gb && atoi(gb) >= 1 && atoi(gb) <= 256 ? (uint32_t)atoi(gb) : 16;
-        c->gf_slack = gs && atoi(gs) >= 0 && atoi(gs) <= 16 ? (uint32_t)atoi(gs) : 2;
-        c->gf_min = gn && atoi(gn) >= 1 ? (uint32_t)atoi(gn)
+        const struct ofb_cls_tuning *tu = &c->tu;   /* measurement knobs; defaults measured best */
+        c->key32 = is_ours(c) && c->key_len <= 4 && c->simd != SIMD_AVX512 && !tu->no_key32;
+        /* grouped line filter */
+        c->gf_on = c->key32 && !tu->no_gf;
+        c->gf_k4 = tu->gf_k == 4;
+        c->gf_maxg = tu->gf_maxg >= 1 && tu->gf_maxg <= GF_MAXG ? tu->gf_maxg : 4;
+        c->gf_bpe = tu->gf_bpe >= 1 && tu->gf_bpe <= 256 ? tu->gf_bpe : 16;
+        c->gf_slack = tu->gf_slack >= 1 && tu->gf_slack <= 17 ? tu->gf_slack - 1 : 2;
+        c->gf_min = tu->gf_min >= 1 ? tu->gf_min   /* tests: group from this many rules */
                     : c->simd == SIMD_SCALAR ? GF_MIN_RULES_SCALAR : GF_MIN_RULES;
-    }
-    {
-        const char *e = getenv("OFB_CLS_DTREE_DELTA");  /* tests: merge after this many delta rules */
-        c->dt_delta_min = e && atoi(e) > 0 ? (uint32_t)atoi(e) : DT_DELTA_MIN;
-        e = getenv("OFB_CLS_DTREE_SYNC");
-        c->dt_sync = e && !strcmp(e, "1");
-        e = getenv("OFB_CLS_DFA_BULK_SYNC");   /* DFA: a bulk build also builds the DFA before it returns */
-        c->dfa_bulk_sync = e && !strcmp(e, "1");
-        e = getenv("OFB_CLS_KEYMAP_SYNC");     /* KEYMAP: rebuild the map on the writer at each cls_publish (tests) */
-        c->km_sync = e && !strcmp(e, "1");
+        c->dt_delta_min = tu->dtree_delta ? tu->dtree_delta : DT_DELTA_MIN;   /* tests: merge sooner */
+        c->dt_sync = tu->dtree_sync;
+        c->dfa_bulk_sync = tu->dfa_bulk_sync;   /* DFA: a bulk build also builds the DFA before it returns */
+        c->km_sync = tu->keymap_sync;           /* KEYMAP: rebuild the map on the writer at each publish (tests) */
     }
     atomic_store(&c->bytes, sizeof(*c));
     atomic_store(&c->version, 1);
@@ -718,16 +710,14 @@ void ofb_cls_destroy(struct ofb_cls *c)
     if (!c)
         return;
     if (c->job) {
-        if (c->job->th)
-            pthread_join(c->job->th, NULL);
+        cls_job_ready(&c->job->job, true);
         ofb_dtree_free(c->job->out);
         cls_dt_job_free(c->job);
     }
     ofb_dtree_free(atomic_load(&c->dt));
     if (c->kjob) {
         atomic_store(&c->kjob->cancel, 1);
-        if (c->kjob->th)
-            pthread_join(c->kjob->th, NULL);
+        cls_job_ready(&c->kjob->job, true);
         ofb_kmap_free(c->kjob->out);
         free(c->kjob->rules);
         free(c->kjob);
@@ -776,8 +766,11 @@ void ofb_cls_destroy(struct ofb_cls *c)
     free(c->rr);
     free(c->ret);
     free(c->prm);
-    for (size_t i = 0; i < c->n_sl_chunks; i++)
-        free(c->sl_chunks[i]);
+    for (size_t i = 0; i < c->n_sl_chunks; i++)   /* 64 KiB doubling, then 2 MiB regions (sl_alloc) */
+        if (i >= 5)
+            ofb_hp_unmap(c->sl_chunks[i], OFB_HP_SIZE);
+        else
+            free(c->sl_chunks[i]);
     free(c->sl_chunks);
     free(c);
 }

@@ -419,6 +419,48 @@ enum ofb_cls_algo {
                                   MemAvailable) */
 };
 
+/* Tuning: the measurement and test knobs.  Every field's 0 is the library's
+ * default, so a zeroed struct (or none: params = {0}) is the library as
+ * measured.  The library reads no environment variable: the tools (cls-bench,
+ * cls-test, cls-prof: bench/tuning_env.h) and the Python binding
+ * (binding.tuning_from_env) fill this from the variables named below, with the
+ * meanings they always had. */
+struct ofb_cls_tuning {
+    const char *simd;          /* OFB_CLS_SIMD: "scalar", "avx2", "avx512" or "auto"; NULL/"" = auto.
+                                  ofb_cls_create fails (ENOTSUP, a message on stderr) for an unknown
+                                  name or one this CPU lacks */
+    uint8_t no_simd;           /* OFB_CLS_NO_SIMD=1 (older switch): scalar (when simd is auto) */
+    uint8_t no_hugepages;      /* OFB_CLS_HUGEPAGES=0: no huge-page regions anywhere (hugepage.h) */
+    uint8_t no_key32;          /* OFB_CLS_KEY32=0: no key32 bitmaps */
+    uint8_t no_gf;             /* OFB_CLS_GF=0: no grouped line filter */
+    uint8_t gf_k;              /* OFB_CLS_GF_K: 4 = 4 bits a probe (else 3) */
+    uint8_t gf_debug;          /* OFB_CLS_GF_DEBUG set: groupings and regroup times on stderr */
+    uint8_t dtree_sync;        /* OFB_CLS_DTREE_SYNC=1: dtree/dfa rebuild on the writer */
+    uint8_t dfa_bulk_sync;     /* OFB_CLS_DFA_BULK_SYNC=1: a DFA bulk build waits for the DFA */
+    uint8_t keymap_sync;       /* OFB_CLS_KEYMAP_SYNC=1: the map rebuilt on the writer at publish */
+    uint8_t dtree_stats;       /* OFB_DTREE_STATS set: build statistics on stderr */
+    uint8_t dtree_no_mid;      /* OFB_DTREE_MID=0: no mask table (value + mask words) */
+    uint8_t dtree_no_rid;      /* OFB_DTREE_RID=0: rule ids always by the sorted list */
+    uint8_t dfa_stats;         /* OFB_DFA_STATS set */
+    uint8_t dfa_key_order;     /* OFB_DFA_ORDER=key: bytes in key order */
+    uint8_t dfa_no_paths;      /* OFB_DFA_PATHS=0: no path nodes */
+    uint8_t dfa_narrow;        /* OFB_DFA_NARROW=1: > 16 intervals as two range16 levels */
+    uint8_t kmap_debug;        /* OFB_KMAP_DEBUG set: keymap builds on stderr */
+    uint32_t bands;            /* OFB_CLS_BANDS: a bulk build's band count (0 = automatic;
+                                  rounded down to 2^k, at most OFB_CLS_MAX_BANDS) */
+    uint32_t gf_maxg;          /* OFB_CLS_GF_MAXG: masks a group, 1..8 (0 = 4) */
+    uint32_t gf_bpe;           /* OFB_CLS_GF_BPE: line bits per entry, 1..256 (0 = 16) */
+    uint32_t gf_slack;         /* OFB_CLS_GF_SLACK plus one: 1..17 = a slack of 0..16 (0 = 2) */
+    uint32_t gf_min;           /* OFB_CLS_GF_MIN: group from this many rules (0 = 1024; scalar 2^18) */
+    uint32_t dtree_delta;      /* OFB_CLS_DTREE_DELTA: merge after this many delta rules (0 = 1024) */
+    uint32_t dtree_trees;      /* OFB_DTREE_TREES: at most this many trees, 1..4 (0 = 4) */
+    uint32_t dfa_states_per_rule;  /* OFB_DFA_STATES_PER_RULE (0 = the default cap) */
+    uint64_t dfa_max_states;   /* OFB_DFA_MAX_STATES: both state caps, exactly (0 = by rules) */
+    uint64_t dfa_group_mb;     /* OFB_DFA_GROUP_MB: split a group whose build passes this (0 = none) */
+    uint64_t dfa_max_mb;       /* OFB_DFA_MAX_MB: cap of the DFA (0 = none) */
+    uint32_t dfa_groups;       /* OFB_DFA_GROUPS: 1..4 first groups at once (0 = one DFA first) */
+};
+
 struct ofb_cls_params {
     uint32_t key_len;          /* bytes, 1..OFB_CLS_MAX_KEY_LEN */
     uint32_t expected_rules;   /* sizing hint, 0 = small */
@@ -430,6 +472,7 @@ struct ofb_cls_params {
     uint32_t bands;            /* OURS priority bands: 0 = auto (chosen by the first
                                   bulk build into an empty classifier; 1 before),
                                   1..OFB_CLS_MAX_BANDS = fixed (rounded down to 2^k) */
+    struct ofb_cls_tuning tuning;  /* measurement and test knobs, zero = defaults */
 };
 
 struct ofb_cls_rule {

@@ -2,24 +2,23 @@
 /* ofbench classifier, memory: the writer's slab and the huge-page arena (xalloc/xfree).  See cls_private.h for the map of units. */
 #include "cls_private.h"
 
-/* ---------- small helpers ---------- */
-
 /* Huge-page arena.  Filter words and bucket arrays are read at random by
  * every lookup (~100 per key); on 4 KiB pages a 1M-rule set misses the TLB on
  * nearly every probe (measured: transparent huge pages for the whole heap took
  * NTT 1M from 0.45 to 0.73 Mlps batched).  Allocations >= HP_MIN bytes come
  * from 2 MiB-aligned chunks advised MADV_HUGEPAGE, carved into power-of-two
  * blocks with one free list per size (process-wide, a mutex: writers only);
- * above HP_MAX_LOG a block is its own aligned region, freed to the C library.
- * Small blocks stay with malloc.  OFB_CLS_HUGEPAGES=0 (read once per process)
- * turns the arena off.  Freed arena blocks are reused, not returned. */
+ * above HP_MAX_LOG a block is its own region, unmapped when freed.  Chunks and
+ * regions come from hugepage.h, as every huge-page user's.  Small blocks stay
+ * with malloc.  A classifier made with tuning.no_hugepages (OFB_CLS_HUGEPAGES=0
+ * in the tools) uses neither arena nor slab.  Freed arena blocks are reused,
+ * not returned. */
 #define HP_MIN 4096u
 _Static_assert(((HP_MIN - 1 + 15) >> 4) < SL_CLASSES, "a slab class per 16 bytes below HP_MIN");
 #define HP_MAX_LOG 20
-#define HP_CHUNK ((size_t)2 << 20)
+#define HP_CHUNK OFB_HP_SIZE
 static pthread_mutex_t hp_lock = PTHREAD_MUTEX_INITIALIZER;
 static void *hp_free[HP_MAX_LOG + 1];
-static int hp_on = -1;
 
 static inline unsigned hp_log(size_t n)
 {
@@ -29,28 +28,9 @@ static inline unsigned hp_log(size_t n)
     return k;
 }
 
-static bool hp_enabled(void)
-{
-    if (__builtin_expect(hp_on < 0, 0)) {
-        pthread_mutex_lock(&hp_lock);
-        if (hp_on < 0) {
-            const char *e = getenv("OFB_CLS_HUGEPAGES");
-            hp_on = !(e && *e == '0');
-        }
-        pthread_mutex_unlock(&hp_lock);
-    }
-    return hp_on;
-}
-
 static void *hp_region(size_t bytes)
 {
-    void *p = NULL;
-    if (posix_memalign(&p, HP_CHUNK, bytes))
-        return NULL;
-#ifdef MADV_HUGEPAGE
-    madvise(p, bytes, MADV_HUGEPAGE);  /* advice only: without THP it is 4 KiB pages */
-#endif
-    return p;
+    return ofb_hp_map(bytes);
 }
 
 static void *hp_alloc(size_t n)
@@ -81,7 +61,7 @@ static void hp_release(void *p, size_t n)
 {
     unsigned k = hp_log(n);
     if (k > HP_MAX_LOG) {
-        free(p);
+        ofb_hp_unmap(p, n);
         return;
     }
     pthread_mutex_lock(&hp_lock);
@@ -91,11 +71,11 @@ static void hp_release(void *p, size_t n)
 }
 
 /* free a block of n bytes that came from cls_xalloc (also where c's count is gone) */
-static void sized_free(void *p, size_t n)
+static void sized_free(const struct ofb_cls *c, void *p, size_t n)
 {
     if (!p)
         return;
-    if (n >= HP_MIN && hp_enabled())
+    if (n >= HP_MIN && c->hp)
         hp_release(p, n);
     else
         free(p);
@@ -107,7 +87,7 @@ static void sized_free(void *p, size_t n)
  * pages that lookups then walk.  Writer only (one writer per classifier): no
  * lock.  Freed objects go back to their class's list (16-byte classes: at
  * most 15 bytes of waste each); chunks are freed at destroy.  On with the
- * huge-page arena (OFB_CLS_HUGEPAGES=0: malloc, which sanitizer runs use to
+ * huge-page arena (tuning.no_hugepages: malloc, which sanitizer runs use to
  * see every object). */
 static inline size_t sl_class(size_t n)
 {
@@ -158,9 +138,9 @@ static void *sl_alloc(struct ofb_cls *c, size_t n)
     return p;
 }
 
-static inline bool sl_owns(size_t n)
+static inline bool sl_owns(const struct ofb_cls *c, size_t n)
 {
-    return n < HP_MIN && hp_enabled();
+    return n < HP_MIN && c->hp;
 }
 
 /* free what xalloc gave, without counting (destroy) */
@@ -168,21 +148,21 @@ void cls_xfree_quiet(struct ofb_cls *c, void *p, size_t n)
 {
     if (!p)
         return;
-    if (sl_owns(n)) {
+    if (sl_owns(c, n)) {
         size_t k = sl_class(n);
         *(void **)p = c->sl_free[k];
         c->sl_free[k] = p;
     } else {
-        sized_free(p, n);
+        sized_free(c, p, n);
     }
 }
 
 void *cls_xalloc(struct ofb_cls *c, size_t n)
 {
     void *p = NULL;
-    if (n >= HP_MIN && hp_enabled())
+    if (n >= HP_MIN && c->hp)
         p = hp_alloc(n);
-    else if (sl_owns(n))
+    else if (sl_owns(c, n))
         p = sl_alloc(c, n);
     else if (n < 4096)
         p = malloc(n ? n : 16);  /* blocks: no alignment waste */

@@ -11,6 +11,12 @@
  *   cls_lookup_avx512.c  AVX-512 kernels (target("avx512f,..."), chosen at run time)
  *   cls_rebuild.c        background rebuilds: DTREE/DFA compiled trees and the KEYMAP map
  *   cls_trie_glue.c      trie glue: the rule list -> document 003's tries (base + delta) at publish
+ *   hugepage.h/.c        the one huge-page API (OURS' arena, dtree, dfa, keymap use it alike)
+ *   partition.h/.c       the rule partition dtree and dfa share (no dtree <-> dfa circle)
+ * Tuning: ofb_cls_params.tuning (classifier.h) is copied into c->tu at create;
+ * no unit reads the environment (the tools: bench/tuning_env.h; the binding:
+ * binding.tuning_from_env).  Background builds (DTREE/DFA rebuilds, KEYMAP
+ * maps) share one job type, struct cls_job (cls_rebuild.c).
  * Nothing here is API: functions shared between units carry CLS_INTERNAL (hidden in the
  * shared object) and the cls_ prefix (no clash inside the switch's static link).  Hot
  * helpers stay `static inline` in this header so every unit inlines them as before. */
@@ -21,6 +27,7 @@
 #include "trie.h"
 #include "dtree.h"
 #include "keymap.h"
+#include "hugepage.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -162,11 +169,20 @@ struct pendrm { uint64_t r; uint32_t id; uint32_t tidx, h; bool moved; };
  * than max(DT_DELTA_MIN, tree rules / DT_DELTA_DIV) live rules */
 #define DT_DELTA_MIN 1024
 #define DT_DELTA_DIV 8
-struct dtjob {                        /* DTREE: one background rebuild */
-    pthread_t th;
+/* One background build (cls_rebuild.c), the type DTREE's rebuilds and
+ * KEYMAP's builds share: run() on a thread, or on the writer (sync, or no
+ * thread could be made); the writer adopts it with cls_job_ready. */
+struct cls_job {
+    pthread_t th;                     /* 0: ran on the writer */
     _Atomic int done;
+    double t0, t1;                    /* when it started, ended (monotonic s) */
+    void (*run)(struct cls_job *);
+};
+struct dtjob {                        /* DTREE: one background rebuild */
+    struct cls_job job;               /* first: a struct cls_job * is a struct dtjob * */
     uint32_t key_len;
     unsigned flags;
+    struct ofb_cls_tuning tu;         /* the classifier's tuning (a copy: the job may outlive nothing, but owns it) */
     struct ofb_dtree_rule *rules;     /* the delta's rules (copied by the writer), then the old tree's
                                          live ones (added by the job: the writer does not pay that O(N)) */
     size_t n;
@@ -182,16 +198,15 @@ struct pendkill { uint32_t id; uint64_t v; };
 /* KEYMAP: one background build of the key-space map from a snapshot of the
  * rules at published version v */
 struct kmjob {
-    pthread_t th;
-    _Atomic int done;
+    struct cls_job job;               /* first */
     uint32_t key_len;
     struct ofb_kmap_rule *rules;
     size_t n;
     uint64_t v, max_bytes;
+    struct ofb_cls_tuning tu;
     struct ofb_kmap *out;
     int over;
     _Atomic int cancel;               /* destroy: stop the build early */
-    double t0, t1;                    /* when it started, ended (monotonic s) */
     char err[256];
 };
 /* AUTO runs KEYMAP for keys of <= 4 bytes from this many rules at the first
@@ -214,6 +229,8 @@ struct ofb_cls {
     uint32_t key_len, nwk, es;        /* es = entry stride in bytes */
     enum ofb_cls_algo algo;
     uint8_t simd;                     /* enum simd_path, fixed at creation */
+    bool hp;                          /* huge pages (hugepage.h): !tuning.no_hugepages */
+    struct ofb_cls_tuning tu;         /* ofb_cls_params.tuning (tu.simd is not kept: NULL) */
     _Atomic(struct tpair *) tp;       /* trie algos: what readers walk (base + delta) */
     uint32_t qmin, qmax, qlevels;
     uint64_t qscale;                  /* qfine = (p - qmin) * qscale >> 32 */
@@ -364,6 +381,8 @@ CLS_INTERNAL void cls_trie_refresh(struct ofb_cls *c);
 CLS_INTERNAL bool cls_louds_refuses(struct ofb_cls *c, const char *what);
 
 /* background rebuilds: DTREE/DFA compiled trees and the KEYMAP map (cls_rebuild.c) */
+CLS_INTERNAL void cls_job_start(struct cls_job *j, bool sync);
+CLS_INTERNAL bool cls_job_ready(struct cls_job *j, bool wait);
 CLS_INTERNAL int cls_dt_bulk(struct ofb_cls *c, const struct ofb_cls_rule *rules, size_t n, uint32_t *ids);
 CLS_INTERNAL void cls_dt_job_free(struct dtjob *j);
 CLS_INTERNAL void cls_dt_maybe_start(struct ofb_cls *c);

@@ -4,6 +4,47 @@
 
 static void dt_start(struct ofb_cls *c, bool force);
 
+static double mono_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* ---------- the job type both rebuilds use ---------- */
+
+static void *job_thread(void *arg)
+{
+    struct cls_job *j = arg;
+    j->run(j);
+    j->t1 = mono_s();
+    atomic_store_explicit(&j->done, 1, memory_order_release);
+    return NULL;
+}
+
+/* run j->run on a thread; on the writer when sync or no thread can be made
+ * (then done before this returns) */
+void cls_job_start(struct cls_job *j, bool sync)
+{
+    j->t0 = mono_s();
+    if (sync || pthread_create(&j->th, NULL, job_thread, j)) {
+        j->th = 0;
+        job_thread(j);
+    }
+}
+
+/* true when j has finished (wait: block until it has), its thread joined */
+bool cls_job_ready(struct cls_job *j, bool wait)
+{
+    if (!wait && !atomic_load_explicit(&j->done, memory_order_acquire))
+        return false;
+    if (j->th) {
+        pthread_join(j->th, NULL);
+        j->th = 0;
+    }
+    return true;
+}
+
 /* ---------- DTREE: compiled tree + OURS tables as the delta ---------- */
 
 static void retire_dtree(struct ofb_cls *c, struct ofb_dtree *t)
@@ -56,7 +97,8 @@ int cls_dt_bulk(struct ofb_cls *c, const struct ofb_cls_rule *rules, size_t n, u
      * publish, or ofb_cls_synchronize); OFB_CLS_DFA_BULK_SYNC=1: both now */
     unsigned fl = dt_flags(c);
     bool later = (fl & OFB_DTREE_DFA) && !c->dfa_bulk_sync;
-    struct ofb_dtree *t = ofb_dtree_build(c->key_len, dr, n, later ? fl & ~OFB_DTREE_DFA : fl, c->err, sizeof(c->err));
+    struct ofb_dtree *t = ofb_dtree_build(c->key_len, dr, n, later ? fl & ~OFB_DTREE_DFA : fl, &c->tu, c->err,
+                                          sizeof(c->err));
     free(dr), free(w);
     if (!t)
         return -1;
@@ -75,9 +117,9 @@ int cls_dt_bulk(struct ofb_cls *c, const struct ofb_cls_rule *rules, size_t n, u
     return 0;
 }
 
-static void *dt_job_run(void *arg)
+static void dt_job_run(struct cls_job *jb)
 {
-    struct dtjob *j = arg;
+    struct dtjob *j = (struct dtjob *)jb;
     /* the old tree's rules still live: a kill after the snapshot may or may
      * not be seen here; the writer's kill log applies it to the new tree
      * either way (a kill of a rule left out is a no-op) */
@@ -87,9 +129,7 @@ static void *dt_job_run(void *arg)
         if (x.del_v == V_INF)
             j->rules[j->n++] = x;
     }
-    j->out = ofb_dtree_build(j->key_len, j->rules, j->n, j->flags, j->err, sizeof(j->err));
-    atomic_store_explicit(&j->done, 1, memory_order_release);
-    return NULL;
+    j->out = ofb_dtree_build(j->key_len, j->rules, j->n, j->flags, &j->tu, j->err, sizeof(j->err));
 }
 
 void cls_dt_job_free(struct dtjob *j)
@@ -130,6 +170,7 @@ static void dt_start(struct ofb_cls *c, bool force)
     }
     j->key_len = c->key_len;
     j->flags = dt_flags(c);
+    j->tu = c->tu;
     j->vstart = atomic_load_explicit(&c->version, memory_order_relaxed);
     j->old = old;
     for (uint32_t ti = 0; ti < c->nwt; ti++) {
@@ -150,11 +191,10 @@ static void dt_start(struct ofb_cls *c, bool force)
     }
     c->n_klog = 0;
     c->job = j;
-    if (c->dt_sync || pthread_create(&j->th, NULL, dt_job_run, j)) {
-        dt_job_run(j);
-        j->th = 0;
+    j->job.run = dt_job_run;
+    cls_job_start(&j->job, c->dt_sync);
+    if (!j->job.th)
         cls_dt_poll(c, true);
-    }
 }
 
 /* Adopt a finished rebuild (wait: block until it finishes): apply the deletes
@@ -164,10 +204,8 @@ static void dt_start(struct ofb_cls *c, bool force)
 void cls_dt_poll(struct ofb_cls *c, bool wait)
 {
     struct dtjob *j = c->job;
-    if (!j || (!wait && !atomic_load_explicit(&j->done, memory_order_acquire)))
+    if (!j || !cls_job_ready(&j->job, wait))
         return;
-    if (j->th)
-        pthread_join(j->th, NULL);
     c->job = NULL;
     struct ofb_dtree *t = j->out;
     if (!t) {
@@ -230,21 +268,11 @@ static uint64_t km_limit(const struct ofb_cls *c)
     return lim;
 }
 
-static double mono_s(void)
+static void km_job_run(struct cls_job *jb)
 {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static void *km_job_run(void *arg)
-{
-    struct kmjob *j = arg;
-    j->out = ofb_kmap_build(j->key_len, j->rules, j->n, j->max_bytes, &j->cancel, &j->over, j->err,
+    struct kmjob *j = (struct kmjob *)jb;
+    j->out = ofb_kmap_build(j->key_len, j->rules, j->n, j->max_bytes, &j->tu, &j->cancel, &j->over, j->err,
                             sizeof(j->err));
-    j->t1 = mono_s();
-    atomic_store_explicit(&j->done, 1, memory_order_release);
-    return NULL;
 }
 
 static void km_retire(struct ofb_cls *c, struct ofb_kmap *m)
@@ -269,7 +297,6 @@ static void km_start(struct ofb_cls *c)
     j->key_len = c->key_len;
     j->v = atomic_load_explicit(&c->version, memory_order_relaxed);
     j->max_bytes = km_limit(c);
-    j->t0 = mono_s();
     for (uint32_t ti = 0; ti < c->nwt; ti++) {
         struct tbl *t = c->wt[ti];
         size_t nb = t->n_ent ? (size_t)1 << t->nb_log : 0;
@@ -289,11 +316,10 @@ static void km_start(struct ofb_cls *c)
         }
     }
     c->kjob = j;
-    if (c->km_sync || pthread_create(&j->th, NULL, km_job_run, j)) {
-        j->th = 0;
-        km_job_run(j);
+    j->job.run = km_job_run;
+    cls_job_start(&j->job, c->km_sync);
+    if (!j->job.th)
         cls_km_poll(c, true);
-    }
 }
 
 /* Adopt a finished build (wait: block until it finishes) when the rule set
@@ -302,11 +328,9 @@ static void km_start(struct ofb_cls *c)
 void cls_km_poll(struct ofb_cls *c, bool wait)
 {
     struct kmjob *j = c->kjob;
-    if (!j || (!wait && !atomic_load_explicit(&j->done, memory_order_acquire)))
+    if (!j || !cls_job_ready(&j->job, wait))
         return;
-    if (j->th)
-        pthread_join(j->th, NULL);
-    c->km_next = j->t1 + (j->t1 - j->t0);
+    c->km_next = j->job.t1 + (j->job.t1 - j->job.t0);
     if (j->out && atomic_load_explicit(&c->km_lcv, memory_order_relaxed) <= j->v) {
         ofb_kmap_set_v(j->out, j->v);
         atomic_fetch_add_explicit(&c->bytes, ofb_kmap_bytes(j->out), memory_order_relaxed);

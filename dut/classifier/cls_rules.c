@@ -482,7 +482,7 @@ int cls_gf_build(struct ofb_cls *c)
         }
     }
     gf->ng = ng;
-    if (getenv("OFB_CLS_GF_DEBUG"))  /* measurement: the grouping chosen */
+    if (c->tu.gf_debug)  /* measurement: the grouping chosen */
         for (uint32_t k = 0; k < ng; k++)
             fprintf(stderr, "gf group %u band %u: %u tables, G %d bits, 2^%u lines, lane %u dwords\n", k,
                     gf->g[k].band, cnt[k], __builtin_popcount(gf->g[k].G), 32 - gf->g[k].sh, 1u << gf->g[k].wlog);

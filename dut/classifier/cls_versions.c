@@ -55,7 +55,7 @@ void cls_publish(struct ofb_cls *c)
         cls_trie_refresh(c);
     if (gf_due(c)) {
         struct timespec t0, t1;
-        bool dbg = getenv("OFB_CLS_GF_DEBUG") != NULL;
+        bool dbg = c->tu.gf_debug;
         if (dbg)
             clock_gettime(CLOCK_MONOTONIC, &t0);
         cls_gf_build(c);  /* out of memory: the old grouping stays (exact either way) */

@@ -107,8 +107,11 @@ struct ofb_bdfa;
  * and attempts, or max_bytes; rule sets with arbitrary masks explode) or no
  * memory (*over_budget = 0). */
 #define OFB_BDFA_SIMD 1u
+/* tu: the dfa_* knobs of struct ofb_cls_tuning (classifier.h); NULL = defaults */
+struct ofb_cls_tuning;
 struct ofb_bdfa *ofb_bdfa_build(uint32_t key_len, uint32_t nwk, const uint64_t *rw, uint32_t n, unsigned flags,
-                                uint64_t max_bytes, int *over_budget, char *err, size_t errlen);
+                                uint64_t max_bytes, const struct ofb_cls_tuning *tu, int *over_budget, char *err,
+                                size_t errlen);
 void ofb_bdfa_free(struct ofb_bdfa *);
 size_t ofb_bdfa_bytes(const struct ofb_bdfa *);
 unsigned ofb_bdfa_groups(const struct ofb_bdfa *);
