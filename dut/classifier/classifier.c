@@ -3,6 +3,8 @@
  * build, lookup dispatch and stats over the private units (map: cls_private.h;
  * design: classifier.h). */
 #include "cls_lookup.h"
+#include "cls_lookup_avx2.c"
+#include "cls_lookup_avx512.c"
 
 #ifdef OFB_CLS_PROFILE
 /* counters for bench/cls_prof.c (scalar phase 1 only counts "any" hits) */

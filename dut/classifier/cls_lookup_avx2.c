@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* ofbench classifier: the AVX2 phase-1 kernels (see cls_lookup.h). */
-#include "cls_lookup.h"
+/* included by classifier.c only (see cls_lookup.h): not a unit of its own */
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -9,7 +9,7 @@
  * the masked key, one of the group-masked key for the line, vpsrlvd,
  * vpgatherdd of the 8 dwords: a group's slots share its cache line) */
 __attribute__((target("avx2,bmi")))
-uint32_t cls_sweep_gf_avx2(const struct ofb_cls *c, const struct snap *s, uint32_t lo, uint32_t hi,
+static uint32_t cls_sweep_gf_avx2(const struct ofb_cls *c, const struct snap *s, uint32_t lo, uint32_t hi,
                               const uint64_t *kw, struct bm_pass *pl, uint32_t *np_out, uint32_t nc,
                               struct cand *cd, uint64_t v, uint32_t *bp, uint32_t *bid, uint64_t *bh)
 {
@@ -46,7 +46,7 @@ uint32_t cls_sweep_gf_avx2(const struct ofb_cls *c, const struct snap *s, uint32
  * vpgatherqq of bitmap words, bit test); the few tables that pass read their
  * filter word (bm_pass) */
 __attribute__((target("avx2,bmi")))
-uint32_t cls_sweep_bm_avx2(const struct ofb_cls *c, const struct snap *s, uint32_t lo, uint32_t hi,
+static uint32_t cls_sweep_bm_avx2(const struct ofb_cls *c, const struct snap *s, uint32_t lo, uint32_t hi,
                               const uint64_t *kw, struct bm_pass *pl, uint32_t *np_out, uint32_t nc,
                               struct cand *cd, uint64_t v, uint32_t *bp, uint32_t *bid, uint64_t *bh)
 {
@@ -93,7 +93,7 @@ static inline __m256i mulhi_lo64_avx2(__m256i x, __m256i klo, __m256i khi)
  * from the key; the second word's multiply is skipped when every table
  * hashes a single word (NTT: 4-byte keys). */
 __attribute__((target("avx2,bmi")))
-uint32_t cls_collect_avx2(const struct ofb_cls *c, const struct snap *s, uint32_t lo, uint32_t hi,
+static uint32_t cls_collect_avx2(const struct ofb_cls *c, const struct snap *s, uint32_t lo, uint32_t hi,
                              const uint64_t *kw,
                              struct cand *cd, uint64_t v, uint32_t *bp, uint32_t *bid, uint64_t *bh)
 {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* ofbench classifier: the AVX-512 phase-1 kernels (see cls_lookup.h). */
-#include "cls_lookup.h"
+/* included by classifier.c only (see cls_lookup.h): not a unit of its own */
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -10,7 +10,7 @@
  * (vpgatherqd), test q != 0 and fingerprint in-vector; only the few
  * candidates leave the vector unit. */
 __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw")))
-uint32_t cls_collect_avx512(const struct ofb_cls *c, const struct snap *s, uint32_t lo, uint32_t hi,
+static uint32_t cls_collect_avx512(const struct ofb_cls *c, const struct snap *s, uint32_t lo, uint32_t hi,
                                const uint64_t *kw,
                                struct cand *cd, uint64_t v, uint32_t *bp, uint32_t *bid, uint64_t *bh)
 {

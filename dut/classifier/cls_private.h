@@ -6,9 +6,9 @@
  *   cls_memory.c         memory: the writer's slab and the huge-page arena (xalloc/xfree)
  *   cls_versions.c       versions and readers: publish, retire, reclaim (epoch-based, versions are the epochs)
  *   cls_rules.c          rule storage: tuple tables, key32 bitmaps, the grouped line filter, snapshots, the sorted list
- *   cls_lookup.h         phase-1 kernels: the scalar ones (inline in the facade), AVX entry points
- *   cls_lookup_avx2.c    AVX2 kernels (compiled with target("avx2"), chosen at run time)
- *   cls_lookup_avx512.c  AVX-512 kernels (target("avx512f,..."), chosen at run time)
+ *   cls_lookup.h         phase-1 kernels shared by every instruction set; the scalar ones (inline)
+ *   cls_lookup_avx2.c    AVX2 kernels (target("avx2"), chosen at run time)    } included by
+ *   cls_lookup_avx512.c  AVX-512 kernels (target("avx512f,..."), at run time) } classifier.c
  *   cls_rebuild.c        background rebuilds: DTREE/DFA compiled trees and the KEYMAP map
  *   cls_trie_glue.c      trie glue: the rule list -> document 003's tries (base + delta) at publish
  *   hugepage.h/.c        the one huge-page API (OURS' arena, dtree, dfa, keymap use it alike)
