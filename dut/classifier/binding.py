@@ -10,6 +10,7 @@ Python threads without your own lock.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -38,8 +39,16 @@ class ReadOnlyError(RuntimeError):
     """An update asked of a read-only classifier (LOUDS)."""
 
 _CDEF = """
+struct ofb_cls_tuning {
+    const char *simd;
+    uint8_t no_simd, no_hugepages, no_key32, no_gf, gf_k, gf_debug, dtree_sync, dfa_bulk_sync, keymap_sync,
+            dtree_stats, dtree_no_mid, dtree_no_rid, dfa_stats, dfa_key_order, dfa_no_paths, dfa_narrow, kmap_debug;
+    uint32_t bands, gf_maxg, gf_bpe, gf_slack, gf_min, dtree_delta, dtree_trees, dfa_states_per_rule;
+    uint64_t dfa_max_states, dfa_group_mb, dfa_max_mb;
+    uint32_t dfa_groups;
+};
 struct ofb_cls_params { uint32_t key_len; uint32_t expected_rules; uint64_t mem_budget_bytes;
-                        int algo; uint32_t prio_min, prio_max; uint32_t bands; };
+                        int algo; uint32_t prio_min, prio_max; uint32_t bands; struct ofb_cls_tuning tuning; };
 struct ofb_cls_rule { uint32_t priority; const uint8_t *value; const uint8_t *mask; uint64_t handle; };
 struct ofb_cls_stats { uint64_t rules, tables, bytes, version, pending_frees, pending_removals, bands; };
 struct ofb_cls;
@@ -84,6 +93,64 @@ def load():
     return _lib
 
 
+def _env_num(env, name: str) -> int:
+    """C's atoll of the variable: leading digits (with a sign), 0 when none or unset."""
+    m = re.match(r"\s*([+-]?\d+)", env.get(name, ""))
+    return int(m.group(1)) if m else 0
+
+
+def tuning_from_env(env=None) -> dict:
+    """struct ofb_cls_tuning (classifier.h) from the environment, field by field, read as
+    cls-bench and cls-test read it (bench/tuning_env.h; keep the two in step): the library
+    itself reads no environment. Only fields that differ from the default (0) are returned;
+    "simd" is a str."""
+    env = os.environ if env is None else env
+
+    def is_(name, val):
+        return env.get(name) == val
+
+    def rng(name, lo, hi, plus=0):
+        v = _env_num(env, name)
+        return v + plus if lo <= v <= hi else 0
+
+    no_simd = env.get("OFB_CLS_NO_SIMD", "")
+    t = {
+        "simd": env.get("OFB_CLS_SIMD") or None,
+        "no_simd": int(bool(no_simd) and no_simd[0] != "0"),
+        "no_hugepages": int(is_("OFB_CLS_HUGEPAGES", "0")),
+        "no_key32": int(is_("OFB_CLS_KEY32", "0")),
+        "no_gf": int(is_("OFB_CLS_GF", "0")),
+        "gf_k": 4 if _env_num(env, "OFB_CLS_GF_K") == 4 else 0,
+        "gf_debug": int("OFB_CLS_GF_DEBUG" in env),
+        "dtree_sync": int(is_("OFB_CLS_DTREE_SYNC", "1")),
+        "dfa_bulk_sync": int(is_("OFB_CLS_DFA_BULK_SYNC", "1")),
+        "keymap_sync": int(is_("OFB_CLS_KEYMAP_SYNC", "1")),
+        "dtree_stats": int("OFB_DTREE_STATS" in env),
+        "dtree_no_mid": int(is_("OFB_DTREE_MID", "0")),
+        "dtree_no_rid": int(is_("OFB_DTREE_RID", "0")),
+        "dfa_stats": int("OFB_DFA_STATS" in env),
+        "dfa_key_order": int(is_("OFB_DFA_ORDER", "key")),
+        "dfa_no_paths": int(is_("OFB_DFA_PATHS", "0")),
+        "dfa_narrow": int(is_("OFB_DFA_NARROW", "1")),
+        "kmap_debug": int("OFB_KMAP_DEBUG" in env),
+        "gf_maxg": rng("OFB_CLS_GF_MAXG", 1, 8),
+        "gf_bpe": rng("OFB_CLS_GF_BPE", 1, 256),
+        "gf_slack": rng("OFB_CLS_GF_SLACK", 0, 16, plus=1) if "OFB_CLS_GF_SLACK" in env else 0,
+        "gf_min": rng("OFB_CLS_GF_MIN", 1, 2**32 - 1),
+        "dtree_delta": rng("OFB_CLS_DTREE_DELTA", 1, 2**32 - 1),
+        "dtree_trees": rng("OFB_DTREE_TREES", 1, 8),
+        "dfa_states_per_rule": rng("OFB_DFA_STATES_PER_RULE", 1, 2**32 - 1),
+        "dfa_max_states": max(_env_num(env, "OFB_DFA_MAX_STATES"), 0),
+        "dfa_group_mb": max(_env_num(env, "OFB_DFA_GROUP_MB"), 0),
+        "dfa_max_mb": max(_env_num(env, "OFB_DFA_MAX_MB"), 0),
+        "dfa_groups": rng("OFB_DFA_GROUPS", 1, 4),
+    }
+    if env.get("OFB_CLS_BANDS"):  # set: a fixed count (0 = 1 band, negative = the most, as before)
+        b = _env_num(env, "OFB_CLS_BANDS")
+        t["bands"] = min(b, 32) if b >= 1 else (32 if b < 0 else 1)
+    return {k: v for k, v in t.items() if v}
+
+
 def simd_supported(path: str) -> bool:
     """True if this CPU can run the named SIMD path ("scalar", "avx2", "avx512")."""
     return bool(load().ofb_cls_simd_supported(path.encode()))
@@ -94,7 +161,8 @@ class Classifier:
                  prio_min: int = 0, prio_max: int = 0, bands: int = 0, simd: str | None = None,
                  mem_budget_bytes: int = 0):
         """simd: force OURS' phase-1 path ("scalar", "avx2", "avx512"; None = what
-        OFB_CLS_SIMD says, by default the best the CPU has); ValueError if the CPU lacks it."""
+        OFB_CLS_SIMD says, by default the best the CPU has); ValueError if the CPU lacks it.
+        The other knobs come from the environment (tuning_from_env), read at creation."""
         if algo not in ALGOS:
             raise ValueError(f"unknown algorithm {algo!r}; use one of {sorted(ALGOS)}")
         self.lib = load()
@@ -106,21 +174,17 @@ class Classifier:
                 raise ValueError(f"unknown SIMD path {simd!r}; use one of {SIMD_PATHS}")
             if not simd_supported(simd):
                 raise ValueError(f"SIMD path {simd!r}: this CPU does not have it")
+        tuning = tuning_from_env()
+        if simd is not None:
+            tuning["simd"] = simd
+        simd_name = tuning.pop("simd", None)
+        simd_c = _ffi.new("char[]", simd_name.encode()) if simd_name else _ffi.NULL
         p = _ffi.new("struct ofb_cls_params *", {"key_len": key_len, "expected_rules": expected_rules,
                                                   "algo": ALGOS[algo], "prio_min": prio_min,
                                                   "prio_max": prio_max, "bands": bands,
-                                                  "mem_budget_bytes": mem_budget_bytes})
-        saved = os.environ.get("OFB_CLS_SIMD")
-        try:
-            if simd is not None:
-                os.environ["OFB_CLS_SIMD"] = simd  # read by ofb_cls_create, per classifier
-            self._c = self.lib.ofb_cls_create(p)
-        finally:
-            if simd is not None:
-                if saved is None:
-                    os.environ.pop("OFB_CLS_SIMD", None)
-                else:
-                    os.environ["OFB_CLS_SIMD"] = saved
+                                                  "mem_budget_bytes": mem_budget_bytes, "tuning": tuning})
+        p.tuning.simd = simd_c  # simd_c lives until create has returned
+        self._c = self.lib.ofb_cls_create(p)
         if self._c == _ffi.NULL:
             errno = _ffi.errno
             self._c = None

@@ -134,7 +134,7 @@
  *                      passes its budget (32 states per rule + 4096; arbitrary
  *                      masks explode) is served by the tree alone; out of
  *                      memory fails the build with a message.  Not the
- *                      default.  Measured (README.md "dfa", AVX2, medians of
+ *                      default.  Measured (experiments/classifier/LOG.md "dfa", AVX2, medians of
  *                      3, 100k): batched acl 31.6 Mlps, fw 34.1, ipc 23.3 =
  *                      0.99 / 0.94 / 0.77x rte_acl (32.0, 36.1, 30.4 in the
  *                      same runs; the run before 0.87 / 0.93 / 0.82): acl and
@@ -291,18 +291,18 @@
  * Tried and dropped (no gain, measured): software prefetch of the next keys'
  * filter words in batches, scalar loads instead of vpgatherqq, 16/32 bands
  * (more block visits and band fall-through than the smaller filter saves).
- * Tried outside the library (README.md, measured/2026-11-24-bitmap): one bit
+ * Tried outside the library (experiments/classifier/LOG.md, experiments/classifier/2026-11-24-bitmap): one bit
  * per mask group in an L2-sized bitmap before exact per-mask tables: 14 Mlps
  * at 10k and 6.8 at 100k rules (4-5x OURS), but 1.4 at 1M (a filter that
- * rejects enough misses at 1M is ~25 MB, far past L2).  Then (measured/
+ * rejects enough misses at 1M is ~25 MB, far past L2).  Then (experiments/classifier/
  * 2026-11-24-filters, batched, 3 runs): best 4.32 Mlps at 1M, 7.09 at 100k;
  * 100 bitmap probes alone cost 71 ns in L1, 132 ns in L2, 180-215 ns in L3,
  * and a filter passing ~1 mask per key at 1M needs >= 6.6 bits per rule (>
  * L2): ~5 Mlps is the ceiling of any design that tests every mask here.
  * Key32 bitmaps (point 6) took that into OURS: ntt AVX2 batched 1M 1.66 ->
  * 2.62, 100k 1.80 -> 3.88; scalar 0.64 -> 2.11, 0.68 -> 3.27 (medians of 3,
- * measured/2026-11-24-key32).  Still 3.8x short of 10 Mlps at 1M.  The grouped
- * line filter (point 7; measured/2026-11-24-grouped, README.md), same binary
+ * experiments/classifier/2026-11-24-key32).  Still 3.8x short of 10 Mlps at 1M.  The grouped
+ * line filter (point 7; experiments/classifier/2026-11-24-grouped, LOG.md), same binary
  * with OFB_CLS_GF=0 beside it, medians / best of 6 on a shared box: AVX2
  * batched 1M 1.71 / 2.63 -> 3.81 / 4.19 (4.2-4.76 in quieter single runs),
  * 100k 3.42 -> 5.96 / 6.76: 2.1-2.6x short of 10 Mlps at 1M.  Scalar: no
@@ -419,6 +419,48 @@ enum ofb_cls_algo {
                                   MemAvailable) */
 };
 
+/* Tuning: the measurement and test knobs.  Every field's 0 is the library's
+ * default, so a zeroed struct (or none: params = {0}) is the library as
+ * measured.  The library reads no environment variable: the tools (cls-bench,
+ * cls-test, cls-prof: bench/tuning_env.h) and the Python binding
+ * (binding.tuning_from_env) fill this from the variables named below, with the
+ * meanings they always had. */
+struct ofb_cls_tuning {
+    const char *simd;          /* OFB_CLS_SIMD: "scalar", "avx2", "avx512" or "auto"; NULL/"" = auto.
+                                  ofb_cls_create fails (ENOTSUP, a message on stderr) for an unknown
+                                  name or one this CPU lacks */
+    uint8_t no_simd;           /* OFB_CLS_NO_SIMD=1 (older switch): scalar (when simd is auto) */
+    uint8_t no_hugepages;      /* OFB_CLS_HUGEPAGES=0: no huge-page regions anywhere (hugepage.h) */
+    uint8_t no_key32;          /* OFB_CLS_KEY32=0: no key32 bitmaps */
+    uint8_t no_gf;             /* OFB_CLS_GF=0: no grouped line filter */
+    uint8_t gf_k;              /* OFB_CLS_GF_K: 4 = 4 bits a probe (else 3) */
+    uint8_t gf_debug;          /* OFB_CLS_GF_DEBUG set: groupings and regroup times on stderr */
+    uint8_t dtree_sync;        /* OFB_CLS_DTREE_SYNC=1: dtree/dfa rebuild on the writer */
+    uint8_t dfa_bulk_sync;     /* OFB_CLS_DFA_BULK_SYNC=1: a DFA bulk build waits for the DFA */
+    uint8_t keymap_sync;       /* OFB_CLS_KEYMAP_SYNC=1: the map rebuilt on the writer at publish */
+    uint8_t dtree_stats;       /* OFB_DTREE_STATS set: build statistics on stderr */
+    uint8_t dtree_no_mid;      /* OFB_DTREE_MID=0: no mask table (value + mask words) */
+    uint8_t dtree_no_rid;      /* OFB_DTREE_RID=0: rule ids always by the sorted list */
+    uint8_t dfa_stats;         /* OFB_DFA_STATS set */
+    uint8_t dfa_key_order;     /* OFB_DFA_ORDER=key: bytes in key order */
+    uint8_t dfa_no_paths;      /* OFB_DFA_PATHS=0: no path nodes */
+    uint8_t dfa_narrow;        /* OFB_DFA_NARROW=1: > 16 intervals as two range16 levels */
+    uint8_t kmap_debug;        /* OFB_KMAP_DEBUG set: keymap builds on stderr */
+    uint32_t bands;            /* OFB_CLS_BANDS: a bulk build's band count (0 = automatic;
+                                  rounded down to 2^k, at most OFB_CLS_MAX_BANDS) */
+    uint32_t gf_maxg;          /* OFB_CLS_GF_MAXG: masks a group, 1..8 (0 = 4) */
+    uint32_t gf_bpe;           /* OFB_CLS_GF_BPE: line bits per entry, 1..256 (0 = 16) */
+    uint32_t gf_slack;         /* OFB_CLS_GF_SLACK plus one: 1..17 = a slack of 0..16 (0 = 2) */
+    uint32_t gf_min;           /* OFB_CLS_GF_MIN: group from this many rules (0 = 1024; scalar 2^18) */
+    uint32_t dtree_delta;      /* OFB_CLS_DTREE_DELTA: merge after this many delta rules (0 = 1024) */
+    uint32_t dtree_trees;      /* OFB_DTREE_TREES: at most this many trees, 1..4 (0 = 4) */
+    uint32_t dfa_states_per_rule;  /* OFB_DFA_STATES_PER_RULE (0 = the default cap) */
+    uint64_t dfa_max_states;   /* OFB_DFA_MAX_STATES: both state caps, exactly (0 = by rules) */
+    uint64_t dfa_group_mb;     /* OFB_DFA_GROUP_MB: split a group whose build passes this (0 = none) */
+    uint64_t dfa_max_mb;       /* OFB_DFA_MAX_MB: cap of the DFA (0 = none) */
+    uint32_t dfa_groups;       /* OFB_DFA_GROUPS: 1..4 first groups at once (0 = one DFA first) */
+};
+
 struct ofb_cls_params {
     uint32_t key_len;          /* bytes, 1..OFB_CLS_MAX_KEY_LEN */
     uint32_t expected_rules;   /* sizing hint, 0 = small */
@@ -430,6 +472,7 @@ struct ofb_cls_params {
     uint32_t bands;            /* OURS priority bands: 0 = auto (chosen by the first
                                   bulk build into an empty classifier; 1 before),
                                   1..OFB_CLS_MAX_BANDS = fixed (rounded down to 2^k) */
+    struct ofb_cls_tuning tuning;  /* measurement and test knobs, zero = defaults */
 };
 
 struct ofb_cls_rule {

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Byte-stride DFA over a rule set: see dfa.h. */
 #include "dfa.h"
-#include "dtree.h"
+#include "partition.h"
+#include "hugepage.h"
+#include "classifier.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -89,6 +91,8 @@ struct gctx {
     bool gave_up;              /* states_left ran out: the rule set does not suit a DFA */
     bool over;                 /* past max_mem (split the group) */
     bool oom;
+    bool key_order, stats;     /* tuning: dfa_key_order, dfa_stats */
+    bool part_stats;           /* tuning: dtree_stats (the shared partition's groups) */
     /* per-state scratch */
     uint32_t *tmp;
     uint64_t captmp;
@@ -501,8 +505,7 @@ static bool build_group(struct ofb_bdfa *t, struct gctx *g, const uint32_t *idx,
     for (uint32_t p = 0; p < kl; p++)
         if (care[p])
             g->ord[nord++] = (uint8_t)p;
-    const char *eo = getenv("OFB_DFA_ORDER");   /* "key": bytes in key order (measurement) */
-    for (uint32_t i = 1; i < nord && !(eo && !strcmp(eo, "key")); i++)   /* decreasing care, stable */
+    for (uint32_t i = 1; i < nord && !g->key_order; i++)   /* key_order: bytes in key order (measurement) */   /* decreasing care, stable */
         for (uint32_t j = i; j && care[g->ord[j]] > care[g->ord[j - 1]]; j--) {
             uint8_t x = g->ord[j]; g->ord[j] = g->ord[j - 1]; g->ord[j - 1] = x;
         }
@@ -627,7 +630,7 @@ static bool build_group(struct ofb_bdfa *t, struct gctx *g, const uint32_t *idx,
             free(ref), free(pi), free(nref), free(npi);
             goto fail;
         }
-        if (getenv("OFB_DFA_STATS"))
+        if (g->stats)
             fprintf(stderr, "dfa:  layer %u (byte %u): %llu states, %llu transitions; nodes so far %llu (%llu full, %llu paths), %zu B\n",
                     d, g->ord[d], (unsigned long long)L->ns, (unsigned long long)L->nt,
                     (unsigned long long)t->nnodes, (unsigned long long)t->nfull, (unsigned long long)t->npath, t->nused);
@@ -664,10 +667,10 @@ static uint8_t g_low(const void *ctx, uint32_t r, uint32_t p)
     return vbyte(ctx, r, p);
 }
 
-/* dtree's partition (dtree.h, ofb_dt_partition) over this build's ranks. */
+/* the shared partition (partition.h, ofb_dt_partition) over this build's ranks. */
 static unsigned first_groups(const struct gctx *g, uint32_t n, uint8_t *grp, unsigned maxg)
 {
-    return ofb_dt_partition(g->kl, n, maxg, g, g_small, g_low, grp);
+    return ofb_dt_partition(g->kl, n, maxg, g, g_small, g_low, grp, g->part_stats);
 }
 
 static int cmp_u64(const void *x, const void *y)
@@ -704,30 +707,26 @@ static int cmp_u32(const void *x, const void *y)
 
 static void to_hugepages(struct ofb_bdfa *t)
 {
-    const char *e = getenv("OFB_CLS_HUGEPAGES");
-    if (e && !strcmp(e, "0"))
+    if (t->nused < OFB_HP_SIZE)
         return;
-    size_t hp = (size_t)2 << 20, total = (t->nused + hp - 1) & ~(hp - 1);
-    if (t->nused < hp)
+    char *r = ofb_hp_map(t->nused);
+    if (!r)
         return;
-    char *base = mmap(NULL, total + hp, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (base == MAP_FAILED)
-        return;
-    char *r = (char *)(((uintptr_t)base + hp - 1) & ~(uintptr_t)(hp - 1));
-#ifdef MADV_HUGEPAGE
-    madvise(r, total, MADV_HUGEPAGE);
-#endif
     memcpy(r, t->nodes, t->nused);
     free(t->nodes);
     t->nodes = (uint8_t *)r;
     t->ncap = t->nused;
-    t->region = base;
-    t->region_bytes = total + hp;
+    t->region = r;
+    t->region_bytes = t->nused;
 }
 
 struct ofb_bdfa *ofb_bdfa_build(uint32_t key_len, uint32_t nwk, const uint64_t *rw, uint32_t n, unsigned flags,
-                                uint64_t max_bytes, int *over_budget, char *err, size_t errlen)
+                                uint64_t max_bytes, const struct ofb_cls_tuning *tu, int *over_budget, char *err,
+                                size_t errlen)
 {
+    static const struct ofb_cls_tuning none;
+    if (!tu)
+        tu = &none;
     struct timespec ts0, ts1;
     clock_gettime(CLOCK_MONOTONIC, &ts0);
     if (!key_len || key_len > DFA_KL_MAX) {
@@ -741,23 +740,21 @@ struct ofb_bdfa *ofb_bdfa_build(uint32_t key_len, uint32_t nwk, const uint64_t *
     if (!max_bytes)
         max_bytes = (uint64_t)1 << 30;
     uint64_t group_max = max_bytes;
-    const char *ev = getenv("OFB_DFA_GROUP_MB");   /* split a group whose build passes this (measurement) */
-    if (ev && atoll(ev) > 0 && (uint64_t)atoll(ev) << 20 < group_max)
-        group_max = (uint64_t)atoll(ev) << 20;
+    if (tu->dfa_group_mb && tu->dfa_group_mb << 20 < group_max)   /* split a group whose build passes this */
+        group_max = tu->dfa_group_mb << 20;
     struct ofb_bdfa *t = calloc(1, sizeof(*t));
     uint8_t *grp = malloc(n + 1);
     uint32_t *idx = malloc(4ull * (n + 1));
     uint32_t *gstart = malloc(4ull * (DFA_MAX_GROUPS + 2) * 2);
     unsigned spr = DFA_STATES_PER_RULE;
-    ev = getenv("OFB_DFA_STATES_PER_RULE");
-    if (ev && atoi(ev) > 0)
-        spr = (unsigned)atoi(ev);
+    if (tu->dfa_states_per_rule)
+        spr = tu->dfa_states_per_rule;
     uint64_t state_cap = (uint64_t)spr * n + 4096, one_cap = (uint64_t)DFA_ONE_STATES_PER_RULE * n + 4096;
-    ev = getenv("OFB_DFA_MAX_STATES");   /* tests: both caps, exactly */
-    if (ev && atoll(ev) > 0)
-        state_cap = one_cap = (uint64_t)atoll(ev);
+    if (tu->dfa_max_states)   /* tests: both caps, exactly */
+        state_cap = one_cap = tu->dfa_max_states;
     struct gctx g = { .kl = key_len, .nwk = nwk, .rw = rw, .max_mem = group_max, .max_out = max_bytes,
-                      .states_left = state_cap };
+                      .states_left = state_cap, .key_order = tu->dfa_key_order, .stats = tu->dfa_stats,
+                      .part_stats = tu->dtree_stats };
     if (over_budget)
         *over_budget = 0;
     g.lastc = malloc(n + 1);
@@ -767,11 +764,9 @@ struct ofb_bdfa *ofb_bdfa_build(uint32_t key_len, uint32_t nwk, const uint64_t *
     }
     t->key_len = key_len;
     t->simd = flags & OFB_BDFA_SIMD;
-    ev = getenv("OFB_DFA_PATHS");   /* "0": no path nodes (measurement) */
-    t->paths = key_len <= 16 && !(ev && !strcmp(ev, "0"));
-    ev = getenv("OFB_DFA_NARROW");   /* "1": > 16 intervals as two range16 levels, not range64/full nodes
-                                        (measurement: 0.9x the batched rate on cb_acl) */
-    t->narrow = ev && !strcmp(ev, "1");
+    t->paths = key_len <= 16 && !tu->dfa_no_paths;   /* dfa_no_paths: no path nodes (measurement) */
+    t->narrow = tu->dfa_narrow;   /* > 16 intervals as two range16 levels, not range64/full nodes
+                                     (measurement: 0.9x the batched rate on cb_acl) */
     /* First all rules in one DFA: priority pruning then drops a rule wherever
      * a better one that covers the rest of the key was read, also across what
      * the partition below would put in different groups (whose DFAs each have
@@ -780,8 +775,7 @@ struct ofb_bdfa *ofb_bdfa_build(uint32_t key_len, uint32_t nwk, const uint64_t *
      * DFA_ONE_STATES_PER_RULE states per rule + 4096 it gives up and the rules
      * are partitioned.  OFB_DFA_GROUPS=N (1..4): partition into at most N
      * first groups at once (measurement). */
-    ev = getenv("OFB_DFA_GROUPS");
-    unsigned forced = ev && atoi(ev) >= 1 && atoi(ev) <= 4 ? (unsigned)atoi(ev) : 0;
+    unsigned forced = tu->dfa_groups >= 1 && tu->dfa_groups <= 4 ? tu->dfa_groups : 0;
     if (!forced && n) {
         for (uint32_t r = 0; r < n; r++)
             idx[r] = r;
@@ -798,7 +792,7 @@ struct ofb_bdfa *ofb_bdfa_build(uint32_t key_len, uint32_t nwk, const uint64_t *
         }
         t->nused = 0, t->nnodes = t->nfull = t->npath = 0;   /* (dedupe entries left behind are checked by content) */
         g.states_left = state_cap, g.gave_up = false;
-        if (getenv("OFB_DFA_STATS"))
+        if (tu->dfa_stats)
             fprintf(stderr, "dfa: one DFA of %u rules over %llu states: partitioned\n", n,
                     (unsigned long long)one_cap);
     }
@@ -857,7 +851,7 @@ struct ofb_bdfa *ofb_bdfa_build(uint32_t key_len, uint32_t nwk, const uint64_t *
         memmove(ge + k + 1, ge + k, 4 * (ng - k));
         ge[k] = mid, gs[k + 1] = mid;
         ng++;
-        if (getenv("OFB_DFA_STATS"))
+        if (tu->dfa_stats)
             fprintf(stderr, "dfa: group over %llu MiB: split in two (%u groups)\n",
                     (unsigned long long)(group_max >> 20), ng);
     }
@@ -869,7 +863,7 @@ built:
     t->bytes = sizeof(*t) + t->ncap;
     clock_gettime(CLOCK_MONOTONIC, &ts1);
     t->build_s = (double)(ts1.tv_sec - ts0.tv_sec) + (double)(ts1.tv_nsec - ts0.tv_nsec) * 1e-9;
-    if (getenv("OFB_DFA_STATS"))
+    if (tu->dfa_stats)
         fprintf(stderr, "dfa: %u rules, %u groups, %llu nodes, %zu bytes (%.1f B/rule), %.3f s\n", n, t->ngroups,
                 (unsigned long long)t->nnodes, t->nused, n ? (double)t->nused / n : 0.0, t->build_s);
     return t;
@@ -884,7 +878,7 @@ void ofb_bdfa_free(struct ofb_bdfa *t)
     if (!t)
         return;
     if (t->region)
-        munmap(t->region, t->region_bytes);
+        ofb_hp_unmap(t->region, t->region_bytes);
     else
         free(t->nodes);
     free(t->dd);

@@ -68,7 +68,7 @@
  * otherwise asks its tree (rare: only keys whose best rule was deleted since
  * the build).
  *
- * Measured (README.md "dfa", measured/2026-11-24-dfa; AMD EPYC AVX2 VM, shared
+ * Measured (experiments/classifier/LOG.md "dfa", experiments/classifier/2026-11-24-dfa; AMD EPYC AVX2 VM, shared
  * 2-core box): ClassBench-like 100k, batched through the classifier, medians of
  * 3 on the AVX2 path: cb_acl 31.6 Mlps, cb_fw 34.1, cb_ipc 23.3 = 0.99 / 0.94 /
  * 0.77x rte_acl in the same runs (32.0, 36.1, 30.4; the run before 0.87 / 0.93
@@ -82,7 +82,7 @@
  * now take priority by specificity (traces/rulesets.py, no rule shadowed
  * whole): dfa 6.7 / 4.7 (fw: over budget, the tree alone) / 5.9 Mlps, below
  * dtree's 10.9 / 5.0 / 7.3, above rte_acl's 2.4 on acl (fw/ipc: rte_acl does
- * not build in 8 GB); measured/2026-11-24-specific.
+ * not build in 8 GB); experiments/classifier/2026-11-24-specific.
 
  * Invariants: immutable after build.  Concurrency: built by any one thread,
  * then only read (by any number of threads).  Limits: key_len <= 255 bytes,
@@ -107,8 +107,11 @@ struct ofb_bdfa;
  * and attempts, or max_bytes; rule sets with arbitrary masks explode) or no
  * memory (*over_budget = 0). */
 #define OFB_BDFA_SIMD 1u
+/* tu: the dfa_* knobs of struct ofb_cls_tuning (classifier.h); NULL = defaults */
+struct ofb_cls_tuning;
 struct ofb_bdfa *ofb_bdfa_build(uint32_t key_len, uint32_t nwk, const uint64_t *rw, uint32_t n, unsigned flags,
-                                uint64_t max_bytes, int *over_budget, char *err, size_t errlen);
+                                uint64_t max_bytes, const struct ofb_cls_tuning *tu, int *over_budget, char *err,
+                                size_t errlen);
 void ofb_bdfa_free(struct ofb_bdfa *);
 size_t ofb_bdfa_bytes(const struct ofb_bdfa *);
 unsigned ofb_bdfa_groups(const struct ofb_bdfa *);

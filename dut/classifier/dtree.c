@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Compiled decision tree (HyperSplit-like, CutSplit-like partition): see dtree.h. */
 #include "dtree.h"
+#include "partition.h"
+#include "hugepage.h"
+#include "classifier.h"
 #include "dfa.h"
 
 #include <pthread.h>
@@ -256,11 +259,6 @@ static int cmp_idrank(const void *x, const void *y)
     return a->id < b->id ? -1 : a->id > b->id;
 }
 
-/* Partition (CutSplit-like): a byte is "discriminating" when rules that are
- * specific on it (top nibble of the mask set) take >= 64 distinct values there.
- * The group of a rule is the first of up to DT_MAX_TREES - 1 chosen bytes it is
- * specific on (chosen greedily: the byte most of the still ungrouped rules are
- * specific on), else the last group.  OFB_DTREE_TREES=1 puts all in one. */
 /* rule i is "small" at byte d: its range there spans < 16 values (the top
  * nibble of the mask byte set).  Measured on cb_fw 100k: 35.8 copies per
  * rule; "the two bytes from d exact" 52, "three bytes" 64 (cb_acl: 4.6, 2.5,
@@ -268,53 +266,6 @@ static int cmp_idrank(const void *x, const void *y)
 static inline bool small_at(uint32_t kl, const uint8_t *lo, const uint8_t *hi, uint32_t i, uint32_t d)
 {
     return hi[(size_t)i * kl + d] - lo[(size_t)i * kl + d] < 16;
-}
-
-unsigned ofb_dt_partition(uint32_t kl, uint32_t n, unsigned maxg, const void *ctx,
-                          bool (*small)(const void *ctx, uint32_t r, uint32_t d),
-                          uint8_t (*low)(const void *ctx, uint32_t r, uint32_t d), uint8_t *grp)
-{
-    memset(grp, 0xff, n);
-    bool diverse[256];
-    for (uint32_t d = 0; d < kl; d++) {
-        uint8_t seen[256] = { 0 };
-        unsigned dist = 0;
-        for (uint32_t i = 0; i < n; i++)
-            if (small(ctx, i, d) && !seen[low(ctx, i, d)]) {
-                seen[low(ctx, i, d)] = 1;
-                dist++;
-            }
-        diverse[d] = dist >= 64;
-    }
-    unsigned g = 0;
-    uint32_t left = n;
-    while (g + 1 < maxg && left > n / 20) {
-        uint32_t bestc = 0, bd = 0;
-        for (uint32_t d = 0; d < kl; d++) {
-            if (!diverse[d])
-                continue;
-            uint32_t c = 0;
-            for (uint32_t i = 0; i < n; i++)
-                c += grp[i] == 0xff && small(ctx, i, d);
-            if (c > bestc)
-                bestc = c, bd = d;
-        }
-        if (bestc < n / 20 || !bestc)
-            break;
-        for (uint32_t i = 0; i < n; i++)
-            if (grp[i] == 0xff && small(ctx, i, bd))
-                grp[i] = (uint8_t)g, left--;
-        if (getenv("OFB_DTREE_STATS"))
-            fprintf(stderr, "group %u: byte %u, %u rules\n", g, bd, bestc);
-        diverse[bd] = false;
-        g++;
-    }
-    if (!left)
-        return g;
-    for (uint32_t i = 0; i < n; i++)
-        if (grp[i] == 0xff)
-            grp[i] = (uint8_t)g;
-    return g + 1;
 }
 
 struct lohi { uint32_t kl; const uint8_t *lo, *hi; };
@@ -331,18 +282,18 @@ static uint8_t lohi_low(const void *ctx, uint32_t i, uint32_t d)
     return x->lo[(size_t)i * x->kl + d];
 }
 
-static unsigned choose_groups(uint32_t kl, const uint8_t *lo, const uint8_t *hi, uint32_t n, uint8_t *grp)
+static unsigned choose_groups(uint32_t kl, const uint8_t *lo, const uint8_t *hi, uint32_t n, uint8_t *grp,
+                              const struct ofb_cls_tuning *tu)
 {
     unsigned maxg = DT_MAX_TREES;
-    const char *e = getenv("OFB_DTREE_TREES");
-    if (e && atoi(e) >= 1 && atoi(e) <= DT_MAX_TREES)
-        maxg = (unsigned)atoi(e);
+    if (tu->dtree_trees >= 1 && tu->dtree_trees <= DT_MAX_TREES)
+        maxg = tu->dtree_trees;
     if (maxg == 1) {
         memset(grp, 0, n);
         return 1;
     }
     const struct lohi x = { kl, lo, hi };
-    return ofb_dt_partition(kl, n, maxg, &x, lohi_small, lohi_low, grp);
+    return ofb_dt_partition(kl, n, maxg, &x, lohi_small, lohi_low, grp, tu->dtree_stats);
 }
 
 /* Leaf entry format.  Rule sets with at most DT_MAX_MIDS distinct masks
@@ -353,14 +304,13 @@ static unsigned choose_groups(uint32_t kl, const uint8_t *lo, const uint8_t *hi,
  * the value words then the mask words (2 * nwk).  Sets t->mid, esw, mt, nmt
  * and midx (per rank).  false: out of memory. */
 #define DT_MAX_MIDS 65536
-static bool mask_ids(struct ofb_dtree *t, const uint64_t *rw)
+static bool mask_ids(struct ofb_dtree *t, const uint64_t *rw, const struct ofb_cls_tuning *tu)
 {
     uint32_t n = t->n, nwk = t->nwk, w2 = 2 * nwk;
     uint32_t esw = ((t->key_len + 2 + 15) / 16) * 2;
     t->mid = false;
     t->esw = w2;
-    const char *e = getenv("OFB_DTREE_MID");
-    if (e && !strcmp(e, "0"))
+    if (tu->dtree_no_mid)
         return true;
     uint64_t hsz = 64;
     while (hsz < 2 * (uint64_t)n)
@@ -448,12 +398,9 @@ static void print_stats(const struct ofb_dtree *t, FILE *f)
  * into one 2 MiB-aligned mapping advised MADV_HUGEPAGE: the walks and leaf
  * reads are random over ~10-40 MB at 100k rules, a TLB miss each on 4 KiB
  * pages (measured: cb_acl 100k batched 2.98 -> 4.75 Mlps with huge pages,
- * before super nodes).  OFB_CLS_HUGEPAGES=0 keeps the heap copies. */
+ * before super nodes).  tuning.no_hugepages keeps the heap copies (hugepage.h). */
 static void to_hugepages(struct ofb_dtree *t)
 {
-    const char *e = getenv("OFB_CLS_HUGEPAGES");
-    if (e && !strcmp(e, "0"))
-        return;
     size_t w2 = 2 * t->nwk;
     size_t sz[5] = { sizeof(struct snode) * t->nsn, t->nlf, sizeof(struct rinfo) * t->n,
                      sizeof(uint64_t) * w2 * t->n, sizeof(uint64_t) * t->esw * t->nmt };
@@ -462,17 +409,12 @@ static void to_hugepages(struct ofb_dtree *t)
         off[i] = total;
         total += (sz[i] + 63) & ~(size_t)63;
     }
-    size_t hp = (size_t)2 << 20;
-    total = (total + hp - 1) & ~(hp - 1);
-    if (total < hp)
+    total = ofb_hp_round(total);
+    if (total < OFB_HP_SIZE)
         return;   /* small: not worth a mapping */
-    char *base = mmap(NULL, total + hp, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (base == MAP_FAILED)
+    char *r = ofb_hp_map(total);
+    if (!r)
         return;
-    char *r = (char *)(((uintptr_t)base + hp - 1) & ~(uintptr_t)(hp - 1));   /* 2 MiB-aligned */
-#ifdef MADV_HUGEPAGE
-    madvise(r, total, MADV_HUGEPAGE);
-#endif
     const void *src[5] = { t->sn, t->lf, t->ri, t->rk, t->mt };
     for (int i = 0; i < 5; i++)
         if (sz[i])  /* an empty part may be NULL (no mask table with full entries) */
@@ -484,13 +426,17 @@ static void to_hugepages(struct ofb_dtree *t)
     t->rk = (uint64_t *)(r + off[3]);
     t->mt = (uint64_t *)(r + off[4]);
     t->cap_sn = t->nsn, t->cap_lf = t->nlf;
-    t->region = base;
-    t->region_bytes = total + hp;
+    t->region = r;
+    t->region_bytes = total;
 }
 
 struct ofb_dtree *ofb_dtree_build(uint32_t key_len, const struct ofb_dtree_rule *rules, size_t n, unsigned flags,
+                                  const struct ofb_cls_tuning *tu,
                                   char *err, size_t errlen)
 {
+    static const struct ofb_cls_tuning none;
+    if (!tu)
+        tu = &none;
     if (!key_len || key_len > OFB_DT_KL_MAX_ANY) {
         snprintf(err, errlen, "dtree: key_len %u is not in 1..%u", key_len, OFB_DT_KL_MAX_ANY);
         return NULL;
@@ -550,8 +496,7 @@ struct ofb_dtree *ofb_dtree_build(uint32_t key_len, const struct ofb_dtree_rule 
         t->id_lo = t->ir[r].id < t->id_lo ? t->ir[r].id : t->id_lo;
         id_hi = t->ir[r].id > id_hi ? t->ir[r].id : id_hi;
     }
-    const char *dense = getenv("OFB_DTREE_RID");   /* "0": always the sorted list (tests) */
-    if (n && (uint64_t)id_hi - t->id_lo < 4 * (uint64_t)n + 1024 && !(dense && !strcmp(dense, "0")) &&
+    if (n && (uint64_t)id_hi - t->id_lo < 4 * (uint64_t)n + 1024 && !tu->dtree_no_rid &&   /* tests: the sorted list */
         (t->rid = malloc(sizeof(uint32_t) * ((size_t)id_hi - t->id_lo + 1)))) {
         t->id_span = id_hi - t->id_lo + 1;
         memset(t->rid, 0xff, sizeof(uint32_t) * t->id_span);
@@ -562,12 +507,12 @@ struct ofb_dtree *ofb_dtree_build(uint32_t key_len, const struct ofb_dtree_rule 
     } else {
         qsort(t->ir, n, sizeof(struct idrank), cmp_idrank);
     }
-    if (!mask_ids(t, rw)) {
+    if (!mask_ids(t, rw, tu)) {
         free(ord), free(lo), free(hi), free(grp), free(idx);
         t->rk = rw;
         goto oom;
     }
-    unsigned ng = n ? choose_groups(kl, lo, hi, (uint32_t)n, grp) : 0;
+    unsigned ng = n ? choose_groups(kl, lo, hi, (uint32_t)n, grp, tu) : 0;
     uint8_t rlo[OFB_DT_KL_MAX_ANY], rhi[OFB_DT_KL_MAX_ANY];
     for (unsigned g = 0; g < ng; g++) {
         uint32_t m = 0;
@@ -588,7 +533,7 @@ struct ofb_dtree *ofb_dtree_build(uint32_t key_len, const struct ofb_dtree_rule 
     }
     free(ord), free(lo), free(hi), free(grp), free(idx);
     t->rk = rw;
-    if (!b.fail && getenv("OFB_DTREE_STATS"))
+    if (!b.fail && tu->dtree_stats)
         print_stats(t, stderr);
     if (!b.fail) {
         static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -603,13 +548,10 @@ struct ofb_dtree *ofb_dtree_build(uint32_t key_len, const struct ofb_dtree_rule 
         t->simd = (flags & OFB_DTREE_SIMD) && key_len <= 16;
     }
     if (!b.fail && (flags & OFB_DTREE_DFA) && n) {
-        uint64_t mb = 0;
-        const char *e = getenv("OFB_DFA_MAX_MB");   /* cap of the DFA (tests: its out-of-budget error) */
-        if (e && atoll(e) > 0)
-            mb = (uint64_t)atoll(e) << 20;
+        uint64_t mb = tu->dfa_max_mb << 20;   /* cap of the DFA (tests: its out-of-budget error) */
         int over = 0;
         t->dfa = ofb_bdfa_build(key_len, t->nwk, t->rk, (uint32_t)n, (flags & OFB_DTREE_SIMD) ? OFB_BDFA_SIMD : 0, mb,
-                                &over, err, errlen);
+                                tu, &over, err, errlen);
         if (!t->dfa && !over) {   /* out of memory: the build fails with dfa.c's message */
             ofb_dtree_free(t);
             return NULL;
@@ -633,7 +575,8 @@ struct ofb_dtree *ofb_dtree_build(uint32_t key_len, const struct ofb_dtree_rule 
     /* the binary tree and its entries were build-only */
     free(t->s), free(t->er), free(t->midx);
     t->s = NULL, t->er = NULL, t->midx = NULL;
-    to_hugepages(t);
+    if (!tu->no_hugepages)
+        to_hugepages(t);
     t->bytes = sizeof(*t) + sizeof(struct snode) * t->cap_sn + t->cap_lf + sizeof(uint64_t) * w2 * n +
                sizeof(uint64_t) * t->esw * t->nmt +
                sizeof(struct rinfo) * n + (t->rid ? sizeof(uint32_t) * t->id_span : sizeof(struct idrank) * n) +
@@ -650,7 +593,7 @@ void ofb_dtree_free(struct ofb_dtree *t)
     if (!t)
         return;
     if (t->region) {
-        munmap(t->region, t->region_bytes);
+        ofb_hp_unmap(t->region, t->region_bytes);
         t->sn = NULL, t->lf = NULL, t->rk = NULL, t->ri = NULL, t->mt = NULL;
     }
     free(t->s);
@@ -1052,7 +995,7 @@ static inline uint32_t scan_leaf(const struct ofb_dtree *t, uint32_t ref, const 
  * (count, filter columns, ranks).  Prefetching the first line only was
  * faster in dtprobe (cb_acl) but slower through the classifier (cb_fw 100k
  * batched 4.5-4.8 -> 3.7-4.0 Mlps, cb_ipc 6.6-7.0 -> 5.2-5.7:
- * measured/2026-11-24-leaf/ab-f57-239-base.txt): not kept. */
+ * experiments/classifier/2026-11-24-leaf/ab-f57-239-base.txt): not kept. */
 static inline void prefetch_leaf(const struct ofb_dtree *t, uint32_t ref)
 {
     const char *p = (const char *)t->lf + ((size_t)LF_OFF(ref) << 4);

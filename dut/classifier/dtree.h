@@ -60,7 +60,7 @@
  * prefetch its first candidate entry; then scan tree by tree.  After the build all of it moves into one
  * 2 MiB-aligned mapping advised MADV_HUGEPAGE (OFB_CLS_HUGEPAGES=0: heap).
  *
- * Measured (README.md "dtree", "Compact leaves"; measured/2026-11-24-leaf; AMD
+ * Measured (experiments/classifier/LOG.md "dtree", "Compact leaves"; experiments/classifier/2026-11-24-leaf; AMD
  * EPYC AVX2 VM, shared 2-core box): ClassBench-like 100k, batched (32 keys
  * per call), cls-bench medians of 3 on the AVX2 path (classifier.c's dtree):
  * cb_acl 9.97 Mlps, cb_fw 4.45, cb_ipc 7.14 (the first dtree, before compact
@@ -124,8 +124,9 @@ struct ofb_dtree;
 #define OFB_DTREE_SIMD 1u   /* flag: SSE4.2/AVX2 lookups (keys <= 16 bytes; else scalar) */
 #define OFB_DTREE_DFA 2u    /* flag: also build dfa.h's DFA over the same ranks; lookups ask it
                                first and walk the tree only when its answer is not live at v */
+struct ofb_cls_tuning;   /* classifier.h: the dtree_* and dfa_* knobs, no_hugepages; NULL = defaults */
 struct ofb_dtree *ofb_dtree_build(uint32_t key_len, const struct ofb_dtree_rule *rules, size_t n, unsigned flags,
-                                  char *err, size_t errlen);
+                                  const struct ofb_cls_tuning *tu, char *err, size_t errlen);
 void ofb_dtree_free(struct ofb_dtree *);
 size_t ofb_dtree_bytes(const struct ofb_dtree *);
 uint32_t ofb_dtree_rules(const struct ofb_dtree *);
@@ -134,16 +135,7 @@ uint64_t ofb_dtree_entries(const struct ofb_dtree *);  /* leaf entries (rule cop
 size_t ofb_dtree_dfa_bytes(const struct ofb_dtree *);  /* the DFA's part of ofb_dtree_bytes (0 without) */
 int ofb_dtree_dfa_over(const struct ofb_dtree *);      /* 1: OFB_DTREE_DFA asked, rules over the DFA's budget */
 
-/* The rule partition dtree and dfa share (see "Trees" above): greedily, the
- * byte on which most ungrouped rules are small (counting only bytes where the
- * small rules take >= 64 distinct low ends) takes those rules, up to maxg - 1
- * times or until < 5 % are left; the rest is the last group.  small(ctx, r, d):
- * rule r's range on byte d spans < 16 values; low(ctx, r, d): its low end.
- * kl <= 256.  grp[r] = group; returns the number of groups. */
-#include <stdbool.h>
-unsigned ofb_dt_partition(uint32_t kl, uint32_t n, unsigned maxg, const void *ctx,
-                          bool (*small)(const void *ctx, uint32_t r, uint32_t d),
-                          uint8_t (*low)(const void *ctx, uint32_t r, uint32_t d), uint8_t *grp);
+/* The rule partition dtree shares with dfa: partition.h (ofb_dt_partition). */
 
 /* Best live rule for a key (key_len bytes) at version v: its rank, or DT_NONE. */
 uint32_t ofb_dtree_lookup(const struct ofb_dtree *, const uint8_t *key, uint64_t v);

@@ -2,6 +2,8 @@
 /* Key-space map (design comment: keymap.h). */
 #define _GNU_SOURCE
 #include "keymap.h"
+#include "hugepage.h"
+#include "classifier.h"
 
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -26,39 +28,32 @@ struct ofb_kmap {
     size_t bytes;
     double build_s;
     uint64_t v;             /* classifier.c's stamp */
+    bool hp;                /* large arrays on huge pages (hugepage.h; off: the C library) */
+    bool debug;             /* tuning.kmap_debug */
 };
 
 #define S_MAX 11u
 #define S_MIN 4u
 
 /* Arrays read at random by lookups (map, off, win, ri) live on 2 MiB pages
- * when they are that large: on 4 KiB pages each of a hit's three reads
- * would also miss the TLB.  Below 2 MiB: the C library. */
-#define HUGE ((size_t)2 << 20)
-static size_t hsize(size_t bytes)
+ * when they are that large (hugepage.h): on 4 KiB pages each of a hit's three
+ * reads would also miss the TLB.  Below 2 MiB, or with huge pages off: the C
+ * library. */
+static void *halloc(const struct ofb_kmap *m, size_t bytes, bool zero)
 {
-    return bytes < HUGE ? bytes : (bytes + HUGE - 1) & ~(HUGE - 1);
-}
-
-static void *halloc(size_t bytes, bool zero)
-{
-    if (bytes < HUGE)
+    if (bytes < OFB_HP_SIZE || !m->hp)
         return zero ? calloc(1, bytes ? bytes : 1) : malloc(bytes ? bytes : 1);
-    void *p = mmap(NULL, hsize(bytes), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (p == MAP_FAILED)
-        return NULL;
-    madvise(p, hsize(bytes), MADV_HUGEPAGE);
-    return p;   /* anonymous pages start zeroed */
+    return ofb_hp_map(bytes);   /* anonymous pages start zeroed */
 }
 
-static void hfree(void *p, size_t bytes)
+static void hfree(const struct ofb_kmap *m, void *p, size_t bytes)
 {
     if (!p)
         return;
-    if (bytes < HUGE)
+    if (bytes < OFB_HP_SIZE || !m->hp)
         free(p);
     else
-        munmap(p, hsize(bytes));
+        ofb_hp_unmap(p, bytes);
 }
 
 static inline uint32_t compress(const struct ofb_kmap *m, const uint8_t *key)
@@ -212,7 +207,7 @@ static int build_blocks(struct ofb_kmap *m, const uint64_t *cvm, size_t n, uint3
     size_t lo = (((size_t)1 << s) + 3) & ~(size_t)3;   /* the list, 4-byte aligned (blocks of 1-2 keys) */
     stride = lo + sizeof(uint32_t) * cap;
     region_bytes = stride * nblk;
-    region = halloc(region_bytes, true);
+    region = halloc(m, region_bytes, true);
     if (!region)
         goto out;
     rc = 1;
@@ -262,13 +257,14 @@ static int build_blocks(struct ofb_kmap *m, const uint64_t *cvm, size_t n, uint3
         m->bytes += region_bytes;
     }
 out:
-    hfree(region, region_bytes);
+    hfree(m, region, region_bytes);
     free(off), free(cand), free(fill), free(tmp), free(loc);
     return rc;
 }
 
 struct ofb_kmap *ofb_kmap_build(uint32_t key_len, const struct ofb_kmap_rule *rules, size_t n, uint64_t max_bytes,
-                                const _Atomic int *cancel, int *over_budget, char *err, size_t errlen)
+                                const struct ofb_cls_tuning *tu, const _Atomic int *cancel, int *over_budget,
+                                char *err, size_t errlen)
 {
     double t0 = now_s();
     *over_budget = 0;
@@ -292,6 +288,8 @@ struct ofb_kmap *ofb_kmap_build(uint32_t key_len, const struct ofb_kmap_rule *ru
     if (!m || !ord || !cvm || !cm)
         goto oom;
     m->key_len = key_len;
+    m->hp = !(tu && tu->no_hugepages);
+    m->debug = tu && tu->kmap_debug;
     m->bits = bits;
     m->n = (uint32_t)n;
     make_tables(m, ub);
@@ -299,7 +297,7 @@ struct ofb_kmap *ofb_kmap_build(uint32_t key_len, const struct ofb_kmap_rule *ru
         ord[i] = &rules[i];
     qsort(ord, n, sizeof(*ord), cmp_rank);
     m->ri_bytes = sizeof(struct kinfo) * (n + 1);
-    m->ri = halloc(m->ri_bytes, false);
+    m->ri = halloc(m, m->ri_bytes, false);
     if (!m->ri)
         goto oom;
     for (size_t i = 0; i < n; i++) {
@@ -324,7 +322,7 @@ struct ofb_kmap *ofb_kmap_build(uint32_t key_len, const struct ofb_kmap_rule *ru
                  "keymap: %zu rules over %u key bits need ~%llu MB (%llu candidate pairs), over the limit of %llu MB",
                  n, bits, (unsigned long long)(need >> 20), (unsigned long long)pairs,
                  (unsigned long long)(max_bytes >> 20));
-        free(cvm), free(cm), hfree(m->ri, m->ri_bytes), free(m);
+        free(cvm), free(cm), hfree(m, m->ri, m->ri_bytes), free(m);
         return NULL;
     }
     m->bytes = sizeof(*m) + m->ri_bytes;
@@ -354,7 +352,7 @@ struct ofb_kmap *ofb_kmap_build(uint32_t key_len, const struct ofb_kmap_rule *ru
     }
     free(cvm), free(cm);
     m->build_s = now_s() - t0;
-    if (getenv("OFB_KMAP_DEBUG"))
+    if (m->debug)
         fprintf(stderr, "keymap: %zu rules, %u bits, blocks of 2^%u with lists of %u, %zu MB, built in %.3f s "
                 "(rules ready after %.3f s)\n", n, bits, m->sbits, m->cap, m->bytes >> 20, m->build_s, t_rules - t0);
     return m;
@@ -370,7 +368,7 @@ void ofb_kmap_free(struct ofb_kmap *m)
 {
     if (!m)
         return;
-    hfree(m->blk, m->blk_bytes), hfree(m->ri, m->ri_bytes);
+    hfree(m, m->blk, m->blk_bytes), hfree(m, m->ri, m->ri_bytes);
     free(m);
 }
 

@@ -78,8 +78,10 @@ struct ofb_kmap;
 
 /* cancel (may be NULL): set by another thread, the build stops early and
  * returns NULL ("cancelled", *over_budget = 0). */
+struct ofb_cls_tuning;   /* classifier.h: no_hugepages, kmap_debug; NULL = defaults */
 struct ofb_kmap *ofb_kmap_build(uint32_t key_len, const struct ofb_kmap_rule *rules, size_t n, uint64_t max_bytes,
-                                const _Atomic int *cancel, int *over_budget, char *err, size_t errlen);
+                                const struct ofb_cls_tuning *tu, const _Atomic int *cancel, int *over_budget,
+                                char *err, size_t errlen);
 void ofb_kmap_free(struct ofb_kmap *);
 size_t ofb_kmap_bytes(const struct ofb_kmap *);
 /* The classifier's publication stamp: the map answers for readers whose

@@ -33,6 +33,7 @@
 #include <rte_log.h>
 #include <rte_malloc.h>
 #include "binfile.h"
+#include "tuning_env.h"
 
 /* Rates use this thread's CPU time, not wall time: the lab box is shared with
  * busy-polling DPDK processes, and CPU time is what one core spends per lookup. */
@@ -83,7 +84,7 @@ static void run_ours(enum ofb_cls_algo algo, const struct ofb_cls_rule *rules, u
                      const uint8_t *keys, uint32_t nk, uint64_t *ref_handles)
 {
     struct ofb_cls_params p = { .key_len = kl, .expected_rules = n, .algo = algo, .mem_budget_bytes = mem_budget };
-    struct ofb_cls *c = ofb_cls_create(&p);
+    struct ofb_cls *c = ofb_cls_create_env(&p);
     const char *asked = ofb_cls_algo_name(algo);  /* "auto" stays the record's name */
     if (!c) {
         printf("{\"algo\":\"%s\",\"error\":\"ofb_cls_create failed: %s\"}\n", asked, strerror(errno));

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 #include "binfile.h"
+#include "tuning_env.h"
 
 extern unsigned long ofb_prof_dfa_steps, ofb_prof_dfa_types[4];
 extern unsigned long ofb_prof_blocks, ofb_prof_bands, ofb_prof_ents, ofb_prof_found, ofb_prof_cands,
@@ -45,7 +46,7 @@ int main(int argc, char **argv)
     }
     const char *ea = getenv("OFB_CLS_PROF_ALGO");   /* "dfa": dfa.h's walk (steps per lookup); default OURS */
     enum ofb_cls_algo algo = ea && !strcmp(ea, "dfa") ? OFB_CLS_ALGO_DFA : OFB_CLS_ALGO_OURS;
-    struct ofb_cls *c = ofb_cls_create(&(struct ofb_cls_params){ .key_len = kl, .expected_rules = n, .algo = algo });
+    struct ofb_cls *c = ofb_cls_create_env(&(struct ofb_cls_params){ .key_len = kl, .expected_rules = n, .algo = algo });
     if (!c || ofb_cls_build_bulk(c, rr, n, NULL)) {
         fprintf(stderr, "cls-prof: build failed\n");
         return 1;

@@ -23,6 +23,7 @@
  *     leaves the lookups as they were.
  * Usage: cls-test [--quick|--full] [--tries] */
 #include "classifier.h"
+#include "bench/tuning_env.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -139,7 +140,7 @@ static void differential(uint32_t kl, enum shape sh, int nops, int bulk, uint32_
                                     .bands = a == OFB_CLS_ALGO_OURS ? bands : 0,
                                     .mem_budget_bytes = a == OFB_CLS_ALGO_HYBRID ? hybrid_budget
                                                       : a == OFB_CLS_ALGO_SPTRIE ? SP_LIMIT : 0 };
-        c[a] = ofb_cls_create(&p);
+        c[a] = ofb_cls_create_env(&p);
         CHECK(c[a] != NULL, "create algo %d", a);
     }
     int cap = nops + 16;
@@ -280,7 +281,7 @@ static void differential(uint32_t kl, enum shape sh, int nops, int bulk, uint32_
 static void keymap_refusals(void)
 {
     struct ofb_cls_params p = { .key_len = 5, .algo = OFB_CLS_ALGO_KEYMAP };
-    CHECK(ofb_cls_create(&p) == NULL && errno == EINVAL, "keymap took a 5-byte key");
+    CHECK(ofb_cls_create_env(&p) == NULL && errno == EINVAL, "keymap took a 5-byte key");
     uint8_t v[4] = { 1, 2, 3, 4 }, all[4] = { 0xff, 0xff, 0xff, 0xff }, low[4] = { 0, 0, 0x0f, 0xff };
     struct ofb_cls_rule r[2] = { { 5, v, all, 11 }, { 4, v, low, 12 } };
     const struct { uint32_t kl; uint64_t budget; const char *want; } cases[] = {
@@ -291,7 +292,7 @@ static void keymap_refusals(void)
     for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         p = (struct ofb_cls_params){ .key_len = cases[i].kl, .algo = OFB_CLS_ALGO_KEYMAP,
                                      .mem_budget_bytes = cases[i].budget };
-        struct ofb_cls *c = ofb_cls_create(&p);
+        struct ofb_cls *c = ofb_cls_create_env(&p);
         CHECK(c != NULL, "keymap create");
         if (!c)
             continue;
@@ -326,7 +327,7 @@ static void keymap_refusals(void)
         }
         struct ofb_cls_params pa = { .key_len = kl, .algo = OFB_CLS_ALGO_AUTO };
         struct ofb_cls_params pl = { .key_len = kl, .algo = OFB_CLS_ALGO_LINEAR };
-        struct ofb_cls *a = ofb_cls_create(&pa), *l = ofb_cls_create(&pl);
+        struct ofb_cls *a = ofb_cls_create_env(&pa), *l = ofb_cls_create(&pl);
         CHECK(a && l && ofb_cls_build_bulk(a, br, n, NULL) == 0 && ofb_cls_build_bulk(l, br, n, NULL) == 0,
               "auto/linear build of 2^19 rules");
         CHECK(ofb_cls_algo(a) == OFB_CLS_ALGO_KEYMAP && ofb_cls_trie_bytes(a) > 0, "auto at 2^19 3-byte rules runs %s",
@@ -365,7 +366,7 @@ static void louds_differential(uint32_t kl, enum shape sh, int nr, uint64_t budg
     struct ofb_cls *c[NL];
     for (int a = 0; a < NL; a++) {
         struct ofb_cls_params p = { .key_len = kl, .algo = al[a], .mem_budget_bytes = budget };
-        c[a] = ofb_cls_create(&p);
+        c[a] = ofb_cls_create_env(&p);
         CHECK(c[a] != NULL, "create %s", ofb_cls_algo_name(al[a]));
     }
     struct r *rules = calloc((size_t)nr, sizeof(*rules));
@@ -486,7 +487,7 @@ static void concurrency(enum ofb_cls_algo algo, double seconds, uint32_t kl)
                                 .mem_budget_bytes = algo == OFB_CLS_ALGO_KEYMAP ? 0 : 1u << 20 };
     atomic_store(&stop, 0);
     atomic_store(&reads_done, 0);
-    cc = ofb_cls_create(&p);
+    cc = ofb_cls_create_env(&p);
     uint32_t cur[SLOTS];
     uint8_t m_exact[8], m_half[8];
     memset(m_exact, 0xff, 8);
@@ -564,7 +565,7 @@ int main(int argc, char **argv)
     }
     {
         struct ofb_cls_params p = { .key_len = 4 };
-        struct ofb_cls *c = ofb_cls_create(&p);
+        struct ofb_cls *c = ofb_cls_create_env(&p);
         if (!c) {
             fprintf(stderr, "cls-test: ofb_cls_create failed\n");
             return 1;
@@ -604,7 +605,7 @@ int main(int argc, char **argv)
                                        b == 0 ? 0 : b == 1 ? (64u << 10) : (1u << 20));
         /* a key past the trie's limit is refused at create */
         struct ofb_cls_params p = { .key_len = OFB_CLS_MAX_KEY_LEN + 1, .algo = OFB_CLS_ALGO_LOUDS };
-        CHECK(ofb_cls_create(&p) == NULL, "louds took a %u-byte key", p.key_len);
+        CHECK(ofb_cls_create_env(&p) == NULL, "louds took a %u-byte key", p.key_len);
         printf("louds: %d rule sets compared with hybrid (DA+vEB) and linear\n", louds_sets);
     }
     if (!tries) {
