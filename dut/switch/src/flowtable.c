@@ -283,10 +283,13 @@ static void *cls_create_tuple(unsigned n_readers)
 							       .algo = OFB_CLS_ALGO_OURS });
 }
 
+uint32_t ofs_cls_dtree_delta;
+
 static void *cls_create_dtree(unsigned n_readers)
 {
-	return cls_create(n_readers, &(struct ofb_cls_params){ .key_len = OFS_KEY_CLS_LEN,
-							       .algo = OFB_CLS_ALGO_DTREE });
+	return cls_create(n_readers, &(struct ofb_cls_params){
+		.key_len = OFS_KEY_CLS_LEN, .algo = OFB_CLS_ALGO_DTREE,
+		.tuning = { .dtree_delta = ofs_cls_dtree_delta } });
 }
 
 static void *cls_create_trie(unsigned n_readers)

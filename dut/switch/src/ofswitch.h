@@ -210,6 +210,9 @@ extern const struct ofs_lookup_ops ofs_lookup_simple;
  * ALGO_HYBRID; a publish rebuilds its delta trie, and now and then the whole trie) */
 extern const struct ofs_lookup_ops ofs_lookup_tuple;
 extern const struct ofs_lookup_ops ofs_lookup_dtree;
+/* dtree's merge threshold (delta flows before a rebuild; 0 = the library's default): the
+ * classifier reads no environment, so a test that wants frequent rebuilds sets this */
+extern uint32_t ofs_cls_dtree_delta;
 extern const struct ofs_lookup_ops ofs_lookup_trie;
 /* One default with dut/profiles/schema.py DEFAULT_LOOKUP and the launcher. */
 #define OFS_LOOKUP_DEFAULT "tuple"

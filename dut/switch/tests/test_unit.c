@@ -1012,9 +1012,9 @@ static void test_incremental_tables(void)
 	incremental_run(&ofs_lookup_dtree, 8000);
 	/* the tree rebuilt (on its thread, adopted at a later commit) every 16 delta flows, so the
 	 * run covers rebuilds, kills of tree flows and adoption, not only the delta tables */
-	setenv("OFB_CLS_DTREE_DELTA", "16", 1);
+	ofs_cls_dtree_delta = 16;
 	incremental_run(&ofs_lookup_dtree, 2000);
-	unsetenv("OFB_CLS_DTREE_DELTA");
+	ofs_cls_dtree_delta = 0;
 	incremental_run(&ofs_lookup_trie, 4000);
 #endif
 	ofs_dp.lookup_ops = &ofs_lookup_simple;
