@@ -33,8 +33,17 @@ def _sources():
         yield rel, p
 
 
+# Sources allowed a wildcard bind, each with why it cannot listen beyond the run.
+ALLOWED = {
+    # the interop hosts' UDP receiver runs only inside a host namespace the run made (whose only
+    # addresses are the run's own) and must bind the wildcard to see the flooding scenarios'
+    # broadcasts (suites/interop/net.py starts it in the host's namespace)
+    "suites/interop/udp_probe.py",
+}
+
+
 def test_no_source_binds_every_address():
-    found = [f"{rel}:{n}: {line.strip()}" for rel, p in _sources()
+    found = [f"{rel}:{n}: {line.strip()}" for rel, p in _sources() if str(rel) not in ALLOWED
              for n, line in enumerate(p.read_text(errors="replace").splitlines(), 1)
              if WILDCARD.search(line)]
     assert found == []
