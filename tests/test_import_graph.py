@@ -34,10 +34,6 @@ KNOWN: dict[tuple[str, str], str] = {
         "issue 43 part 3: the WAN report shaping moves under suites/wan",
     ("drivers.lab.links", "suites.throughput.p2p_app"):
         "issue 43 part 3: p2p_app moves under dut/controller",
-    ("dut.classifier.measured.2026-11-24-auto.gen", "traces.rulesets"):
-        "issue 43 part 2: dated experiments move to experiments/",
-    ("dut.classifier.measured.2026-11-24-specific.cbstat", "traces.rulesets"):
-        "issue 43 part 2: dated experiments move to experiments/",
     ("suites.smoke.test_smoke", "reports.distributions"):
         "issue 43: the record's distribution helpers are used by suites below reports",
     ("suites.softgen.test_vs_trex", "reports.distributions"):
