@@ -375,6 +375,13 @@ static void port_init(unsigned i, struct rte_mempool *pool)
 	ofs_port_set_kif(p, info.driver_name, da ? da->args : NULL);
 	struct rte_eth_link link;
 	int k = ofs_kif_link_up(p);
+	/* attaching the PMD's XDP program or socket flaps a veth's carrier: give the kernel up to
+	 * 1 s to bring it back before the first state is taken (a port whose peer really is down
+	 * stays down, and the agent's tick reports every later change) */
+	for (int t = 0; k == 0 && t < 100; t++) {
+		rte_delay_us_sleep(10 * 1000);
+		k = ofs_kif_link_up(p);
+	}
 	p->link_up = k >= 0 ? k == 1
 			    : rte_eth_link_get_nowait(id, &link) != 0 ||
 			      link.link_status == RTE_ETH_LINK_UP;
