@@ -26,6 +26,7 @@ from contextlib import contextmanager
 import pytest
 
 from dut.switch import launcher
+from dut.switch.tests.switchproc import switch_process
 import openflow as w
 from dut.switch.tests.test_fuzz import accept
 
@@ -52,20 +53,8 @@ def ring_switch(tmp_path, ports: list[int], **opts):
     argv = launcher.switch_argv(binary, eal, [(1, "net_ring0"), (2, "net_ring1")],
                                 controller=[("127.0.0.1", p) for p in ports], dpid=0xC1,
                                 stats_sock=tmp_path / "stats", idle_sleep_us=50, **opts)
-    log = open(tmp_path / "ofswitch.log", "wb")
-    proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
+    with switch_process(argv, tmp_path / "ofswitch.log", prefix) as proc:
         yield proc
-    finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        log.close()
-        shutil.rmtree(f"/var/run/dpdk/{prefix}", ignore_errors=True)
 
 
 def role(s: w.Session, r: int, gen: int, xid: int) -> tuple[str, int]:

@@ -17,15 +17,14 @@ fuzz_datapath put frames in ASan-tracked memory)."""
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import struct
-import subprocess
 import time
 
 import pytest
 
 from dut.switch import launcher
+from dut.switch.tests.switchproc import switch_process
 import openflow as w
 from dut.switch.tests.test_fuzz import accept
 from dut.switch.tests.test_controllers import error_of, flow_packets
@@ -88,21 +87,11 @@ def null_switch(tmp_path, request):
     argv = launcher.switch_argv(binary, eal, [(1, "net_null0,no-rx=1"), (2, "net_null1,no-rx=1")],
                                 controller=("127.0.0.1", listener.getsockname()[1]), dpid=0xB0,
                                 stats_sock=tmp_path / "stats", idle_sleep_us=50)
-    log = open(tmp_path / "ofswitch.log", "wb")
-    proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        yield proc, listener, tmp_path
+        with switch_process(argv, tmp_path / "ofswitch.log", prefix) as proc:
+            yield proc, listener, tmp_path
     finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        log.close()
         listener.close()
-        shutil.rmtree(f"/var/run/dpdk/{prefix}", ignore_errors=True)
         text = (tmp_path / "ofswitch.log").read_text(errors="replace")
         assert not launcher.sanitizer_reports(text), text[-6000:]
 

@@ -13,12 +13,12 @@ import random
 import shutil
 import socket
 import struct
-import subprocess
 import time
 
 import pytest
 
 from dut.switch import launcher
+from dut.switch.tests.switchproc import switch_process
 import openflow as w
 
 N_MESSAGES = 12000
@@ -110,19 +110,10 @@ def ring_switch(tmp_path, request):
     argv = launcher.switch_argv(binary, eal, [(1, "net_ring0"), (2, "net_ring1")],
                                 controller=("127.0.0.1", port), dpid=0xF0,
                                 stats_sock=tmp_path / "stats", idle_sleep_us=50)
-    log = open(tmp_path / "ofswitch.log", "wb")
-    proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        yield proc, listener, tmp_path
+        with switch_process(argv, tmp_path / "ofswitch.log", None) as proc:
+            yield proc, listener, tmp_path
     finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        log.close()
         listener.close()
         # a sanitized switch also reports at exit (leaks); the release build prints nothing
         text = (tmp_path / "ofswitch.log").read_text(errors="replace")

@@ -19,6 +19,7 @@ import time
 import pytest
 
 from dut.switch import launcher
+from dut.switch.tests.switchproc import switch_process
 import openflow as w
 
 OFPPR_MODIFY = 2
@@ -65,21 +66,11 @@ def switch(veth, tmp_path, request):
                                               (2, "net_null0,no-rx=1")],
                                 controller=("127.0.0.1", listener.getsockname()[1]), dpid=0xB1,
                                 stats_sock=tmp_path / "stats", idle_sleep_us=50)
-    log = open(tmp_path / "ofswitch.log", "wb")
-    proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        yield proc, listener, tmp_path, peer, ns
+        with switch_process(argv, tmp_path / "ofswitch.log", prefix) as proc:
+            yield proc, listener, tmp_path, peer, ns
     finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        log.close()
         listener.close()
-        shutil.rmtree(f"/var/run/dpdk/{prefix}", ignore_errors=True)
 
 
 def port_status(s: w.SyncSession) -> tuple[int, int, int]:
