@@ -203,8 +203,9 @@ def _start_trex(lab, host, name: str, plan: list[dict], profile):
     devargs, in link order: TRex port i = link i), reached by the TRex client over the lab's
     network at the host's address (``generator.server``), ports ``sync_port``/``async_port``."""
     from drivers.trex.driver import Trex
-    from drivers.trex.server import (TrexServerError, config_yaml, cores_from_profile, find_runtime,
-                                     server_argv, server_env, server_version, trex_config)
+    from drivers.trex.server import (BIND_SHIM, TrexServerError, config_yaml, cores_from_profile,
+                                     find_runtime, local_shim, server_argv, server_env,
+                                     server_version, trex_config)
     gen = profile.generator
     remote = host is not lab
     runtime = getattr(lab, "trex_runtime", None) if remote else find_runtime()[0]
@@ -212,6 +213,16 @@ def _start_trex(lab, host, name: str, plan: list[dict], profile):
         raise LabError("generator.kind: trex, but no TRex runtime is built for the generator "
                        "host (make setup builds it; scripts/build_trex.sh)")
     address = gen.get("server") if remote else "127.0.0.1"
+    try:
+        # TRex listens on this address only (bindshim.c); the host's own build holds the shim
+        shim = host.build_path(BIND_SHIM) if remote else local_shim()
+    except TrexServerError as e:
+        raise LabError(f"{profile.path.name}: generator: {e}") from None
+    if remote and host.run(["test", "-f", str(shim)], check=False).returncode != 0:
+        # ld.so would only warn and TRex would listen on every address of the host
+        raise LabError(f"{profile.path.name}: generator: {shim} is missing on "
+                       f"{getattr(host, 'role', 'the generator host')}: TRex must not listen on "
+                       f"every address (the host's build makes it: ninja -C build {BIND_SHIM})")
     rpc, pub = int(gen.get("sync_port") or 4501), int(gen.get("async_port") or 4500)
     ports = gen["ports"]
     try:
@@ -230,7 +241,7 @@ def _start_trex(lab, host, name: str, plan: list[dict], profile):
         return bool(seen["version"])
 
     proc = host.start(f"{name}-trex", server_argv(cfg_path), cwd=runtime,
-                      env=server_env(runtime), ready=ready, ready_timeout_s=90)
+                      env=server_env(runtime, address, shim), ready=ready, ready_timeout_s=90)
     speeds = {p["generator"]: (ports[p["generator"]].get("speed_gbps") or 10) * 1000 for p in plan}
     try:
         client = Trex(address, {p["generator"]: (i, speeds[p["generator"]])

@@ -38,10 +38,13 @@ from drivers.lab import hostside  # noqa: E402
 from drivers.supervisor import await_ready, proc_start_time
 from harness.redact import redact_text
 
-# What a role builds on its host (ninja targets of the meson project).
+# What a role builds on its host (ninja targets of the meson project): the switch role, and the
+# generator role by its kind.
 ROLE_TARGETS = {"switch": ["dut/switch/ofswitch", "dut/classifier/cls-bench",
                            "drivers/replay/feed_ceiling", "drivers/probes/memchase"],
-                "generator": ["drivers/softgen/softgen"]}
+                "softgen": ["drivers/softgen/softgen"],
+                # TRex's bind shim (drivers/trex/bindshim.c): TRex listens on the lab address only
+                "trex": ["drivers/trex/libofb_trex_bind.so"]}
 # The snippets of drivers.lab.hostside run with the host's system Python (Debian: python3).
 HOST_PYTHON = "/usr/bin/python3"
 # rsync --delete only goes into a workdir that carries this file (written on the first sync
@@ -691,10 +694,10 @@ class RemoteLab:
             h.run(f"cd {shlex.quote(str(h.workdir))} && bash scripts/host_setup.sh",
                   timeout=1800)
             h.facts = json.loads(h.python_snippet(hostside.FACTS))  # hugepages may be new
+            gen_kind = self.profile.generator["kind"]
             targets = [t for sec, t in (("switch", ROLE_TARGETS["switch"]),
-                                        ("generator", ROLE_TARGETS["generator"]))
-                       if self.role_of(sec) == role
-                       and (sec != "generator" or self.profile.generator["kind"] == "softgen")]
+                                        ("generator", ROLE_TARGETS.get(gen_kind, [])))
+                       if self.role_of(sec) == role]
             targets = sum(targets, [])
             if targets:
                 self._progress(f"building {', '.join(targets)} on {role}")

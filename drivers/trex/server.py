@@ -183,8 +183,30 @@ def server_argv(cfg_path: str | Path, watchdog: bool = True) -> list[str]:
             *([] if watchdog else ["--no-watchdog"])]
 
 
-def server_env(runtime: str | Path) -> dict:
-    return {"LD_LIBRARY_PATH": f"{runtime}/so/x86_64"}
+BIND_SHIM = "drivers/trex/libofb_trex_bind.so"   # in the meson build (drivers/trex/bindshim.c)
+
+
+def server_env(runtime: str | Path, bind_addr: str, shim: str | Path) -> dict:
+    """TRex's environment: its own libraries, and the bind shim (``shim``, a path on the host
+    that runs TRex) that puts TRex's RPC and publisher listeners on ``bind_addr`` (loopback, or
+    the lab address the generator serves) instead of every address (TRex writes "tcp://*" in
+    its source; see bindshim.c)."""
+    if not bind_addr:
+        raise TrexServerError("TRex needs the one address to listen on (loopback or the "
+                              "generator's lab address); none was given")
+    return {"LD_LIBRARY_PATH": f"{runtime}/so/x86_64", "LD_PRELOAD": str(shim),
+            "OFB_TREX_BIND_ADDR": bind_addr}
+
+
+def local_shim() -> Path:
+    """The bind shim of this box's build, or a clear error naming what to run."""
+    from paths import build_dir
+    shim = build_dir() / BIND_SHIM
+    if not shim.is_file():
+        raise TrexServerError(f"{shim} is missing: TRex must not listen on every address, and "
+                              f"this library binds it to one; `make setup` builds it "
+                              f"(ninja -C {build_dir()} {BIND_SHIM})")
+    return shim
 
 
 # ---- TRex's JSON-RPC over ZMQ, without pyzmq -------------------------------------------------
@@ -303,6 +325,7 @@ def start_trex_server(lab, name: str, interfaces: list[str], *, cores: TrexCores
         runtime, why = find_runtime()
         if runtime is None:
             raise TrexServerError(why)
+    shim = local_shim()
     if cores is None:
         cores = TrexCores(low_end=True, low_end_core=1 if (os.cpu_count() or 1) > 1 else 0)
     # the lab's unique DPDK file prefix (LocalLab.file_prefix); a lab without one: name + pid
@@ -328,7 +351,8 @@ def start_trex_server(lab, name: str, interfaces: list[str], *, cores: TrexCores
                 seen["version"] = v
             return bool(v)
         try:
-            proc = lab.supervisor.start(name, server_argv(cfg_path, watchdog), cwd=runtime, env=server_env(runtime),
+            proc = lab.supervisor.start(name, server_argv(cfg_path, watchdog), cwd=runtime,
+                                        env=server_env(runtime, "127.0.0.1", shim),
                                         ready=ready, ready_timeout_s=ready_timeout_s)
             break
         except BaseException as e:

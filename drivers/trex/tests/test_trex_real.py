@@ -51,6 +51,27 @@ def real(lab, trex_runtime):
     assert not dpdk_runtime_dir(srv.prefix).exists(), f"TRex left {dpdk_runtime_dir(srv.prefix)}"
 
 
+def _tcp_listeners(port: int) -> set[str]:
+    """Addresses listening on TCP ``port`` (IPv4 and IPv6, from /proc/net/tcp{,6}, state 0A)."""
+    out = set()
+    for name in ("tcp", "tcp6"):
+        f = Path("/proc/net") / name
+        for line in (f.read_text().splitlines()[1:] if f.exists() else []):
+            col = line.split()
+            addr, p = col[1].split(":")
+            if int(p, 16) == port and col[3] == "0A":
+                out.add(addr)
+    return {".".join(str(b) for b in bytes.fromhex(a)[::-1]) if len(a) == 8 else a for a in out}
+
+
+def test_server_listens_on_loopback_only(real):
+    """Issue 38: TRex writes "tcp://*" into its source; bindshim.c (LD_PRELOAD) binds its RPC
+    and publisher sockets to the address the run gives (here loopback) instead."""
+    _, srv = real
+    assert _tcp_listeners(srv.rpc_port) == {"127.0.0.1"}
+    assert _tcp_listeners(srv.pub_port) == {"127.0.0.1"}
+
+
 def test_server_is_trex_308_with_two_memif_ports_up(real):
     gen, srv = real
     assert srv.version == "v3.08"
