@@ -60,3 +60,39 @@ def test_trend_series_and_influx_tags_carry_the_testbed_and_pool():
     _, tags, _, _ = record_to_point_parts(rec)
     assert tags["testbed_id"] == "abc123abc123" and tags["pool"] == "pool=a"
     assert tags["place"] == "lab1"
+
+
+def test_a_host_whose_fingerprint_cannot_be_read_is_named():
+    """A lab host where the fingerprint snippet fails (unreachable, python missing, garbage
+    output) stops the run with the host's role and address, not a traceback."""
+    import pytest
+
+    from drivers.lab.base import LabError
+
+    prof = load_profile("lab-emu")
+
+    class Host:
+        def __init__(self, address, out=None, exc=None):
+            self.address, self.out, self.exc = address, out, exc
+
+        def python_snippet(self, snippet, arg):
+            if self.exc:
+                raise self.exc
+            return self.out
+
+    class Lab:
+        kind = "remote"
+
+        def __init__(self, hosts):
+            self.hosts = hosts
+
+        @staticmethod
+        def role_of(section):
+            return prof.data[section].get("host") or section
+
+    for bad in (Host("198.18.0.9", exc=LabError("ssh: connect timed out")),
+                Host("198.18.0.9", out="not json"),
+                Host("198.18.0.9", exc=OSError("Permission denied: /sys/.../microcode"))):
+        with pytest.raises(LabError, match=r"lab\.hosts\.generator: the testbed fingerprint "
+                                           r"cannot be read on 198\.18\.0\.9"):
+            fingerprint_lab(Lab({"generator": bad}), prof)
