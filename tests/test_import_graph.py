@@ -32,8 +32,6 @@ BOTTOM = LAYERS[0]
 KNOWN: dict[tuple[str, str], str] = {
     ("dut.wan.report", "traces.wan_apps"):
         "issue 43 part 3: the WAN report shaping moves under suites/wan",
-    ("drivers.lab.links", "suites.throughput.p2p_app"):
-        "issue 43 part 3: p2p_app moves under dut/controller",
     ("suites.smoke.test_smoke", "reports.distributions"):
         "issue 43: the record's distribution helpers are used by suites below reports",
     ("suites.softgen.test_vs_trex", "reports.distributions"):

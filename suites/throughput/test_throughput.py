@@ -248,14 +248,6 @@ def test_eal_args_fall_back_to_no_huge_when_hugepages_are_short():
         assert args == ["-l", "0,1", "--file-prefix", "g", "--no-huge", "-m", "128"]
 
 
-@pytest.mark.quick
-def test_p2p_app_flow_specs():
-    from .p2p_app import flow_specs
-    assert flow_specs({"pairs": [[1, 2]], "flows": 1}) == [(1, None, 2), (2, None, 1)]
-    specs = flow_specs({"pairs": [[1, 2]], "flows": 3, "udp_src_base": 10})
-    assert specs == [(1, 10, 2), (1, 11, 2), (1, 12, 2), (2, 10, 1), (2, 11, 1), (2, 12, 1)]
-
-
 def test_testpmd_parse():
     log = "Tx-pps: 0 \n Tx-pps:  5 \n Tx-pps: 100\n Tx-pps: 300\n Tx-pps: 200"
     assert parse_testpmd_tx_pps(log) == 200.0
