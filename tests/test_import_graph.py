@@ -30,8 +30,6 @@ TOP = tuple(RANK)
 BOTTOM = LAYERS[0]
 # (module, module it imports or starts) -> the issue that removes the arrow
 KNOWN: dict[tuple[str, str], str] = {
-    ("dut.wan.report", "traces.wan_apps"):
-        "issue 43 part 3: the WAN report shaping moves under suites/wan",
     ("suites.smoke.test_smoke", "reports.distributions"):
         "issue 43: the record's distribution helpers are used by suites below reports",
     ("suites.softgen.test_vs_trex", "reports.distributions"):
