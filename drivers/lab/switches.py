@@ -88,7 +88,7 @@ def ofbench_settings(profile, kind: str, env=os.environ) -> dict:
     profile's own switch; env
     ``OFBENCH_SWITCH_LOOKUP`` (an alias kept for old scripts) overrides the lookup. For
     ofbench as a peer, the defaults."""
-    from dut.profiles.schema import DEFAULT_LOOKUP
+    from dut.switch.launcher import DEFAULT_LOOKUP
     out: dict = {"lookup": DEFAULT_LOOKUP, "workers": 1}
     sw = profile.switch if profile is not None else {}
     if kind == "ofbench" and sw.get("kind") == "ofbench":

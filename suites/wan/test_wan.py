@@ -27,7 +27,7 @@ from dataclasses import replace
 
 import pytest
 
-from dut.profiles.schema import DEFAULT_LOOKUP, SWITCH_LOOKUPS
+from dut.switch.launcher import DEFAULT_LOOKUP, LOOKUPS as SWITCH_LOOKUPS
 from dut.wan.config import Path as WanPath, load_scenario
 from dut.wan.model import (all_on, best_selection, paper_delay_ms, paper_greedy, predict,
                            queueing_delay_ms, reselect)
