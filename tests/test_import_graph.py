@@ -5,7 +5,8 @@ count too (a lazy import is still a dependency), and so does a module started by
 
 The layers, bottom first (a module may use its own layer and any below it):
 
-    configschema, paths, openflow   import nothing of ofbench (each may be used by any layer)
+    configschema, paths, openflow,  import nothing of ofbench (each may be used by any layer)
+    redact
     dut                             the systems under test
     drivers                         the lab equipment
     traces                          generated traces and rule sets
@@ -23,7 +24,7 @@ from pathlib import Path
 
 from paths import REPO
 
-LAYERS = (("configschema", "paths", "openflow"), ("dut",), ("drivers",), ("traces",),
+LAYERS = (("configschema", "paths", "openflow", "redact"), ("dut",), ("drivers",), ("traces",),
           ("suites",), ("reports",), ("harness",))
 RANK = {top: rank for rank, tops in enumerate(LAYERS) for top in tops}
 TOP = tuple(RANK)
@@ -42,11 +43,6 @@ KNOWN: dict[tuple[str, str], str] = {
         "issue 43: a suite test reads the harness's run state",
     ("suites.smoke.test_lab_place", "harness.state"):
         "issue 43: a suite test reads the harness's run state",
-    **{(mod, "harness.redact"):
-       "issue 43 (came with issue 38): redact.py imports nothing of ofbench; it belongs at the "
-       "bottom beside paths/, not in the harness that drivers and reports lie under"
-       for mod in ("drivers.lab.local", "drivers.lab.remote", "drivers.supervisor",
-                   "reports.__main__", "reports.compare", "reports.html")},
 }
 
 

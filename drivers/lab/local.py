@@ -23,7 +23,7 @@ from drivers.lab.base import LabError, check_name  # LabError re-exported: calle
 from drivers.lab.cleanup import (HUGE_DIR, STATE_ROOT, delete_netns, remove_dpdk_runtime,
                                  check_run_id, remove_hugepage_files, write_owner)
 from drivers.supervisor import Supervisor, proc_start_time
-from harness.redact import redact_command, redact_text
+from redact import redact_command, redact_text
 
 
 def run(argv: list[str], *, check: bool = True, timeout: float = 30.0,

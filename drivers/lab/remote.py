@@ -36,7 +36,7 @@ from pathlib import Path
 from drivers.lab.base import LabError, check_name
 from drivers.lab import hostside  # noqa: E402
 from drivers.supervisor import await_ready, proc_start_time
-from harness.redact import redact_text
+from redact import redact_text
 
 # What a role builds on its host (ninja targets of the meson project).
 ROLE_TARGETS = {"switch": ["dut/switch/ofswitch", "dut/classifier/cls-bench",
