@@ -109,7 +109,7 @@ class Results:
                provenance: dict | None = None, check_targets_now: bool = True,
                distributions: dict | None = None, search: dict | None = None) -> dict:
         """distributions: {"latency_us": {...}} compact shapes beside the metrics, built with
-        reports.distributions (drawn by the report, never judged); search: a throughput
+        distributions/ (drawn by the report, never judged); search: a throughput
         search's RFC 9971 goal results (drivers/trafficgen/mlr.py, MlrResult.search_record())."""
         from harness.lease import check
         check(self.state)   # a figure taken after the place was lost is not written

@@ -6,7 +6,7 @@ count too (a lazy import is still a dependency), and so does a module started by
 The layers, bottom first (a module may use its own layer and any below it):
 
     configschema, paths, openflow,  import nothing of ofbench (each may be used by any layer)
-    redact
+    redact, distributions
     dut                             the systems under test
     drivers                         the lab equipment
     traces                          generated traces and rule sets
@@ -24,21 +24,13 @@ from pathlib import Path
 
 from paths import REPO
 
-LAYERS = (("configschema", "paths", "openflow", "redact"), ("dut",), ("drivers",), ("traces",),
-          ("suites",), ("reports",), ("harness",))
+LAYERS = (("configschema", "paths", "openflow", "redact", "distributions"), ("dut",), ("drivers",),
+          ("traces",), ("suites",), ("reports",), ("harness",))
 RANK = {top: rank for rank, tops in enumerate(LAYERS) for top in tops}
 TOP = tuple(RANK)
 BOTTOM = LAYERS[0]
 # (module, module it imports or starts) -> the issue that removes the arrow
 KNOWN: dict[tuple[str, str], str] = {
-    ("suites.smoke.test_smoke", "reports.distributions"):
-        "issue 43: the record's distribution helpers are used by suites below reports",
-    ("suites.softgen.test_vs_trex", "reports.distributions"):
-        "issue 43: the record's distribution helpers are used by suites below reports",
-    ("suites.throughput.test_throughput", "reports.distributions"):
-        "issue 43: the record's distribution helpers are used by suites below reports",
-    ("suites.wan.test_wan", "reports.distributions"):
-        "issue 43: the record's distribution helpers are used by suites below reports",
     ("suites.throughput.test_throughput", "harness.state"):
         "issue 43: a suite test reads the harness's run state",
     ("suites.smoke.test_lab_place", "harness.state"):

@@ -30,13 +30,13 @@ from pathlib import Path
 
 import pytest
 
+from distributions import quantiles_from_histogram
 from drivers.softgen.driver import VERSION as SOFTGEN_VERSION
 from drivers.softgen.driver import VIRTUAL_WIRE_MBPS
 from drivers.softgen.driver import binary as softgen_binary
 from drivers.trafficgen.base import make_measure
 from drivers.trafficgen.model import Stream
 from drivers.trafficgen.mlr import QUICK_GOALS, MlrConfig, search_mlr
-from reports.distributions import quantiles_from_histogram
 from suites.interleave import by_turns, pair_ratios, pair_summary
 from suites.throughput import topology
 
@@ -151,7 +151,7 @@ def _brief(m: dict) -> dict:
 
 def pooled_latency_quantiles(runs: list[dict]) -> dict | None:
     """One generator's latency histograms of several rounds (same bucket layout) pooled into
-    quantiles (reports/distributions.py): the CDF the report draws; None without samples."""
+    quantiles (distributions/): the CDF the report draws; None without samples."""
     counts: dict[tuple[float, float], int] = {}
     for m in runs:
         for low, high, c in m.get("histogram") or []:

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+from distributions import hdrh_from_buckets, hdrh_metrics
 from drivers.lab.base import is_remote
 from drivers.softgen.driver import VERSION as SOFTGEN_VERSION
 from drivers.softgen.driver import SoftgenPort, binary as softgen_binary
@@ -34,7 +35,6 @@ from drivers.trafficgen.frames import RFC2544_SIZES
 from drivers.trafficgen.model import Stream
 from drivers.trafficgen.mlr import MlrConfig, goals_from_section, search_mlr, spread
 from drivers.trafficgen.ndr import SearchConfig, search_ndr_pdr
-from reports.distributions import hdrh_from_buckets, hdrh_metrics
 
 from . import rig as rig_setup
 from . import topology
@@ -66,7 +66,7 @@ def _prov(gen, port_kind, switch_kind=None, **extra):
 
 def latency_distributions(lat, key: str = "latency_us") -> dict:
     """{key: hdrh} of a latency stream's whole histogram (HdrHistogram's V2 encoding,
-    reports/distributions.py), beside the p50/p99 metrics: what the report draws as a CDF and
+    distributions/), beside the p50/p99 metrics: what the report draws as a CDF and
     reads every percentile from; {} without samples. Each bucket of the generator's histogram
     (softgen's log-linear ns buckets, TRex's) counts at its upper edge."""
     if lat is None or not lat.samples or not lat.histogram:
@@ -850,7 +850,7 @@ def test_latency_distributions_from_either_generator():
     reads percentiles from (TRex's unpublished min/max, 0, do not matter: the buckets hold it)."""
     from drivers.trafficgen.latency import stats_from_softgen
     from drivers.trex.driver import latency_from_trex
-    from reports.distributions import cdf_points, hdrh_percentiles
+    from distributions import cdf_points, hdrh_percentiles
     sg = stats_from_softgen(100, 2000, 9000, 400_000, [(130, 60), (150, 40)])
     d = latency_distributions(sg)["latency_us"]
     assert d["kind"] == "hdrh" and d["samples"] == 100
