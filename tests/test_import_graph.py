@@ -31,10 +31,6 @@ TOP = tuple(RANK)
 BOTTOM = LAYERS[0]
 # (module, module it imports or starts) -> the issue that removes the arrow
 KNOWN: dict[tuple[str, str], str] = {
-    ("suites.throughput.test_throughput", "harness.state"):
-        "issue 43: a suite test reads the harness's run state",
-    ("suites.smoke.test_lab_place", "harness.state"):
-        "issue 43: a suite test reads the harness's run state",
 }
 
 

@@ -399,12 +399,6 @@ def _case_id(case) -> str:
 
 
 def pytest_generate_tests(metafunc):
-    if "kind" in metafunc.fixturenames:
-        from harness.state import run_state
-        prof = run_state(metafunc.config).profile
-        kinds = list(prof.switch_kinds)
-        ordered = kinds[1:] + kinds[:1]  # peers first, the switch under test last
-        metafunc.parametrize("kind", ordered, ids=ordered)
     if "case" in metafunc.fixturenames:
         cases = [pytest.param(c, id=_case_id(c)) for c in DEFAULT_CASES]
         cases += [pytest.param(c, id=_case_id(c), marks=pytest.mark.nightly) for c in NIGHTLY_CASES]
@@ -530,7 +524,9 @@ def _cross_checked(topo, measure, checks: list):
 
 
 @pytest.mark.bench
-def test_rfc2544_ndr_pdr(lab, profile, kind, case, results, progress, request):
+@pytest.mark.peers_first  # the harness's switch_kind: peers first, the switch under test last
+def test_rfc2544_ndr_pdr(lab, profile, switch_kind, case, results, progress, request):
+    kind = switch_kind
     why = _gen_unavailable(profile, lab) or _switch_unavailable(kind, profile)
     if why:
         pytest.skip(why)
@@ -701,11 +697,13 @@ def test_search_methods_side_by_side(lab, profile, results, progress, request):
 
 
 @pytest.mark.bench
-def test_soak(lab, profile, kind, results, progress, request):
+@pytest.mark.peers_first
+def test_soak(lab, profile, switch_kind, results, progress, request):
     """Issue 40 part 5: one long trial at SOAK_FRACTION of the PDR (this run's, or a quick
     search's) per switch, 64 B, 1 flow; loss over time in 1 s buckets read live from the
     generator; any second that lost packets beyond in-flight noise is a burst (flagged in the
     record, never a failure: a benchmark)."""
+    kind = switch_kind
     why = _gen_unavailable(profile, lab) or _switch_unavailable(kind, profile)
     if why:
         pytest.skip(why)
