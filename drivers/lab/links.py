@@ -18,7 +18,7 @@ import json
 import time
 from dataclasses import dataclass, field
 
-from drivers.lab.base import LabError
+from drivers.lab.base import LabError, parse_cores
 from drivers.lab.switches import (SwitchHandle, controller_host, section_host, start_controller,
                                   start_switch, switch_host)
 
@@ -44,7 +44,6 @@ def port_spec(port: dict) -> str:
 
 def generator_lcores(spec: str | None, fallback: tuple[int, int] = (0, 1)) -> tuple[int, int]:
     """(control lcore, worker lcore) from ``generator.cores`` (pure)."""
-    from drivers.lab.remote import parse_cores
     cores = parse_cores(spec) if spec else []
     if len(cores) >= 2:
         return cores[0], cores[1]

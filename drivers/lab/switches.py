@@ -14,7 +14,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from drivers.lab.base import LabError, is_remote
+from drivers.lab.base import LabError, hugepages_usable, is_remote
 from drivers.lab.ovs import OvsInstance
 from paths import build_dir
 
@@ -34,7 +34,6 @@ def switch_available(kind: str, profile) -> str | None:
     if kind == "ovs-dpdk":
         if "ovs_dpdk" not in profile.features:
             return "profile lacks feature ovs_dpdk"
-        from drivers.lab.local import hugepages_usable
         if profile.lab_kind == "local" and not hugepages_usable():
             return ("ovs-dpdk needs hugepages (it always runs --in-memory) and none are free "
                     "or /dev/hugepages-ofbench is not mounted")
