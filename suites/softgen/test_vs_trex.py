@@ -76,8 +76,8 @@ def _windows(samples: list[tuple[float, int]], min_s: float = 0.5) -> list[float
 def _softgen_tx(lab, sock, tag, progress) -> tuple[list[float], float | None]:
     """softgen's TX windows (Mpps) and the share of the frames it built that the memif ring
     refused (full: the sink, not softgen, was the limit at those moments)."""
-    from suites.throughput.test_throughput import _softgen_tx_trial
-    got = _softgen_tx_trial(lab, sock, tag, progress)
+    from suites.throughput.txbench import softgen_tx_trial
+    got = softgen_tx_trial(lab, sock, tag, progress)
     if not got:
         return [], None
     s = got[1]

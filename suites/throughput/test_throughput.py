@@ -29,7 +29,7 @@ import pytest
 from distributions import hdrh_from_buckets, hdrh_metrics
 from drivers.lab.base import is_remote
 from drivers.softgen.driver import VERSION as SOFTGEN_VERSION
-from drivers.softgen.driver import SoftgenPort, binary as softgen_binary
+from drivers.softgen.driver import binary as softgen_binary
 from drivers.trafficgen.base import make_measure
 from drivers.trafficgen.frames import RFC2544_SIZES
 from drivers.trafficgen.model import Stream
@@ -38,6 +38,7 @@ from drivers.trafficgen.ndr import SearchConfig, search_ndr_pdr
 
 from . import rig as rig_setup
 from . import topology
+from .txbench import TX_BENCH_TRIAL_S, softgen_tx_trial, window_rates_pps
 
 # The generator benchmarks and loopbacks are softgen's own and built on this box (local_lab);
 # the switch matrix runs on the profile's generator (softgen, or TRex with generator.kind
@@ -207,17 +208,6 @@ def parse_testpmd_tx_pps_windows(log: str) -> list[int]:
     return [v for v in vals if v > 0][1:]
 
 
-def window_rates_pps(samples: list[tuple[int, int]], tsc_hz: float, min_window_s: float = 0.5) -> list[float]:
-    """TX rates between successive (tsc, tx packets) samples of one softgen stream (pure);
-    windows shorter than min_window_s (the last, partial one) are left out."""
-    out = []
-    for (t0, n0), (t1, n1) in zip(samples, samples[1:]):
-        dt = (t1 - t0) / tsc_hz
-        if dt >= min_window_s and n1 >= n0:
-            out.append((n1 - n0) / dt)
-    return out
-
-
 def summarise_tx_trials(softgen_mpps: list[float], testpmd_mpps: list[float]) -> dict[str, float]:
     """Figures of the alternating softgen/testpmd TX trials, each a list of ~1 s windows (pure).
     On this shared 2-core box a window is only ever slowed down by others, never sped up, and
@@ -275,7 +265,7 @@ def test_window_rates():
 # Both senders get the same wire and placement: memif client, sender busy-polling on lcore 1,
 # the testpmd rxonly sink (memif server) forwarding on lcore 0; 64 B frames (testpmd
 # --txpkts=60 + FCS); burst 32; ~8-16k mbufs with a per-lcore cache; memif's default rings.
-TX_BENCH_TRIAL_S = 2.0
+# softgen's side and the trial length: suites/throughput/txbench.py (the softgen suite uses it).
 
 
 def _tx_bench_sink(lab, sock, tag):
@@ -284,42 +274,6 @@ def _tx_bench_sink(lab, sock, tag):
             "--stats-period", "1", "--forward-mode=rxonly"]
     sock.unlink(missing_ok=True)
     return lab.supervisor.start(f"txbench-sink{tag}", argv, ready=sock.exists, ready_timeout_s=30)
-
-
-def _softgen_tx_trial(lab, sock, tag, progress):
-    """One softgen trial: (Mpps of each ~1 s window, stream counters), None if the link stayed down."""
-    from drivers.softgen.driver import Softgen, wait_links_up
-    inst = topology.start_softgen(lab, f"txbench-softgen-{tag}", [SoftgenPort("t", topology.memif(0, "client", sock))])
-    gen = Softgen([inst])
-    try:
-        if not wait_links_up(gen, 15):
-            progress(f"tx bench: memif to the sink not up after 15 s (softgen trial {tag})")
-            return None
-        # asks for more than one core can send: the worker sends a burst on every loop, as
-        # testpmd txonly does, and what it could not build counts as unsent, not as sent
-        # the same ~1 s windows testpmd reports, read from the stats' own TSC
-        # (the stream outlasts the sampling: every window is one of full-speed sending)
-        [r] = gen.load([Stream("tx", "t", frame_size=64, rate_pps=topology.TX_ASK_PPS,
-                                         duration_s=TX_BENCH_TRIAL_S + 10)])
-        samples = []
-        gen.start()
-        try:
-            for _ in range(int(TX_BENCH_TRIAL_S) + 2):
-                st = gen.raw_stats()[0]
-                if not st["running"]:
-                    break
-                samples.append((st["tsc"], next((t["tx"] for t in st["tx_streams"] if t["id"] == r.id), 0)))
-                time.sleep(1.0)
-        finally:
-            gen.stop()
-        time.sleep(0.05)
-        s = gen.counters().streams["tx"]
-        assert s.tx + s.unsent == s.offered and s.refused <= s.unsent
-        # the first window holds the start-up, as testpmd's first figure does: both drop it
-        return [pps / 1e6 for pps in window_rates_pps(samples, st["tsc_hz"])[1:]], s
-    finally:
-        gen.close()
-        lab.supervisor.stop(inst.managed)
 
 
 def _testpmd_tx_trial(lab, sock, tag):
@@ -360,7 +314,7 @@ def test_softgen_tx_64b_1core_memif(lab, results, progress, request):
             sink = _tx_bench_sink(lab, sock, tag)
             try:
                 if who == "softgen":
-                    got = _softgen_tx_trial(lab, sock, tag, progress)
+                    got = softgen_tx_trial(lab, sock, tag, progress)
                     if got is not None:
                         sg_mpps += got[0]
                         unsent, refused = unsent + got[1].unsent, refused + got[1].refused
