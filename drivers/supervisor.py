@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from harness.redact import redact_command
+from redact import redact_command
 
 
 class ProcessStartError(RuntimeError):

@@ -1,4 +1,4 @@
-"""The fixture chain: profile -> lab -> switch_kind / results / progress.
+"""The fixture chain: profile -> lab -> switch_kind / results / progress, and lab_lease.
 
 ``lab`` is session-scoped and torn down in every exit path (also atexit and on SIGTERM, which
 the plugin turns into KeyboardInterrupt). Processes a test starts log into
@@ -83,6 +83,14 @@ def switch_kind(request, profile):
 def collector(request) -> Collector:
     """Measurements a suite's summary test (marked ``summary``) reads after the others."""
     return Collector(run_state(request.config).collected)
+
+
+@pytest.fixture
+def lab_lease(request):
+    """The lab place this run holds on the coordinator (harness/lease.py: ``place``, ``pool``,
+    ``waited_s``, ``acquired_at``, ``checks``), or None on a lab that names no coordinator.
+    Suites take it here instead of reading the harness's run state."""
+    return run_state(request.config).lease
 
 
 @pytest.fixture

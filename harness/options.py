@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from paths import REPORTS
-from harness.redact import SecretError, check_url_has_no_credentials, influx_token
+from redact import SecretError, check_url_has_no_credentials, influx_token
 
 # The InfluxDB token as resolved at configure time (file, environment, or "-"); never an
 # option value, so it is in no argv, no record and no report.
@@ -50,7 +50,7 @@ def pytest_addoption(parser):
 
 def pytest_configure(config):
     """Secrets only from the environment or a file: a token or URL credentials in argv stop
-    the run at once with the reason (harness/redact.py)."""
+    the run at once with the reason (redact/)."""
     try:
         check_url_has_no_credentials(config.getoption("--influx-url"))
         config.stash[INFLUX_TOKEN] = influx_token(config.getoption("--influx-token-file"),

@@ -146,8 +146,13 @@ def pytest_collection_modifyitems(config, items):
                                                     "(make nightly)"))
 
 
+@pytest.hookimpl(tryfirst=True)  # before a module's own hook: the kind leads the test id
 def pytest_generate_tests(metafunc):
-    """``switch_kind`` runs a test once per switch of the profile: its switch, then its peers."""
+    """``switch_kind`` runs a test once per switch of the profile: its switch, then its peers;
+    a test marked ``peers_first`` runs the peers first and the switch under test last (the
+    throughput matrix)."""
     if "switch_kind" in metafunc.fixturenames:
-        kinds = run_state(metafunc.config).profile.switch_kinds
+        kinds = list(run_state(metafunc.config).profile.switch_kinds)
+        if metafunc.definition.get_closest_marker("peers_first"):
+            kinds = kinds[1:] + kinds[:1]
         metafunc.parametrize("switch_kind", kinds, ids=kinds, indirect=True)

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from paths import REPORTS
-from harness.redact import redact_command, redact_url
+from redact import redact_command, redact_url
 
 
 class RunReporter:

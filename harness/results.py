@@ -18,7 +18,7 @@ import pytest
 
 from dut.profiles.targets import check_targets
 from paths import REPO, SUITES
-from harness.redact import redact_text, secret_name
+from redact import redact_text, secret_name
 
 
 def suite_of(path: Path | str) -> str:
@@ -32,13 +32,13 @@ def suite_of(path: Path | str) -> str:
 # Environment variables that shape what a run measures (aliases kept for scripts; each is
 # documented in the README's table) are recorded in every record as env_<name>.
 # A variable whose name looks secret (OFBENCH_INFLUX_TOKEN, *_PASSWORD, *_KEY...) is never
-# recorded; URL credentials and known secret values in the others are masked (harness/redact.py).
+# recorded; URL credentials and known secret values in the others are masked (redact/).
 RUN_ENV_PREFIX = "OFBENCH_"
 
 
 def env_provenance(environ) -> dict:
     """{"env_ofbench_switch_lookup": "simple", ...} for every OFBENCH_* set, secrets dropped or
-    masked (pure but for harness.redact's registered secrets)."""
+    masked (pure but for redact's registered secrets)."""
     ours = {k: v for k, v in environ.items() if k.startswith(RUN_ENV_PREFIX)}
     return {f"env_{k.lower()}": redact_text(str(v), environ)[:200]
             for k, v in sorted(ours.items()) if not secret_name(k)}
@@ -109,7 +109,7 @@ class Results:
                provenance: dict | None = None, check_targets_now: bool = True,
                distributions: dict | None = None, search: dict | None = None) -> dict:
         """distributions: {"latency_us": {...}} compact shapes beside the metrics, built with
-        reports.distributions (drawn by the report, never judged); search: a throughput
+        distributions/ (drawn by the report, never judged); search: a throughput
         search's RFC 9971 goal results (drivers/trafficgen/mlr.py, MlrResult.search_record())."""
         from harness.lease import check
         check(self.state)   # a figure taken after the place was lost is not written

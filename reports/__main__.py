@@ -24,7 +24,7 @@
 
 --influx-url local starts the repo's influxd (tools/bin/influxd, data in tools/influxdb-data)
 for the duration of the command. The token comes from OFBENCH_INFLUX_TOKEN or --token-file,
-never from the command line (harness/redact.py); a URL with credentials is refused.
+never from the command line (redact/); a URL with credentials is refused.
 """
 from __future__ import annotations
 
@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
             with contextlib.suppress(KeyboardInterrupt):
                 srv.proc.wait()
         return 0
-    from harness.redact import SecretError, check_url_has_no_credentials, influx_token
+    from redact import SecretError, check_url_has_no_credentials, influx_token
     try:
         check_url_has_no_credentials(args.influx_url)
         token = influx_token(args.token_file, args.token, option="--token",

@@ -17,7 +17,7 @@ median, the whisker min..max, or mean +- 1 sd when only that was recorded)::
 ``x: record, series: switch`` (one metric) puts each switch's bar side by side per workload;
 ``x: metric, series: switch`` (conformance by category) one group per metric.
 
-Two kinds draw a record's ``distributions`` (reports/distributions.py) instead of its metrics::
+Two kinds draw a record's ``distributions`` (distributions/) instead of its metrics::
 
     charts:
       - kind: cdf                    # one line per record (workload) and switch
@@ -53,7 +53,7 @@ import fnmatch
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from reports.distributions import cdf_points, histogram_bins
+from distributions import cdf_points, histogram_bins
 from reports.goals import SUITE_DECL, SUITES_DIR, GoalError, read_suite_report
 from reports.noise import group_repetitions, metric_spread
 

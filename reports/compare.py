@@ -38,7 +38,7 @@ import json
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from harness.redact import redact_record, redact_text
+from redact import redact_record, redact_text
 from reports.metrics import metric_direction
 from reports.noise import Spread, group_repetitions, is_spread_metric, metric_spread, number
 from reports.results import load_results

@@ -81,7 +81,7 @@ def _condition_problem(expr: str) -> str | None:
 
 
 # Keys each chart kind takes (bars: reports/charts.py's grouped bars; cdf / histogram: a
-# record's distributions, reports/distributions.py).
+# record's distributions, distributions/).
 CHART_KEYS = {"bars": {"kind", "title", "records", "x", "series", "metric", "metrics", "labels",
                        "ylabel", "log"},
               "cdf": {"kind", "title", "records", "distribution", "distributions", "labels",

@@ -33,7 +33,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from harness.redact import redact_record, redact_text
+from redact import redact_record, redact_text
 from reports.results import load_results
 
 INDEX_FILE = "index.html"

@@ -11,7 +11,7 @@ A record is one JSON object per line in reports/<run-id>/results.jsonl:
      "run_id": "run-20240501T020304Z-1a2b"}
 
 Optionally "distributions": {"latency_us": {"kind": "quantiles", ...}}, the shape of a measured
-distribution in a few dozen numbers beside the metrics (reports/distributions.py), and (since
+distribution in a few dozen numbers beside the metrics (distributions/), and (since
 version 2) "search": a throughput search's RFC 9971 goal results (drivers/trafficgen/mlr.py).
 
 Versions: records are written as SCHEMA_VERSION (2); a record is validated against the schema of
@@ -238,7 +238,7 @@ def validation_errors(record: Mapping) -> list[str]:
     """Every problem of a record as 'key.path: message', sorted; [] when valid."""
     problems = _non_finite(record)
     if isinstance(record, Mapping) and isinstance(record.get("distributions"), Mapping):
-        from reports.distributions import problems as distribution_problems
+        from distributions import problems as distribution_problems
         problems += distribution_problems(record["distributions"])
     for err in _get_validator(_record_version(record)).iter_errors(record):
         where = _key_path(err.absolute_path)
@@ -313,7 +313,7 @@ class ResultWriter:
     def write(self, suite: str, name: str, metrics: Mapping, params: Mapping | None = None,
               provenance: Mapping | None = None, **extra: Any) -> dict:
         """Validate and append one record; returns it. Extra keys allowed by the schema:
-        targets, target_misses, test_id, distributions (reports/distributions.py), search
+        targets, target_misses, test_id, distributions (distributions/), search
         (drivers/trafficgen/mlr.py's MlrResult.search_record()). Raises
         ResultRecordError, writing nothing."""
         record = self.build(suite, name, metrics, params, provenance, **extra)

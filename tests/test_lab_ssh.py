@@ -13,7 +13,8 @@ import pytest
 from dut.profiles.schema import parse_profile
 from drivers.lab import LabError
 from drivers.lab.emulated import EmulatedLab, segment_of
-from drivers.lab.remote import RemoteLab, parse_cores
+from drivers.lab.base import parse_cores
+from drivers.lab.remote import RemoteLab
 from paths import REPO
 
 pytestmark = pytest.mark.skipif(not Path("/usr/sbin/sshd").exists(),

@@ -27,7 +27,7 @@ def test_profile_cores_reach_ofbench():
 
 
 def test_ofbench_as_a_peer_gets_the_one_default():
-    from dut.profiles.schema import DEFAULT_LOOKUP
+    from dut.switch.launcher import DEFAULT_LOOKUP
     prof = _profile({"kind": "ovs", "lookup": "simple", "workers": 2})
     assert ofbench_settings(prof, "ofbench", env={}) == {"lookup": DEFAULT_LOOKUP, "workers": 1}
 

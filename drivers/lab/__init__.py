@@ -28,7 +28,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from drivers.lab.base import Host, Lab, LabError, is_remote  # noqa: F401  (public names)
+from drivers.lab.base import (Host, Lab, LabError, hugepages_usable, is_remote,  # noqa: F401
+                              parse_cores)  # public names: drivers use these, not local/remote's
 
 
 def open_lab(profile, run_id: str, run_dir: Path, progress=None):

@@ -1,9 +1,45 @@
-"""The Lab protocol and its error (see drivers/lab/__init__.py for what each offers)."""
+"""The Lab protocol and its error (see drivers/lab/__init__.py for what each offers), and what
+every lab kind and driver share without reaching into one lab's module (issue 43): the
+profile's core lists (``parse_cores``) and whether this box's hugepages can be used
+(``hugepages_usable``, ``HUGE_DIR``); both lived in remote.py and local.py before."""
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Protocol
+
+# The hugetlbfs mount DPDK processes of this box use (make setup mounts it).
+HUGE_DIR = Path(os.environ.get("OFBENCH_HUGE_DIR", "/dev/hugepages-ofbench"))
+_FREE_2M = Path("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages")
+
+
+def parse_cores(spec: str) -> list[int]:
+    """A profile's core list: '2-5,8' -> [2, 3, 4, 5, 8] (pure)."""
+    out: list[int] = []
+    for part in spec.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if "-" in part:
+            lo, hi = part.split("-", 1)
+            out += range(int(lo), int(hi) + 1)
+        else:
+            out.append(int(part))
+    return out
+
+
+def free_hugepage_mb() -> int:
+    """This box's free 2 MB hugepages, in MB (0 when unreadable)."""
+    try:
+        return 2 * int(_FREE_2M.read_text())
+    except (OSError, ValueError):
+        return 0
+
+
+def hugepages_usable() -> bool:
+    """This box has free hugepages and the hugetlbfs mount at HUGE_DIR."""
+    return free_hugepage_mb() > 0 and os.path.ismount(HUGE_DIR)
 
 
 def is_remote(lab) -> bool:

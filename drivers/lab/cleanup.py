@@ -19,6 +19,7 @@ import sys
 import time
 from pathlib import Path
 
+from drivers.lab.base import HUGE_DIR
 from drivers.supervisor import proc_start_time
 from paths import SYSTEM_STATE, state_root
 
@@ -28,7 +29,6 @@ from paths import SYSTEM_STATE, state_root
 SYSTEM_STATE_ROOT = SYSTEM_STATE
 # Where this process keeps its own runs' state (a test or a second checkout may move it).
 STATE_ROOT = state_root()
-HUGE_DIR = Path(os.environ.get("OFBENCH_HUGE_DIR", "/dev/hugepages-ofbench"))
 # DPDK keeps a runtime folder per file prefix (config, fbarray, mp socket) after its process
 # exits, unless run --in-memory: a run removes its own, cleanup those of dead runs.
 DPDK_RUNTIME_DIR = Path(os.environ.get("OFBENCH_DPDK_RUNTIME_DIR", "/var/run/dpdk"))

@@ -3,7 +3,7 @@
     generator host [generator.ports]  ==links==  [switch.ports] switch host  <-OpenFlow- controller host
 
 ``links_topology(lab, profile, ...)`` starts, each on the host the profile names: the
-port-to-port controller app (``suites.throughput.p2p_app``: flows between the switch ports of
+port-to-port controller app (``dut.controller.p2p_app``: flows between the switch ports of
 the first two links, per flow a ``udp_src`` match when ``flows`` > 1), the profile's switch with
 every ``switch.ports`` entry (OpenFlow port numbers in the order the ports are listed), and
 softgen with the generator ports of those links; it waits until the links are up and the flows
@@ -18,7 +18,7 @@ import json
 import time
 from dataclasses import dataclass, field
 
-from drivers.lab.base import LabError
+from drivers.lab.base import LabError, parse_cores
 from drivers.lab.switches import (SwitchHandle, controller_host, section_host, start_controller,
                                   start_switch, switch_host)
 
@@ -44,7 +44,6 @@ def port_spec(port: dict) -> str:
 
 def generator_lcores(spec: str | None, fallback: tuple[int, int] = (0, 1)) -> tuple[int, int]:
     """(control lcore, worker lcore) from ``generator.cores`` (pure)."""
-    from drivers.lab.remote import parse_cores
     cores = parse_cores(spec) if spec else []
     if len(cores) >= 2:
         return cores[0], cores[1]
@@ -104,7 +103,7 @@ def links_topology(lab, profile, *, name: str = "links", flows: int = 1,
                           "generator_host": getattr(gen_host, "address", "local"),
                           "controller_host": getattr(ctl_host, "address", "local")}, 0.0)
     try:
-        ctl, port = start_controller(lab, f"{name}-ctl", "suites.throughput.p2p_app", netns=None,
+        ctl, port = start_controller(lab, f"{name}-ctl", "dut.controller.p2p_app", netns=None,
                                      config=str(cfg), host=ctl_host)
         topo.stops.append(lambda: ctl_host.stop(ctl))
         topo.switch = start_switch(

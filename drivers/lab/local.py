@@ -20,10 +20,11 @@ import subprocess
 from pathlib import Path
 
 from drivers.lab.base import LabError, check_name  # LabError re-exported: callers import it here
+from drivers.lab.base import free_hugepage_mb, hugepages_usable
 from drivers.lab.cleanup import (HUGE_DIR, STATE_ROOT, delete_netns, remove_dpdk_runtime,
                                  check_run_id, remove_hugepage_files, write_owner)
 from drivers.supervisor import Supervisor, proc_start_time
-from harness.redact import redact_command, redact_text
+from redact import redact_command, redact_text
 
 
 def run(argv: list[str], *, check: bool = True, timeout: float = 30.0,
@@ -34,22 +35,6 @@ def run(argv: list[str], *, check: bool = True, timeout: float = 30.0,
         raise LabError(f"`{redact_command(argv)}` failed ({cp.returncode}): "
                        f"{redact_text((cp.stderr or cp.stdout).strip())}")
     return cp
-
-
-def free_hugepage_mb() -> int:
-    try:
-        return 2 * int(Path("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages")
-                       .read_text())
-    except OSError:
-        return 0
-
-
-def hugepages_usable() -> bool:
-    try:
-        free = int(Path("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages").read_text())
-    except OSError:
-        return False
-    return free > 0 and os.path.ismount(HUGE_DIR)
 
 
 class LocalListener:

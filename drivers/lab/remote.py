@@ -33,10 +33,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from drivers.lab.base import LabError, check_name
+from drivers.lab.base import LabError, check_name, parse_cores
 from drivers.lab import hostside  # noqa: E402
 from drivers.supervisor import await_ready, proc_start_time
-from harness.redact import redact_text
+from redact import redact_text
 
 # What a role builds on its host (ninja targets of the meson project): the switch role, and the
 # generator role by its kind.
@@ -129,21 +129,6 @@ def controller_id() -> str:
     except OSError:
         boot = "?"
     return f"{socket.gethostname()}/{boot}"
-
-
-def parse_cores(spec: str) -> list[int]:
-    """'2-5,8' -> [2, 3, 4, 5, 8] (pure)."""
-    out: list[int] = []
-    for part in spec.split(","):
-        part = part.strip()
-        if not part:
-            continue
-        if "-" in part:
-            lo, hi = part.split("-", 1)
-            out += range(int(lo), int(hi) + 1)
-        else:
-            out.append(int(part))
-    return out
 
 
 @dataclass

@@ -14,7 +14,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from drivers.lab.base import LabError, is_remote
+from drivers.lab.base import LabError, hugepages_usable, is_remote
 from drivers.lab.ovs import OvsInstance
 from paths import build_dir
 
@@ -34,7 +34,6 @@ def switch_available(kind: str, profile) -> str | None:
     if kind == "ovs-dpdk":
         if "ovs_dpdk" not in profile.features:
             return "profile lacks feature ovs_dpdk"
-        from drivers.lab.local import hugepages_usable
         if profile.lab_kind == "local" and not hugepages_usable():
             return ("ovs-dpdk needs hugepages (it always runs --in-memory) and none are free "
                     "or /dev/hugepages-ofbench is not mounted")
@@ -88,7 +87,7 @@ def ofbench_settings(profile, kind: str, env=os.environ) -> dict:
     profile's own switch; env
     ``OFBENCH_SWITCH_LOOKUP`` (an alias kept for old scripts) overrides the lookup. For
     ofbench as a peer, the defaults."""
-    from dut.profiles.schema import DEFAULT_LOOKUP
+    from dut.switch.launcher import DEFAULT_LOOKUP
     out: dict = {"lookup": DEFAULT_LOOKUP, "workers": 1}
     sw = profile.switch if profile is not None else {}
     if kind == "ofbench" and sw.get("kind") == "ofbench":

@@ -29,7 +29,7 @@ Schema version 1 (``schema_version: 1``)::
                                    # namespaces with sshd on this box (drivers/lab/emulated.py)
     features: [str]                # from FEATURES; tests declare what they need
     switch: {kind: ofbench|ovs|ovs-dpdk, workers: int, cores: str, host: <role>,
-             lookup: tuple|dtree|trie|simple,  # ofbench's flow lookup (SWITCH_LOOKUPS below)
+             lookup: tuple|dtree|trie|simple,  # ofbench's flow lookup (dut/switch/launcher.py LOOKUPS)
              busy_poll: bool,        # idle workers spin (dedicated cores) instead of sleeping
              cache_lines: int,       # ofbench's flow cache per worker, 64-byte lines, a power
                                      # of 2 (default the binary's: 262144, 16 MiB)
@@ -76,22 +76,13 @@ from pathlib import Path
 from typing import Any
 
 from configschema import Invalid, SchemaError, Spec, load_yaml, validate
+from dut.switch.launcher import DEFAULT_LOOKUP, LOOKUPS as SWITCH_LOOKUPS  # the switch's own
 from dut.vmwire.tenants import VMWIRE
 
 PROFILE_DIR = Path(__file__).resolve().parent
 SCHEMA_VERSION = 1
 
 SWITCH_KINDS = ("ofbench", "ovs", "ovs-dpdk")
-# ofbench's flow lookup (`--lookup`): "tuple" = dut/classifier's filtered merged tuples (the
-# fast one), "dtree" = its compiled decision tree (flows added since the tree's build go to
-# the tuples; the tree is rebuilt on a thread), "trie" = document 003's hybrid H-Trie/SP-Trie
-# through the same library (updated through a delta trie merged now and then: slower to
-# change, for comparisons), "simple" = a
-# priority-sorted array (the reference). One default for the profile, the launcher and the C
-# binary (OFS_LOOKUP_DEFAULT in dut/switch/src/ofswitch.h); dut/switch/tests/test_launcher.py
-# checks they agree.
-SWITCH_LOOKUPS = ("tuple", "dtree", "trie", "simple")
-DEFAULT_LOOKUP = "tuple"
 GENERATOR_KINDS = ("softgen", "trex")
 LAB_KINDS = ("local", "remote")
 FEATURES = {

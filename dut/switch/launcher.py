@@ -17,7 +17,6 @@ import socket
 import time
 from pathlib import Path
 
-from dut.profiles.schema import DEFAULT_LOOKUP, SWITCH_LOOKUPS as LOOKUPS
 from paths import build_dir, san_build_dir  # the release and the sanitizer build
 
 # port specs the switch builds itself: the pcap replay feed of drivers/replay (replay.h) and a
@@ -25,6 +24,18 @@ from paths import build_dir, san_build_dir  # the release and the sanitizer buil
 REPLAY_PREFIX = "replay:"
 VHOST_PREFIX = "vhost:"
 OWN_PORT_PREFIXES = (REPLAY_PREFIX, VHOST_PREFIX)
+
+# The switch's flow lookup (`--lookup`), owned here beside the binary it starts; the lab schema
+# (dut/profiles/schema.py), the fuzzer and the suites import these names. "tuple" =
+# dut/classifier's filtered merged tuples (the fast one), "dtree" = its compiled decision tree
+# (flows added since the tree's build go to the tuples; the tree is rebuilt on a thread),
+# "trie" = document 003's hybrid H-Trie/SP-Trie through the same library (updated through a
+# delta trie merged now and then: slower to change, for comparisons), "simple" = a
+# priority-sorted array (the reference). One default for the profile, the launcher and the C
+# binary (OFS_LOOKUP_DEFAULT in dut/switch/src/ofswitch.h); dut/switch/tests/test_launcher.py
+# checks they agree.
+LOOKUPS = ("tuple", "dtree", "trie", "simple")
+DEFAULT_LOOKUP = "tuple"
 
 
 # What the sanitizer build prints when it finds something (it then aborts, or for leaks exits

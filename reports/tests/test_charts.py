@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from distributions import (KEY_RE, histogram_from_samples, quantiles_from_histogram,
+                           quantiles_from_samples)
 from reports.charts import (chart_data, distribution_series, draw_cdf, draw_grouped_bars,
                             draw_histogram, load_suite_charts)
-from reports.distributions import (KEY_RE, histogram_from_samples, quantiles_from_histogram,
-                                   quantiles_from_samples)
 from reports.goals import GoalError, SUITES_DIR
 from reports.html import render_run_index
 from reports.results import ResultWriter, load_results

@@ -1,13 +1,12 @@
-"""Compact distributions in a record (reports/distributions.py, result-v1.json
+"""Compact distributions in a record (distributions/, result-v1.json
 `distributions`): built from samples or a generator's histogram, validated, and ignored by
 everything that judges metrics (compare, trend, Influx)."""
 from __future__ import annotations
 
 import pytest
 
-from reports.distributions import (QUANTILE_POINTS, cdf_points, histogram_bins,
-                                   histogram_from_samples, quantiles_from_histogram,
-                                   quantiles_from_samples)
+from distributions import (QUANTILE_POINTS, cdf_points, histogram_bins, histogram_from_samples,
+                           quantiles_from_histogram, quantiles_from_samples)
 from reports.results import ResultRecordError, ResultWriter, load_results
 from reports.tests.sample import BASE_PROVENANCE
 
@@ -88,9 +87,9 @@ def test_hdrh_holds_the_whole_histogram_and_feeds_percentiles_and_cdfs():
     """Issue 40 part 7: a generator's latency buckets as HdrHistogram (V2 encoding, as NFVbench
     records it); p50 ... p99.99 and the CDF read from it; repetitions add up; a v2 record takes
     it, a corrupt one is named."""
+    from distributions import (cdf_points, hdrh_from_buckets, hdrh_metrics, hdrh_percentiles,
+                               problems)
     from reports.charts import _merge
-    from reports.distributions import (cdf_points, hdrh_from_buckets, hdrh_metrics,
-                                       hdrh_percentiles, problems)
     buckets = [(1.0, 1.1, 9000), (2.0, 2.2, 900), (50.0, 52.0, 99), (4000.0, 4096.0, 1)]
     d = hdrh_from_buckets(buckets)
     assert d["kind"] == "hdrh" and d["samples"] == 10_000 and d["encoded"].startswith("HIST")

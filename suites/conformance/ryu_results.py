@@ -14,6 +14,7 @@ Log format of os_ken/tests/switch/tester.py (what we parse):
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -230,6 +231,27 @@ UNTIMED_CASE_S = 0.2
 
 def estimated_case_s(case: Case, interval_s: float = 0.0) -> float:
     return (TIMED_CASE_S if case.timed else UNTIMED_CASE_S) + interval_s
+
+
+DEFAULT_SHARDS = 3
+
+
+def shard_count() -> int:
+    """How many tool instances run the full set at once: ``OFBENCH_CONFORMANCE_SHARDS`` (1..8),
+    else DEFAULT_SHARDS; a bad value stops the run naming the variable (pytest.UsageError).
+    Lived in test_conformance.py until issue 43 (its test must not import a test module)."""
+    import pytest
+    raw = os.environ.get("OFBENCH_CONFORMANCE_SHARDS", "").strip()
+    if not raw:
+        return DEFAULT_SHARDS
+    try:
+        n = int(raw)
+    except ValueError:
+        raise pytest.UsageError(f"OFBENCH_CONFORMANCE_SHARDS={raw!r}: expected a whole number "
+                                ">= 1") from None
+    if not 1 <= n <= 8:
+        raise pytest.UsageError(f"OFBENCH_CONFORMANCE_SHARDS={n}: expected 1..8")
+    return n
 
 
 def plan_shards(cases: list[Case], shards: int, interval_s: float = 0.0) -> list[list[str]]:

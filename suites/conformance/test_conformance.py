@@ -33,21 +33,6 @@ from drivers.lab.base import is_remote
 from suites.conformance.runner import of13_dir, required_file, run_tool, unavailable
 
 KINDS_WITH_FIGURE = ("ofbench", "ovs")
-DEFAULT_SHARDS = 3
-
-
-def shard_count() -> int:
-    raw = os.environ.get("OFBENCH_CONFORMANCE_SHARDS", "").strip()
-    if not raw:
-        return DEFAULT_SHARDS
-    try:
-        n = int(raw)
-    except ValueError:
-        raise pytest.UsageError(f"OFBENCH_CONFORMANCE_SHARDS={raw!r}: expected a whole number "
-                                ">= 1") from None
-    if not 1 <= n <= 8:
-        raise pytest.UsageError(f"OFBENCH_CONFORMANCE_SHARDS={n}: expected 1..8")
-    return n
 
 
 def _lookup(profile) -> str:
@@ -80,7 +65,7 @@ def _run_and_record(lab, results, kind: str, only: set[str] | None, name: str, t
     # The peer OVS runs as the certification runs tuned it: one second between cases.
     interval_s = 1 if kind == "ovs" else 0
     # a remote lab has one set of conformance cables: one tool instance
-    shards = rr.plan_shards(cases, 1 if is_remote(lab) else shard_count(), interval_s)
+    shards = rr.plan_shards(cases, 1 if is_remote(lab) else rr.shard_count(), interval_s)
     out = run_tool(lab, kind, files, tag=tag, workers=workers,
                    lookup=lookup if kind == "ofbench" else "simple",
                    interval_s=interval_s, shards=shards, progress=progress,

@@ -12,12 +12,11 @@ import time
 
 import pytest
 
-from harness.state import run_state
-
 
 @pytest.fixture
-def lease(request):
-    lease = run_state(request.config).lease
+def lease(lab_lease):
+    """The harness's ``lab_lease`` fixture; skipped on a lab without a coordinator."""
+    lease = lab_lease
     if lease is None:
         pytest.skip("the profile names no lab coordinator (lab.coordinator): nothing to lease")
     return lease

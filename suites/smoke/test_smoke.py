@@ -9,8 +9,8 @@ import time
 
 import pytest
 
+from distributions import quantiles_from_samples
 from drivers.lab.switches import start_controller, start_switch
-from reports.distributions import quantiles_from_samples
 
 H1_IP, H2_IP = "10.11.0.1", "10.11.0.2"
 UDP_PACKETS = 1000

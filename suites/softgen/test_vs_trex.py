@@ -30,13 +30,13 @@ from pathlib import Path
 
 import pytest
 
+from distributions import quantiles_from_histogram
 from drivers.softgen.driver import VERSION as SOFTGEN_VERSION
 from drivers.softgen.driver import VIRTUAL_WIRE_MBPS
 from drivers.softgen.driver import binary as softgen_binary
 from drivers.trafficgen.base import make_measure
 from drivers.trafficgen.model import Stream
 from drivers.trafficgen.mlr import QUICK_GOALS, MlrConfig, search_mlr
-from reports.distributions import quantiles_from_histogram
 from suites.interleave import by_turns, pair_ratios, pair_summary
 from suites.throughput import topology
 
@@ -76,8 +76,8 @@ def _windows(samples: list[tuple[float, int]], min_s: float = 0.5) -> list[float
 def _softgen_tx(lab, sock, tag, progress) -> tuple[list[float], float | None]:
     """softgen's TX windows (Mpps) and the share of the frames it built that the memif ring
     refused (full: the sink, not softgen, was the limit at those moments)."""
-    from suites.throughput.test_throughput import _softgen_tx_trial
-    got = _softgen_tx_trial(lab, sock, tag, progress)
+    from suites.throughput.txbench import softgen_tx_trial
+    got = softgen_tx_trial(lab, sock, tag, progress)
     if not got:
         return [], None
     s = got[1]
@@ -151,7 +151,7 @@ def _brief(m: dict) -> dict:
 
 def pooled_latency_quantiles(runs: list[dict]) -> dict | None:
     """One generator's latency histograms of several rounds (same bucket layout) pooled into
-    quantiles (reports/distributions.py): the CDF the report draws; None without samples."""
+    quantiles (distributions/): the CDF the report draws; None without samples."""
     counts: dict[tuple[float, float], int] = {}
     for m in runs:
         for low, high, c in m.get("histogram") or []:

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from scapy.utils import checksum  # the internet checksum (RFC 1071)
 
-from dut.profiles.schema import DEFAULT_LOOKUP, SWITCH_LOOKUPS
+from dut.switch.launcher import DEFAULT_LOOKUP, LOOKUPS as SWITCH_LOOKUPS
 import openflow as w
 from openflow.wire import (action_pop_mpls, action_pop_vlan, action_push_mpls,  # noqa: F401
                            action_push_vlan, action_set_field, parse_flow_packets)

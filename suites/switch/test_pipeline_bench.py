@@ -111,7 +111,7 @@ def switch_core_count(profile, host, remote: bool) -> int:
     """The cores the switch may use: the profile's ``switch.cores`` when it names them (the
     lab's single source of truth), else the switch host's (this box: its affinity)."""
     import os
-    from drivers.lab.remote import parse_cores
+    from drivers.lab.base import parse_cores
     spec = profile.switch.get("cores")
     if spec:
         return len(parse_cores(str(spec)))

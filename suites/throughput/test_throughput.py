@@ -26,18 +26,19 @@ from pathlib import Path
 
 import pytest
 
+from distributions import hdrh_from_buckets, hdrh_metrics
 from drivers.lab.base import is_remote
 from drivers.softgen.driver import VERSION as SOFTGEN_VERSION
-from drivers.softgen.driver import SoftgenPort, binary as softgen_binary
+from drivers.softgen.driver import binary as softgen_binary
 from drivers.trafficgen.base import make_measure
 from drivers.trafficgen.frames import RFC2544_SIZES
 from drivers.trafficgen.model import Stream
 from drivers.trafficgen.mlr import MlrConfig, goals_from_section, search_mlr, spread
 from drivers.trafficgen.ndr import SearchConfig, search_ndr_pdr
-from reports.distributions import hdrh_from_buckets, hdrh_metrics
 
 from . import rig as rig_setup
 from . import topology
+from .txbench import TX_BENCH_TRIAL_S, softgen_tx_trial, window_rates_pps
 
 # The generator benchmarks and loopbacks are softgen's own and built on this box (local_lab);
 # the switch matrix runs on the profile's generator (softgen, or TRex with generator.kind
@@ -66,7 +67,7 @@ def _prov(gen, port_kind, switch_kind=None, **extra):
 
 def latency_distributions(lat, key: str = "latency_us") -> dict:
     """{key: hdrh} of a latency stream's whole histogram (HdrHistogram's V2 encoding,
-    reports/distributions.py), beside the p50/p99 metrics: what the report draws as a CDF and
+    distributions/), beside the p50/p99 metrics: what the report draws as a CDF and
     reads every percentile from; {} without samples. Each bucket of the generator's histogram
     (softgen's log-linear ns buckets, TRex's) counts at its upper edge."""
     if lat is None or not lat.samples or not lat.histogram:
@@ -207,17 +208,6 @@ def parse_testpmd_tx_pps_windows(log: str) -> list[int]:
     return [v for v in vals if v > 0][1:]
 
 
-def window_rates_pps(samples: list[tuple[int, int]], tsc_hz: float, min_window_s: float = 0.5) -> list[float]:
-    """TX rates between successive (tsc, tx packets) samples of one softgen stream (pure);
-    windows shorter than min_window_s (the last, partial one) are left out."""
-    out = []
-    for (t0, n0), (t1, n1) in zip(samples, samples[1:]):
-        dt = (t1 - t0) / tsc_hz
-        if dt >= min_window_s and n1 >= n0:
-            out.append((n1 - n0) / dt)
-    return out
-
-
 def summarise_tx_trials(softgen_mpps: list[float], testpmd_mpps: list[float]) -> dict[str, float]:
     """Figures of the alternating softgen/testpmd TX trials, each a list of ~1 s windows (pure).
     On this shared 2-core box a window is only ever slowed down by others, never sped up, and
@@ -248,14 +238,6 @@ def test_eal_args_fall_back_to_no_huge_when_hugepages_are_short():
         assert args == ["-l", "0,1", "--file-prefix", "g", "--no-huge", "-m", "128"]
 
 
-@pytest.mark.quick
-def test_p2p_app_flow_specs():
-    from .p2p_app import flow_specs
-    assert flow_specs({"pairs": [[1, 2]], "flows": 1}) == [(1, None, 2), (2, None, 1)]
-    specs = flow_specs({"pairs": [[1, 2]], "flows": 3, "udp_src_base": 10})
-    assert specs == [(1, 10, 2), (1, 11, 2), (1, 12, 2), (2, 10, 1), (2, 11, 1), (2, 12, 1)]
-
-
 def test_testpmd_parse():
     log = "Tx-pps: 0 \n Tx-pps:  5 \n Tx-pps: 100\n Tx-pps: 300\n Tx-pps: 200"
     assert parse_testpmd_tx_pps(log) == 200.0
@@ -283,7 +265,7 @@ def test_window_rates():
 # Both senders get the same wire and placement: memif client, sender busy-polling on lcore 1,
 # the testpmd rxonly sink (memif server) forwarding on lcore 0; 64 B frames (testpmd
 # --txpkts=60 + FCS); burst 32; ~8-16k mbufs with a per-lcore cache; memif's default rings.
-TX_BENCH_TRIAL_S = 2.0
+# softgen's side and the trial length: suites/throughput/txbench.py (the softgen suite uses it).
 
 
 def _tx_bench_sink(lab, sock, tag):
@@ -292,42 +274,6 @@ def _tx_bench_sink(lab, sock, tag):
             "--stats-period", "1", "--forward-mode=rxonly"]
     sock.unlink(missing_ok=True)
     return lab.supervisor.start(f"txbench-sink{tag}", argv, ready=sock.exists, ready_timeout_s=30)
-
-
-def _softgen_tx_trial(lab, sock, tag, progress):
-    """One softgen trial: (Mpps of each ~1 s window, stream counters), None if the link stayed down."""
-    from drivers.softgen.driver import Softgen, wait_links_up
-    inst = topology.start_softgen(lab, f"txbench-softgen-{tag}", [SoftgenPort("t", topology.memif(0, "client", sock))])
-    gen = Softgen([inst])
-    try:
-        if not wait_links_up(gen, 15):
-            progress(f"tx bench: memif to the sink not up after 15 s (softgen trial {tag})")
-            return None
-        # asks for more than one core can send: the worker sends a burst on every loop, as
-        # testpmd txonly does, and what it could not build counts as unsent, not as sent
-        # the same ~1 s windows testpmd reports, read from the stats' own TSC
-        # (the stream outlasts the sampling: every window is one of full-speed sending)
-        [r] = gen.load([Stream("tx", "t", frame_size=64, rate_pps=topology.TX_ASK_PPS,
-                                         duration_s=TX_BENCH_TRIAL_S + 10)])
-        samples = []
-        gen.start()
-        try:
-            for _ in range(int(TX_BENCH_TRIAL_S) + 2):
-                st = gen.raw_stats()[0]
-                if not st["running"]:
-                    break
-                samples.append((st["tsc"], next((t["tx"] for t in st["tx_streams"] if t["id"] == r.id), 0)))
-                time.sleep(1.0)
-        finally:
-            gen.stop()
-        time.sleep(0.05)
-        s = gen.counters().streams["tx"]
-        assert s.tx + s.unsent == s.offered and s.refused <= s.unsent
-        # the first window holds the start-up, as testpmd's first figure does: both drop it
-        return [pps / 1e6 for pps in window_rates_pps(samples, st["tsc_hz"])[1:]], s
-    finally:
-        gen.close()
-        lab.supervisor.stop(inst.managed)
 
 
 def _testpmd_tx_trial(lab, sock, tag):
@@ -368,7 +314,7 @@ def test_softgen_tx_64b_1core_memif(lab, results, progress, request):
             sink = _tx_bench_sink(lab, sock, tag)
             try:
                 if who == "softgen":
-                    got = _softgen_tx_trial(lab, sock, tag, progress)
+                    got = softgen_tx_trial(lab, sock, tag, progress)
                     if got is not None:
                         sg_mpps += got[0]
                         unsent, refused = unsent + got[1].unsent, refused + got[1].refused
@@ -407,12 +353,6 @@ def _case_id(case) -> str:
 
 
 def pytest_generate_tests(metafunc):
-    if "kind" in metafunc.fixturenames:
-        from harness.state import run_state
-        prof = run_state(metafunc.config).profile
-        kinds = list(prof.switch_kinds)
-        ordered = kinds[1:] + kinds[:1]  # peers first, the switch under test last
-        metafunc.parametrize("kind", ordered, ids=ordered)
     if "case" in metafunc.fixturenames:
         cases = [pytest.param(c, id=_case_id(c)) for c in DEFAULT_CASES]
         cases += [pytest.param(c, id=_case_id(c), marks=pytest.mark.nightly) for c in NIGHTLY_CASES]
@@ -538,7 +478,9 @@ def _cross_checked(topo, measure, checks: list):
 
 
 @pytest.mark.bench
-def test_rfc2544_ndr_pdr(lab, profile, kind, case, results, progress, request):
+@pytest.mark.peers_first  # the harness's switch_kind: peers first, the switch under test last
+def test_rfc2544_ndr_pdr(lab, profile, switch_kind, case, results, progress, request):
+    kind = switch_kind
     why = _gen_unavailable(profile, lab) or _switch_unavailable(kind, profile)
     if why:
         pytest.skip(why)
@@ -709,11 +651,13 @@ def test_search_methods_side_by_side(lab, profile, results, progress, request):
 
 
 @pytest.mark.bench
-def test_soak(lab, profile, kind, results, progress, request):
+@pytest.mark.peers_first
+def test_soak(lab, profile, switch_kind, results, progress, request):
     """Issue 40 part 5: one long trial at SOAK_FRACTION of the PDR (this run's, or a quick
     search's) per switch, 64 B, 1 flow; loss over time in 1 s buckets read live from the
     generator; any second that lost packets beyond in-flight noise is a burst (flagged in the
     record, never a failure: a benchmark)."""
+    kind = switch_kind
     why = _gen_unavailable(profile, lab) or _switch_unavailable(kind, profile)
     if why:
         pytest.skip(why)
@@ -858,7 +802,7 @@ def test_latency_distributions_from_either_generator():
     reads percentiles from (TRex's unpublished min/max, 0, do not matter: the buckets hold it)."""
     from drivers.trafficgen.latency import stats_from_softgen
     from drivers.trex.driver import latency_from_trex
-    from reports.distributions import cdf_points, hdrh_percentiles
+    from distributions import cdf_points, hdrh_percentiles
     sg = stats_from_softgen(100, 2000, 9000, 400_000, [(130, 60), (150, 40)])
     d = latency_distributions(sg)["latency_us"]
     assert d["kind"] == "hdrh" and d["samples"] == 100

@@ -186,7 +186,7 @@ def _controller(lab, name: str, flows: int, netns: str | None, ofports: tuple[in
     cfg = Path(lab.sock_path(f"{name}.yaml"))
     cfg.write_text(yaml.safe_dump({"pairs": [list(ofports)], "flows": flows, "udp_src_base": 1024,
                                    "done_file": str(done)}))
-    proc, port = start_controller(lab, name, "suites.throughput.p2p_app", netns=netns, config=str(cfg))
+    proc, port = start_controller(lab, name, "dut.controller.p2p_app", netns=netns, config=str(cfg))
     return proc, port, done
 
 

@@ -27,14 +27,14 @@ from dataclasses import replace
 
 import pytest
 
-from dut.profiles.schema import DEFAULT_LOOKUP, SWITCH_LOOKUPS
+from distributions import histogram_from_samples
+from dut.switch.launcher import DEFAULT_LOOKUP, LOOKUPS as SWITCH_LOOKUPS
 from dut.wan.config import Path as WanPath, load_scenario
 from dut.wan.model import (all_on, best_selection, paper_delay_ms, paper_greedy, predict,
                            queueing_delay_ms, reselect)
-from dut.wan.report import method_metrics, summary
 from dut.wan.sim import simulate_mean_delays_ms
 from drivers.wanem.driver import accuracy_metrics
-from reports.distributions import histogram_from_samples
+from suites.wan.metrics import method_metrics, summary
 from traces.wan_apps import message_schedule
 
 SCENARIO = "traces/wan/doc002.yaml"

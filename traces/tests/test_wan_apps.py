@@ -5,8 +5,7 @@ import threading
 
 import pytest
 
-from dut.wan.config import App, Framing, load_scenario
-from dut.wan.report import method_metrics, model_errors, summary
+from dut.wan.config import App, Framing
 from traces.wan_apps import (HEADER, Reassembler, app_stats, chunks, histogram, message_schedule,
                              pack, unpack)
 
@@ -60,26 +59,6 @@ def test_app_stats_counts_lost_as_misses():
 
 def test_histogram_5ms_bins():
     assert histogram([0.1, 4.9, 5.0, 12.0]) == {0.0: 2, 5.0: 1, 10.0: 1}
-
-
-def test_report_summary_reductions_and_model_error():
-    apps = load_scenario("traces/wan/doc002.yaml").apps
-    def rows(app, delays):
-        return [{"app": app, "delay_ms": d} for d in delays]
-    sent = [{"app": a.name} for a in apps for _ in range(2)]
-    base = method_metrics(sum((rows(a.name, [40, 40]) for a in apps), []), sent, apps,
-                          {"paper": {a.name: 20 for a in apps}, "queueing": {a.name: 44 for a in apps}})
-    ours = method_metrics(sum((rows(a.name, [10, 10]) for a in apps), []), sent, apps,
-                          {"paper": {a.name: 5 for a in apps}, "queueing": {a.name: 11 for a in apps}})
-    m, p = summary({"all_on_path2": base, "best": ours}, apps, "all_on_path2", "best")
-    assert m["app3_reduction_pct"] == 75.0 and m["app5_reduction_pct"] == 75.0
-    assert m["deadlines_met"] == 5
-    assert m["queueing_model_error_pct"] == pytest.approx(10.0) and m["paper_model_error_pct"] == 50.0
-    assert m["model_error_pct"] == pytest.approx(10.0) and p["best_model"] == "queueing"
-    # No data -> None (JSON null), never NaN.
-    empty = method_metrics([], [{"app": "app1"}], apps[:1], {})
-    assert empty["app1_mean_ms"] is None and empty["app1_lost"] == 1
-    assert model_errors({"x": empty}, 1, "paper") == []
 
 
 def test_sender_receiver_over_loopback(tmp_path):

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dut.switch import launcher
+from dut.switch.launcher import LOOKUPS  # the switch's lookup names (fuzzer.LOOKUPS for tests)
 from paths import REPO
 
 HERE = Path(__file__).resolve().parent
@@ -43,7 +44,6 @@ LONG_S = 3600
 # Inputs up to two largest messages: a 65535-byte message and what follows it (issue 37: the
 # stall needed a 65528-byte FLOW_MOD then a request; 8 KiB could not say it).
 MAX_LEN = 131072
-LOOKUPS = ("tuple", "dtree", "trie", "simple")   # dut/profiles/schema.py SWITCH_LOOKUPS
 
 
 @dataclass(frozen=True)

@@ -117,10 +117,12 @@ def test_c_tests(build, name):
 
 def test_one_lookup_default_for_binary_launcher_and_profile():
     """--lookup: the C binary's default and names (src/ofswitch.h), the launcher's default and
-    the profile schema's are one."""
+    the profile schema's are one (the launcher owns the names; the schema imports them)."""
     import inspect
     import re
-    from dut.profiles.schema import DEFAULT_LOOKUP, SWITCH_LOOKUPS
+    from dut.profiles import schema
+    from dut.switch.launcher import DEFAULT_LOOKUP, LOOKUPS as SWITCH_LOOKUPS
+    assert (schema.DEFAULT_LOOKUP, schema.SWITCH_LOOKUPS) == (DEFAULT_LOOKUP, SWITCH_LOOKUPS)
     header = (Path(launcher.__file__).parent / "src" / "ofswitch.h").read_text()
     with_cls = header.split("#ifdef OFS_HAVE_CLASSIFIER", 1)[1].split("#else", 1)[0]
     c_default = re.search(r'#define OFS_LOOKUP_DEFAULT "(\w+)"', with_cls).group(1)

@@ -223,7 +223,7 @@ def test_link_test_dir_holds_only_this_runs_files(tmp_path):
 
 @pytest.mark.parametrize("raw, why", [("three", "whole number"), ("0", "1..8"), ("9", "1..8")])
 def test_bad_shard_count_names_the_variable(monkeypatch, raw, why):
-    from suites.conformance.test_conformance import DEFAULT_SHARDS, shard_count
+    from suites.conformance.ryu_results import DEFAULT_SHARDS, shard_count
     monkeypatch.setenv("OFBENCH_CONFORMANCE_SHARDS", raw)
     with pytest.raises(pytest.UsageError, match=f"OFBENCH_CONFORMANCE_SHARDS.*{why}"):
         shard_count()

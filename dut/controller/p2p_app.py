@@ -5,6 +5,10 @@ Config (YAML, via the launcher's --config): {pairs: [[1, 2]], flows: 1000, udp_s
 done_file: /path}.  flows <= 1: one `in_port=a -> output:b` rule per direction.  flows = N: N
 exact rules per direction, `in_port=a, udp, udp_src=base+i -> output:b` (the generator varies
 the UDP source port over the same N values), so the switch's table really holds N entries.
+
+Started by name (``dut.controller.p2p_app``) by the throughput topology
+(suites/throughput/topology.py) and the lab's links (drivers/lab/links.py); it lived in
+suites/throughput/ until issue 43 (a driver must not start a suite's module).
 """
 from __future__ import annotations
 

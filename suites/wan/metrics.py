@@ -8,7 +8,10 @@ Record shapes (suite=wan):
                  paper_model_error_pct, queueing_model_error_pct
 `deadline_hit_pct` counts lost messages as misses; `deadlines_met` counts apps whose *mean*
 meets F (the document's criterion). Each app's delays in 5 ms bins (the document's Figures
-7-8) go into the method record's `distributions` (suites/wan/test_wan.py, reports/distributions.py).
+7-8) go into the method record's `distributions` (suites/wan/test_wan.py, distributions/).
+
+Lived in dut/wan/report.py until issue 43: shaping a suite's records belongs to the suite, and
+it needs traces.wan_apps (a layer above dut).
 """
 from __future__ import annotations
 

@@ -30,6 +30,10 @@ few dozen numbers, never every sample, under a key that names the quantity and i
 
 ``reports compare``, the trend and the Influx export read ``metrics`` only: a distribution is
 drawn, never judged bin by bin. Pure functions; producers (suites/) call them, reports/ reads.
+Imports nothing of ofbench (hdrhistogram only), so it is a bottom package beside paths/ since
+issue 43 (it was reports/distributions.py, which the suites below reports reached up to); its
+tests, which follow a record through the writer, compare and the trend, stay in
+reports/tests/test_distributions.py.
 """
 from __future__ import annotations
 

@@ -18,7 +18,10 @@ record, session.json, a log line or an HTML page (``redact_text``, ``redact_argv
 An environment variable whose name looks secret is never recorded (``secret_name``).
 
 Pure, imports nothing of ofbench: every layer (drivers' logs, reports' pages, the harness's
-records) uses this one module.
+records) uses this one module. A bottom package beside paths/ and openflow/ since issue 43 (it
+was harness/redact.py, which the drivers and reports below the harness had to reach up to).
+Its own tests are in redact/tests; that the harness, the supervisor's logs and the reports'
+pages go through it is tested in harness/tests/test_redact.py.
 """
 from __future__ import annotations
 
