@@ -17,7 +17,7 @@ PYTEST  := $(call q,$(PY)) -m pytest
 # whose smoke also runs with a real TRex server on the generator host (--dut=lab-emu-trex).
 # The lab-emu run leases its place from a labgrid coordinator it starts on 127.0.0.1 itself
 # (--lab-coordinator=local, drivers/lab/lease.py) and stops at its end.
-TEST_PATHS := tests harness paths openflow dut drivers traces reports
+TEST_PATHS := tests harness paths openflow redact dut drivers traces reports
 
 .PHONY: setup test suites nightly bench clean-stale report-path help
 
