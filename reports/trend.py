@@ -70,7 +70,7 @@ from typing import Iterable, Mapping, Sequence
 from reports.metrics import (DIRECTION_OVERRIDES, HIGHER_UNITS, HIGHER_WORDS,  # noqa: F401
                              LOWER_UNITS, LOWER_WORDS, metric_direction)
 
-DETECTORS = ("jumpavg", "mad")
+DETECTORS = ("jumpavg", "mad", "csit")
 DETECTOR_DEFAULT = "mad"       # trend-eval's winner on this box's histories (reports/README.md)
 RECENT_DEFAULT = 3             # jumpavg: a change-point this young (in runs) is reported
 K_DEFAULT = 3.0
@@ -78,6 +78,8 @@ MAD_TO_SIGMA = 1.4826
 REL_FLOOR = 0.02
 ABS_FLOOR = 1e-9
 MIN_HISTORY = 3
+CSIT_MIN_STEP = 0.05          # csit: a segment change below this is not reported (relative)
+CSIT_CONFIRM = 2              # csit: the new segment must hold this many runs (a confirmation)
 LAST_N_DEFAULT = 30  # jumpavg groups whole segments: a month of nights (the MAD rule used 20)
 TREND_HTML = "trend.html"
 TREND_JSON = "trend.json"
@@ -159,17 +161,35 @@ class Segment:
     change_pct: float | None = None   # avg against the previous segment's, %
 
 
-def group_series(values: Sequence[float], direction: int,
+def _run_of(x) -> float | list[float] | None:
+    """A run as jumpavg takes it: a number, or the list of its trials' numbers (None: no value)."""
+    if isinstance(x, (list, tuple)):
+        trials = [t for t in (as_number(v) for v in x) if t is not None]
+        if not trials:
+            return None
+        return trials if len(trials) > 1 else trials[0]
+    return as_number(x)
+
+
+def _run_value(run) -> float:
+    """The run's point value: its trials' median (CSIT trends per-run values of its trials)."""
+    return statistics.median(run) if isinstance(run, list) else float(run)
+
+
+def group_series(values: Sequence, direction: int,
                  rel_floor: float = REL_FLOOR) -> list[Segment]:
     """jumpavg's grouping of a series (oldest first) into segments, each judged against the one
     before it by the metric's direction. A step smaller than rel_floor is "ok" (real, but not
-    worth a night's attention)."""
+    worth a night's attention). A value may be a list of the run's trials: jumpavg then takes
+    the run as one indivisible sample whose spread is the trials' (AvgStdevStats.for_runs)."""
     from jumpavg import classify
-    vals = [float(v) for v in values]
+    vals = [[float(t) for t in v] if isinstance(v, (list, tuple)) else float(v) for v in values]
     if not vals:
         return []
-    shift = -min(vals) if min(vals) < 0 else 0.0    # jumpavg counts bits of non-negative values
-    groups = classify([v + shift for v in vals])
+    low = min(min(v) if isinstance(v, list) else v for v in vals)
+    shift = -low if low < 0 else 0.0    # jumpavg counts bits of non-negative values
+    groups = classify([[t + shift for t in v] if isinstance(v, list) else v + shift
+                       for v in vals])
     out: list[Segment] = []
     pos = 0
     for g in groups:
@@ -213,6 +233,39 @@ def judge_jumpavg(value, history: Sequence[float], direction: int, rel_floor: fl
     ref = segs[-2] if changed else last
     change = (v - ref.avg) / abs(ref.avg) * 100.0 if ref.avg else None
     j = Judgement("ok", v, ref.avg, None, ref.stdev, len(hist), direction,
+                  last.change_pct if changed else change)
+    if direction == 0:
+        j.verdict = "untracked"
+    elif changed:
+        j.verdict = last.verdict
+    return j, segs
+
+
+def judge_csit(value, history: Sequence, direction: int, min_step: float = CSIT_MIN_STEP,
+               confirm: int = CSIT_CONFIRM, min_history: int = MIN_HISTORY,
+               recent: int = RECENT_DEFAULT) -> tuple[Judgement, list[Segment]]:
+    """FD.io CSIT's trending practice on jumpavg: each run enters the grouping as its trials
+    (a list: the run's spread is the trials' spread; a plain number where a run kept one value),
+    a change smaller than ``min_step`` (relative) is not reported, and the new segment must
+    already hold ``confirm`` runs (the run that started it and a confirmation), so one odd night
+    raises nothing and a real step is named on its second night. Otherwise as judge_jumpavg:
+    a regression / progression is a last segment begun within the last ``recent`` runs."""
+    v = _run_of(value)
+    hist = [h for h in (_run_of(x) for x in history) if h is not None]
+    if v is None:
+        return Judgement("not_measured", None, n_history=len(hist), direction=direction), []
+    point = _run_value(v)
+    if len(hist) < min_history:
+        return Judgement("new" if direction else "untracked", point, n_history=len(hist),
+                         direction=direction), []
+    segs = group_series(hist + [v], direction, min_step)
+    last = segs[-1]
+    n = len(hist) + 1
+    changed = len(segs) >= 2 and n - recent <= last.start <= n - max(1, confirm) and \
+        last.verdict in ("regression", "progression")
+    ref = segs[-2] if changed else last
+    change = (point - ref.avg) / abs(ref.avg) * 100.0 if ref.avg else None
+    j = Judgement("ok", point, ref.avg, None, ref.stdev, len(hist), direction,
                   last.change_pct if changed else change)
     if direction == 0:
         j.verdict = "untracked"
@@ -306,8 +359,13 @@ def evaluate(records: Iterable[Mapping], history: Mapping[SeriesKey, Sequence[tu
                     and None not in nums else []
                 rows.append(TrendRow(key, j, rec["provenance"]["end_time"], hist, segs))
                 continue
-            j, segs = judge_jumpavg(value, [v for _, v in hist], direction, rel_floor,
-                                    min_history, recent)
+            if detector == "csit":
+                j, segs = judge_csit(value, [v for _, v in hist], direction,
+                                     max(rel_floor, CSIT_MIN_STEP), CSIT_CONFIRM, min_history,
+                                     recent)
+            else:
+                j, segs = judge_jumpavg(value, [v for _, v in hist], direction, rel_floor,
+                                        min_history, recent)
             shas = list((commits or {}).get(hkey, [])) + [str(rec["provenance"].get("git_sha", ""))]
             rng = _commit_range(segs, shas) if j.verdict in ("regression", "progression") else ""
             rows.append(TrendRow(key, j, rec["provenance"]["end_time"], hist, segs, rng))
@@ -867,9 +925,11 @@ def run_trend(run_dir: Path, url: str, token: str = "-", org: str = "-",
         raise ValueError(f"--detector: expected one of {', '.join(DETECTORS)}, got {detector!r}")
     settings = {"detector": detector, "last_n": last_n, "k": k, "rel_floor": rel_floor,
                 "min_history": min_history, "history_before": before, "bucket": bucket}
-    if detector == "jumpavg":
+    if detector in ("jumpavg", "csit"):
         settings.pop("k")
         settings["recent"] = RECENT_DEFAULT
+    if detector == "csit":
+        settings.update(min_step=max(rel_floor, CSIT_MIN_STEP), confirm=CSIT_CONFIRM)
     if load_errors:
         settings["skipped_unreadable_records"] = len(load_errors)
     error = None
