@@ -14,6 +14,12 @@ either way (``--detector jumpavg`` lets them decide):
   (last commit of the previous segment, first commit of the new one]. The trend page draws the
   segments.
 - ``mad``: the rule below (each value against the median +- noise band of the last N points).
+- ``csit``: FD.io CSIT's trending practice on the same library (judge_csit): each run enters
+  jumpavg as its trials where a record keeps them (``<metric>_reps`` params: the run's spread is
+  its trials' spread), a change below CSIT_MIN_STEP (5 %) is not reported, and the new segment
+  must already hold CSIT_CONFIRM (2) runs, so one odd night raises nothing and a real step is
+  named on its second night. The nightly reads one value per point from InfluxDB, so there it
+  groups single values; trend-eval (reports/trend_eval.py) reads the trials from run folders.
 
 For every record of the run and every metric in it, the history is the last N points of the
 same series before the run started: same suite (measurement), name, profile, dut_switch_kind,
