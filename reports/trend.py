@@ -14,6 +14,8 @@ either way (``--detector jumpavg`` lets them decide):
   (last commit of the previous segment, first commit of the new one]. The trend page draws the
   segments.
 - ``mad``: the rule below (each value against the median +- noise band of the last N points).
+- ``mad2``: the MAD rule confirmed by a second run (judge_confirmed): tonight's value and last
+  night's both beyond the band of the runs before last night, the same way.
 - ``csit``: FD.io CSIT's trending practice on the same library (judge_csit): each run enters
   jumpavg as its trials where a record keeps them (``<metric>_reps`` params: the run's spread is
   its trials' spread), a change below CSIT_MIN_STEP (5 %) is not reported, and the new segment
@@ -76,7 +78,7 @@ from typing import Iterable, Mapping, Sequence
 from reports.metrics import (DIRECTION_OVERRIDES, HIGHER_UNITS, HIGHER_WORDS,  # noqa: F401
                              LOWER_UNITS, LOWER_WORDS, metric_direction)
 
-DETECTORS = ("jumpavg", "mad", "csit")
+DETECTORS = ("jumpavg", "mad", "mad2", "csit")
 DETECTOR_DEFAULT = "mad"       # trend-eval's winner on this box's histories (reports/README.md)
 RECENT_DEFAULT = 3             # jumpavg: a change-point this young (in runs) is reported
 K_DEFAULT = 3.0
@@ -150,6 +152,24 @@ def judge(value, history: Sequence[float], direction: int, k: float = K_DEFAULT,
         j.verdict = "untracked"
     elif abs(delta) > band:
         j.verdict = "progression" if delta * direction > 0 else "regression"
+    return j
+
+
+def judge_confirmed(value, history: Sequence[float], direction: int, k: float = K_DEFAULT,
+                    rel_floor: float = REL_FLOOR, min_history: int = MIN_HISTORY,
+                    last_n: int = 20) -> Judgement:
+    """``mad2``: the MAD rule confirmed by a second run. The value and the run before it are
+    both judged against the last_n runs before that one; a regression / progression only when
+    both moved beyond the band the same way (one odd night raises nothing; a step is named on
+    its second night). The judgement's figures are the value's."""
+    hist = [h for h in (as_number(x) for x in history) if h is not None]
+    base = hist[:-1][-last_n:]
+    j = judge(value, base, direction, k, rel_floor, min_history)
+    if j.verdict not in ("regression", "progression"):
+        return j
+    prev = judge(hist[-1], base, direction, k, rel_floor, min_history)
+    if prev.verdict != j.verdict:
+        j.verdict = "ok"
     return j
 
 
@@ -355,8 +375,11 @@ def evaluate(records: Iterable[Mapping], history: Mapping[SeriesKey, Sequence[tu
             hkey = key if key in history or not (key.testbed_id or key.pool) else key.without_testbed()
             hist = list(history.get(hkey, []))
             direction = metric_direction(key.metric)
-            if detector == "mad":
-                j = judge(value, [v for _, v in hist], direction, k, rel_floor, min_history)
+            if detector in ("mad", "mad2"):
+                j = judge(value, [v for _, v in hist], direction, k, rel_floor, min_history) \
+                    if detector == "mad" else \
+                    judge_confirmed(value, [v for _, v in hist], direction, k, rel_floor,
+                                    min_history)
                 v = as_number(value)
                 nums = [as_number(x) for _, x in hist]
                 # jumpavg's segments drawn beside the band (they do not decide here)

@@ -21,7 +21,9 @@ x (1 + s) for lower-is-better). Each detector then sees the nights one by one, a
   from MIN_START on that is flagged (regression or progression) counts (goal: <= 1).
 
 Detectors: ``mad`` (reports.trend.judge: median +- max(3 x 1.4826 x MAD, 2 %) of the last 20),
-``jumpavg`` (reports.trend.judge_jumpavg: a new segment in the last 3 nights, >= 2 % worse) and
+``mad2`` (reports.trend.judge_confirmed: the MAD rule, tonight and last night both beyond the
+band of the 20 nights before last night), ``jumpavg`` (reports.trend.judge_jumpavg: a new segment
+in the last 3 nights, >= 2 % worse) and
 ``csit`` (reports.trend.judge_csit: jumpavg over each night's trials where the records keep them
 (``<metric>_reps`` / ``_trials`` / ``_samples`` params), a step >= 5 %, confirmed by a second
 night). A step injected at night k scales that night's trials too.
@@ -41,7 +43,8 @@ from typing import Iterable, Mapping, Sequence
 
 from reports.metrics import metric_direction
 from reports.trend import (CSIT_CONFIRM, CSIT_MIN_STEP, K_DEFAULT, MIN_HISTORY, RECENT_DEFAULT,
-                           REL_FLOOR, judge, judge_csit, judge_jumpavg, record_keys)
+                           REL_FLOOR, judge, judge_confirmed, judge_csit, judge_jumpavg,
+                           record_keys)
 from reports.noise import REP_SUFFIXES
 
 MAD_LAST_N = 20          # the MAD rule's history (its nightly default before jumpavg)
@@ -49,7 +52,7 @@ JUMPAVG_LAST_N = 30      # jumpavg's: whole segments
 MIN_START = 10           # nights of history before a step can be injected / an alarm counted
 MAX_DELAY = 5            # a step flagged later than this many nights counts as missed
 MIN_NIGHTS_DEFAULT = 30
-DETECTORS = ("mad", "jumpavg", "csit")
+DETECTORS = ("mad", "mad2", "jumpavg", "csit")
 
 
 class HistoryError(ValueError):
@@ -187,6 +190,9 @@ def verdict(detector: str, history: Sequence, value, direction: int) -> str:
     if detector == "mad":
         return judge(value, history[-MAD_LAST_N:], direction, K_DEFAULT, REL_FLOOR,
                      MIN_HISTORY).verdict
+    if detector == "mad2":
+        return judge_confirmed(value, history[-MAD_LAST_N - 1:], direction, K_DEFAULT, REL_FLOOR,
+                               MIN_HISTORY, MAD_LAST_N).verdict
     j, _ = judge_jumpavg(value, history[-JUMPAVG_LAST_N:], direction, REL_FLOOR, MIN_HISTORY,
                          RECENT_DEFAULT)
     return j.verdict

@@ -255,3 +255,15 @@ def test_csit_decides_the_nightly_when_asked(tmp_path):
     # one night lower is not yet a verdict
     rows = trend_evaluate([rec], {key: pts[:-1]}, detector="csit")
     assert next(r for r in rows if r.key == key).judgement.verdict == "ok"
+
+
+def test_mad2_needs_two_nights_beyond_the_band():
+    from reports.trend import judge_confirmed
+    hist = [10.0, 10.1, 9.9, 10.0, 10.05, 9.95, 10.0, 10.02]
+    assert judge_confirmed(9.0, hist, +1).verdict == "ok"            # first night of a step
+    j = judge_confirmed(9.02, hist + [9.0], +1)
+    assert j.verdict == "regression" and j.value == 9.02 and j.median == pytest.approx(10.0, abs=0.05)
+    assert judge_confirmed(10.0, hist + [8.0], +1).verdict == "ok"   # one odd night
+    assert judge_confirmed(11.0, hist + [9.0], +1).verdict == "ok"   # two odd nights, opposite ways
+    assert judge_confirmed(11.0, hist + [11.1], +1).verdict == "progression"
+    assert judge_confirmed(9.0, [10.0, 10.0], +1).verdict == "new"
