@@ -98,7 +98,7 @@ def test_evaluate_keys_include_switch_kind_and_sorts_regressions_first(tmp_path)
     assert k == SeriesKey("throughput", "ndr_64b_1flows", "local", "ofbench", "softgen",
                           "memif", "ndr_mpps")
     history = {k: [(f"2024-04-{d:02d}T02:00:00.000000Z", 20.0) for d in range(1, 8)]}
-    rows = evaluate(records, history)
+    rows = evaluate(records, history, detector="mad")
     assert rows[0].key == k and rows[0].judgement.verdict == "regression"
     assert sum(r.judgement.verdict == "regression" for r in rows) == 1
     # the same name on the other switch kind has no history: not compared with ofbench's
@@ -113,7 +113,7 @@ def test_trend_page_and_json(tmp_path):
     start = dt.datetime(2024, 4, 1, tzinfo=dt.timezone.utc)
     history = {k: [((start + dt.timedelta(days=d)).strftime("%Y-%m-%dT%H:%M:%S.%fZ"), 9.0 + 0.1 * (d % 2))
                    for d in range(10)]}
-    rows = evaluate(records, history)
+    rows = evaluate(records, history, detector="mad")
     page = write_trend_page(tmp_path, rows, settings={"last_n": 20})
     text = page.read_text()
     assert "tx_64b_1core_memif" in text and "progression" in text
@@ -183,8 +183,8 @@ def test_jumpavg_judge_flags_a_young_worse_segment_and_names_the_commit_range(tm
     assert "consistent segments" in page.read_text()
     data = json.loads((tmp_path / "trend.json").read_text())
     assert any(r["segments"] and r["commits"] for r in data["rows"])
-    # the MAD rule (the default, trend-eval's choice) decides; jumpavg's segments are drawn
-    mad = evaluate([rec], {k: hist_pts})
+    # the MAD rule decides; jumpavg's segments are drawn
+    mad = evaluate([rec], {k: hist_pts}, detector="mad")
     mrow = next(r for r in mad if r.key == k)
     assert mrow.judgement.verdict == "regression" and mrow.judgement.mad is not None
     assert [(g.start, g.end) for g in mrow.segments] == [(0, 10), (10, 11)] and not mrow.commits
@@ -241,6 +241,7 @@ def test_csit_reads_each_runs_trials_as_its_spread():
 
 
 def test_csit_decides_the_nightly_when_asked(tmp_path):
+    from reports.trend import DETECTOR_DEFAULT
     from reports.trend import evaluate as trend_evaluate
     records = _records(tmp_path)
     rec = next(r for r in records if r["name"] == "ndr_64b_1flows"
@@ -255,6 +256,12 @@ def test_csit_decides_the_nightly_when_asked(tmp_path):
     # one night lower is not yet a verdict
     rows = trend_evaluate([rec], {key: pts[:-1]}, detector="csit")
     assert next(r for r in rows if r.key == key).judgement.verdict == "ok"
+    # the default, mad2, likewise waits for a second night
+    assert DETECTOR_DEFAULT == "mad2"
+    rows = trend_evaluate([rec], {key: pts[:-1]})
+    assert next(r for r in rows if r.key == key).judgement.verdict == "ok"
+    rows = trend_evaluate([rec], {key: pts})
+    assert next(r for r in rows if r.key == key).judgement.verdict == "regression"
 
 
 def test_mad2_needs_two_nights_beyond_the_band():

@@ -123,3 +123,15 @@ def test_night_folders_keep_trials_and_steps_scale_them(tmp_path, capsys):
     assert s10.within_2_rate == 1.0 and ev.false_alarms_per_100("csit") == 0.0
     assert main(["trend-eval", "--nights", str(tmp_path / "none")]) == 2
     assert "--nights: no night folders" in capsys.readouterr().err
+
+
+def test_the_better_detector_pays_fewer_false_alarms_per_step_found():
+    from reports.trend_eval import Evaluation, StepResult
+    steps = [StepResult("mad", 10.0, 100, 60, 59, []), StepResult("mad2", 10.0, 100, 48, 47, []),
+             StepResult("jumpavg", 10.0, 100, 80, 62, []), StepResult("csit", 10.0, 100, 41, 40, [])]
+    ev = Evaluation(steps, {"mad": 16, "mad2": 5, "jumpavg": 35, "csit": 12}, 100, 4, 28)
+    assert ev.best() == "mad2"                      # 5 / 47 beats 16 / 59, 12 / 40, 35 / 62
+    assert ev.as_dict()["false_alarms_per_10pct_step_found"]["mad2"] == pytest.approx(5 / 47, abs=1e-3)
+    # meeting the goal beats any ratio
+    steps[2] = StepResult("jumpavg", 10.0, 100, 96, 96, [])
+    assert Evaluation(steps, {"mad": 16, "mad2": 5, "jumpavg": 1, "csit": 12}, 100, 4, 28).best() == "jumpavg"
