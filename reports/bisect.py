@@ -3,6 +3,7 @@
     python -m reports bisect --metric SUITE/NAME/METRIC --good SHA --bad SHA
                              [--trials 3] [--dut local] [--pytest NODE ...] [--work DIR]
                              [--repo DIR] [--targets NINJA_TARGET ...] [--lock FILE]
+                             [--pytest-opt OPT ...]
 
 Each probed commit is checked out into a git worktree of its own under --work (made by this
 command and removed by it, on every exit path), its C parts built there with meson/ninja, and
@@ -136,8 +137,9 @@ class CommitMeasurer:
     def __init__(self, suite: str, name: str, metric: str, trials: int, dut: str,
                  pytest_args: Sequence[str], work: Path, repo: Path = REPO,
                  progress: Callable[[str], None] = print, targets: Sequence[str] = (),
-                 lock: str | None = None):
+                 lock: str | None = None, pytest_opts: Sequence[str] = ()):
         self.lock = lock
+        self.pytest_opts = list(pytest_opts)
         self.suite, self.name, self.metric, self.trials = suite, name, metric, trials
         self.targets = list(targets)
         self.dut, self.pytest_args, self.repo, self.progress = dut, list(pytest_args), repo, progress
@@ -158,8 +160,8 @@ class CommitMeasurer:
             (tree / "tools").symlink_to(tools.resolve())
         build = tree / "build"
         self.progress(f"bisect: building {sha[:12]}")
-        if _run(["meson", "setup", str(build)], tree, log=log) or \
-                _run(["nice", "ninja", "-C", str(build), *self.targets], tree, log=log):
+        setup, ninja = self.build_argvs(build)
+        if _run(setup, tree, log=log) or _run(ninja, tree, log=log):
             raise BisectError(f"--good/--bad: commit {sha[:12]} does not build (see {log})")
         env = {**os.environ, "OFBENCH_BUILD_DIR": str(build)}
         venv = (self.repo / ".venv" / "bin" / "python") if self.repo == REPO else \
@@ -168,10 +170,7 @@ class CommitMeasurer:
         values = []
         for i in range(self.trials):
             runs = self.work / f"runs-{sha[:12]}-{i}"
-            argv = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--dut={self.dut}",
-                    "--reports-dir", str(runs), *(self.pytest_args or [f"suites/{self.suite}"])]
-            if self.lock:   # the measurement under the shared bench lock, not the build
-                argv = ["flock", self.lock, *argv]
+            argv = self.trial_argv(python, runs)
             self.progress(f"bisect: {sha[:12]} trial {i + 1}/{self.trials}")
             _run(argv, tree, env=env, log=log)
             values += self._values(runs)
@@ -179,6 +178,24 @@ class CommitMeasurer:
             raise BisectError(f"commit {sha[:12]}: no record {self.suite}/{self.name} with "
                               f"{self.metric} (see {log})")
         return values
+
+    def build_argvs(self, build: Path) -> tuple[list[str], list[str]]:
+        """meson setup and ninja; with --lock under its shared side (builds of several
+        people may run together, a measurement holds them off), niced."""
+        setup = ["meson", "setup", str(build)]
+        ninja = ["nice", "-n", "10", "ninja", "-C", str(build), *self.targets]
+        if self.lock:
+            setup = ["flock", "-s", self.lock, *setup]
+            ninja = ["flock", "-s", self.lock, *ninja]
+        return setup, ninja
+
+    def trial_argv(self, python: str, runs: Path) -> list[str]:
+        """One trial: pytest on the lab (--pytest-opt options before the node ids); with
+        --lock under its exclusive side (the box quiet while it measures)."""
+        argv = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--dut={self.dut}",
+                "--reports-dir", str(runs), *self.pytest_opts,
+                *(self.pytest_args or [f"suites/{self.suite}"])]
+        return ["flock", self.lock, *argv] if self.lock else argv
 
     def _values(self, runs: Path) -> list[float]:
         out = []
@@ -218,6 +235,7 @@ def main(args) -> int:
     signal.signal(signal.SIGTERM, _term)
     m = CommitMeasurer(suite, name, metric, args.trials, args.dut, args.pytest or [], work,
                        repo=repo, targets=args.targets or (), lock=args.lock,
+                       pytest_opts=args.pytest_opt or (),
                        progress=lambda line: print(line, flush=True))
     t0 = time.monotonic()
     try:
@@ -245,6 +263,9 @@ def add_arguments(p) -> None:
                    help="the git repository holding the commits (default this checkout)")
     p.add_argument("--targets", nargs="*", default=None,
                    help="ninja targets to build per commit (default all)")
+    p.add_argument("--pytest-opt", action="append", default=None, metavar="OPT",
+                   help="an option for every trial's pytest, e.g. --pytest-opt=--lab-coordinator=local "
+                        "(repeatable)")
     p.add_argument("--lock", default=None, metavar="FILE",
                    help="hold flock FILE around each trial (e.g. /tmp/ofbench-bench.lock), "
-                        "not around the builds")
+                        "and its shared side around each build")

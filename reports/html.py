@@ -614,6 +614,9 @@ def _suite_section(run_dir: Path, suite: str, records: Sequence[Mapping]) -> str
             if len(shape) > OPEN_TABLE_ROWS:
                 table = f"<details><summary>{len(shape)} records</summary>{table}</details>"
             parts.append(table)
+        trials = search_trials_html(records)
+        if trials:
+            parts.append(trials)
     else:
         parts.append('<p class="empty">no records</p>')
     for extra in load_extras(run_dir, suite):
@@ -627,6 +630,63 @@ def _suite_section(run_dir: Path, suite: str, records: Sequence[Mapping]) -> str
             parts.append(f'<h3>{esc(extra["title"])}</h3>' + extra["file"].read_text())
     parts.append("</section>")
     return "\n".join(parts)
+
+
+TRIAL_COLUMNS = ("target", "rate_pps", "duration_s", "loss_ratio", "reason", "cause")
+MAX_TRIAL_ROWS = 400      # the record keeps at most this many (drivers/trafficgen/mlr.py)
+
+
+def _trial_key_order(key: str) -> tuple:
+    """The DUT's per-trial figures that say most first (cycles per packet, cache hit ratio,
+    CPU shares, the PMD's hits and upcalls), port packet counts last."""
+    for i, part in enumerate(("cycles_per_packet", "cache_hit_ratio", "cpu_share", "upcalls",
+                              "hits", "pmd_")):
+        if part in key:
+            return (i, key)
+    return (9, key)
+
+
+def search_trials_html(records: Sequence[Mapping]) -> str:
+    """Every search's trials beside the DUT's own counters and the rig's measurements of each
+    trial (the record's ``search.trial_log``: issue 40 part 6), one folded table per record:
+    load, duration, loss ratio, verdict and cause, then a column per telemetry figure
+    (``dut``: the switch's stats socket or OVS-DPDK's pmd-stats-show; ``rig``: polling gaps,
+    ring backlog). "" when no record kept a trial log."""
+    out = []
+    for r in records:
+        log = (r.get("search") or {}).get("trial_log") if isinstance(r.get("search"), Mapping) \
+            else None
+        if not isinstance(log, list) or not log:
+            continue
+        log = [t for t in log if isinstance(t, Mapping)][:MAX_TRIAL_ROWS]
+        dut_keys = sorted({k for t in log for k in (t.get("dut") or {})}, key=_trial_key_order)
+        rig_keys = sorted({k for t in log for k in (t.get("rig") or {})})
+        head = ["#", *TRIAL_COLUMNS, *(f"dut: {k}" for k in dut_keys),
+                *(f"rig: {k}" for k in rig_keys)]
+        rows = []
+        for i, t in enumerate(log, 1):
+            tds = [f"<td>{i}</td>"]
+            for k in TRIAL_COLUMNS:
+                v = t.get(k)
+                if k == "rate_pps" and isinstance(v, (int, float)):
+                    tds.append(f'<td class="num">{esc(fmt_number(v / 1e6))} Mpps</td>')
+                else:
+                    tds.append(cell(v))
+            tds += [cell((t.get("dut") or {}).get(k)) for k in dut_keys]
+            tds += [cell((t.get("rig") or {}).get(k)) for k in rig_keys]
+            failed = t.get("cause") not in (None, "", "ok")    # a failed trial's cause
+            rows.append(('<tr class="miss">' if failed else "<tr>") + "".join(tds) + "</tr>")
+        kind = r.get("provenance", {}).get("dut_switch_kind")
+        label = f"{r.get('name')}" + (f" [{kind}]" if kind else "")
+        out.append(f'<details class="trials"><summary>{esc(label)}: {len(log)} search trials '
+                   f"with the DUT's counters ({len(dut_keys)}) and the rig's measurements "
+                   f"({len(rig_keys)}) of each</summary>"
+                   '<div class="scroll"><table class="records trials"><thead><tr>'
+                   + "".join(header_th(h) for h in head) + "</tr></thead><tbody>"
+                   + "".join(rows) + "</tbody></table></div></details>")
+    if not out:
+        return ""
+    return "<h3>Search trials and telemetry</h3>" + "\n".join(out)
 
 
 WIDE_TABLE_COLUMNS = 12   # a union table wider than this is split by the records' metric sets

@@ -1,6 +1,8 @@
 """drivers.lab.switches: which switch can run, and which of the profile's settings reach ours."""
 from types import SimpleNamespace
 
+import pytest
+
 from drivers.lab.switches import ofbench_settings, switch_available
 
 
@@ -81,3 +83,46 @@ def test_ofbench_worker_cycles_sum_and_busy_share():
     c1 = {"busy_cycles": 190, "idle_cycles": 110}
     assert busy_share(c0, c1) == (0.9, 90)
     assert busy_share(c0, c0) is None and busy_share(None, c1) is None
+
+
+# OVS 3.1's dpif-netdev/pmd-stats-show whole, one PMD on core 1 (read from a real OVS-DPDK)
+PMD_FULL = """pmd thread numa_id 0 core_id 1:
+  packets received: {rx}
+  packet recirculations: 0
+  avg. datapath passes per packet: 1.00
+  phwol hits: 0
+  mfex opt hits: 0
+  simple match hits: 0
+  emc hits: {emc}
+  smc hits: 0
+  megaflow hits: {mf}
+  avg. subtable lookups per megaflow hit: 1.00
+  miss with success upcall: {up}
+  miss with failed upcall: 0
+  avg. packets per output batch: 31.50
+  idle cycles: {idle} (40.00%)
+  processing cycles: {busy} (60.00%)
+  avg cycles per packet: 300.00 (1000/{rx})
+  avg processing cycles per packet: 180.00 (600/{rx})
+main thread:
+  packets received: 7
+  idle cycles: 1 (1.00%)
+  processing cycles: 99 (99.00%)
+"""
+
+
+def test_ovs_pmd_stats_per_trial_are_the_counters_change():
+    from drivers.lab.switches import ovs_pmd_telemetry, parse_ovs_pmd_stats
+    before = parse_ovs_pmd_stats(PMD_FULL.format(rx=1000, emc=900, mf=90, up=10, idle=4000, busy=6000))
+    after = parse_ovs_pmd_stats(PMD_FULL.format(rx=11000, emc=9900, mf=1090, up=10, idle=5000,
+                                                busy=36000))
+    assert list(before) == ["1"] and before["1"]["rx_packets"] == 1000
+    assert before["1"]["busy_cycles"] == 6000 and "avg_cycles" not in before["1"]
+    t = ovs_pmd_telemetry(before, after)
+    assert t["pmd_rx_packets"] == 10000 and t["pmd_emc_hits"] == 9000
+    assert t["pmd_megaflow_hits"] == 1000 and t["pmd_upcalls"] == 0
+    assert t["cycles_per_packet"] == 3.0 and t["cache_hit_ratio"] == 0.9
+    assert t["worker_1_cpu_share"] == pytest.approx(30000 / 31000)
+    # a missing sample or a restarted PMD (counters back to 0) gives nothing, not a negative
+    assert ovs_pmd_telemetry(None, after) == {} and ovs_pmd_telemetry(after, before) == {}
+    assert parse_ovs_pmd_stats("main thread:\n  packets received: 3\n") == {}

@@ -58,6 +58,71 @@ def parse_ovs_pmd_cycles(text: str) -> dict[str, int]:
     return out
 
 
+# dpif-netdev/pmd-stats-show's counters per PMD thread -> our names (OVS 3.1; a line an older or
+# newer OVS lacks is left out, never guessed)
+OVS_PMD_COUNTERS = {"packets received": "rx_packets", "packet recirculations": "recirculations",
+                    "phwol hits": "phwol_hits", "mfex opt hits": "mfex_opt_hits",
+                    "simple match hits": "simple_match_hits", "emc hits": "emc_hits",
+                    "smc hits": "smc_hits", "megaflow hits": "megaflow_hits",
+                    "miss with success upcall": "upcalls",
+                    "miss with failed upcall": "failed_upcalls",
+                    "idle cycles": "idle_cycles", "processing cycles": "busy_cycles"}
+_OVS_PMD_CORE_RE = re.compile(r"^pmd thread numa_id \S+ core_id (\S+):(.*?)(?=\n\S|\Z)", re.S | re.M)
+
+
+def parse_ovs_pmd_stats(text: str) -> dict[str, dict[str, int]]:
+    """OVS-DPDK's ``dpif-netdev/pmd-stats-show`` -> {core id: {counter: value}} for every PMD
+    thread (OVS_PMD_COUNTERS' names; the main thread's block is not a PMD's and is left out)."""
+    out: dict[str, dict[str, int]] = {}
+    for m in _OVS_PMD_CORE_RE.finditer(text):
+        counters = {}
+        for label, key in OVS_PMD_COUNTERS.items():
+            mm = re.search(rf"^\s*{re.escape(label)}:\s*(\d+)", m.group(2), re.M)
+            if mm:
+                counters[key] = int(mm.group(1))
+        out[m.group(1)] = counters
+    return out
+
+
+EXACT_MATCH_HITS = ("phwol_hits", "mfex_opt_hits", "simple_match_hits", "emc_hits", "smc_hits")
+
+
+def ovs_pmd_telemetry(before: dict[str, dict[str, int]] | None,
+                      after: dict[str, dict[str, int]] | None) -> dict[str, float]:
+    """OVS-DPDK's own view of one trial from two parse_ovs_pmd_stats samples read outside it
+    (pure): every counter's change summed over the PMD threads as ``pmd_<counter>``, each
+    PMD's CPU share (``worker_<core>_cpu_share``: processing / (processing + idle) cycles),
+    ``cycles_per_packet`` (processing cycles per received packet) and ``cache_hit_ratio`` (the
+    exact-match caches' hits, EMC/SMC/simple match/offload, per received packet: OVS's
+    counterpart of ofbench's flow cache; megaflow hits are its wildcard classifier). {} when a
+    sample is missing or a PMD thread restarted (a counter went back)."""
+    if not before or not after:
+        return {}
+    out: dict[str, float] = {}
+    sums: dict[str, int] = {}
+    for core, a in after.items():
+        b = before.get(core)
+        if b is None:
+            continue
+        d = {k: a[k] - b[k] for k in a if k in b}
+        if any(v < 0 for v in d.values()):
+            return {}
+        for k, v in d.items():
+            sums[k] = sums.get(k, 0) + v
+        busy, idle = d.get("busy_cycles", 0), d.get("idle_cycles", 0)
+        if busy + idle > 0:
+            out[f"worker_{core}_cpu_share"] = busy / (busy + idle)
+    if not sums:
+        return {}
+    out.update({f"pmd_{k}": float(v) for k, v in sorted(sums.items())})
+    rx = sums.get("rx_packets", 0)
+    if rx > 0:
+        if "busy_cycles" in sums:
+            out["cycles_per_packet"] = sums["busy_cycles"] / rx
+        out["cache_hit_ratio"] = sum(sums.get(k, 0) for k in EXACT_MATCH_HITS) / rx
+    return out
+
+
 def ofbench_pmd_cycles(stats: dict | None) -> dict[str, int] | None:
     """ofbench's stats-socket answer -> its workers' busy and idle TSC cycles, summed (None
     for a switch too old to report them)."""
@@ -124,6 +189,12 @@ class SwitchHandle:
         from dut.switch.launcher import read_stats
         return read_stats(self.proc.stats_sock, 2.0,
                           connect=getattr(self.proc.host, "connect_unix", None))
+
+    def pmd_stats(self) -> dict[str, dict[str, int]] | None:
+        """OVS-DPDK's per-PMD counters so far (parse_ovs_pmd_stats); None for other kinds."""
+        if self.ovs is None or self.kind != "ovs-dpdk":
+            return None
+        return parse_ovs_pmd_stats(self.ovs.appctl("dpif-netdev/pmd-stats-show"))
 
     def pmd_cycles(self) -> dict[str, int] | None:
         """The forwarding threads' busy and idle TSC cycles so far, as OVS-DPDK's

@@ -99,3 +99,21 @@ def test_bisect_repo_option_is_checked(tmp_path, capsys):
     assert main(["bisect", "--metric", "a/b/c_mpps", "--good", "HEAD", "--bad", "HEAD",
                  "--trials", "2", "--repo", str(tmp_path)]) == 2
     assert "--repo:" in capsys.readouterr().err
+
+
+def test_builds_take_the_shared_lock_and_trials_the_exclusive_one(tmp_path):
+    """--lock: each build under the lock's shared side (niced), each trial under its exclusive
+    side; --pytest-opt options (a lab's coordinator) reach every trial before the node ids."""
+    m = CommitMeasurer("switch", "n", "m_mpps", 2, "lab-emu", ["suites/switch/x.py"], tmp_path,
+                       targets=["dut/switch/ofswitch"], lock="/tmp/l.lock",
+                       pytest_opts=["--lab-coordinator=local"], progress=lambda _l: None)
+    setup, ninja = m.build_argvs(tmp_path / "build")
+    assert setup[:3] == ["flock", "-s", "/tmp/l.lock"] and setup[3:5] == ["meson", "setup"]
+    assert ninja[:3] == ["flock", "-s", "/tmp/l.lock"] and "nice" in ninja
+    assert ninja[-1] == "dut/switch/ofswitch"
+    argv = m.trial_argv("py", tmp_path / "runs")
+    assert argv[:2] == ["flock", "/tmp/l.lock"] and "--dut=lab-emu" in argv
+    assert argv.index("--lab-coordinator=local") < argv.index("suites/switch/x.py")
+    bare = CommitMeasurer("s", "n", "m_mpps", 2, "local", [], tmp_path, progress=lambda _l: None)
+    assert bare.build_argvs(tmp_path)[0][0] == "meson" and bare.trial_argv("py", tmp_path)[0] == "py"
+    assert bare.trial_argv("py", tmp_path)[-1] == "suites/s"

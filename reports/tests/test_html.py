@@ -387,3 +387,30 @@ def test_the_pytest_html_link_is_a_relative_path_inside_the_run(tmp_path, value,
     assert ("html/pytest-report.html" in hrefs) == linked
     assert not any(h.lower().startswith(("javascript", "http", "/", "..")) for h in hrefs), hrefs
     assert "onclick" not in text
+
+
+def test_search_trials_show_the_dut_counters_and_rig_figures_beside_each_trial(tmp_path):
+    """A search record's trial log: one folded table, a row per trial in order, the load in
+    Mpps, the failed trial marked, a column per DUT counter (cycles per packet first) and per
+    rig figure; records without a log add nothing."""
+    from reports.html import search_trials_html
+    rec = {"name": "ndr_64b_1flows", "provenance": {"dut_switch_kind": "ovs-dpdk"},
+           "search": {"trial_log": [
+               {"target": "mlr", "rate_pps": 2_000_000.0, "duration_s": 1.0, "loss_ratio": 0.0,
+                "reason": "ok", "cause": "ok", "rig": {"switch_max_gap_ns": 5000.0},
+                "dut": {"pmd_rx_packets": 2e6, "cycles_per_packet": 310.5, "cache_hit_ratio": 0.99}},
+               {"target": "mlr", "rate_pps": 4_000_000.0, "duration_s": 1.0, "loss_ratio": 0.2,
+                "reason": "loss", "cause": "DUT loss", "rig": {},
+                "dut": {"pmd_rx_packets": 3.2e6, "cycles_per_packet": 600.0, "pmd_upcalls": 0.0}}]}}
+    html = search_trials_html([rec, {"name": "plain", "metrics": {"x_mpps": 1.0}}])
+    t = parse(html)
+    assert len(t.tables) == 1
+    texts = [[c["text"] for c in row] for row in t.tables[0]["rows"]]
+    head, rows = texts[0], texts[1:]
+    assert head[:7] == ["#", "target", "rate_pps", "duration_s", "loss_ratio", "reason", "cause"]
+    assert head[7:10] == ["dut: cycles_per_packet", "dut: cache_hit_ratio", "dut: pmd_upcalls"]
+    assert head[-1] == "rig: switch_max_gap_ns"
+    assert [r[2] for r in rows] == ["2.000 Mpps", "4.000 Mpps"] and rows[1][6] == "DUT loss"
+    assert rows[0][7] == "310.5" and rows[1][8] == "—"
+    assert "ndr_64b_1flows [ovs-dpdk]: 2 search trials" in html and 'class="miss"' in html
+    assert search_trials_html([{"name": "plain", "search": {"goals": []}}]) == ""

@@ -250,7 +250,7 @@ def test_trend_against_real_influxd(tmp_path, influxd_flux):
                                             dut_switch_kind="ofbench"))]
     exp.export(now)  # the run's own points must not become their own history
 
-    report = run_trend(run_dir, **settings, last_n=8)
+    report = run_trend(run_dir, **settings, last_n=8, detector="mad")
     assert report.error is None
     verdicts = {(r.key.dut_switch_kind, r.key.metric): r.judgement for r in report.rows}
     assert verdicts[("ovs", "ndr_mpps")].verdict == "regression"

@@ -98,7 +98,7 @@ def test_evaluate_keys_include_switch_kind_and_sorts_regressions_first(tmp_path)
     assert k == SeriesKey("throughput", "ndr_64b_1flows", "local", "ofbench", "softgen",
                           "memif", "ndr_mpps")
     history = {k: [(f"2024-04-{d:02d}T02:00:00.000000Z", 20.0) for d in range(1, 8)]}
-    rows = evaluate(records, history)
+    rows = evaluate(records, history, detector="mad")
     assert rows[0].key == k and rows[0].judgement.verdict == "regression"
     assert sum(r.judgement.verdict == "regression" for r in rows) == 1
     # the same name on the other switch kind has no history: not compared with ofbench's
@@ -113,7 +113,7 @@ def test_trend_page_and_json(tmp_path):
     start = dt.datetime(2024, 4, 1, tzinfo=dt.timezone.utc)
     history = {k: [((start + dt.timedelta(days=d)).strftime("%Y-%m-%dT%H:%M:%S.%fZ"), 9.0 + 0.1 * (d % 2))
                    for d in range(10)]}
-    rows = evaluate(records, history)
+    rows = evaluate(records, history, detector="mad")
     page = write_trend_page(tmp_path, rows, settings={"last_n": 20})
     text = page.read_text()
     assert "tx_64b_1core_memif" in text and "progression" in text
@@ -183,8 +183,8 @@ def test_jumpavg_judge_flags_a_young_worse_segment_and_names_the_commit_range(tm
     assert "consistent segments" in page.read_text()
     data = json.loads((tmp_path / "trend.json").read_text())
     assert any(r["segments"] and r["commits"] for r in data["rows"])
-    # the MAD rule (the default, trend-eval's choice) decides; jumpavg's segments are drawn
-    mad = evaluate([rec], {k: hist_pts})
+    # the MAD rule decides; jumpavg's segments are drawn
+    mad = evaluate([rec], {k: hist_pts}, detector="mad")
     mrow = next(r for r in mad if r.key == k)
     assert mrow.judgement.verdict == "regression" and mrow.judgement.mad is not None
     assert [(g.start, g.end) for g in mrow.segments] == [(0, 10), (10, 11)] and not mrow.commits
@@ -202,3 +202,75 @@ def test_testbed_id_splits_series_and_falls_back_to_older_history(tmp_path):
     hist = [(f"2024-04-{d:02d}T02:00:00.000000Z", 20.0) for d in range(1, 8)]
     rows = evaluate([rec], {k.without_testbed(): hist})
     assert next(r for r in rows if r.key == k).judgement.n_history == 7
+
+
+# ---- csit: jumpavg over each run's trials, a minimum step, a confirmation run ----------------
+
+def test_csit_waits_for_a_confirmation_run_and_ignores_one_odd_night():
+    from reports.trend import judge_csit
+    hist = [10.0, 10.1, 9.9, 10.0, 10.05, 9.95, 10.0, 10.02]
+    # the first night of a 10 % step: not yet (one night may be an odd one)
+    assert judge_csit(9.0, hist, +1)[0].verdict == "ok"
+    # its second night confirms it: a regression of ~10 % against the segment before
+    j, segs = judge_csit(9.02, hist + [9.0], +1)
+    assert j.verdict == "regression" and j.change_pct == pytest.approx(-10, abs=0.6)
+    assert j.median == pytest.approx(10.0, abs=0.05) and segs[-1].start == len(hist)
+    # an odd night followed by a normal one raises nothing on either night
+    assert judge_csit(10.0, hist + [8.0], +1)[0].verdict == "ok"
+    # a real step below the minimum (3 % < 5 %) is not reported; jumpavg's 2 % floor would
+    three = hist + [9.7, 9.7]
+    assert judge_csit(9.7, three, +1)[0].verdict == "ok"
+    assert judge_csit(9.7, three, +1, min_step=0.02)[0].verdict == "regression"
+    assert judge_csit(1.0, [1.0], +1)[0].verdict == "new"
+    assert judge_csit(None, hist, +1)[0].verdict == "not_measured"
+
+
+def test_csit_reads_each_runs_trials_as_its_spread():
+    """Each night enters as its 5 trials (one indivisible sample, its spread the trials'); two
+    nights 4 % lower are a regression whose value is the last night's median."""
+    from reports.trend import judge_csit
+    rnd = __import__("random").Random(5)
+    trials = [[30.0 * (1 + rnd.gauss(0, 0.002)) for _ in range(5)] for _ in range(12)]
+    lower = [[x * 0.96 for x in t] for t in trials[:2]]
+    j, segs = judge_csit(lower[1], trials + [lower[0]], +1, min_step=0.03)
+    assert j.verdict == "regression" and j.value == pytest.approx(28.8, rel=0.01)
+    assert j.change_pct == pytest.approx(-4, abs=0.5)
+    # a run with one trial is a plain value; an empty one is no run
+    assert judge_csit([30.0], trials, +1)[0].verdict == "ok"
+    assert judge_csit([], trials, +1)[0].verdict == "not_measured"
+
+
+def test_csit_decides_the_nightly_when_asked(tmp_path):
+    from reports.trend import DETECTOR_DEFAULT
+    from reports.trend import evaluate as trend_evaluate
+    records = _records(tmp_path)
+    rec = next(r for r in records if r["name"] == "ndr_64b_1flows"
+               and r["provenance"]["dut_switch_kind"] == "ofbench")
+    key = next(k for k, _ in record_keys(rec) if k.metric == "ndr_mpps")
+    value = rec["metrics"]["ndr_mpps"]
+    pts = [(f"2024-04-{d:02d}T02:00:00.000000Z", value * 1.25) for d in range(1, 11)] + \
+        [("2024-04-11T02:00:00.000000Z", value)]
+    rows = trend_evaluate([rec], {key: pts}, detector="csit")
+    row = next(r for r in rows if r.key == key)
+    assert row.judgement.verdict == "regression" and len(row.segments) == 2
+    # one night lower is not yet a verdict
+    rows = trend_evaluate([rec], {key: pts[:-1]}, detector="csit")
+    assert next(r for r in rows if r.key == key).judgement.verdict == "ok"
+    # the default, mad2, likewise waits for a second night
+    assert DETECTOR_DEFAULT == "mad2"
+    rows = trend_evaluate([rec], {key: pts[:-1]})
+    assert next(r for r in rows if r.key == key).judgement.verdict == "ok"
+    rows = trend_evaluate([rec], {key: pts})
+    assert next(r for r in rows if r.key == key).judgement.verdict == "regression"
+
+
+def test_mad2_needs_two_nights_beyond_the_band():
+    from reports.trend import judge_confirmed
+    hist = [10.0, 10.1, 9.9, 10.0, 10.05, 9.95, 10.0, 10.02]
+    assert judge_confirmed(9.0, hist, +1).verdict == "ok"            # first night of a step
+    j = judge_confirmed(9.02, hist + [9.0], +1)
+    assert j.verdict == "regression" and j.value == 9.02 and j.median == pytest.approx(10.0, abs=0.05)
+    assert judge_confirmed(10.0, hist + [8.0], +1).verdict == "ok"   # one odd night
+    assert judge_confirmed(11.0, hist + [9.0], +1).verdict == "ok"   # two odd nights, opposite ways
+    assert judge_confirmed(11.0, hist + [11.1], +1).verdict == "progression"
+    assert judge_confirmed(9.0, [10.0, 10.0], +1).verdict == "new"

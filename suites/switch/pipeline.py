@@ -829,6 +829,17 @@ def metrics_of(res: dict) -> dict:
     return m
 
 
+def window_reps(res: dict) -> dict:
+    """``<kind>_<feed>_mpps_reps``: every measurement window's rate (the repetitions
+    reports/noise.py and the trend's ``csit`` detector read), for each measured (kind, feed)."""
+    out = {}
+    for name, r in res.items():
+        who, _, feed = name.partition("/")
+        if feed and who != "ceiling" and isinstance(r, dict) and "mpps_runs" in r:
+            out[f"{_key(who)}_{_key(feed)}_mpps_reps"] = list(r["mpps_runs"])
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m suites.switch.pipeline", description=__doc__.split("\n")[0])
     p.add_argument("--flows", type=int, default=100_000)
@@ -869,7 +880,7 @@ def main(argv: list[str] | None = None) -> int:
     print(json.dumps({"suite": "switch", "name": a.workload or f"pipeline_64b_{a.flows // 1000}k_flows",
                       "metrics": metrics_of(res), "params": {"flows": a.flows,
                       "lookup": a.lookup, "frames": a.frames, "io": "feed -> one lcore -> net_null",
-                      "plan": a.plan, "logs": str(run_dir)}, "raw": res}))
+                      "plan": a.plan, "logs": str(run_dir), **window_reps(res)}, "raw": res}))
     return 0
 
 

@@ -460,19 +460,26 @@ def _cross_checked(topo, measure, checks: list):
     """measure() plus the switch's own port counters around every trial (see
     topology.switch_cross_check); raises CounterError on an impossible pair."""
     read = _switch_reader(topo)
-    if read is None:
+    pmd = topo.read_pmd_stats
+    if read is None and pmd is None:
         return measure
 
     def checked(duration_s, rate_pps):
-        before = read()
+        before = read() if read else None
+        pmd0 = pmd() if pmd else None
         c = measure(duration_s, rate_pps)
-        after = read()
+        pmd1 = pmd() if pmd else None
+        after = read() if read else None
         if before and after:
             if topo.cross_check:
                 checks.append(topology.switch_cross_check(before, after, c.ports[topo.tx_port].tx,
                                                           c.ports[topo.rx_port].rx, topo.switch_ports))
             # the switch's own view of the trial, read outside its window (issue 40 part 6)
             c.dut = topology.switch_telemetry(before, after, topo.switch_ports)
+        if pmd0 is not None and pmd1 is not None:
+            # OVS-DPDK's own view of the trial: pmd-stats-show's change (issue 40 part 6)
+            from drivers.lab.switches import ovs_pmd_telemetry
+            c.dut.update(ovs_pmd_telemetry(pmd0, pmd1))
         return c
     return checked
 
@@ -787,6 +794,36 @@ def test_switch_telemetry_over_a_trial():
     # OVS publishes ports only: the rest is left out, not guessed
     ovs = topology.switch_telemetry({"ports": before["ports"]}, {"ports": after["ports"]})
     assert set(ovs) == {"port_1_rx_packets", "port_1_tx_packets", "port_2_rx_packets", "port_2_tx_packets"}
+
+
+@pytest.mark.quick
+def test_ovs_dpdk_pmd_counters_are_read_around_every_trial():
+    """A topology with OVS-DPDK's pmd-stats reader: each trial's Counters.dut holds the PMD
+    counters' change, read before and after the trial (never inside it)."""
+    from types import SimpleNamespace
+
+    from drivers.trafficgen.counters import Counters
+    events: list[str] = []
+    samples = iter([{"3": {"rx_packets": 10, "emc_hits": 10, "busy_cycles": 100, "idle_cycles": 100}},
+                    {"3": {"rx_packets": 1010, "emc_hits": 1000, "busy_cycles": 2100, "idle_cycles": 100}}])
+
+    def pmd():
+        events.append("pmd")
+        return next(samples)
+
+    def measure(duration_s, rate_pps):
+        events.append("trial")
+        return Counters()
+
+    topo = SimpleNamespace(read_switch_stats=None, switch_stats=None, read_pmd_stats=pmd,
+                           cross_check=False)
+    c = _cross_checked(topo, measure, [])(1.0, 1e6)
+    assert events == ["pmd", "trial", "pmd"]
+    assert c.dut["pmd_rx_packets"] == 1000 and c.dut["cycles_per_packet"] == 2.0
+    assert c.dut["cache_hit_ratio"] == 0.99 and c.dut["worker_3_cpu_share"] == pytest.approx(2000 / 2000)
+    # no reader at all: the measurement is left as it is
+    bare = SimpleNamespace(read_switch_stats=None, switch_stats=None, read_pmd_stats=None)
+    assert _cross_checked(bare, measure, []) is measure
 
 
 @pytest.mark.quick

@@ -128,6 +128,7 @@ class Topology:
     generator_version: str | None = None
     cross_check: bool = True              # False: switch_stats feed the telemetry only
     ring_slots: int = 1024                # descriptors of the DUT's rx rings (a stall's yardstick)
+    read_pmd_stats: object = None         # () -> OVS-DPDK's per-PMD counters (pmd-stats-show)
 
     def close(self):
         self.gen.close()
@@ -259,6 +260,7 @@ def switch_p2p(lab, kind: str, flows: int, tag: str = "sw", wire: str = "vhost",
         cproc, cport, done = _controller(lab, f"{tag}-ctl", flows, netns, (1, 2))
         cleanup.append(lambda: lab.supervisor.stop(cproc))
         stats_sock: list = []
+        pmd_reader: list = []
 
         def switch():
             if kind == "ofbench":  # pinned worker, busy polling, af_packet on the kernel ports
@@ -275,6 +277,7 @@ def switch_p2p(lab, kind: str, flows: int, tag: str = "sw", wire: str = "vhost",
             cleanup.append(sw.stop)
             if kind == "ovs-dpdk":  # its PMD thread on the switch core, away from the generator's
                 sw.ovs.vsctl("set", "Open_vSwitch", ".", f"other_config:pmd-cpu-mask={1 << SWITCH_CORE:#x}")
+                pmd_reader.append(sw.pmd_stats)   # its own counters around every trial
 
         def generator():
             inst = start_softgen(lab, f"{tag}-gen", gen_ports, (SWITCH_CORE, GEN_WORKER_CORE), netns=netns)
@@ -298,7 +301,8 @@ def switch_p2p(lab, kind: str, flows: int, tag: str = "sw", wire: str = "vhost",
         # counters (the memif topology's are), so a stale packet cannot fail a run here
         slots = 1 << ring_log2 if (port_kind in ("memif", "vhost") and ring_log2) else 1024
         return Topology(gen, "p0", "p1", port_kind, kind, max_rate, stop,
-                        switch_stats=Path(sock) if sock else None, cross_check=False, ring_slots=slots)
+                        switch_stats=Path(sock) if sock else None, cross_check=False, ring_slots=slots,
+                        read_pmd_stats=pmd_reader[0] if pmd_reader else None)
     except BaseException:
         stop()
         raise

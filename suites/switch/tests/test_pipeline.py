@@ -166,3 +166,12 @@ def test_stream_feed_alone_still_gives_ofbench_mpps():
     m = bench.metrics_of({"ofbench/replay-stream": {"mpps": 7.7, "mpps_best": 8.2,
                                                      "install_s": 1.0}})
     assert m["ofbench_replay_stream_mpps"] == 7.7 and m["ofbench_mpps"] == 7.7
+
+
+def test_window_reps_are_the_printed_records_repetitions():
+    from suites.switch.pipeline import window_reps
+    res = {"frames": {"in_pcap": 1}, "ofbench/replay": {"mpps": 2.0, "mpps_runs": [1.0, 2.0, 3.0]},
+           "ovs-dpdk/pcap": {"mpps": 1.0, "mpps_runs": [1.0, 1.1]},
+           "ceiling/replay": {"mpps": 9.0}, "memory": {1: 5.0}}
+    assert window_reps(res) == {"ofbench_replay_mpps_reps": [1.0, 2.0, 3.0],
+                                "ovs_dpdk_pcap_mpps_reps": [1.0, 1.1]}
