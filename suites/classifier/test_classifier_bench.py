@@ -14,12 +14,16 @@ one, with cls-bench built there for that host's CPU and the rule and key files c
 
 Records: suite=classifier, name=<kind>_<N>, metrics <algo>_mlps, <algo>_batch_mlps,
 <algo>_build_s, <algo>_bytes_per_rule, <algo>_updates_per_s, speedup_vs_tss,
-batch_speedup_vs_tss; params.acl_status says whether rte_acl built; params.simd_path which
+batch_speedup_vs_tss (rte_acl as acl_<metric>); params.acl_status says whether rte_acl built; params.simd_path which
 SIMD path OURS' phase 1 ran.  Every row also runs ``auto``, the library's default (resolved by
 key shape, params.default_runs says to what: the compiled tree for 5-16-byte keys, OURS for
 4-byte ones, keymap for 4-byte sets of 2^19 rules or more), as auto_<metric> with auto_batch_speedup_vs_acl (the issue's ">= rte_acl" goal
 for the default).  NTT rows also carry the hit-heavy trace (every key built from a
 rule) as hit_<algo>_batch_mlps, reported apart from the document's uniform keys.
+
+Memory and build time in every record: each classifier a record measured carries
+``<...>_bytes_per_rule`` (the classifier's bytes / rules) and ``<...>_build_s`` beside its rates
+(``cost_metrics``), and ``<...>_trie_bytes_per_rule`` for a compiled structure (tree, map, trie).
 
 Document 003 (slide 19) side by side, the ``ntt`` kind being its exact condition:
 * ``test_document_goal``: OURS on every SIMD path this CPU has (OFB_CLS_SIMD) and keymap (the
@@ -102,7 +106,8 @@ def metrics_of(by_algo: dict[str, dict]) -> dict:
     for algo, o in by_algo.items():
         if "error" in o:
             continue
-        for key in ("mlps", "batch_mlps", "build_s", "ready_s", "bytes_per_rule", "updates_per_s", "mismatches"):
+        for key in ("mlps", "batch_mlps", "build_s", "ready_s", "bytes_per_rule", "trie_bytes_per_rule",
+                    "updates_per_s", "mismatches"):
             if o.get(key) is not None:
                 m[f"{algo}_{key}"] = o[key]
     if m.get("tss_mlps") and "ours_mlps" in m:
@@ -344,6 +349,16 @@ def test_classifier_summary(results):
 
 # ---------------------------------------------------------------- document 003 side by side
 
+def cost_metrics(metrics: dict, prefix: str, o: dict) -> None:
+    """Memory per rule and build time of one cls-bench result into ``metrics`` as
+    ``<prefix>_bytes_per_rule`` and ``<prefix>_build_s`` (every classifier record carries
+    both beside its rates; ``<prefix>_trie_bytes_per_rule`` too when the algorithm has a
+    compiled structure)."""
+    for key in ("bytes_per_rule", "build_s", "trie_bytes_per_rule"):
+        if o.get(key) is not None and (key != "trie_bytes_per_rule" or o[key]):
+            metrics[f"{prefix}_{key}"] = o[key]
+
+
 def _ok(o: dict | None) -> bool:
     return bool(o) and "error" not in o
 
@@ -363,6 +378,8 @@ def test_document_goal(n, results, bench, bench_files):
         tss = run_bench(bench, rp, keys, ["tss"], 0.3, updates=0).get("tss")
         if _ok(tss):
             metrics[f"{trace}_tss_batch_mlps"] = tss["batch_mlps"]
+            if trace == "uniform":
+                cost_metrics(metrics, "tss", tss)
         for path in paths:
             results.progress(f"ntt {n} {trace}: ours on {path}")
             o = run_bench(bench, rp, keys, ["ours"], 0.3, updates=200_000 if trace == "uniform" else 0,
@@ -374,9 +391,8 @@ def test_document_goal(n, results, bench, bench_files):
             metrics[f"{trace}_ours_{path}_batch_mlps"] = o["batch_mlps"]
             metrics[f"{trace}_ours_{path}_vs_document"] = round(o["batch_mlps"] / DOC_MLPS, 2)
             if trace == "uniform":
-                metrics[f"ours_{path}_build_s"] = o["build_s"]
+                cost_metrics(metrics, f"ours_{path}", o)
                 metrics[f"ours_{path}_updates_per_s"] = o["updates_per_s"]
-                metrics[f"ours_{path}_bytes_per_rule"] = o["bytes_per_rule"]
             if _ok(tss) and tss["batch_mlps"]:
                 metrics[f"{trace}_ours_{path}_vs_tss"] = round(o["batch_mlps"] / tss["batch_mlps"], 2)
         # keymap (the key-space map in front of OURS; what auto runs from 2^19 rules of <= 4 bytes):
@@ -388,9 +404,8 @@ def test_document_goal(n, results, bench, bench_files):
             metrics[f"{trace}_keymap_batch_mlps"] = k["batch_mlps"]
             metrics[f"{trace}_keymap_vs_document"] = round(k["batch_mlps"] / DOC_MLPS, 2)
             if trace == "uniform":
-                metrics["keymap_build_s"] = k["build_s"]
+                cost_metrics(metrics, "keymap", k)
                 metrics["keymap_updates_per_s"] = k["updates_per_s"]
-                metrics["keymap_bytes_per_rule"] = k["bytes_per_rule"]
                 metrics["keymap_batch_mlps_after_updates"] = k.get("batch_mlps_after_updates")
             else:  # no updates on this trace: the map cls-bench measured is the bulk build's
                 metrics["keymap_map_bytes_per_rule"] = k.get("trie_bytes_per_rule")
@@ -437,7 +452,7 @@ def test_trie_family(results, bench, bench_files):
                 row.update({"Mlps (batch)": o["batch_mlps"], "B/rule": o["bytes_per_rule"], "build s": o["build_s"],
                             "updates/s": o.get("updates_per_s")})
                 metrics[f"{a}_{n}_batch_mlps"] = o["batch_mlps"]
-                metrics[f"{a}_{n}_bytes_per_rule"] = o["bytes_per_rule"]
+                cost_metrics(metrics, f"{a}_{n}", o)
                 if o.get("updates_per_s"):  # htrie: incremental (delta + merge); sptrie: a rebuild each
                     metrics[f"{a}_{n}_updates_per_s"] = o["updates_per_s"]
                 assert o.get("mismatches", 0) == 0, f"{a} disagrees with {algos[0]} at {n}"
@@ -489,7 +504,7 @@ def test_hybrid_budget(n, results, bench, bench_files):
             row.update({"Mlps (batch)": o["batch_mlps"], "x document (0.5)": round(o["batch_mlps"] / DOC_MLPS, 2),
                         "B/rule": o["bytes_per_rule"], "build s": o["build_s"]})
             metrics[f"hybrid_{mb}mb_batch_mlps"] = o["batch_mlps"]
-            metrics[f"hybrid_{mb}mb_bytes_per_rule"] = o["bytes_per_rule"]
+            cost_metrics(metrics, f"hybrid_{mb}mb", o)
             metrics[f"hybrid_{mb}mb_vs_document"] = round(o["batch_mlps"] / DOC_MLPS, 2)
         else:
             row["Mlps (batch)"] = o.get("error", "not run")[:160]
@@ -539,6 +554,8 @@ def test_louds_vs_da(n, results, bench, bench_files):
                 metrics.update({f"{tag}_da_batch_mlps": da["batch_mlps"], f"{tag}_louds_batch_mlps": lo["batch_mlps"],
                                 f"{tag}_louds_vs_da_speed_ratio": speed})
                 if trace == "uniform":
+                    cost_metrics(metrics, f"budget_{mb}mb_da", da)
+                    cost_metrics(metrics, f"budget_{mb}mb_louds", lo)
                     metrics.update({f"budget_{mb}mb_da_trie_bytes_per_rule": da["trie_bytes_per_rule"],
                                     f"budget_{mb}mb_louds_trie_bytes_per_rule": lo["trie_bytes_per_rule"],
                                     f"budget_{mb}mb_louds_memory_saving_fraction": saving})
@@ -595,6 +612,7 @@ def test_mask_count(n, results, bench, bench_files):
         for a, o in got.items():
             if _ok(o):
                 metrics[f"{a}_{nm}masks_batch_mlps"] = o["batch_mlps"]
+                cost_metrics(metrics, f"{a}_{nm}masks", o)
                 simd[a] = o.get("simd")
                 assert o.get("mismatches", 0) == 0
     results.record(name=f"ntt_{n}_mask_count", metrics=metrics,
