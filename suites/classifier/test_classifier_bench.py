@@ -49,7 +49,7 @@ from pathlib import Path
 
 import pytest
 
-from traces import rulesets
+from traces import classbench_sets, rulesets
 from paths import build_dir
 
 BUILD = build_dir()
@@ -236,7 +236,7 @@ def _simd_paths() -> list[str]:
     return [p for p in binding.SIMD_PATHS if binding.simd_supported(p)]
 
 
-def run_acl(bench: BenchHost, rp: Path, kp: Path, min_time: float) -> dict:
+def run_acl(bench: BenchHost, rp: Path, kp: Path, min_time: float, simd: str | None = None) -> dict:
     eal = ["-l", "0", "--no-huge", "-m", "2048", "--no-pci", "--no-shconf",
            "--file-prefix", bench.file_prefix("cls-acl"), "--log-level", "lib.eal:error"]
     # rte_acl's build may take 4 x --acl-max-mb (cls-bench caps it there): at most half of
@@ -245,6 +245,8 @@ def run_acl(bench: BenchHost, rp: Path, kp: Path, min_time: float) -> dict:
     max_mb = ACL_MAX_MB if avail is None else max(64, min(ACL_MAX_MB, avail // 8))
     args = [*eal, "--", "--rules", bench.path(rp), "--keys", bench.path(kp), "--algos", "acl",
             "--min-time", str(min_time), "--acl-max-mb", str(max_mb)]
+    if simd:   # rte_acl's classify path forced (cls-bench --acl-simd)
+        args += ["--acl-simd", simd]
     try:
         r = bench.run(args, ACL_BUILD_TIMEOUT_S + 30)
     except subprocess.TimeoutExpired:
@@ -619,3 +621,74 @@ def test_mask_count(n, results, bench, bench_files):
                    params={"rules": n, "mask_counts": list(rulesets.NTT_MASK_COUNTS), "simd_path": simd},
                    provenance={"generator": "traces/rulesets.py ntt (slide 19)", "timing": "thread CPU time",
                                "port_kind": "none (in-memory keys)"})
+
+
+# ---------------------------------------------------------------- public ClassBench sets
+
+PUBLIC_ALGOS = ("ours", "tss", "linear", "dtree", "dfa", "auto", "htrie", "hybrid", "louds")
+PUBLIC_REPS = 3
+
+
+def _median(xs: list[float]) -> float:
+    xs = sorted(xs)
+    return xs[len(xs) // 2] if len(xs) % 2 else (xs[len(xs) // 2 - 1] + xs[len(xs) // 2]) / 2
+
+
+@pytest.mark.bench
+@pytest.mark.parametrize("name", classbench_sets.SETS)
+def test_public_classbench(name, bench, results, tmp_path):
+    """A public ClassBench filter set (traces/classbench, provenance beside it; port ranges expanded to
+    prefixes), every algorithm and rte_acl side by side, OURS' phase 1 (OFB_CLS_SIMD) and rte_acl's
+    classify (--acl-simd) forced to AVX2 and then AVX-512 on the same CPU, PUBLIC_REPS runs each:
+    medians (and best) of single-key and batched Mlps, bytes per rule and build time. Keys are drawn
+    inside the filters (these sets publish no header trace)."""
+    rs = classbench_sets.load(name)
+    rp = rs.write_rules(tmp_path / f"{name}.rules")
+    kp = rulesets.write_keys(tmp_path / f"{name}.keys", rs.keys(N_KEYS, SEED + 1, hit_fraction=1.0))
+    paths = [p for p in bench.simd_paths() if p in ("avx2", "avx512")]
+    runs: dict[tuple[str, str], list[dict]] = {}
+    for rep in range(PUBLIC_REPS):
+        for path in paths:
+            results.progress(f"{name}: round {rep + 1}, {path}")
+            got = run_bench(bench, rp, kp, PUBLIC_ALGOS, 0.3, updates=20000, env={"OFB_CLS_SIMD": path})
+            got["acl"] = run_acl(bench, rp, kp, 0.3, simd=path)
+            for algo, o in got.items():
+                runs.setdefault((path, algo), []).append(o)
+    metrics, errors, table = {}, {}, []
+    for (path, algo), objs in sorted(runs.items()):
+        ok = [o for o in objs if _ok(o)]
+        if not ok:
+            errors[f"{path}_{algo}"] = objs[0].get("error", "no result")[:160]
+            continue
+        assert all(o.get("mismatches", 0) == 0 for o in ok), f"{algo} on {path} disagrees with the reference"
+        tag = f"{path}_{algo}"
+        for key in ("mlps", "batch_mlps"):
+            metrics[f"{tag}_{key}"] = round(_median([o[key] for o in ok]), 3)
+            metrics[f"{tag}_{key}_best"] = round(max(o[key] for o in ok), 3)
+        cost_metrics(metrics, tag, ok[-1])
+        if ok[-1].get("updates_per_s"):
+            metrics[f"{tag}_updates_per_s"] = ok[-1]["updates_per_s"]
+        table.append({"path": path, "algo": algo, "Mlps single (median)": metrics[f"{tag}_mlps"],
+                      "Mlps batched (median)": metrics[f"{tag}_batch_mlps"],
+                      "best batched": metrics[f"{tag}_batch_mlps_best"],
+                      "B/rule": ok[-1].get("bytes_per_rule"), "build s": ok[-1].get("build_s")})
+    for path in paths:
+        acl = metrics.get(f"{path}_acl_batch_mlps")
+        for algo in ("auto", "dtree", "dfa", "ours"):
+            if acl and f"{path}_{algo}_batch_mlps" in metrics:
+                metrics[f"{path}_{algo}_batch_speedup_vs_acl"] = round(metrics[f"{path}_{algo}_batch_mlps"] / acl, 2)
+            single = metrics.get(f"{path}_acl_mlps")
+            if single and f"{path}_{algo}_mlps" in metrics:
+                metrics[f"{path}_{algo}_speedup_vs_acl"] = round(metrics[f"{path}_{algo}_mlps"] / single, 2)
+    results.record(name=f"public_{name}", metrics=metrics,
+                   params={"set": name, **rs.params, "key_len": rs.key_len, "keys": N_KEYS,
+                           "keys_drawn": "inside the filters (no header trace published)", "reps": PUBLIC_REPS,
+                           "simd_paths": paths, "errors": errors,
+                           "expansion": "port ranges to prefixes, cross product; flags dropped; first filter "
+                                        "highest"},
+                   provenance={"set": f"traces/classbench/{name}.txt",
+                               "sha256": classbench_sets.provenance(name)["sha256"],
+                               "source": classbench_sets.provenance(name)["source"]["repo"],
+                               "timing": "thread CPU time", "port_kind": "none (in-memory keys)"})
+    results.add_table(table, f"Public ClassBench {name}: every algorithm and rte_acl per forced SIMD path "
+                             f"(medians of {PUBLIC_REPS})")
