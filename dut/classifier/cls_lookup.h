@@ -4,11 +4,11 @@
  * the scalar kernels below are static inline (the facade's lookup inlines them,
  * and the AVX kernels reuse check_block/drain/bm_* for their candidates);
  * cls_lookup_avx2.c and cls_lookup_avx512.c hold the vector kernels, compiled
- * with target attributes so the library runs on any x86-64.  The facade
- * includes both (a unity build of the lookup path, as one classifier.c was):
- * as separate objects the same kernels measured ~20 % slower on OURS
- * (experiments/classifier/2026-11-28-split-ab), so they stay static in the
- * facade's object; meson lists them only as headers. */
+ * with target attributes so the library runs on any x86-64.  cls_lookup.c
+ * (every algorithm's lookup hooks) includes both (a unity build of the lookup
+ * path, as one classifier.c was): as separate objects the same kernels
+ * measured ~20 % slower on OURS (experiments/classifier/2026-11-28-split-ab),
+ * so they stay static in the lookups' object; meson lists them only as headers. */
 #ifndef OFB_CLS_LOOKUP_H
 #define OFB_CLS_LOOKUP_H
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* ofbench classifier: the AVX2 phase-1 kernels (see cls_lookup.h). */
-/* included by classifier.c only (see cls_lookup.h): not a unit of its own */
+/* included by cls_lookup.c only (see cls_lookup.h): not a unit of its own */
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>

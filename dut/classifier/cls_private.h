@@ -2,13 +2,15 @@
 /* ofbench wildcard classifier: private declarations shared by its units.
  *
  * Design (see classifier.h for the public contract and the algorithms):
- *   classifier.c         facade: create/destroy, insert/delete, bulk build, lookup dispatch, stats
+ *   classifier.c         facade: create/destroy, insert/delete, bulk build, publish, lookup: through c->ops
+ *   cls_algos.c          per-algorithm hooks (struct cls_ops, one table per algorithm: cls_ops_of)
+ *   cls_lookup.c         every algorithm's lookup and batch lookup (with the kernels below, one object)
  *   cls_memory.c         memory: the writer's slab and the huge-page arena (xalloc/xfree)
  *   cls_versions.c       versions and readers: publish, retire, reclaim (epoch-based, versions are the epochs)
  *   cls_rules.c          rule storage: tuple tables, key32 bitmaps, the grouped line filter, snapshots, the sorted list
  *   cls_lookup.h         phase-1 kernels shared by every instruction set; the scalar ones (inline)
  *   cls_lookup_avx2.c    AVX2 kernels (target("avx2"), chosen at run time)    } included by
- *   cls_lookup_avx512.c  AVX-512 kernels (target("avx512f,..."), at run time) } classifier.c
+ *   cls_lookup_avx512.c  AVX-512 kernels (target("avx512f,..."), at run time) } cls_lookup.c
  *   cls_rebuild.c        background rebuilds: DTREE/DFA compiled trees and the KEYMAP map
  *   cls_trie_glue.c      trie glue: the rule list -> document 003's tries (base + delta) at publish
  *   hugepage.h/.c        the one huge-page API (OURS' arena, dtree, dfa, keymap use it alike)
@@ -224,10 +226,52 @@ struct tpair { struct ofb_trie *base, *delta; uint64_t v; };
  * where D = N/16 would cost ~30 ms per update, same arithmetic). */
 #define TRIE_DELTA_MIN 32
 
+/* Per-algorithm hooks (the model: a vtable).  The facade (classifier.c) runs an algorithm
+ * only through c->ops, one table per enum ofb_cls_algo (cls_algos.c: cls_ops_of); AUTO
+ * settles on one of them (c->ops changes with c->algo, before any reader: cls_set_algo).
+ * NULL hooks do nothing. */
+struct snap;
+struct cls_ops {
+    enum ofb_cls_algo algo;
+    const char *name;
+    bool list;          /* rules in the sorted list `lin` (LINEAR, tries): stats count one table */
+    bool banded;        /* OURS' priority bands (OURS, KEYMAP's fallback) */
+    bool read_only;     /* LOUDS: one build_bulk into an empty classifier, then no update */
+    /* create: the algorithm's part of the classifier, after the common fields and c->simd */
+    void (*create)(struct ofb_cls *c);
+    /* the first bulk build into an empty classifier outside a batch (NULL: `bulk`) */
+    int (*bulk_first)(struct ofb_cls *c, const struct ofb_cls_rule *rules, size_t n, uint32_t *ids);
+    /* bulk: store n rules inside a batch (published by the caller) */
+    int (*bulk)(struct ofb_cls *c, const struct ofb_cls_rule *rules, size_t n, uint32_t *ids);
+    /* after the first bulk build (published), before build_bulk returns */
+    void (*bulk_done)(struct ofb_cls *c);
+    /* insert / delete one rule, published unless in a batch (0 / -1 with c->err on refusal) */
+    uint32_t (*insert)(struct ofb_cls *c, const struct ofb_cls_rule *r);
+    int (*delete_id)(struct ofb_cls *c, uint32_t id);
+    /* the id of the visible rule of this priority, value v (masked) and mask m (0: none) */
+    uint32_t (*find)(struct ofb_cls *c, uint32_t prio, const uint64_t *v, const uint64_t *m);
+    /* one key (words, load_key) at version v over snapshot s */
+    uint64_t (*lookup)(const struct ofb_cls *c, const uint64_t *kw, uint64_t v, const struct snap *s,
+                       uint32_t *id_out);
+    /* up to OFB_CLS_BATCH_MAX keys at one version; returns the hits */
+    size_t (*lookup_batch)(const struct ofb_cls *c, const uint8_t *const keys[], size_t n, uint64_t *ho,
+                           uint32_t *io, uint64_t v, const struct snap *s);
+    /* publish: before the snapshot and version go out, and after */
+    void (*publish_before)(struct ofb_cls *c);
+    void (*publish_after)(struct ofb_cls *c);
+    /* synchronize: adopt background builds in flight (before the readers are waited for) */
+    void (*synchronize)(struct ofb_cls *c);
+    /* destroy: the algorithm's own structures (the common ones are the facade's) */
+    void (*destroy)(struct ofb_cls *c);
+    /* bytes of the algorithm's compiled structure (tree, map, tries), 0 if none */
+    uint64_t (*memory)(const struct ofb_cls *c);
+};
+
 struct ofb_cls {
     /* read-mostly, shared with readers */
     uint32_t key_len, nwk, es;        /* es = entry stride in bytes */
     enum ofb_cls_algo algo;
+    const struct cls_ops *ops;        /* == cls_ops_of[algo] */
     uint8_t simd;                     /* enum simd_path, fixed at creation */
     bool hp;                          /* huge pages (hugepage.h): !tuning.no_hugepages */
     struct ofb_cls_tuning tu;         /* ofb_cls_params.tuning (tu.simd is not kept: NULL) */
@@ -351,6 +395,38 @@ static inline bool uses_lin(const struct ofb_cls *c)
 
 
 /* ---------- functions shared between units ---------- */
+
+/* per-algorithm hooks (cls_algos.c; their lookups: cls_lookup.c) */
+CLS_INTERNAL extern const struct cls_ops *const cls_ops_of[OFB_CLS_ALGO_KEYMAP + 1];
+static inline void cls_set_algo(struct ofb_cls *c, enum ofb_cls_algo a)
+{
+    c->algo = a;
+    c->ops = cls_ops_of[a];
+}
+CLS_INTERNAL uint64_t cls_lookup_ours(const struct ofb_cls *c, const uint64_t *kw, uint64_t v,
+                                      const struct snap *s, uint32_t *id_out);
+CLS_INTERNAL uint64_t cls_lookup_keymap(const struct ofb_cls *c, const uint64_t *kw, uint64_t v,
+                                        const struct snap *s, uint32_t *id_out);
+CLS_INTERNAL uint64_t cls_lookup_tss(const struct ofb_cls *c, const uint64_t *kw, uint64_t v,
+                                     const struct snap *s, uint32_t *id_out);
+CLS_INTERNAL uint64_t cls_lookup_linear(const struct ofb_cls *c, const uint64_t *kw, uint64_t v,
+                                        const struct snap *s, uint32_t *id_out);
+CLS_INTERNAL uint64_t cls_lookup_dtree(const struct ofb_cls *c, const uint64_t *kw, uint64_t v,
+                                       const struct snap *s, uint32_t *id_out);
+CLS_INTERNAL uint64_t cls_lookup_trie(const struct ofb_cls *c, const uint64_t *kw, uint64_t v,
+                                      const struct snap *s, uint32_t *id_out);
+CLS_INTERNAL size_t cls_batch_ours(const struct ofb_cls *c, const uint8_t *const keys[], size_t n, uint64_t *ho,
+                                   uint32_t *io, uint64_t v, const struct snap *s);
+CLS_INTERNAL size_t cls_batch_keymap(const struct ofb_cls *c, const uint8_t *const keys[], size_t n,
+                                     uint64_t *ho, uint32_t *io, uint64_t v, const struct snap *s);
+CLS_INTERNAL size_t cls_batch_dtree(const struct ofb_cls *c, const uint8_t *const keys[], size_t n,
+                                    uint64_t *ho, uint32_t *io, uint64_t v, const struct snap *s);
+CLS_INTERNAL size_t cls_batch_tss(const struct ofb_cls *c, const uint8_t *const keys[], size_t n,
+                                  uint64_t *ho, uint32_t *io, uint64_t v, const struct snap *s);
+CLS_INTERNAL size_t cls_batch_linear(const struct ofb_cls *c, const uint8_t *const keys[], size_t n,
+                                     uint64_t *ho, uint32_t *io, uint64_t v, const struct snap *s);
+CLS_INTERNAL size_t cls_batch_trie(const struct ofb_cls *c, const uint8_t *const keys[], size_t n,
+                                   uint64_t *ho, uint32_t *io, uint64_t v, const struct snap *s);
 
 /* memory: the writer's slab and the huge-page arena (xalloc/xfree) (cls_memory.c) */
 CLS_INTERNAL void cls_xfree_quiet(struct ofb_cls *c, void *p, size_t n);

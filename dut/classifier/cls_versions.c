@@ -51,8 +51,8 @@ static inline bool gf_due(const struct ofb_cls *c);
 
 void cls_publish(struct ofb_cls *c)
 {
-    if (is_trie(c) && c->trie_dirty)
-        cls_trie_refresh(c);
+    if (c->ops->publish_before)   /* tries: rebuild; DTREE/DFA: adopt a finished rebuild */
+        c->ops->publish_before(c);
     if (gf_due(c)) {
         struct timespec t0, t1;
         bool dbg = c->tu.gf_debug;
@@ -65,8 +65,6 @@ void cls_publish(struct ofb_cls *c)
                     (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-6);
         }
     }
-    if (is_dt(c))
-        cls_dt_poll(c, false);
     /* the snapshot goes first: a reader that sees the new version then sees
      * the new snapshot (release/acquire on version).  Out of memory here
      * leaves snap_dirty set and retries at the next publish. */
@@ -78,10 +76,8 @@ void cls_publish(struct ofb_cls *c)
     }
     atomic_store_explicit(&c->version, c->wv, memory_order_release);
     c->wv++;
-    if (is_dt(c))
-        cls_dt_maybe_start(c);
-    if (c->algo == OFB_CLS_ALGO_KEYMAP)
-        cls_km_after_publish(c);
+    if (c->ops->publish_after)   /* DTREE/DFA: start a rebuild; KEYMAP: a map build */
+        c->ops->publish_after(c);
 }
 
 /* min version of the readers inside enter, UINT64_MAX when none */
@@ -161,23 +157,8 @@ void cls_after_update(struct ofb_cls *c)
 
 void ofb_cls_synchronize(struct ofb_cls *c)
 {
-    /* DTREE: a rebuild in flight is adopted now, and the delta merged until it
-     * is below its threshold (each publish may start the next rebuild) */
-    for (int k = 0; is_dt(c) && !c->in_batch && k < 8; k++) {
-        cls_dt_poll(c, true);
-        cls_publish(c);
-        if (!c->job)
-            break;
-    }
-    /* KEYMAP: a build in flight is adopted now; a stale map rebuilt (at most 3 times) */
-    for (int k = 0; c->algo == OFB_CLS_ALGO_KEYMAP && !c->in_batch && k < 3; k++) {
-        cls_km_poll(c, true);
-        c->km_force = true;
-        cls_publish(c);
-        c->km_force = false;
-        if (!c->kjob)
-            break;
-    }
+    if (c->ops->synchronize)   /* background builds in flight adopted (cls_algos.c) */
+        c->ops->synchronize(c);
     for (int round = 0; round < 3; round++) {
         if (!c->in_batch)
             cls_publish(c);

@@ -14,12 +14,16 @@ one, with cls-bench built there for that host's CPU and the rule and key files c
 
 Records: suite=classifier, name=<kind>_<N>, metrics <algo>_mlps, <algo>_batch_mlps,
 <algo>_build_s, <algo>_bytes_per_rule, <algo>_updates_per_s, speedup_vs_tss,
-batch_speedup_vs_tss; params.acl_status says whether rte_acl built; params.simd_path which
+batch_speedup_vs_tss (rte_acl as acl_<metric>); params.acl_status says whether rte_acl built; params.simd_path which
 SIMD path OURS' phase 1 ran.  Every row also runs ``auto``, the library's default (resolved by
 key shape, params.default_runs says to what: the compiled tree for 5-16-byte keys, OURS for
 4-byte ones, keymap for 4-byte sets of 2^19 rules or more), as auto_<metric> with auto_batch_speedup_vs_acl (the issue's ">= rte_acl" goal
 for the default).  NTT rows also carry the hit-heavy trace (every key built from a
 rule) as hit_<algo>_batch_mlps, reported apart from the document's uniform keys.
+
+Memory and build time in every record: each classifier a record measured carries
+``<...>_bytes_per_rule`` (the classifier's bytes / rules) and ``<...>_build_s`` beside its rates
+(``cost_metrics``), and ``<...>_trie_bytes_per_rule`` for a compiled structure (tree, map, trie).
 
 Document 003 (slide 19) side by side, the ``ntt`` kind being its exact condition:
 * ``test_document_goal``: OURS on every SIMD path this CPU has (OFB_CLS_SIMD) and keymap (the
@@ -45,7 +49,7 @@ from pathlib import Path
 
 import pytest
 
-from traces import rulesets
+from traces import classbench_sets, rulesets
 from paths import build_dir
 
 BUILD = build_dir()
@@ -102,7 +106,8 @@ def metrics_of(by_algo: dict[str, dict]) -> dict:
     for algo, o in by_algo.items():
         if "error" in o:
             continue
-        for key in ("mlps", "batch_mlps", "build_s", "ready_s", "bytes_per_rule", "updates_per_s", "mismatches"):
+        for key in ("mlps", "batch_mlps", "build_s", "ready_s", "bytes_per_rule", "trie_bytes_per_rule",
+                    "updates_per_s", "mismatches"):
             if o.get(key) is not None:
                 m[f"{algo}_{key}"] = o[key]
     if m.get("tss_mlps") and "ours_mlps" in m:
@@ -231,7 +236,7 @@ def _simd_paths() -> list[str]:
     return [p for p in binding.SIMD_PATHS if binding.simd_supported(p)]
 
 
-def run_acl(bench: BenchHost, rp: Path, kp: Path, min_time: float) -> dict:
+def run_acl(bench: BenchHost, rp: Path, kp: Path, min_time: float, simd: str | None = None) -> dict:
     eal = ["-l", "0", "--no-huge", "-m", "2048", "--no-pci", "--no-shconf",
            "--file-prefix", bench.file_prefix("cls-acl"), "--log-level", "lib.eal:error"]
     # rte_acl's build may take 4 x --acl-max-mb (cls-bench caps it there): at most half of
@@ -240,6 +245,8 @@ def run_acl(bench: BenchHost, rp: Path, kp: Path, min_time: float) -> dict:
     max_mb = ACL_MAX_MB if avail is None else max(64, min(ACL_MAX_MB, avail // 8))
     args = [*eal, "--", "--rules", bench.path(rp), "--keys", bench.path(kp), "--algos", "acl",
             "--min-time", str(min_time), "--acl-max-mb", str(max_mb)]
+    if simd:   # rte_acl's classify path forced (cls-bench --acl-simd)
+        args += ["--acl-simd", simd]
     try:
         r = bench.run(args, ACL_BUILD_TIMEOUT_S + 30)
     except subprocess.TimeoutExpired:
@@ -344,6 +351,16 @@ def test_classifier_summary(results):
 
 # ---------------------------------------------------------------- document 003 side by side
 
+def cost_metrics(metrics: dict, prefix: str, o: dict) -> None:
+    """Memory per rule and build time of one cls-bench result into ``metrics`` as
+    ``<prefix>_bytes_per_rule`` and ``<prefix>_build_s`` (every classifier record carries
+    both beside its rates; ``<prefix>_trie_bytes_per_rule`` too when the algorithm has a
+    compiled structure)."""
+    for key in ("bytes_per_rule", "build_s", "trie_bytes_per_rule"):
+        if o.get(key) is not None and (key != "trie_bytes_per_rule" or o[key]):
+            metrics[f"{prefix}_{key}"] = o[key]
+
+
 def _ok(o: dict | None) -> bool:
     return bool(o) and "error" not in o
 
@@ -363,6 +380,8 @@ def test_document_goal(n, results, bench, bench_files):
         tss = run_bench(bench, rp, keys, ["tss"], 0.3, updates=0).get("tss")
         if _ok(tss):
             metrics[f"{trace}_tss_batch_mlps"] = tss["batch_mlps"]
+            if trace == "uniform":
+                cost_metrics(metrics, "tss", tss)
         for path in paths:
             results.progress(f"ntt {n} {trace}: ours on {path}")
             o = run_bench(bench, rp, keys, ["ours"], 0.3, updates=200_000 if trace == "uniform" else 0,
@@ -374,9 +393,8 @@ def test_document_goal(n, results, bench, bench_files):
             metrics[f"{trace}_ours_{path}_batch_mlps"] = o["batch_mlps"]
             metrics[f"{trace}_ours_{path}_vs_document"] = round(o["batch_mlps"] / DOC_MLPS, 2)
             if trace == "uniform":
-                metrics[f"ours_{path}_build_s"] = o["build_s"]
+                cost_metrics(metrics, f"ours_{path}", o)
                 metrics[f"ours_{path}_updates_per_s"] = o["updates_per_s"]
-                metrics[f"ours_{path}_bytes_per_rule"] = o["bytes_per_rule"]
             if _ok(tss) and tss["batch_mlps"]:
                 metrics[f"{trace}_ours_{path}_vs_tss"] = round(o["batch_mlps"] / tss["batch_mlps"], 2)
         # keymap (the key-space map in front of OURS; what auto runs from 2^19 rules of <= 4 bytes):
@@ -388,9 +406,8 @@ def test_document_goal(n, results, bench, bench_files):
             metrics[f"{trace}_keymap_batch_mlps"] = k["batch_mlps"]
             metrics[f"{trace}_keymap_vs_document"] = round(k["batch_mlps"] / DOC_MLPS, 2)
             if trace == "uniform":
-                metrics["keymap_build_s"] = k["build_s"]
+                cost_metrics(metrics, "keymap", k)
                 metrics["keymap_updates_per_s"] = k["updates_per_s"]
-                metrics["keymap_bytes_per_rule"] = k["bytes_per_rule"]
                 metrics["keymap_batch_mlps_after_updates"] = k.get("batch_mlps_after_updates")
             else:  # no updates on this trace: the map cls-bench measured is the bulk build's
                 metrics["keymap_map_bytes_per_rule"] = k.get("trie_bytes_per_rule")
@@ -437,7 +454,7 @@ def test_trie_family(results, bench, bench_files):
                 row.update({"Mlps (batch)": o["batch_mlps"], "B/rule": o["bytes_per_rule"], "build s": o["build_s"],
                             "updates/s": o.get("updates_per_s")})
                 metrics[f"{a}_{n}_batch_mlps"] = o["batch_mlps"]
-                metrics[f"{a}_{n}_bytes_per_rule"] = o["bytes_per_rule"]
+                cost_metrics(metrics, f"{a}_{n}", o)
                 if o.get("updates_per_s"):  # htrie: incremental (delta + merge); sptrie: a rebuild each
                     metrics[f"{a}_{n}_updates_per_s"] = o["updates_per_s"]
                 assert o.get("mismatches", 0) == 0, f"{a} disagrees with {algos[0]} at {n}"
@@ -489,7 +506,7 @@ def test_hybrid_budget(n, results, bench, bench_files):
             row.update({"Mlps (batch)": o["batch_mlps"], "x document (0.5)": round(o["batch_mlps"] / DOC_MLPS, 2),
                         "B/rule": o["bytes_per_rule"], "build s": o["build_s"]})
             metrics[f"hybrid_{mb}mb_batch_mlps"] = o["batch_mlps"]
-            metrics[f"hybrid_{mb}mb_bytes_per_rule"] = o["bytes_per_rule"]
+            cost_metrics(metrics, f"hybrid_{mb}mb", o)
             metrics[f"hybrid_{mb}mb_vs_document"] = round(o["batch_mlps"] / DOC_MLPS, 2)
         else:
             row["Mlps (batch)"] = o.get("error", "not run")[:160]
@@ -539,6 +556,8 @@ def test_louds_vs_da(n, results, bench, bench_files):
                 metrics.update({f"{tag}_da_batch_mlps": da["batch_mlps"], f"{tag}_louds_batch_mlps": lo["batch_mlps"],
                                 f"{tag}_louds_vs_da_speed_ratio": speed})
                 if trace == "uniform":
+                    cost_metrics(metrics, f"budget_{mb}mb_da", da)
+                    cost_metrics(metrics, f"budget_{mb}mb_louds", lo)
                     metrics.update({f"budget_{mb}mb_da_trie_bytes_per_rule": da["trie_bytes_per_rule"],
                                     f"budget_{mb}mb_louds_trie_bytes_per_rule": lo["trie_bytes_per_rule"],
                                     f"budget_{mb}mb_louds_memory_saving_fraction": saving})
@@ -595,9 +614,81 @@ def test_mask_count(n, results, bench, bench_files):
         for a, o in got.items():
             if _ok(o):
                 metrics[f"{a}_{nm}masks_batch_mlps"] = o["batch_mlps"]
+                cost_metrics(metrics, f"{a}_{nm}masks", o)
                 simd[a] = o.get("simd")
                 assert o.get("mismatches", 0) == 0
     results.record(name=f"ntt_{n}_mask_count", metrics=metrics,
                    params={"rules": n, "mask_counts": list(rulesets.NTT_MASK_COUNTS), "simd_path": simd},
                    provenance={"generator": "traces/rulesets.py ntt (slide 19)", "timing": "thread CPU time",
                                "port_kind": "none (in-memory keys)"})
+
+
+# ---------------------------------------------------------------- public ClassBench sets
+
+PUBLIC_ALGOS = ("ours", "tss", "linear", "dtree", "dfa", "auto", "htrie", "hybrid", "louds")
+PUBLIC_REPS = 3
+
+
+def _median(xs: list[float]) -> float:
+    xs = sorted(xs)
+    return xs[len(xs) // 2] if len(xs) % 2 else (xs[len(xs) // 2 - 1] + xs[len(xs) // 2]) / 2
+
+
+@pytest.mark.bench
+@pytest.mark.parametrize("name", classbench_sets.SETS)
+def test_public_classbench(name, bench, results, tmp_path):
+    """A public ClassBench filter set (traces/classbench, provenance beside it; port ranges expanded to
+    prefixes), every algorithm and rte_acl side by side, OURS' phase 1 (OFB_CLS_SIMD) and rte_acl's
+    classify (--acl-simd) forced to AVX2 and then AVX-512 on the same CPU, PUBLIC_REPS runs each:
+    medians (and best) of single-key and batched Mlps, bytes per rule and build time. Keys are drawn
+    inside the filters (these sets publish no header trace)."""
+    rs = classbench_sets.load(name)
+    rp = rs.write_rules(tmp_path / f"{name}.rules")
+    kp = rulesets.write_keys(tmp_path / f"{name}.keys", rs.keys(N_KEYS, SEED + 1, hit_fraction=1.0))
+    paths = [p for p in bench.simd_paths() if p in ("avx2", "avx512")]
+    runs: dict[tuple[str, str], list[dict]] = {}
+    for rep in range(PUBLIC_REPS):
+        for path in paths:
+            results.progress(f"{name}: round {rep + 1}, {path}")
+            got = run_bench(bench, rp, kp, PUBLIC_ALGOS, 0.3, updates=20000, env={"OFB_CLS_SIMD": path})
+            got["acl"] = run_acl(bench, rp, kp, 0.3, simd=path)
+            for algo, o in got.items():
+                runs.setdefault((path, algo), []).append(o)
+    metrics, errors, table = {}, {}, []
+    for (path, algo), objs in sorted(runs.items()):
+        ok = [o for o in objs if _ok(o)]
+        if not ok:
+            errors[f"{path}_{algo}"] = objs[0].get("error", "no result")[:160]
+            continue
+        assert all(o.get("mismatches", 0) == 0 for o in ok), f"{algo} on {path} disagrees with the reference"
+        tag = f"{path}_{algo}"
+        for key in ("mlps", "batch_mlps"):
+            metrics[f"{tag}_{key}"] = round(_median([o[key] for o in ok]), 3)
+            metrics[f"{tag}_{key}_best"] = round(max(o[key] for o in ok), 3)
+        cost_metrics(metrics, tag, ok[-1])
+        if ok[-1].get("updates_per_s"):
+            metrics[f"{tag}_updates_per_s"] = ok[-1]["updates_per_s"]
+        table.append({"path": path, "algo": algo, "Mlps single (median)": metrics[f"{tag}_mlps"],
+                      "Mlps batched (median)": metrics[f"{tag}_batch_mlps"],
+                      "best batched": metrics[f"{tag}_batch_mlps_best"],
+                      "B/rule": ok[-1].get("bytes_per_rule"), "build s": ok[-1].get("build_s")})
+    for path in paths:
+        acl = metrics.get(f"{path}_acl_batch_mlps")
+        for algo in ("auto", "dtree", "dfa", "ours"):
+            if acl and f"{path}_{algo}_batch_mlps" in metrics:
+                metrics[f"{path}_{algo}_batch_speedup_vs_acl"] = round(metrics[f"{path}_{algo}_batch_mlps"] / acl, 2)
+            single = metrics.get(f"{path}_acl_mlps")
+            if single and f"{path}_{algo}_mlps" in metrics:
+                metrics[f"{path}_{algo}_speedup_vs_acl"] = round(metrics[f"{path}_{algo}_mlps"] / single, 2)
+    results.record(name=f"public_{name}", metrics=metrics,
+                   params={"set": name, **rs.params, "key_len": rs.key_len, "keys": N_KEYS,
+                           "keys_drawn": "inside the filters (no header trace published)", "reps": PUBLIC_REPS,
+                           "simd_paths": paths, "errors": errors,
+                           "expansion": "port ranges to prefixes, cross product; flags dropped; first filter "
+                                        "highest"},
+                   provenance={"set": f"traces/classbench/{name}.txt",
+                               "sha256": classbench_sets.provenance(name)["sha256"],
+                               "source": classbench_sets.provenance(name)["source"]["repo"],
+                               "timing": "thread CPU time", "port_kind": "none (in-memory keys)"})
+    results.add_table(table, f"Public ClassBench {name}: every algorithm and rte_acl per forced SIMD path "
+                             f"(medians of {PUBLIC_REPS})")

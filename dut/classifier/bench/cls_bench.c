@@ -8,7 +8,9 @@
  *
  * Usage: cls-bench [EAL args --] --rules F --keys F
  *                  [--algos auto,ours,tss,linear,htrie,sptrie,hybrid,louds,dtree,dfa,keymap,acl]
- *                  [--min-time S] [--updates N] [--budget-mb MB] [--acl-max-mb MB]
+ *                  [--min-time S] [--updates N] [--budget-mb MB] [--acl-max-mb MB] [--acl-simd P]
+ * --acl-simd: rte_acl's classify path forced (scalar, sse, avx2, avx512 = AVX512X32, avx512x16,
+ *   default = what rte_acl picks: AVX2 unless the EAL allows 512-bit SIMD); OURS' path is OFB_CLS_SIMD.
  * --budget-mb: mem_budget_bytes (hybrid: merge budget; sptrie: size limit).
  * --acl-max-mb: rte_acl max_size (default 2048); its build may use 4x that (RLIMIT_AS),
  *   past it the build fails with a message ("did not build: rte_acl out of memory").
@@ -17,6 +19,7 @@
  * Key file: "OFBK" u32 key_len u32 n, then n keys of key_len bytes.
  * EAL is initialised only when "acl" is requested (rte_acl allocates with
  * rte_malloc); pass e.g. --no-huge -m 2048 --in-memory --file-prefix X. */
+#define ALLOW_EXPERIMENTAL_API   /* rte_vect_set_max_simd_bitwidth (--acl-simd avx512) */
 #include "classifier.h"
 
 #include <errno.h>
@@ -28,6 +31,7 @@
 #include <unistd.h>
 
 #include <rte_acl.h>
+#include <rte_vect.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_log.h>
@@ -232,6 +236,25 @@ static uint32_t acl_pad_len(uint32_t kl)
     return 1 + 4 * ((kl - 1 + 3) / 4);
 }
 
+/* --acl-simd: rte_acl's classify path, forced (rte_acl_set_ctx_classify); NULL or "default" =
+ * what rte_acl picks at create (the widest the EAL's max SIMD bitwidth allows: AVX2 by default) */
+static const char *acl_simd;
+
+static int acl_simd_alg(const char *name, enum rte_acl_classify_alg *alg)
+{
+    static const struct { const char *name; enum rte_acl_classify_alg alg; } t[] = {
+        { "scalar", RTE_ACL_CLASSIFY_SCALAR }, { "sse", RTE_ACL_CLASSIFY_SSE },
+        { "avx2", RTE_ACL_CLASSIFY_AVX2 }, { "avx512", RTE_ACL_CLASSIFY_AVX512X32 },
+        { "avx512x16", RTE_ACL_CLASSIFY_AVX512X16 },
+    };
+    for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+        if (!strcmp(name, t[i].name)) {
+            *alg = t[i].alg;
+            return 0;
+        }
+    return -1;
+}
+
 static void run_acl(const uint8_t *rd, uint32_t n, uint32_t kl, const uint8_t *keys, uint32_t nk,
                     const uint64_t *ref, uint32_t max_mb)
 {
@@ -333,6 +356,20 @@ static void run_acl(const uint8_t *rd, uint32_t n, uint32_t kl, const uint8_t *k
         rte_acl_free(ctx);
         return;
     }
+    if (acl_simd && strcmp(acl_simd, "default")) {
+        enum rte_acl_classify_alg alg = RTE_ACL_CLASSIFY_DEFAULT;
+        int r = acl_simd_alg(acl_simd, &alg);
+        if (r == 0 && (alg == RTE_ACL_CLASSIFY_AVX512X32 || alg == RTE_ACL_CLASSIFY_AVX512X16))
+            rte_vect_set_max_simd_bitwidth(RTE_VECT_SIMD_512);   /* rte_acl refuses AVX-512 below it */
+        if (r == 0)
+            r = rte_acl_set_ctx_classify(ctx, alg);
+        if (r) {
+            printf("{\"algo\":\"acl\",\"rules\":%u,\"error\":\"did not run: rte_acl classify path %s: %s\"}\n", n,
+                   acl_simd, r == -1 ? "unknown (scalar, sse, avx2, avx512, avx512x16, default)" : strerror(-r));
+            rte_acl_free(ctx);
+            return;
+        }
+    }
     /* padded keys; rte_acl reads 4-byte words at the field offsets */
     uint8_t *pk = calloc(nk, pl + 4);
     const uint8_t **kp = malloc(sizeof(void *) * nk);
@@ -374,9 +411,9 @@ static void run_acl(const uint8_t *rd, uint32_t n, uint32_t kl, const uint8_t *k
         if (ref[0] != UINT64_MAX && pa != pr)
             mism++;
     }
-    printf("{\"algo\":\"acl\",\"rules\":%u,\"build_s\":%.6f,\"bytes_per_rule\":%.1f,\"mlps\":%.4f,"
+    printf("{\"algo\":\"acl\",\"simd\":\"%s\",\"rules\":%u,\"build_s\":%.6f,\"bytes_per_rule\":%.1f,\"mlps\":%.4f,"
            "\"batch_mlps\":%.4f,\"updates_per_s\":null,\"hits\":%lu,\"keys\":%u,\"mismatches\":%lu}\n",
-           n, build, (double)acl_bytes / n, mlps, bmlps, (unsigned long)hits, nk,
+           acl_simd ? acl_simd : "default", n, build, (double)acl_bytes / n, mlps, bmlps, (unsigned long)hits, nk,
            (unsigned long)mism);
     fflush(stdout);
     free(pk);
@@ -411,6 +448,8 @@ int main(int argc, char **argv)
             mem_budget = (uint64_t)(atof(v) * 1048576.0), i++;
         else if (!strcmp(a, "--acl-max-mb") && v)
             acl_max_mb = (uint32_t)atol(v), i++;
+        else if (!strcmp(a, "--acl-simd") && v)
+            acl_simd = v, i++;
         else {
             fprintf(stderr, "cls-bench: unknown argument %s\n", a);
             return 2;
