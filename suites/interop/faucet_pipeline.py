@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import random
 import re
+import statistics
 import socket
 import struct
 import sys
@@ -26,9 +27,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from scapy.utils import checksum  # the internet checksum (RFC 1071)
+
 from suites.interop import configs
 from suites.interop.udp_probe import host_addr, host_mac
-from suites.switch.pipeline import Workload, _csum
+from suites.switch.pipeline import Workload
 
 FAUCET_MAC = bytes.fromhex("0e0000000001")  # FAUCET's default faucet_mac
 V100_BASE, V200_BASE = "10.100.0.1", "10.200.0.1"
@@ -74,7 +77,7 @@ def routed_frame(i: int, j: int, seq: int) -> bytes:
     ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), seq & 0xFFFF, 0, 64, 17, 0,
                      socket.inet_aton(host_addr(V100_BASE, i)),
                      socket.inet_aton(host_addr(V200_BASE, j)))
-    ip = ip[:10] + struct.pack("!H", _csum(ip)) + ip[12:]
+    ip = ip[:10] + struct.pack("!H", checksum(ip)) + ip[12:]
     return FAUCET_MAC + host_mac(PREFIX[1], i) + b"\x08\x00" + ip + udp
 
 
@@ -84,6 +87,7 @@ class FaucetWorkload(Workload):
     and whose frames are routed VLAN 100 -> VLAN 200 between the recorded hosts."""
     msgs: tuple = ()
     n_hosts: int = 0
+    count_flows: bool = True  # every run says what it installed and which flows it crossed
 
     @property
     def rewrites(self) -> bool:
@@ -158,3 +162,56 @@ def record(lab, n_hosts: int, log_dir: Path, *, pps: float = 300.0,
     msgs = split(net.rec.read_bytes())
     return msgs, {"hosts_learned": learned, "routes_added": routes, "routes_expired": dead,
                   "flow_mods": len(msgs), "tables": table_counts(msgs)}
+
+
+def merge_rounds(rounds: list[dict]) -> dict:
+    """Several run_pipeline_bench results of the same plan (one per round: each switch started
+    afresh, the switches alternating) -> one result of the same shape (pure): per kind/feed
+    ``mpps`` = median of the rounds' medians, ``mpps_best`` = the best window of any round,
+    ``mpps_runs`` = the rounds' medians, cpu_share / mpps_per_cpu / other_load_cores medians,
+    cache_hit_ratio the lowest, ``datapath`` and ``tables`` from the last round; ceilings and
+    memory from whichever round measured them (the last)."""
+    out: dict = {}
+    for res in rounds:
+        for name, r in res.items():
+            if name == "frames" or name == "memory" or name.startswith("ceiling/"):
+                out[name] = r
+                continue
+            out.setdefault(name, []).append(r)
+    for name, runs in list(out.items()):
+        if not isinstance(runs, list):
+            continue
+        merged = {"mpps": round(statistics.median(r["mpps"] for r in runs), 3),
+                  "mpps_best": max(r["mpps_best"] for r in runs),
+                  "mpps_runs": [r["mpps"] for r in runs],
+                  "install_s": round(statistics.median(r["install_s"] for r in runs), 2),
+                  "feed": runs[-1].get("feed"), "rounds": len(runs)}
+        for k in ("cpu_share", "mpps_per_cpu", "other_load_cores"):
+            vals = [r[k] for r in runs if k in r]
+            if vals:
+                merged[k] = round(statistics.median(vals), 3)
+        hits = [r["cache_hit_ratio"] for r in runs if "cache_hit_ratio" in r]
+        if hits:
+            merged["cache_hit_ratio"] = min(hits)
+        for k in ("datapath", "tables"):
+            if k in runs[-1]:
+                merged[k] = runs[-1][k]
+        out[name] = merged
+    return out
+
+
+def round_ratios(rounds: list[dict], a: str = "ofbench/pcap", b: str = "ovs-dpdk/pcap"
+                 ) -> list[float]:
+    """a / b (medians) in each round that measured both (pure): the ratio's spread."""
+    return [round(r[a]["mpps"] / r[b]["mpps"], 3) for r in rounds
+            if a in r and b in r and r[b]["mpps"] > 0]
+
+
+def load_recording(path: Path) -> list[bytes]:
+    """A recording written by ``record`` (or ofrelay ``--record``): its messages in order."""
+    blob = Path(path).read_bytes()
+    msgs = split(blob)
+    if sum(len(m) for m in msgs) != len(blob) or not msgs:
+        raise ValueError(f"{path}: not a whole OpenFlow message stream "
+                         f"({len(msgs)} messages, {len(blob)} bytes)")
+    return msgs
