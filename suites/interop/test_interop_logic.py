@@ -28,3 +28,43 @@ def test_every_scenario_config_is_one_faucet_accepts(tmp_path):
         paths.append(tmp_path / f"{name}.yaml")
         paths[-1].write_text(cfg)
     faucet.check_config(*paths)  # one FAUCET start-up for all of them
+
+
+def _round(of: float, ovs: float, best: float) -> dict:
+    return {"frames": {"in_pcap": 8192, "distinct": 8192},
+            "ofbench/pcap": {"mpps": of, "mpps_best": best, "install_s": 0.1, "cpu_share": 1.0,
+                             "mpps_per_cpu": of, "cache_hit_ratio": 1.0, "feed": "pcap",
+                             "tables": {0: {"flows": 3, "hit": 1}}},
+            "ovs-dpdk/pcap": {"mpps": ovs, "mpps_best": ovs + 0.1, "install_s": 2.0,
+                              "cpu_share": 0.5, "mpps_per_cpu": ovs * 2, "feed": "pcap",
+                              "datapath": {"pmd": {"packets_received": 10}}}}
+
+
+@pytest.mark.quick
+def test_faucet_pipeline_rounds_merge_to_medians_beside_best():
+    from suites.interop.faucet_pipeline import merge_rounds, round_ratios
+    from suites.switch.pipeline import metrics_of
+    rounds = [_round(5.0, 7.0, 5.2), _round(6.0, 2.0, 6.5), _round(4.0, 7.5, 4.1)]
+    rounds[-1]["ceiling/pcap"] = {"mpps": 100.0, "mpps_best": 101.0}
+    m = merge_rounds(rounds)
+    assert m["ofbench/pcap"]["mpps"] == 5.0 and m["ofbench/pcap"]["mpps_best"] == 6.5
+    assert m["ofbench/pcap"]["mpps_runs"] == [5.0, 6.0, 4.0] and m["ofbench/pcap"]["rounds"] == 3
+    assert m["ovs-dpdk/pcap"]["mpps"] == 7.0 and m["ovs-dpdk/pcap"]["cpu_share"] == 0.5
+    assert m["ovs-dpdk/pcap"]["datapath"] == {"pmd": {"packets_received": 10}}
+    assert m["ceiling/pcap"]["mpps"] == 100.0
+    assert round_ratios(rounds) == [0.714, 3.0, 0.533]
+    metrics = metrics_of(m)
+    assert metrics["speedup_vs_ovs_dpdk"] == round(5.0 / 7.0, 2)
+    assert metrics["ofbench_pcap_table0_flows"] == 3 and metrics["ofbench_pcap_table0_flows_hit"] == 1
+
+
+@pytest.mark.quick
+def test_faucet_recording_loads_whole_or_says_why(tmp_path):
+    import struct
+    from suites.interop.faucet_pipeline import load_recording
+    msg = struct.pack("!BBHI", 4, 14, 8, 1)
+    (tmp_path / "ok.of").write_bytes(msg * 3)
+    assert load_recording(tmp_path / "ok.of") == [msg] * 3
+    (tmp_path / "cut.of").write_bytes(msg + msg[:5])
+    with pytest.raises(ValueError, match="cut.of: not a whole OpenFlow message stream"):
+        load_recording(tmp_path / "cut.of")
