@@ -104,7 +104,7 @@ class FaucetWorkload(Workload):
 
 
 def record(lab, n_hosts: int, log_dir: Path, *, pps: float = 300.0,
-           settle_timeout_s: float = 120.0) -> tuple[list[bytes], dict]:
+           settle_timeout_s: float = 120.0, kind: str = "ofbench") -> tuple[list[bytes], dict]:
     """Run FAUCET's routed two-VLAN network on ofbench through the recording relay, let
     ``n_hosts`` hosts per VLAN ARP for their gateway, return FAUCET's FLOW_MODs and what it
     learned ({"hosts_learned", "routes", "tables"})."""
@@ -125,7 +125,7 @@ def record(lab, n_hosts: int, log_dir: Path, *, pps: float = 300.0,
             super()._start_switch(relay_port)
 
     hosts = [Host("h1", 1, "10.100.255.1/16"), Host("h2", 2, "10.200.255.2/16")]
-    net = RecordingNet(lab, "ofbench", f"faucet_pipeline_{n_hosts}", f"p{n_hosts // 1000}k",
+    net = RecordingNet(lab, kind, f"faucet_pipeline_{n_hosts}", f"p{n_hosts // 1000}k",
                        hosts, config(n_hosts))
     with net:
         sides = (("h1", V100_BASE, V100_VIP), ("h2", V200_BASE, V200_VIP))
@@ -155,13 +155,34 @@ def record(lab, n_hosts: int, log_dir: Path, *, pps: float = 300.0,
         learned = len(set(re.findall(r"L2 learned on Port \d+ (\S+)", log)))
         routes = len(set(re.findall(r"Adding new route (\S+)", log)))
         dead = len(set(re.findall(r"expiring dead route (\S+)", log)))
+        downs = log.count("datapath down")
         c = net.faucet.counters()
         if c.ofp_errors:
             raise ScenarioError(f"FAUCET got {c.ofp_errors} OFPT_ERRORs while recording: "
                                 f"{c.errors[:3]}")
     msgs = split(net.rec.read_bytes())
     return msgs, {"hosts_learned": learned, "routes_added": routes, "routes_expired": dead,
-                  "flow_mods": len(msgs), "tables": table_counts(msgs)}
+                  "flow_mods": len(msgs), "tables": table_counts(msgs),
+                  "channel_downs": downs, "switch": kind}
+
+
+VLAN_TABLE_FLOWS = 3  # FAUCET's vlan table after one cold start of this network
+
+
+def recording_problem(info: dict, n_hosts: int) -> str | None:
+    """Why a recording is not FAUCET's tables for ``n_hosts`` hosts per VLAN (pure), or None.
+    FAUCET cold-starts the switch (deletes every flow, installs its pipeline again) each time
+    its channel comes back, so a recording with a channel loss ends with only the hosts learned
+    after the last one: frames to the others would go to the controller, another workload."""
+    downs = info.get("channel_downs", 0)
+    starts = info.get("tables", {}).get(0, 0) // VLAN_TABLE_FLOWS
+    if downs or starts > 1:
+        return (f"FAUCET's channel went down {downs} time(s) while learning ({starts} cold "
+                f"starts in the recording): its tables hold only the hosts of the last start")
+    learned = info.get("hosts_learned", 0)
+    if learned < 2 * n_hosts:
+        return f"FAUCET learned {learned} of {2 * n_hosts} hosts"
+    return None
 
 
 def merge_rounds(rounds: list[dict]) -> dict:
@@ -215,3 +236,40 @@ def load_recording(path: Path) -> list[bytes]:
         raise ValueError(f"{path}: not a whole OpenFlow message stream "
                          f"({len(msgs)} messages, {len(blob)} bytes)")
     return msgs
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m suites.interop.faucet_pipeline --hosts N --out DIR``: record FAUCET's flows
+    for N hosts per VLAN into DIR/faucet-N-hosts.of (for OFBENCH_FAUCET_RECORDINGS: a 10k-host
+    recording takes minutes of FAUCET learning, outside any benchmark's quiet window)."""
+    import argparse
+    import json
+    import secrets
+    import shutil
+    from datetime import datetime, timezone
+    from dut.profiles.schema import load_profile
+    from drivers.lab.local import LocalLab
+    p = argparse.ArgumentParser(prog="python -m suites.interop.faucet_pipeline")
+    p.add_argument("--hosts", type=int, required=True, help="hosts per VLAN")
+    p.add_argument("--out", type=Path, required=True, help="folder for faucet-N-hosts.of")
+    p.add_argument("--profile", default="local")
+    p.add_argument("--pps", type=float, default=300.0, help="ARPs per second per VLAN")
+    p.add_argument("--switch", default="ofbench", help="the switch FAUCET runs the network on")
+    a = p.parse_args(argv)
+    a.out.mkdir(parents=True, exist_ok=True)
+    run_id = f"run-{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}-{secrets.token_hex(2)}"
+    run_dir = a.out / run_id
+    run_dir.mkdir()
+    lab = LocalLab(load_profile(a.profile), run_id, run_dir)
+    try:
+        msgs, info = record(lab, a.hosts, run_dir, pps=a.pps, kind=a.switch)
+    finally:
+        lab.close()
+    shutil.copy(run_dir / f"faucet-{a.hosts}-hosts.of", a.out / f"faucet-{a.hosts}-hosts.of")
+    print(json.dumps({**info, "tables": {str(k): v for k, v in info["tables"].items()},
+                      "recording": str(a.out / f"faucet-{a.hosts}-hosts.of")}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -68,3 +68,27 @@ def test_faucet_recording_loads_whole_or_says_why(tmp_path):
     (tmp_path / "cut.of").write_bytes(msg + msg[:5])
     with pytest.raises(ValueError, match="cut.of: not a whole OpenFlow message stream"):
         load_recording(tmp_path / "cut.of")
+
+
+@pytest.mark.quick
+def test_replay_app_renumbers_xids_and_refuses_a_cut_recording():
+    import struct
+    from suites.interop.replay_app import messages
+    a, b = struct.pack("!BBHI", 4, 14, 12, 7) + b"abcd", struct.pack("!BBHI", 4, 20, 8, 9)
+    out = messages(a + b)
+    assert [m[1] for m in out] == [14, 20] and out[0][8:] == b"abcd"
+    assert [struct.unpack_from("!I", m, 4)[0] for m in out] == [0x52000000, 0x52000001]
+    with pytest.raises(ValueError, match="recording cut at byte 12"):
+        messages(a + b[:6])
+
+
+@pytest.mark.quick
+def test_a_faucet_recording_with_a_channel_loss_is_partial():
+    from suites.interop.faucet_pipeline import recording_problem
+    whole = {"hosts_learned": 2000, "tables": {0: 3, 1: 2010}, "channel_downs": 0}
+    assert recording_problem(whole, 1000) is None
+    assert "went down 3 time(s)" in recording_problem(
+        {**whole, "channel_downs": 3, "tables": {0: 12}}, 1000)
+    assert "4 cold starts" in recording_problem({**whole, "tables": {0: 12}}, 1000)
+    assert recording_problem({**whole, "hosts_learned": 1990}, 1000) == \
+        "FAUCET learned 1990 of 2000 hosts"
