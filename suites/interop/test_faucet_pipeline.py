@@ -63,7 +63,8 @@ def _recording(lab, run_dir, n_hosts: int, progress):
 def _bench(lab, profile, results, progress, run_dir, n_hosts: int):
     import subprocess
     from drivers.lab.switches import switch_available
-    from suites.interop.faucet_pipeline import FaucetWorkload, merge_rounds, round_ratios
+    from suites.interop.faucet_pipeline import (FaucetWorkload, merge_rounds, round_ratios,
+                                                table_mismatches)
     from suites.switch.pipeline import metrics_of, run_pipeline_bench
     kinds = tuple(k for k in ("ofbench", "ovs-dpdk") if switch_available(k, profile) is None)
     if "ofbench" not in kinds:
@@ -96,11 +97,19 @@ def _bench(lab, profile, results, progress, run_dir, n_hosts: int):
                            "distinct_frames": 8192, "windows": 3, "rounds": ROUNDS,
                            "controller": "faucet", "controller_version": FAUCET_VERSION,
                            "round_speedups": ratios, "uptime": load,
+                           "ovs_dpdk_megaflow_example": (res.get("ovs-dpdk/pcap", {}).get(
+                               "datapath") or {}).get("megaflow_example", ""),
                            "recording": info.get("recording", "recorded in this run"),
                            "io": "ofbench: replay-copy and net_pcap; OVS-DPDK: net_pcap"},
                    provenance={"dut_switch_kind": "ofbench", "generator": "drivers/replay+net_pcap",
                                "generator_version": "dpdk-22.11", "port_kind": "ring/pcap/null"})
     assert metrics.get("ofbench_mpps", 0) > 0, f"ofbench forwarded nothing: {res}"
+    mismatch = table_mismatches(metrics)
+    if mismatch and "ovs_dpdk_pcap_mpps" in metrics:
+        # README "Findings" 3: ofbench expires idle-timeout flows that carry traffic, so its
+        # frames leave FAUCET's eth_dst table for the flood table while OVS-DPDK's do not
+        pytest.xfail("ofbench and OVS-DPDK did not run the same tables (suites/interop/README.md "
+                     "Findings 3): " + "; ".join(mismatch))
 
 
 @pytest.mark.bench
@@ -133,6 +142,9 @@ def replay_controller(recording):
     return start
 
 
+SOFTGEN_TEMPLATES = 4096  # softgen holds at most this many frame templates per port
+
+
 def _rfc2544(lab, profile, results, progress, run_dir, request, n_hosts: int):
     """NDR and PDR (MLRsearch, the throughput suite's goals) of 64 B frames routed VLAN 100 ->
     200 by FAUCET's tables, OVS-DPDK then ofbench in the same run, softgen over vhost-user
@@ -162,7 +174,7 @@ def _rfc2544(lab, profile, results, progress, run_dir, request, n_hosts: int):
         pytest.skip(switch_available("ofbench", profile))
     msgs, info = _recording(lab, run_dir, n_hosts, progress)
     rec = Path(run_dir) / f"faucet-{n_hosts}-hosts.of"
-    wl = FaucetWorkload(f"faucet_ndr_64b_{n_hosts}_hosts", kind="faucet", n_frames=8192,
+    wl = FaucetWorkload(f"faucet_ndr_64b_{n_hosts}_hosts", kind="faucet", n_frames=SOFTGEN_TEMPLATES,
                         msgs=tuple(msgs), n_hosts=min(n_hosts, info["hosts_learned"] // 2))
     pcap = Path(lab.state_dir) / f"faucet-{n_hosts}-feed.pcap"
     pcap.write_bytes(pcap_bytes(wl.frames([])))
@@ -214,7 +226,7 @@ def _rfc2544(lab, profile, results, progress, run_dir, request, n_hosts: int):
                                    "switch_kind": kind, "search": "mlrsearch",
                                    "trial_s": cfg.trial_duration_s, "controller": "faucet",
                                    "controller_version": FAUCET_VERSION,
-                                   "feed": "8192 distinct frames routed VLAN 100 -> 200",
+                                   "feed": f"{SOFTGEN_TEMPLATES} distinct frames routed VLAN 100 -> 200",
                                    "ndr_verified": r.ndr.verified,
                                    "generator_limited": r.ndr.generator_limited},
                            provenance=_prov(topo.gen, topo.port_kind, kind),

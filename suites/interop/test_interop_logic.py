@@ -92,3 +92,15 @@ def test_a_faucet_recording_with_a_channel_loss_is_partial():
     assert "4 cold starts" in recording_problem({**whole, "tables": {0: 12}}, 1000)
     assert recording_problem({**whole, "hosts_learned": 1990}, 1000) == \
         "FAUCET learned 1990 of 2000 hosts"
+
+
+@pytest.mark.quick
+def test_table_mismatches_name_the_tables_that_differ():
+    from suites.interop.faucet_pipeline import table_mismatches
+    m = {"ofbench_pcap_table4_flows": 1002, "ovs_dpdk_pcap_table4_flows": 2001,
+         "ofbench_pcap_table4_flows_hit": 1, "ovs_dpdk_pcap_table4_flows_hit": 999,
+         "ofbench_pcap_table2_flows": 4007, "ovs_dpdk_pcap_table2_flows": 4007}
+    assert table_mismatches(m) == [
+        "table 4 flows: ofbench_pcap 1002, ovs_dpdk_pcap 2001",
+        "table 4 flows hit: ofbench_pcap 1, ovs_dpdk_pcap 999"]
+    assert table_mismatches({"ofbench_pcap_table2_flows": 1, "ovs_dpdk_pcap_table2_flows": 1}) == []

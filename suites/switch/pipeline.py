@@ -560,6 +560,12 @@ def ovs_datapath_state(ovs) -> dict:
                                       "other_config:smc-enable").strip() or "false"
     except Exception as e:  # noqa: BLE001
         out["placement_error"] = str(e)[:200]
+    try:  # one megaflow as the datapath holds it: its match and its (netted) actions
+        flows = [ln for ln in ovs.appctl("dpctl/dump-flows").splitlines() if "actions:" in ln]
+        if flows:
+            out["megaflow_example"] = flows[0].strip()[:600]
+    except Exception:  # noqa: BLE001
+        pass
     return out
 
 
