@@ -315,7 +315,7 @@ def start_controller(lab, name: str, app: str | list[str], *, netns: str | None,
 
 
 def start_faucet(lab, name: str, config: str, *, netns: str | None, port: int | None = None,
-                 ready_timeout_s: float = 30.0, check: bool = True):
+                 ready_timeout_s: float = 30.0, check: bool = True, max_unreplied_echoes: int = 5):
     """Start FAUCET (drivers/lab/faucet.py) with the YAML ``config`` (its text) on this box's
     controller host, listening on 127.0.0.1:``port`` (default: a free port) inside ``netns``;
     returns a :class:`drivers.lab.faucet.FaucetProcess` once the OpenFlow listener is bound.
@@ -323,7 +323,9 @@ def start_faucet(lab, name: str, config: str, *, netns: str | None, port: int | 
     The config is checked with FAUCET's own parser first (``check``): a config FAUCET refuses
     raises FaucetError naming the file and FAUCET's reason, before anything starts. Its files
     (config, FAUCET_LOG, FAUCET_EXCEPTION_LOG) go to the test's log folder; Prometheus binds
-    127.0.0.1 inside ``netns``."""
+    127.0.0.1 inside ``netns``. ``max_unreplied_echoes``: os-ken's
+    maximum_unreplied_echo_requests (FAUCET ships 5: the channel down after ~15 s of no echo
+    reply; a FAUCET learning thousands of hosts on a small box can be that busy itself)."""
     from drivers.lab.faucet import (FaucetError, FaucetProcess, check_config,
                                     faucet_available, faucet_venv, listening_in_netns_of)
     if is_remote(lab):
@@ -353,7 +355,7 @@ def start_faucet(lab, name: str, config: str, *, netns: str | None, port: int | 
     # FAUCET ships (an echo every 3 s, the channel down after 5 unanswered)
     osken_conf = logs / f"{name}.os_ken.conf"
     osken_conf.write_text("[DEFAULT]\necho_request_interval=3\n"
-                          "maximum_unreplied_echo_requests=5\n")
+                          f"maximum_unreplied_echo_requests={int(max_unreplied_echoes)}\n")
     argv = [str(venv / "bin" / "faucet"), f"--ryu-config-file={osken_conf}",
             "--ryu-ofp-listen-host=127.0.0.1", f"--ryu-ofp-tcp-listen-port={port}"]
 

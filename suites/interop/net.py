@@ -66,6 +66,7 @@ class FaucetNet:
         self.final = None
         self.faucets: list = []  # every FAUCET this network started (their logs outlive them)
         self._probes = 0
+        self.max_unreplied_echoes = 5  # FAUCET's own (start_faucet)
 
     def fail(self, what: str) -> ScenarioError:
         return ScenarioError(f"interop {self.scenario} on {self.kind}: {what}")
@@ -129,7 +130,8 @@ class FaucetNet:
             self._start_switch(self.controller_port or port)
         try:
             self.faucet = start_faucet(self.lab, f"faucet-{self.tag}", self._config,
-                                       netns=self.ns["sw"], port=port)
+                                       netns=self.ns["sw"], port=port,
+                                       max_unreplied_echoes=self.max_unreplied_echoes)
             self.faucets.append(self.faucet)
         except FaucetError as e:
             raise self.fail(str(e)) from e

@@ -27,30 +27,89 @@ def test_faucet_recording_rebuilds_its_tables(lab, run_dir):
     assert t.get(1, 0) >= 100 and t.get(2, 0) >= 100 and t.get(4, 0) >= 100, info
 
 
+ROUNDS = 3  # each switch started afresh ROUNDS times, ofbench and OVS-DPDK alternating
+RECORDINGS_ENV = "OFBENCH_FAUCET_RECORDINGS"  # a folder: reuse faucet-<N>-hosts.of from it
+
+
+def _recording(lab, run_dir, n_hosts: int, progress):
+    """FAUCET's flows for ``n_hosts`` per VLAN: recorded now, or (OFBENCH_FAUCET_RECORDINGS=dir
+    holding faucet-<N>-hosts.of from an earlier run's folder) loaded, so a 10k-host recording
+    (minutes of FAUCET learning) need not sit inside a benchmark's quiet window."""
+    import os
+    import shutil
+    from pathlib import Path
+    from suites.interop.faucet_pipeline import (load_recording, record, recording_problem,
+                                                table_counts)
+    d = os.environ.get(RECORDINGS_ENV)
+    cached = Path(d) / f"faucet-{n_hosts}-hosts.of" if d else None
+    if cached is not None and cached.exists():
+        msgs = load_recording(cached)
+        shutil.copy(cached, Path(run_dir) / cached.name)
+        info = {"hosts_learned": 2 * n_hosts, "flow_mods": len(msgs),
+                "tables": table_counts(msgs), "recording": str(cached)}
+        problem = recording_problem(info, n_hosts)
+        if problem:
+            raise AssertionError(f"{cached}: {problem}")
+        return msgs, info
+    progress(f"FAUCET pipeline: recording FAUCET's flows for {n_hosts} hosts per VLAN")
+    msgs, info = record(lab, n_hosts, run_dir)
+    problem = recording_problem(info, n_hosts)
+    if problem:
+        raise AssertionError(f"FAUCET's recording for {n_hosts} hosts per VLAN is partial: "
+                             f"{problem} ({info})")
+    return msgs, info
+
+
 def _bench(lab, profile, results, progress, run_dir, n_hosts: int):
+    import subprocess
     from drivers.lab.switches import switch_available
-    from suites.interop.faucet_pipeline import FaucetWorkload, record
+    from suites.interop.faucet_pipeline import (FaucetWorkload, merge_rounds, round_ratios,
+                                                table_mismatches)
     from suites.switch.pipeline import metrics_of, run_pipeline_bench
     kinds = tuple(k for k in ("ofbench", "ovs-dpdk") if switch_available(k, profile) is None)
     if "ofbench" not in kinds:
         pytest.skip(switch_available("ofbench", profile))
-    progress(f"FAUCET pipeline: recording FAUCET's flows for {n_hosts} hosts per VLAN")
-    msgs, info = record(lab, n_hosts, run_dir)
+    load = [subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()]
+    msgs, info = _recording(lab, run_dir, n_hosts, progress)
     wl = FaucetWorkload(f"faucet_pipeline_{n_hosts}_hosts", kind="faucet", n_frames=8192,
                         msgs=tuple(msgs), n_hosts=min(n_hosts, info["hosts_learned"] // 2))
-    progress(f"FAUCET pipeline: {info}; bench {' vs '.join(kinds)}")
-    res = run_pipeline_bench(lab, kinds=kinds, n_flows=1, workload=wl)
+    progress(f"FAUCET pipeline: {info}; bench {' vs '.join(kinds)}, {ROUNDS} rounds")
+    rounds = []
+    for r in range(ROUNDS):
+        rounds.append(run_pipeline_bench(lab, kinds=kinds, n_flows=1, workload=wl,
+                                         ceilings=r == ROUNDS - 1))
+        load.append(subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
+        progress(f"FAUCET pipeline round {r + 1}: " + ", ".join(
+            f"{k} {v['mpps']}" for k, v in rounds[-1].items() if "/" in k and "mpps" in v))
+    res = merge_rounds(rounds)
     metrics = metrics_of(res)
+    ratios = round_ratios(rounds)
+    if ratios:
+        metrics.update(speedup_vs_ovs_dpdk_min=min(ratios), speedup_vs_ovs_dpdk_max=max(ratios))
+    for k, v in res.items():  # each round's median, beside the median of them and the best
+        if isinstance(v, dict) and "mpps_runs" in v:
+            for i, x in enumerate(v["mpps_runs"], 1):
+                metrics[f"{k.replace('/', '_').replace('-', '_')}_round{i}_mpps"] = x
     metrics.update(flow_mods=info["flow_mods"], hosts_learned=info["hosts_learned"],
                    **{f"table{t}_flows": n for t, n in info["tables"].items()})
     results.record(wl.name, metrics,
                    params={"hosts_per_vlan": n_hosts, "frame_size_b": 64, "lcores": 1,
-                           "distinct_frames": 8192, "windows": 3, "controller": "faucet",
-                           "controller_version": FAUCET_VERSION,
+                           "distinct_frames": 8192, "windows": 3, "rounds": ROUNDS,
+                           "controller": "faucet", "controller_version": FAUCET_VERSION,
+                           "round_speedups": ratios, "uptime": load,
+                           "ovs_dpdk_megaflow_example": (res.get("ovs-dpdk/pcap", {}).get(
+                               "datapath") or {}).get("megaflow_example", ""),
+                           "recording": info.get("recording", "recorded in this run"),
                            "io": "ofbench: replay-copy and net_pcap; OVS-DPDK: net_pcap"},
                    provenance={"dut_switch_kind": "ofbench", "generator": "drivers/replay+net_pcap",
                                "generator_version": "dpdk-22.11", "port_kind": "ring/pcap/null"})
     assert metrics.get("ofbench_mpps", 0) > 0, f"ofbench forwarded nothing: {res}"
+    mismatch = table_mismatches(metrics)
+    if mismatch and "ovs_dpdk_pcap_mpps" in metrics:
+        # README "Findings" 3: ofbench expires idle-timeout flows that carry traffic, so its
+        # frames leave FAUCET's eth_dst table for the flood table while OVS-DPDK's do not
+        pytest.xfail("ofbench and OVS-DPDK did not run the same tables (suites/interop/README.md "
+                     "Findings 3): " + "; ".join(mismatch))
 
 
 @pytest.mark.bench
@@ -62,3 +121,128 @@ def test_faucet_pipeline_1k_hosts(lab, profile, results, progress, run_dir):
 @pytest.mark.nightly
 def test_faucet_pipeline_10k_hosts(lab, profile, results, progress, run_dir):
     _bench(lab, profile, results, progress, run_dir, 10_000)
+
+
+def replay_controller(recording):
+    """switch_p2p's ``controller``: suites/interop/replay_app.py replaying ``recording``."""
+    from pathlib import Path
+
+    import yaml
+
+    from drivers.lab.switches import start_controller
+
+    def start(lab, name, netns):
+        done = Path(lab.sock_path(f"{name}.flows"))
+        done.unlink(missing_ok=True)
+        cfg = Path(lab.sock_path(f"{name}.yaml"))
+        cfg.write_text(yaml.safe_dump({"recording": str(recording), "done_file": str(done)}))
+        proc, port = start_controller(lab, name, "suites.interop.replay_app", netns=netns,
+                                      config=str(cfg))
+        return proc, port, done
+    return start
+
+
+SOFTGEN_TEMPLATES = 4096  # softgen holds at most this many frame templates per port
+
+
+def _rfc2544(lab, profile, results, progress, run_dir, request, n_hosts: int):
+    """NDR and PDR (MLRsearch, the throughput suite's goals) of 64 B frames routed VLAN 100 ->
+    200 by FAUCET's tables, OVS-DPDK then ofbench in the same run, softgen over vhost-user
+    (suites/throughput/topology.py switch_p2p, its flows replaced by FAUCET's recording)."""
+    import os
+    from pathlib import Path
+
+    from drivers.lab.switches import switch_available
+    from drivers.trafficgen.base import make_measure
+    from drivers.trafficgen.model import Stream
+    from drivers.trafficgen.mlr import search_mlr
+    from suites.interop.faucet_pipeline import FaucetWorkload, routed_frame
+    from suites.throughput import rig as rig_setup
+    from suites.throughput import topology
+    from suites.throughput.test_throughput import (_cross_checked, _gen_unavailable, _prov,
+                                                   _search_log, _search_max_rate, mlr_config,
+                                                   search_latency_distributions,
+                                                   search_latency_metrics)
+    from traces.pcap import pcap_bytes
+    why = _gen_unavailable(profile, lab)
+    if why:
+        pytest.skip(why)
+    if profile.generator["kind"] != "softgen":
+        pytest.skip("the FAUCET RFC 2544 matrix drives softgen over vhost-user")
+    kinds = [k for k in ("ovs-dpdk", "ofbench") if switch_available(k, profile) is None]
+    if "ofbench" not in kinds:
+        pytest.skip(switch_available("ofbench", profile))
+    msgs, info = _recording(lab, run_dir, n_hosts, progress)
+    rec = Path(run_dir) / f"faucet-{n_hosts}-hosts.of"
+    wl = FaucetWorkload(f"faucet_ndr_64b_{n_hosts}_hosts", kind="faucet", n_frames=SOFTGEN_TEMPLATES,
+                        msgs=tuple(msgs), n_hosts=min(n_hosts, info["hosts_learned"] // 2))
+    pcap = Path(lab.state_dir) / f"faucet-{n_hosts}-feed.pcap"
+    pcap.write_bytes(pcap_bytes(wl.frames([])))
+    lat_frame = routed_frame(0, 0, 0)
+    nightly = request.config.getoption("--nightly")
+    measured: dict[str, dict] = {}
+    log = _search_log(lab)
+    for kind in kinds:
+        progress(f"FAUCET RFC 2544: {kind}, {len(msgs)} FLOW_MODs of FAUCET's")
+        topo = topology.switch_p2p(lab, kind, len(msgs), tag=f"fr{n_hosts // 1000}{kind[:3]}",
+                                   controller=replay_controller(rec))
+        checks: list[dict] = []
+        pin = rig_setup.pin_others(lab, rig_setup.housekeeping_core(
+            os.environ.get(rig_setup.HOUSEKEEPING_ENV, rig_setup.HOUSEKEEPING_DEFAULT),
+            topology.SWITCH_CORE, topology.GEN_WORKER_CORE),
+            rig_setup.poller_nice_from_env(os.environ.get(rig_setup.POLLER_NICE_ENV)))
+        try:
+            done = Path(lab.sock_path(f"fr{n_hosts // 1000}{kind[:3]}-ctl.flows")).read_text()
+            if not done.endswith(" errors 0"):
+                raise AssertionError(f"{kind}: FAUCET's flows not all taken: {done}")
+
+            def build(rate_pps, duration_s, tx=topo.tx_port, rx=topo.rx_port):
+                lat = min(10_000, max(1.0, rate_pps / 100))
+                return [Stream("main", tx, rx_port=rx, pcap=str(pcap), rate_pps=rate_pps - lat,
+                               duration_s=duration_s),
+                        Stream("lat", tx, rx_port=rx, packet=lat_frame, frame_size=64,
+                               rate_pps=lat, duration_s=duration_s, latency=True)]
+            measure = _cross_checked(topo, make_measure(topo.gen, build, drain_s=0.1), checks)
+            max_rate = _search_max_rate(lab, profile, topo, progress)
+            pin.__enter__()
+            rig_setup.warm_up(measure, max_rate)
+            cfg = mlr_config(profile, max_rate, nightly)
+            r = search_mlr(measure, cfg, lambda line: log(f"FAUCET {kind}: {line}", progress))
+            dists = search_latency_distributions(r)
+            m = {**r.metrics(), **search_latency_metrics(dists)}
+            m.update(rig_setup.trial_metrics(r.trials))
+            m["search_max_mpps"] = max_rate / 1e6
+            m.update(flow_mods=len(msgs), hosts_per_vlan=n_hosts)
+            if checks:
+                m["switch_cross_checked_trials"] = float(len(checks))
+            if kind == "ofbench":
+                peer = measured.get("ovs-dpdk", {})
+                for t in ("ndr", "pdr"):
+                    if peer.get(f"{t}_mpps"):
+                        m[f"{t}_mpps_vs_ovs_dpdk"] = m[f"{t}_mpps"] / peer[f"{t}_mpps"]
+            measured[kind] = m
+            results.record(wl.name, metrics=m,
+                           params={"frame_size": 64, "hosts_per_vlan": n_hosts,
+                                   "switch_kind": kind, "search": "mlrsearch",
+                                   "trial_s": cfg.trial_duration_s, "controller": "faucet",
+                                   "controller_version": FAUCET_VERSION,
+                                   "feed": f"{SOFTGEN_TEMPLATES} distinct frames routed VLAN 100 -> 200",
+                                   "ndr_verified": r.ndr.verified,
+                                   "generator_limited": r.ndr.generator_limited},
+                           provenance=_prov(topo.gen, topo.port_kind, kind),
+                           distributions=dists, search=r.search_record())
+        finally:
+            pin.__exit__(None, None, None)
+            topo.close()
+    assert measured.get("ofbench", {}).get("pdr_mpps", 0) > 0, measured
+
+
+@pytest.mark.bench
+def test_faucet_rfc2544_1k_hosts(lab, profile, results, progress, run_dir, request):
+    _rfc2544(lab, profile, results, progress, run_dir, request, 1000)
+
+
+@pytest.mark.bench
+@pytest.mark.nightly
+def test_faucet_rfc2544_10k_hosts(lab, profile, results, progress, run_dir, request):
+    _rfc2544(lab, profile, results, progress, run_dir, request, 10_000)

@@ -21,6 +21,7 @@ import json
 import itertools
 import os
 import random
+import re
 import statistics
 import subprocess
 import struct
@@ -179,6 +180,7 @@ class Workload:
     n_frames: int = 8192
     n_distinct: int = 0
     zipf_s: float = 1.0
+    count_flows: bool = False  # dump the flow tables after the windows (flows, flows hit)
 
     @property
     def rewrites(self) -> bool:
@@ -466,6 +468,129 @@ def _cpu_ns(files: list[str]) -> int | None:
         return None
 
 
+_UPCALL_FLOWS = re.compile(r"flows\s*:\s*\(current (\d+)\)\s*\(avg (\d+)\)\s*\(max (\d+)\)"
+                           r"\s*\(limit (\d+)\)")
+_DUMP_MS = re.compile(r"dump duration\s*:\s*(\d+)ms")
+
+
+def parse_pmd_stats(text: str) -> dict[str, float]:
+    """``ovs-appctl dpif-netdev/pmd-stats-show``, summed over the pmd threads (not the main
+    thread): {"packets_received", "emc_hits", "smc_hits", "megaflow_hits",
+    "miss_with_success_upcall", "miss_with_failed_upcall", "avg_datapath_passes_per_packet",
+    ...}: counts are summed, averages ("avg ...") kept from the last pmd thread."""
+    out: dict[str, float] = {}
+    in_pmd = False
+    for line in text.splitlines():
+        if not line.startswith(" "):
+            in_pmd = line.startswith("pmd thread")
+            continue
+        if not in_pmd or ":" not in line:
+            continue
+        key, _, val = line.strip().partition(":")
+        m = re.match(r"\s*([0-9.]+)", val)
+        if not m:
+            continue
+        k = re.sub(r"[^a-z0-9]+", "_", key.strip().lower()).strip("_")
+        v = float(m.group(1))
+        out[k] = v if k.startswith("avg") else out.get(k, 0.0) + v
+    return out
+
+
+def parse_upcall_show(text: str) -> dict[str, int]:
+    """``ovs-appctl upcall/show``: the datapath's megaflow count and limit (OVS lowers the
+    limit when its revalidators' dump takes over 1.3 s, as on a busy box, and then evicts
+    megaflows: every frame of an evicted one is an upcall), and the dump duration."""
+    out: dict[str, int] = {}
+    m = _UPCALL_FLOWS.search(text)
+    if m:
+        out.update(zip(("flows", "flows_avg", "flows_max", "flow_limit"), map(int, m.groups())))
+    m = _DUMP_MS.search(text)
+    if m:
+        out["dump_duration_ms"] = int(m.group(1))
+    return out
+
+
+def flow_table_summary(bodies: list[bytes]) -> dict[int, dict[str, int]]:
+    """OFPMP_FLOW reply bodies (after the multipart header) -> {table_id: {"flows": n,
+    "hit": flows with packet_count > 0}} (pure): what a run had installed and which of its
+    flows the frames really crossed."""
+    out: dict[int, dict[str, int]] = {}
+    for body in bodies:
+        off = 0
+        while off + 56 <= len(body):
+            length, = struct.unpack_from("!H", body, off)
+            if length < 56:
+                break
+            t = out.setdefault(body[off + 2], {"flows": 0, "hit": 0})
+            t["flows"] += 1
+            t["hit"] += struct.unpack_from("!Q", body, off + 32)[0] > 0
+            off += length
+    return dict(sorted(out.items()))
+
+
+def _flow_tables(s: w.Session, xid: int = 0xF11) -> dict[int, dict[str, int]]:
+    s.send(w.flow_stats_request(xid))
+    bodies = []
+    while True:
+        m = s.wait_for(w.MULTIPART_REPLY, xid, 30)
+        if m is None:
+            raise TimeoutError("no flow stats reply")
+        bodies.append(m[2][8:])
+        if not struct.unpack_from("!H", m[2], 2)[0] & w.OFPMPF_REPLY_MORE:
+            return flow_table_summary(bodies)
+
+
+def ovs_datapath_state(ovs) -> dict:
+    """What OVS-DPDK's datapath did in the windows (after ``pmd-stats-clear``): where its
+    frames were classified (EMC, SMC, megaflow, upcall), its megaflows against their limit,
+    its pmd threads' cores; {} for whatever OVS does not answer."""
+    out: dict = {}
+    for cmd, parse, key in (("dpif-netdev/pmd-stats-show", parse_pmd_stats, "pmd"),
+                            ("upcall/show", parse_upcall_show, "upcall")):
+        try:
+            out[key] = parse(ovs.appctl(cmd))
+        except Exception as e:  # noqa: BLE001 - a diagnostic: the rate still counts
+            out[key] = {"error": str(e)[:200]}
+    try:
+        out["pmd_cores"] = sorted({int(c) for c in re.findall(
+            r"pmd thread numa_id \d+ core_id (\d+)", ovs.appctl("dpif-netdev/pmd-rxq-show"))})
+        out["emc_insert_inv_prob"] = ovs.vsctl("--if-exists", "get", "Open_vSwitch", ".",
+                                               "other_config:emc-insert-inv-prob").strip() or "100"
+        out["smc_enable"] = ovs.vsctl("--if-exists", "get", "Open_vSwitch", ".",
+                                      "other_config:smc-enable").strip() or "false"
+    except Exception as e:  # noqa: BLE001
+        out["placement_error"] = str(e)[:200]
+    try:  # one megaflow as the datapath holds it: its match and its (netted) actions
+        flows = [ln for ln in ovs.appctl("dpctl/dump-flows").splitlines() if "actions:" in ln]
+        if flows:
+            out["megaflow_example"] = flows[0].strip()[:600]
+    except Exception:  # noqa: BLE001
+        pass
+    return out
+
+
+def datapath_metrics(prefix: str, state: dict) -> dict:
+    """Record metrics from ovs_datapath_state: the share of received frames each stage
+    classified, upcalls, megaflows and their limit, the revalidators' dump time."""
+    m: dict = {}
+    pmd = state.get("pmd") or {}
+    rx = pmd.get("packets_received") or 0
+    if rx:
+        for k in ("emc_hits", "smc_hits", "megaflow_hits", "miss_with_success_upcall",
+                  "miss_with_failed_upcall"):
+            if k in pmd:
+                m[f"{prefix}_{k}_share"] = round(pmd[k] / rx, 4)
+        m[f"{prefix}_upcalls"] = int(pmd.get("miss_with_success_upcall", 0)
+                                     + pmd.get("miss_with_failed_upcall", 0))
+    if "avg_datapath_passes_per_packet" in pmd:
+        m[f"{prefix}_datapath_passes_per_packet"] = pmd["avg_datapath_passes_per_packet"]
+    up = state.get("upcall") or {}
+    for k in ("flows", "flow_limit", "dump_duration_ms"):
+        if k in up:
+            m[f"{prefix}_megaflows" if k == "flows" else f"{prefix}_{k}"] = up[k]
+    return m
+
+
 def run_one(lab, kind: str, flows: list[BenchFlow], pcap: Path, *, lcore: int,
             warmup_s: float = 3.0, duration_s: float = 5.0, lookup: str = DEFAULT_LOOKUP,
             tag: str = "bench", feed: str = "pcap", reps: int = 3,
@@ -538,6 +663,8 @@ def run_one(lab, kind: str, flows: list[BenchFlow], pcap: Path, *, lcore: int,
             threads = _busy_threads(kind, proc.pid if kind == "ofbench" else None,
                                     None if kind == "ofbench" else str(ovs.dir))
             cpu_clock = lambda: (_cpu_ns(threads), len(threads))  # noqa: E731
+        if kind == "ovs-dpdk":  # count the windows' classification only
+            ovs.appctl("dpif-netdev/pmd-stats-clear")
         runs, shares, others = [], [], []
         for i in range(reps):
             b0 = None if remote else _box_busy_ns()
@@ -552,6 +679,9 @@ def run_one(lab, kind: str, flows: list[BenchFlow], pcap: Path, *, lcore: int,
                     # there shares the L3 and memory bandwidth with the forwarding thread
                     others.append(max(0, (b1 - b0) - (c1 - c0)) / (t1 - t0))
         st1 = stats_of()
+        dp_state = ovs_datapath_state(ovs) if kind == "ovs-dpdk" else None
+        # the tables as the switch holds them after the windows, and the flows crossed
+        tables = _flow_tables(s) if workload is not None and workload.count_flows else None
         s.close()
         out = {"mpps": round(statistics.median(runs), 3), "mpps_best": round(max(runs), 3),
                "mpps_runs": [round(r, 3) for r in runs], "install_s": round(install_s, 2),
@@ -566,6 +696,10 @@ def run_one(lab, kind: str, flows: list[BenchFlow], pcap: Path, *, lcore: int,
         hit = cache_hit_ratio(st0, st1)
         if hit is not None:
             out["cache_hit_ratio"] = hit
+        if dp_state is not None:
+            out["datapath"] = dp_state
+        if tables is not None:
+            out["tables"] = tables
         return out
     finally:
         listener.close()
@@ -811,6 +945,11 @@ def metrics_of(res: dict) -> dict:
             m[f"{k}_mpps_per_cpu"] = r["mpps_per_cpu"]
         if "other_load_cores" in r:
             m[f"{k}_other_load_cores"] = r["other_load_cores"]
+        if "datapath" in r:
+            m.update(datapath_metrics(k, r["datapath"]))
+        for t, c in (r.get("tables") or {}).items():
+            m[f"{k}_table{t}_flows"] = c["flows"]
+            m[f"{k}_table{t}_flows_hit"] = c["hit"]
     for who in ("ofbench", "ovs_dpdk"):
         for feed in ("replay", "replay_copy", "replay_stream", "pcap"):
             if f"{who}_{feed}_mpps" in m:

@@ -205,8 +205,12 @@ def _wait_paths(ports: list[SoftgenPort], timeout_s: float, kind: str) -> None:
         _wait_file(sock, timeout_s, f"{kind}: vhost-user socket {sock}")
 
 
-def switch_p2p(lab, kind: str, flows: int, tag: str = "sw", wire: str = "vhost", ring_log2: int | None = None) -> Topology:
-    """softgen p0 -> switch port 1 ... switch port 2 -> softgen p1, flows installed."""
+def switch_p2p(lab, kind: str, flows: int, tag: str = "sw", wire: str = "vhost", ring_log2: int | None = None,
+               controller=None) -> Topology:
+    """softgen p0 -> switch port 1 ... switch port 2 -> softgen p1, flows installed.
+    ``controller``: ``(lab, name, netns) -> (proc, port, done_file)`` starting the app that
+    installs the flows and writes ``done_file`` once they are in (default: p2p_app with
+    ``flows`` per direction; ``flows`` then only scales the wait)."""
     from drivers.lab.switches import start_switch
     cleanup: list = []
 
@@ -257,7 +261,10 @@ def switch_p2p(lab, kind: str, flows: int, tag: str = "sw", wire: str = "vhost",
             kernel_ports = [(1, w0), (2, w1)]
             extra = []
             port_kind, max_rate = "af_packet", 1e6
-        cproc, cport, done = _controller(lab, f"{tag}-ctl", flows, netns, (1, 2))
+        if controller is None:
+            cproc, cport, done = _controller(lab, f"{tag}-ctl", flows, netns, (1, 2))
+        else:
+            cproc, cport, done = controller(lab, f"{tag}-ctl", netns)
         cleanup.append(lambda: lab.supervisor.stop(cproc))
         stats_sock: list = []
         pmd_reader: list = []

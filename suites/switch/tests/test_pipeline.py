@@ -175,3 +175,53 @@ def test_window_reps_are_the_printed_records_repetitions():
            "ceiling/replay": {"mpps": 9.0}, "memory": {1: 5.0}}
     assert window_reps(res) == {"ofbench_replay_mpps_reps": [1.0, 2.0, 3.0],
                                 "ovs_dpdk_pcap_mpps_reps": [1.0, 1.1]}
+
+
+PMD_STATS = """pmd thread numa_id 0 core_id 1:
+  packets received: 1000
+  packet recirculations: 0
+  avg. datapath passes per packet: 1.00
+  phwol hits: 0 (0.0 %)
+  emc hits: 800 (80.0 %)
+  smc hits: 0 (0.0 %)
+  megaflow hits: 190 (19.0 %)
+  avg. subtable lookups per megaflow hit: 1.50
+  miss with success upcall: 10 (1.0 %)
+  miss with failed upcall: 0 (0.0 %)
+main thread:
+  packets received: 5
+  emc hits: 5
+"""
+UPCALL_SHOW = """netdev@ovs-netdev:
+  flows         : (current 8156) (avg 8100) (max 8156) (limit 149000)
+  offloaded flows : 0
+  dump duration : 5ms
+  ufid enabled : true
+"""
+
+
+def test_ovs_datapath_stats_parse_and_become_metrics():
+    from suites.switch.pipeline import datapath_metrics, parse_pmd_stats, parse_upcall_show
+    pmd = parse_pmd_stats(PMD_STATS)
+    assert pmd["packets_received"] == 1000 and pmd["emc_hits"] == 800  # pmd threads only
+    assert pmd["avg_datapath_passes_per_packet"] == 1.0
+    up = parse_upcall_show(UPCALL_SHOW)
+    assert up == {"flows": 8156, "flows_avg": 8100, "flows_max": 8156, "flow_limit": 149000,
+                  "dump_duration_ms": 5}
+    m = datapath_metrics("ovs_dpdk_pcap", {"pmd": pmd, "upcall": up})
+    assert m["ovs_dpdk_pcap_emc_hits_share"] == 0.8 and m["ovs_dpdk_pcap_upcalls"] == 10
+    assert m["ovs_dpdk_pcap_megaflows"] == 8156 and m["ovs_dpdk_pcap_flow_limit"] == 149000
+    assert datapath_metrics("x", {"pmd": {"error": "no"}, "upcall": {}}) == {}
+
+
+def test_flow_table_summary_counts_flows_and_hits_per_table():
+    from suites.switch.pipeline import flow_table_summary
+
+    def entry(table: int, packets: int) -> bytes:
+        e = bytearray(56)
+        struct.pack_into("!HB", e, 0, 56, table)
+        struct.pack_into("!Q", e, 32, packets)
+        return bytes(e)
+    body = entry(0, 5) + entry(2, 0) + entry(2, 7) + entry(2, 0)
+    assert flow_table_summary([body, entry(4, 1)]) == {
+        0: {"flows": 1, "hit": 1}, 2: {"flows": 3, "hit": 1}, 4: {"flows": 1, "hit": 1}}
