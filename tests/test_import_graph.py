@@ -45,6 +45,9 @@ KNOWN_TEST_IMPORTS: dict[tuple[str, str], str] = {
         ("suites.controller.test_experiment_logic", "suites.controller.test_controller"),
         ("suites.interop.test_interop_logic", "suites.interop.test_interop"),
         ("suites.throughput.test_rig", "suites.throughput.test_throughput"),
+        ("dut.switch.tests.test_flow_timeouts", "dut.switch.tests.test_datapath_bounds"),
+        ("dut.switch.tests.test_flow_timeouts", "dut.switch.tests.test_packet_in_reason"),
+        ("suites.interop.test_faucet_pipeline", "suites.throughput.test_throughput"),
     )},
 }
 
