@@ -473,7 +473,10 @@ def _switch_topology(lab, profile, kind, flows, tag):
             return topology.switch_p2p_trex(lab, profile.generator, kind, flows, tag=tag)
         except topology.TopologyUnavailable as e:
             pytest.skip(str(e))
-    return topology.switch_p2p(lab, kind, flows, tag=tag)
+    rig = rig_setup.rig_settings(profile.section("rig"), os.environ)
+    if kind != "ofbench" and rig.wire != "vhost":  # the vhost-user peers: vhost, DPDK's ring
+        return topology.switch_p2p(lab, kind, flows, tag=tag)
+    return topology.switch_p2p(lab, kind, flows, tag=tag, wire=rig.wire, ring_log2=rig.ring_log2)
 
 
 def _switch_reader(topo):
@@ -546,10 +549,10 @@ def test_rfc2544_ndr_pdr(lab, profile, kind, case, results, progress, request):
     nightly = request.config.getoption("--nightly")
     topo = _switch_topology(lab, profile, kind, flows, tag=f"t{next(_TAGS)}")
     checks: list[dict] = []
+    rig = rig_setup.rig_settings(profile.section("rig"), os.environ)
     pin = rig_setup.pin_others(lab, None if is_remote(lab) else rig_setup.housekeeping_core(
-        os.environ.get(rig_setup.HOUSEKEEPING_ENV, rig_setup.HOUSEKEEPING_DEFAULT),
-        topology.SWITCH_CORE, topology.GEN_WORKER_CORE),
-        rig_setup.poller_nice_from_env(os.environ.get(rig_setup.POLLER_NICE_ENV)))
+        rig.housekeeping, topology.SWITCH_CORE, topology.GEN_WORKER_CORE),
+        None if is_remote(lab) else rig.poller_nice)
     try:
         measure = _cross_checked(topo, make_measure(topo.gen, _streams(topo.tx_port, topo.rx_port, size, flows),
                                                     drain_s=0.1), checks)
@@ -588,6 +591,9 @@ def test_rfc2544_ndr_pdr(lab, profile, kind, case, results, progress, request):
         results.record(_record_name(size, flows), metrics=m,
                        params={"frame_size": size, "flows": flows, "switch_kind": kind,
                                "search": "mlrsearch", "trial_s": cfg.trial_duration_s,
+                               "ring_slots": topo.ring_slots,
+                               **({} if is_remote(lab) else {"rig_housekeeping": rig.housekeeping,
+                                                             "rig_poller_nice": rig.poller_nice}),
                                "ndr_verified": r.ndr.verified, "generator_limited": r.ndr.generator_limited,
                                "backpressure": r.ndr.backpressure},
                        provenance=_prov(topo.gen, topo.port_kind, kind, **(topo.hosts or {}),

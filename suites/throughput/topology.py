@@ -220,7 +220,7 @@ def switch_p2p(lab, kind: str, flows: int, tag: str = "sw", wire: str = "vhost",
             # the switch is the vhost-user backend and socket server (OVS dpdkvhostuser: the
             # socket is <its rundir>/<port name>); softgen connects as virtio_user client
             # afterwards (a virtio_user *server* blocks in probe until a client comes)
-            port_kind, max_rate = "vhost", 10e6
+            port_kind, max_rate = "vhost", TX_ASK_PPS
             kernel_ports: list = []
             names = [f"{tag}vh{i}" for i in (0, 1)]
             if kind == "ovs-dpdk":
@@ -241,7 +241,7 @@ def switch_p2p(lab, kind: str, flows: int, tag: str = "sw", wire: str = "vhost",
             gen_ports = [SoftgenPort("p0", memif(0, "server", s0)), SoftgenPort("p1", memif(1, "server", s1))]
             rs = f",rsize={ring_log2}" if ring_log2 else ""  # the client sizes memif rings
             sw_dev = [memif(10, "client", s0) + rs, memif(11, "client", s1) + rs]
-            port_kind, max_rate = "memif", 10e6
+            port_kind, max_rate = "memif", TX_ASK_PPS
             kernel_ports = []
             extra = [(1, {"devargs": sw_dev[0]}), (2, {"devargs": sw_dev[1]})]
         elif kind in ("ovs-dpdk", "ofbench"):
