@@ -16,7 +16,7 @@ from typing import Callable
 
 from drivers.trafficgen.counters import Counters
 from drivers.trafficgen.model import Stream
-from drivers.trafficgen.rig import cause_summary, switch_rig
+from drivers.trafficgen.rig import cause_summary, switch_egress, switch_rig
 
 CEILING_TRIALS = 3
 CEILING_TRIAL_S = 0.5
@@ -52,14 +52,16 @@ def warm_up(measure: Callable[[float, float], Counters], max_rate_pps: float,
 
 
 def with_switch_rig(measure: Callable[[float, float], Counters], read_stats: Callable[[], dict | None],
-                    ring_slots: int) -> Callable[[float, float], Counters]:
-    """measure() plus the switch's rig figures (its worker's longest gap, rx backlog) from its
-    stats around the trial, and the ring size the cause is judged against, in Counters.rig."""
+                    ring_slots: int, ports: tuple[int, int] = (1, 2)) -> Callable[[float, float], Counters]:
+    """measure() plus the switch's rig figures (its worker's longest gap, rx backlog, its
+    egress shortfall and busy share: rig.switch_egress) from its stats around the trial, and
+    the ring size the cause is judged against, in Counters.rig."""
     def measured(duration_s: float, rate_pps: float) -> Counters:
         before = read_stats() if read_stats else None
         c = measure(duration_s, rate_pps)
         after = read_stats() if read_stats else None
         c.rig.update(switch_rig(before, after))
+        c.rig.update(switch_egress(before, after, ports, c.lost))
         c.rig["ring_slots"] = float(ring_slots)
         return c
     return measured

@@ -384,6 +384,32 @@ def switch_p2p_trex(lab, generator: dict, kind: str, flows: int, tag: str = "sw"
         raise
 
 
+def trex_loopback(lab, generator: dict, tag: str = "tl") -> Topology:
+    """TRex's own memif loopback: port 0 (memif server) -> port 1 (memif client of the same
+    socket) in one TRex server with the profile's cores; the yardstick of its NDR through the
+    switch (the generator's ceiling measured in the run, issue 44 part 4)."""
+    from drivers.trex.driver import Trex
+    from drivers.trex.server import cores_from_profile, memif_vdev, start_trex_server
+    tx, rx, speed = trex_port_names(generator)
+    cores = cores_from_profile(generator)
+    sock = fresh_sock(lab, f"{tag}-tloop")
+    # the switch topology's ring depth on the client side (low_end: TREX_LOW_END_RING_LOG2)
+    rs = f",rsize={TREX_LOW_END_RING_LOG2}" if cores.low_end else ""
+    srv = start_trex_server(lab, f"{tag}-trex", [memif_vdev(0, "server", sock), memif_vdev(1, "client", sock) + rs],
+                            cores=cores, limit_memory_mb=int(generator.get("limit_memory_mb", 512)))
+    try:
+        gen = Trex(srv.host, {tx: (0, speed), rx: (1, speed)}, sync_port=srv.rpc_port, async_port=srv.pub_port)
+        deadline = time.monotonic() + 20
+        while not all(p.get("link") == "UP" for p in gen.rpc("port_info")["ports"]):
+            if time.monotonic() > deadline:
+                raise RuntimeError("TRex loopback: memif ports not up after 20 s")
+            time.sleep(0.2)
+    except BaseException:
+        srv.stop()
+        raise
+    return Topology(gen, tx, rx, "memif", None, line_rate_pps(speed, 64), srv.stop)
+
+
 def switch_cross_check(before: dict, after: dict, gen_tx: int, gen_rx: int, ports: tuple[int, int] = (1, 2)) -> dict:
     """The generator's port counters against the switch's over one trial (pure).  The switch
     cannot receive more on its ingress port than the generator sent, nor can the generator
