@@ -234,7 +234,10 @@ class pin_others:
 
     def __enter__(self):
         import os
-        procs = [p.pid for p in getattr(self.lab.supervisor, "procs", []) if p.alive()]
+        if self.core is None and self.poller_nice is None:
+            return self  # nothing to do (a remote lab: its processes are on other hosts)
+        sup = getattr(self.lab, "supervisor", None)
+        procs = [p.pid for p in getattr(sup, "procs", []) if p.alive()]
         me = os.getpid()
         if self.poller_nice is not None:
             # the pollers ahead of everything else of the box in the fair scheduler (a nice -20

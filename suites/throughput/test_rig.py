@@ -190,3 +190,10 @@ def test_profile_rig_section_is_checked(tmp_path):
     from dut.profiles.schema import resolve_path
     for name in ("local", "local-trex"):
         rig_setup.rig_settings(load_profile(str(resolve_path(name))).section("rig"), {})
+
+
+@pytest.mark.quick
+def test_pin_others_leaves_a_remote_lab_alone():
+    """A remote lab (lab-emu) has no local supervisor: nothing to pin, nothing raised."""
+    with rig_setup.pin_others(SimpleNamespace(), None, None) as pin:
+        assert pin.moved == 0 and pin.reniced == 0

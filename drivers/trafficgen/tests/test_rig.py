@@ -171,3 +171,53 @@ def test_a_loss_at_an_idle_switchs_egress_is_the_generators_rx():
     assert rig.classify(False, "loss", {}, 4e6, 16384) == "DUT loss"
     # a stall still outranks it
     assert rig.classify(False, "loss", {**idle, "switch_max_gap_lo_ns": 10e6}, 4e6, 16384) == "rig stall"
+
+
+class _Clock:
+    """A generator double whose stream runs for its schedule; counts the polls."""
+
+    def __new__(cls, *a, **kw):
+        import time as _t
+
+        from drivers.trafficgen.base import TrafficGenerator
+        from drivers.trafficgen.model import PortInfo
+
+        class G(TrafficGenerator):
+            name = "double"
+
+            def __init__(self):
+                self.polls = 0
+
+            def ports(self):
+                return {"a": PortInfo("a", 10_000.0, "memif")}
+
+            def _load(self, streams):
+                self.streams = streams
+
+            def start(self):
+                self.t0 = _t.monotonic()
+
+            def stop(self):
+                pass
+
+            def is_running(self):
+                self.polls += 1
+                return _t.monotonic() - self.t0 < 0.2
+
+            def counters(self):
+                return Counters()
+        return G()
+
+
+def test_a_trial_is_not_polled_before_its_scheduled_end(monkeypatch):
+    """Each poll wakes the harness and the generator's control thread (on a poller's core on
+    2 cores): the harness sleeps through the trial's schedule first (issue 44)."""
+    from drivers.trafficgen.model import Stream
+    monkeypatch.delenv("OFBENCH_RIG_POLL_DURING_TRIAL", raising=False)
+    g = _Clock()
+    g.run([Stream("s", "a", rx_port="a", frame_size=64, rate_pps=1000, duration_s=0.2)], drain_s=0)
+    assert g.polls <= 3
+    monkeypatch.setenv("OFBENCH_RIG_POLL_DURING_TRIAL", "1")
+    g = _Clock()
+    g.run([Stream("s", "a", rx_port="a", frame_size=64, rate_pps=1000, duration_s=0.2)], drain_s=0)
+    assert g.polls >= 5
