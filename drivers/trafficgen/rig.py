@@ -25,7 +25,13 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
-CAUSES = ("ok", "DUT loss", "DUT backpressure", "generator stall", "rig stall", "generator limit")
+CAUSES = ("ok", "DUT loss", "DUT backpressure", "generator stall", "rig stall", "generator limit",
+          "generator RX limit")
+# A switch worker busy less than this share of a trial had cycles to spare: a loss at its
+# egress (received, not sent) is then the peer's full RX ring, not the switch's forwarding.
+IDLE_SWITCH_SHARE = 0.5
+# ... when at least this share of the trial's loss is the switch's egress shortfall
+EGRESS_SHARE_OF_LOSS = 0.9
 # A gap shorter than this never explains a failed trial, whatever the rate (a scheduler tick is
 # 1-4 ms; a quiet polling loop's pass is a few microseconds).
 MIN_STALL_NS = 50_000
@@ -83,6 +89,36 @@ def switch_rig(before: dict | None, after: dict | None, burst: int = 32) -> dict
     return {k: max(p[k] for p in per) for k in per[0]}
 
 
+def switch_egress(before: dict | None, after: dict | None, ports: tuple[int, int], lost: int) -> dict[str, float]:
+    """The switch's side of a trial's loss (pure): what its ingress port received and its
+    egress port did not send (``switch_egress_short_pkts``), that share of the trial's loss,
+    and its busiest worker's share of the trial (``switch_busy_share``). {} without port
+    counters (or without workers: OVS)."""
+    if not before or not after or not after.get("ports") or not before.get("ports"):
+        return {}
+
+    def port(st, n, key):
+        return next((int(p.get(key, 0)) for p in st.get("ports", []) if int(p["port"]) == n), 0)
+    short = (port(after, ports[0], "rx_packets") - port(before, ports[0], "rx_packets")) - \
+        (port(after, ports[1], "tx_packets") - port(before, ports[1], "tx_packets"))
+    out = {"switch_egress_short_pkts": float(short)}
+    if lost > 0:
+        out["switch_egress_share_of_loss"] = short / lost
+    wb = {int(w["lcore"]): w for w in before.get("workers") or [] if "lcore" in w}
+    shares = []
+    for w in after.get("workers") or []:
+        b = wb.get(int(w.get("lcore", -1)))
+        if b is None or "busy_cycles" not in w:
+            continue
+        busy = int(w["busy_cycles"]) - int(b["busy_cycles"])
+        idle = int(w["idle_cycles"]) - int(b["idle_cycles"])
+        if busy + idle > 0:
+            shares.append(busy / (busy + idle))
+    if shares:
+        out["switch_busy_share"] = max(shares)
+    return out
+
+
 def softgen_rig(stats: list[dict]) -> dict[str, float]:
     """The generator's rig figures from the stats replies of its processes (the worst worker)."""
     rigs = [st["rig"] for st in stats if st.get("rig")]
@@ -111,7 +147,11 @@ def classify(passed: bool, reason: str, rig: dict | None, rate_pps: float, ring_
       take packets in time: refused / unsent);
     - "DUT loss": no stall; packets sent and not received;
     - "generator limit": no stall; the generator's core fell behind its schedule (a rate
-      above its ceiling).
+      above its ceiling);
+    - "generator RX limit": no stall; the switch received the packets and dropped them at its
+      egress while its worker idled most of the trial (busy < IDLE_SWITCH_SHARE, the shortfall
+      >= EGRESS_SHARE_OF_LOSS of the loss): the generator's RX ring was full (TRex's low_end
+      RX core sleeps between polls), not the switch's forwarding.
 
     A stall outranks the judge's reason: a stall of that length overflows a ring by itself."""
     if passed:
@@ -127,6 +167,9 @@ def classify(passed: bool, reason: str, rig: dict | None, rate_pps: float, ring_
         return "DUT backpressure"
     if reason == "generator limit":
         return "generator limit"
+    if rig.get("switch_busy_share", 1.0) < IDLE_SWITCH_SHARE and \
+            rig.get("switch_egress_share_of_loss", 0.0) >= EGRESS_SHARE_OF_LOSS:
+        return "generator RX limit"
     return "DUT loss"
 
 

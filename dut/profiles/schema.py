@@ -65,6 +65,10 @@ Schema version 1 (``schema_version: 1``)::
                       goal_duration_sum: s >= final, goal_width: (0, 1) relative}]}
                # RFC 9971's names; absent = NDR (loss 0) and PDR (loss 0.005), exceed 0.5,
                # short trials in a normal run, 1 s trials and 21 s sums with --nightly
+    rig: {wire: vhost|memif, ring_log2: 8..15, housekeeping: off|gen|switch, poller_nice: -20..19}
+               # the end-to-end rig on a local lab (suites/throughput/rig.py, issue 44): ofbench's
+               # wire to softgen (the vhost-user peers stay on vhost), its rx ring depth (memif
+               # <= 14), the core of the run's non-polling threads, the pollers' nice
     vmwire: {ports, tenants, switch_vhost_mode}   # dut/vmwire/tenants.py
 """
 from __future__ import annotations
@@ -237,6 +241,16 @@ SEARCH_GOAL = Spec(dict, check=_check_goal, fields={
     "goal_duration_sum": Spec(float, gt=0),
     "goal_width": Spec(float, gt=0, lt=1),
 })
+# The end-to-end rig on one box (issue 44, suites/throughput/rig.py): the wire between softgen
+# and the ofbench switch, its ring depth, where the run's other threads go, the pollers' nice.
+# Each has an OFBENCH_RIG_* override for experiments.
+RIG = Spec(dict, fields={
+    "wire": Spec(str, default="vhost", choices=("vhost", "memif")),
+    # log2 of the DUT's rx ring: memif's rsize (at most 14), virtio_user's queue_size (<= 15)
+    "ring_log2": Spec(int, ge=8, le=15),
+    "housekeeping": Spec(str, default="off", choices=("off", "gen", "switch")),
+    "poller_nice": Spec(int, ge=-20, le=19),
+})
 SEARCH = Spec(dict, check=_check_search, fields={
     "method": Spec(str, default="mlrsearch", choices=("mlrsearch",)),
     "min_load": Spec(float, gt=0),
@@ -324,6 +338,7 @@ PROFILE = Spec(dict, fields={
         "bucket": Spec(str, default="ofbench/autogen"),
     }),
     "search": SEARCH,
+    "rig": RIG,
     "vmwire": VMWIRE,
 })
 

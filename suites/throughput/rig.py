@@ -11,11 +11,12 @@ no yardstick for a switch behind a wire.
 from __future__ import annotations
 
 import statistics
+from dataclasses import dataclass
 from typing import Callable
 
 from drivers.trafficgen.counters import Counters
 from drivers.trafficgen.model import Stream
-from drivers.trafficgen.rig import cause_summary, switch_rig
+from drivers.trafficgen.rig import cause_summary, switch_egress, switch_rig
 
 CEILING_TRIALS = 3
 CEILING_TRIAL_S = 0.5
@@ -51,14 +52,16 @@ def warm_up(measure: Callable[[float, float], Counters], max_rate_pps: float,
 
 
 def with_switch_rig(measure: Callable[[float, float], Counters], read_stats: Callable[[], dict | None],
-                    ring_slots: int) -> Callable[[float, float], Counters]:
-    """measure() plus the switch's rig figures (its worker's longest gap, rx backlog) from its
-    stats around the trial, and the ring size the cause is judged against, in Counters.rig."""
+                    ring_slots: int, ports: tuple[int, int] = (1, 2)) -> Callable[[float, float], Counters]:
+    """measure() plus the switch's rig figures (its worker's longest gap, rx backlog, its
+    egress shortfall and busy share: rig.switch_egress) from its stats around the trial, and
+    the ring size the cause is judged against, in Counters.rig."""
     def measured(duration_s: float, rate_pps: float) -> Counters:
         before = read_stats() if read_stats else None
         c = measure(duration_s, rate_pps)
         after = read_stats() if read_stats else None
         c.rig.update(switch_rig(before, after))
+        c.rig.update(switch_egress(before, after, ports, c.lost))
         c.rig["ring_slots"] = float(ring_slots)
         return c
     return measured
@@ -98,6 +101,51 @@ HOUSEKEEPING_ENV = "OFBENCH_RIG_HOUSEKEEPING"
 HOUSEKEEPING_DEFAULT = "off"
 # OFBENCH_RIG_POLLER_NICE: the nice value of the pollers for the search ("" = unchanged)
 POLLER_NICE_ENV = "OFBENCH_RIG_POLLER_NICE"
+
+
+WIRE_ENV = "OFBENCH_RIG_WIRE"          # <wire>[:<ring log2>], e.g. memif:14, vhost:12
+MEMIF_MAX_RING_LOG2 = 14               # DPDK's memif: rsize at most 14 (16384 slots)
+
+
+@dataclass(frozen=True)
+class RigSettings:
+    """The rig of one run: the profile's ``rig`` section (dut/profiles/schema.py), each field
+    overridable by its OFBENCH_RIG_* variable (experiments)."""
+    wire: str = "vhost"
+    ring_log2: int | None = None
+    housekeeping: str = HOUSEKEEPING_DEFAULT
+    poller_nice: int | None = None
+
+    @property
+    def wire_label(self) -> str:
+        return self.wire + (f":{self.ring_log2}" if self.ring_log2 else "")
+
+
+def parse_wire(value: str) -> tuple[str, int | None]:
+    """"memif:14" -> ("memif", 14); "vhost" -> ("vhost", None); a clear error otherwise."""
+    kind, _, log2 = value.partition(":")
+    if kind not in ("vhost", "memif"):
+        raise ValueError(f"{WIRE_ENV}={value!r}: want vhost or memif, optionally :<ring log2>")
+    try:
+        n = int(log2) if log2 else None
+    except ValueError:
+        raise ValueError(f"{WIRE_ENV}={value!r}: the ring's log2 must be an integer") from None
+    return kind, n
+
+
+def rig_settings(section: dict | None, environ: dict) -> RigSettings:
+    """The profile's rig section with the environment's overrides (pure)."""
+    sec = dict(section or {})
+    wire, log2 = sec.get("wire", "vhost"), sec.get("ring_log2")
+    if environ.get(WIRE_ENV):
+        wire, log2 = parse_wire(environ[WIRE_ENV])
+    if log2 is not None and not 8 <= log2 <= (MEMIF_MAX_RING_LOG2 if wire == "memif" else 15):
+        raise ValueError(f"rig: ring_log2 {log2} out of range for {wire} (8..{MEMIF_MAX_RING_LOG2 if wire == 'memif' else 15})")
+    hk = environ.get(HOUSEKEEPING_ENV) or sec.get("housekeeping") or HOUSEKEEPING_DEFAULT
+    housekeeping_core(hk, 0, 1)  # validates
+    nice = poller_nice_from_env(environ.get(POLLER_NICE_ENV)) if environ.get(POLLER_NICE_ENV) \
+        else sec.get("poller_nice")
+    return RigSettings(wire, log2, hk, nice)
 
 
 def poller_nice_from_env(value: str | None) -> int | None:
@@ -186,7 +234,10 @@ class pin_others:
 
     def __enter__(self):
         import os
-        procs = [p.pid for p in getattr(self.lab.supervisor, "procs", []) if p.alive()]
+        if self.core is None and self.poller_nice is None:
+            return self  # nothing to do (a remote lab: its processes are on other hosts)
+        sup = getattr(self.lab, "supervisor", None)
+        procs = [p.pid for p in getattr(sup, "procs", []) if p.alive()]
         me = os.getpid()
         if self.poller_nice is not None:
             # the pollers ahead of everything else of the box in the fair scheduler (a nice -20

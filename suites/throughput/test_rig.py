@@ -94,18 +94,17 @@ def test_ndr_repeatability(lab, profile, flows, results, progress):
         pytest.skip("the repeatability bench drives ofbench with softgen on a local lab")
     log = _search_log(lab)
     ceiling = _gen_ceiling(lab, lambda line: log(line, progress))
-    wire = os.environ.get("OFBENCH_RIG_WIRE", "vhost")  # or <wire>:<ring log2>, e.g. memif:14, vhost:12
-    wire_kind, _, log2 = wire.partition(":")
-    topo = topology.switch_p2p(lab, kind, flows, tag=f"rep{flows}", wire=wire_kind,
-                               ring_log2=int(log2) if log2 else None)
+    # the profile's rig section, OFBENCH_RIG_WIRE=<wire>[:<ring log2>] etc. override it
+    rig = rig_setup.rig_settings(profile.section("rig"), os.environ)
+    wire = rig.wire_label
+    topo = topology.switch_p2p(lab, kind, flows, tag=f"rep{flows}", wire=rig.wire, ring_log2=rig.ring_log2)
     stack = contextlib.ExitStack()
     try:
         measure = rig_setup.with_switch_rig(
             make_measure(topo.gen, _streams(topo.tx_port, topo.rx_port, 64, flows), drain_s=0.1),
             _switch_reader(topo), topo.ring_slots)
         max_rate = min(topo.max_rate_pps, ceiling)
-        choice = os.environ.get(rig_setup.HOUSEKEEPING_ENV, rig_setup.HOUSEKEEPING_DEFAULT)
-        nice = rig_setup.poller_nice_from_env(os.environ.get(rig_setup.POLLER_NICE_ENV))
+        choice, nice = rig.housekeeping, rig.poller_nice
         pin = rig_setup.pin_others(lab, rig_setup.housekeeping_core(choice, topology.SWITCH_CORE,
                                                                      topology.GEN_WORKER_CORE), nice)
         stack.enter_context(pin)
@@ -152,3 +151,49 @@ def test_gap_probe_buckets():
     before = {"tsc_hz": 1e6, "workers": [w]}
     after = {"tsc_hz": 1e6, "workers": [dict(w, gap_hist=[7, 0, 4])]}
     assert buckets_ms(before, after) == [(1.0, 2.0, 2), (4.0, 8.0, 3)]  # 1000 cycles at 1 MHz: 1 ms
+
+
+@pytest.mark.quick
+def test_rig_settings_from_profile_and_env():
+    assert rig_setup.rig_settings(None, {}) == rig_setup.RigSettings("vhost", None, "off", None)
+    sec = {"wire": "memif", "ring_log2": 14, "housekeeping": "gen", "poller_nice": -20}
+    r = rig_setup.rig_settings(sec, {})
+    assert (r.wire, r.ring_log2, r.housekeeping, r.poller_nice, r.wire_label) == \
+        ("memif", 14, "gen", -20, "memif:14")
+    env = {"OFBENCH_RIG_WIRE": "vhost:12", "OFBENCH_RIG_HOUSEKEEPING": "off", "OFBENCH_RIG_POLLER_NICE": "0"}
+    assert rig_setup.rig_settings(sec, env) == rig_setup.RigSettings("vhost", 12, "off", 0)
+    assert rig_setup.rig_settings(sec, {"OFBENCH_RIG_WIRE": "vhost"}).ring_log2 is None
+    with pytest.raises(ValueError, match="OFBENCH_RIG_WIRE='tap'"):
+        rig_setup.rig_settings(sec, {"OFBENCH_RIG_WIRE": "tap"})
+    with pytest.raises(ValueError, match="OFBENCH_RIG_WIRE='memif:x'"):
+        rig_setup.rig_settings(sec, {"OFBENCH_RIG_WIRE": "memif:x"})
+    with pytest.raises(ValueError, match="ring_log2 15 out of range for memif"):
+        rig_setup.rig_settings({"wire": "memif", "ring_log2": 15}, {})
+    with pytest.raises(ValueError, match="OFBENCH_RIG_HOUSEKEEPING"):
+        rig_setup.rig_settings(sec, {"OFBENCH_RIG_HOUSEKEEPING": "both"})
+
+
+@pytest.mark.quick
+def test_profile_rig_section_is_checked(tmp_path):
+    import yaml
+
+    from dut.profiles.schema import ProfileError, load_profile
+    base = {"schema_version": 1, "lab": {"kind": "local"}, "switch": {"kind": "ofbench"}}
+    p = tmp_path / "p.yaml"
+    p.write_text(yaml.safe_dump({**base, "rig": {"wire": "memif", "ring_log2": 14, "housekeeping": "gen",
+                                                 "poller_nice": -20}}))
+    assert rig_setup.rig_settings(load_profile(str(p)).section("rig"), {}).wire_label == "memif:14"
+    p.write_text(yaml.safe_dump({**base, "rig": {"wire": "tap"}}))
+    with pytest.raises(ProfileError, match="wire"):
+        load_profile(str(p))
+    # the profiles this repository ships load
+    from dut.profiles.schema import resolve_path
+    for name in ("local", "local-trex"):
+        rig_setup.rig_settings(load_profile(str(resolve_path(name))).section("rig"), {})
+
+
+@pytest.mark.quick
+def test_pin_others_leaves_a_remote_lab_alone():
+    """A remote lab (lab-emu) has no local supervisor: nothing to pin, nothing raised."""
+    with rig_setup.pin_others(SimpleNamespace(), None, None) as pin:
+        assert pin.moved == 0 and pin.reniced == 0

@@ -58,6 +58,7 @@ NIGHTLY_CASES = [(size, flows) for size in (*RFC2544_SIZES, "imix") for flows in
                  if (size, flows) not in DEFAULT_CASES]
 # What this run measured, for ratios against peers and for the plot: {(size, flows): {kind: metrics}}
 MEASURED: dict[tuple, dict[str, dict]] = {}
+WIRES: dict[tuple, str] = {}  # {((size, flows), kind): port kind} of this run's searches
 
 
 def _prov(gen, port_kind, switch_kind=None, **extra):
@@ -413,7 +414,10 @@ def _switch_topology(lab, profile, kind, flows, tag):
             return topology.switch_p2p_trex(lab, profile.generator, kind, flows, tag=tag)
         except topology.TopologyUnavailable as e:
             pytest.skip(str(e))
-    return topology.switch_p2p(lab, kind, flows, tag=tag)
+    rig = rig_setup.rig_settings(profile.section("rig"), os.environ)
+    if kind != "ofbench" and rig.wire != "vhost":  # the vhost-user peers: vhost, DPDK's ring
+        return topology.switch_p2p(lab, kind, flows, tag=tag)
+    return topology.switch_p2p(lab, kind, flows, tag=tag, wire=rig.wire, ring_log2=rig.ring_log2)
 
 
 def _switch_reader(topo):
@@ -448,11 +452,30 @@ def _gen_ceiling(lab, progress) -> float | None:
     return _CEILING["softgen"][0]
 
 
+def _trex_ceiling(lab, profile, progress) -> float | None:
+    """TRex's own memif loopback ceiling (topology.trex_loopback), measured once per run on a
+    local lab before the first switch topology (two TRex servers are not started at once)."""
+    if "trex" not in _CEILING:
+        loop = topology.trex_loopback(lab, profile.generator, tag="tceil")
+        try:
+            _CEILING["trex"] = rig_setup.generator_ceiling_pps(loop.gen, loop.tx_port, loop.rx_port,
+                                                                ask_pps=loop.max_rate_pps)
+        finally:
+            loop.close()
+        med, rates = _CEILING["trex"]
+        progress(f"TRex loopback ceiling: {med / 1e6:.2f} Mpps (trials "
+                 f"{', '.join(f'{r / 1e6:.2f}' for r in rates)})")
+    return _CEILING["trex"][0]
+
+
 def _search_max_rate(lab, profile, topo, progress) -> float:
-    """The search's upper bound: the generator's ceiling measured in this run (softgen on a
-    local lab), never above the wire's nominal rate; else the topology's fixed rate."""
-    if is_remote(lab) or profile.generator["kind"] != "softgen" or topo.switch_kind is None:
+    """The search's upper bound: the generator's ceiling measured in this run (softgen, or a
+    local TRex server: _trex_ceiling, measured before the topology), never above the wire's
+    nominal rate; else the topology's fixed rate."""
+    if is_remote(lab) or topo.switch_kind is None:
         return topo.max_rate_pps
+    if profile.generator["kind"] == "trex":
+        return min(topo.max_rate_pps, _CEILING["trex"][0]) if "trex" in _CEILING else topo.max_rate_pps
     return min(topo.max_rate_pps, _gen_ceiling(lab, progress))
 
 
@@ -493,17 +516,20 @@ def test_rfc2544_ndr_pdr(lab, profile, switch_kind, case, results, progress, req
         pytest.skip(why)
     size, flows = case
     nightly = request.config.getoption("--nightly")
+    if not is_remote(lab) and profile.generator["kind"] == "trex" and profile.generator.get("server") == "local" \
+            and kind == "ofbench":
+        _trex_ceiling(lab, profile, progress)  # before the switch's TRex server starts
     topo = _switch_topology(lab, profile, kind, flows, tag=f"t{next(_TAGS)}")
     checks: list[dict] = []
+    rig = rig_setup.rig_settings(profile.section("rig"), os.environ)
     pin = rig_setup.pin_others(lab, None if is_remote(lab) else rig_setup.housekeeping_core(
-        os.environ.get(rig_setup.HOUSEKEEPING_ENV, rig_setup.HOUSEKEEPING_DEFAULT),
-        topology.SWITCH_CORE, topology.GEN_WORKER_CORE),
-        rig_setup.poller_nice_from_env(os.environ.get(rig_setup.POLLER_NICE_ENV)))
+        rig.housekeeping, topology.SWITCH_CORE, topology.GEN_WORKER_CORE),
+        None if is_remote(lab) else rig.poller_nice)
     try:
         measure = _cross_checked(topo, make_measure(topo.gen, _streams(topo.tx_port, topo.rx_port, size, flows),
                                                     drain_s=0.1), checks)
         # the rig's figures of every trial beside its counters (issue 44: suites/throughput/rig.py)
-        measure = rig_setup.with_switch_rig(measure, _switch_reader(topo), topo.ring_slots)
+        measure = rig_setup.with_switch_rig(measure, _switch_reader(topo), topo.ring_slots, topo.switch_ports)
         log = _search_log(lab)
         max_rate = _search_max_rate(lab, profile, topo, progress)
         pin.__enter__()  # the run's other threads off the pollers' cores (OFBENCH_RIG_HOUSEKEEPING)
@@ -519,6 +545,10 @@ def test_rfc2544_ndr_pdr(lab, profile, switch_kind, case, results, progress, req
         m.update(rig_setup.trial_metrics(r.trials))
         if max_rate != topo.max_rate_pps:
             m["search_max_mpps"] = max_rate / 1e6
+        ceiling = None if is_remote(lab) else _CEILING.get(profile.generator["kind"])
+        if ceiling and ceiling[0] > 0 and topo.switch_kind is not None:  # issue 44's yardstick
+            m["gen_ceiling_mpps"] = ceiling[0] / 1e6
+            m["ndr_vs_gen_ceiling"] = m["ndr_mpps"] / (ceiling[0] / 1e6)
         m["b2b_burst_frames"] = float(b2b.streams["b2b"].tx if b2b.lost == 0 else 0)
         m["b2b_lost_packets"] = float(b2b.lost)
         if checks:  # every trial's generator counters agreed with the switch's (else CounterError)
@@ -527,6 +557,7 @@ def test_rfc2544_ndr_pdr(lab, profile, switch_kind, case, results, progress, req
             m["switch_rx_packets_last_trial"], m["switch_tx_packets_last_trial"] = \
                 float(last["switch_rx"]), float(last["switch_tx"])
         peers = MEASURED.setdefault(case, {})
+        WIRES[(case, kind)] = topo.port_kind
         if kind == profile.switch["kind"]:
             for peer, pm in peers.items():
                 if pm.get("ndr_mpps"):
@@ -537,6 +568,14 @@ def test_rfc2544_ndr_pdr(lab, profile, switch_kind, case, results, progress, req
         results.record(_record_name(size, flows), metrics=m,
                        params={"frame_size": size, "flows": flows, "switch_kind": kind,
                                "search": "mlrsearch", "trial_s": cfg.trial_duration_s,
+                               "ring_slots": topo.ring_slots,
+                               # the peers' wires: a ratio across wires says so (the profile's
+                               # rig.wire puts ofbench on memif, the vhost-user peers stay on vhost)
+                               **({"peer_port_kinds": {p: WIRES[(case, p)] for p in peers
+                                                       if p != kind and (case, p) in WIRES}}
+                                  if kind == profile.switch["kind"] else {}),
+                               **({} if is_remote(lab) else {"rig_housekeeping": rig.housekeeping,
+                                                             "rig_poller_nice": rig.poller_nice}),
                                "ndr_verified": r.ndr.verified, "generator_limited": r.ndr.generator_limited,
                                "backpressure": r.ndr.backpressure},
                        provenance=_prov(topo.gen, topo.port_kind, kind, **(topo.hosts or {}),

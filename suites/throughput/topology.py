@@ -225,7 +225,7 @@ def switch_p2p(lab, kind: str, flows: int, tag: str = "sw", wire: str = "vhost",
             # the switch is the vhost-user backend and socket server (OVS dpdkvhostuser: the
             # socket is <its rundir>/<port name>); softgen connects as virtio_user client
             # afterwards (a virtio_user *server* blocks in probe until a client comes)
-            port_kind, max_rate = "vhost", 10e6
+            port_kind, max_rate = "vhost", TX_ASK_PPS
             kernel_ports: list = []
             names = [f"{tag}vh{i}" for i in (0, 1)]
             if kind == "ovs-dpdk":
@@ -246,7 +246,7 @@ def switch_p2p(lab, kind: str, flows: int, tag: str = "sw", wire: str = "vhost",
             gen_ports = [SoftgenPort("p0", memif(0, "server", s0)), SoftgenPort("p1", memif(1, "server", s1))]
             rs = f",rsize={ring_log2}" if ring_log2 else ""  # the client sizes memif rings
             sw_dev = [memif(10, "client", s0) + rs, memif(11, "client", s1) + rs]
-            port_kind, max_rate = "memif", 10e6
+            port_kind, max_rate = "memif", TX_ASK_PPS
             kernel_ports = []
             extra = [(1, {"devargs": sw_dev[0]}), (2, {"devargs": sw_dev[1]})]
         elif kind in ("ovs-dpdk", "ofbench"):
@@ -393,6 +393,32 @@ def switch_p2p_trex(lab, generator: dict, kind: str, flows: int, tag: str = "sw"
     except BaseException:
         stop()
         raise
+
+
+def trex_loopback(lab, generator: dict, tag: str = "tl") -> Topology:
+    """TRex's own memif loopback: port 0 (memif server) -> port 1 (memif client of the same
+    socket) in one TRex server with the profile's cores; the yardstick of its NDR through the
+    switch (the generator's ceiling measured in the run, issue 44 part 4)."""
+    from drivers.trex.driver import Trex
+    from drivers.trex.server import cores_from_profile, memif_vdev, start_trex_server
+    tx, rx, speed = trex_port_names(generator)
+    cores = cores_from_profile(generator)
+    sock = fresh_sock(lab, f"{tag}-tloop")
+    # the switch topology's ring depth on the client side (low_end: TREX_LOW_END_RING_LOG2)
+    rs = f",rsize={TREX_LOW_END_RING_LOG2}" if cores.low_end else ""
+    srv = start_trex_server(lab, f"{tag}-trex", [memif_vdev(0, "server", sock), memif_vdev(1, "client", sock) + rs],
+                            cores=cores, limit_memory_mb=int(generator.get("limit_memory_mb", 512)))
+    try:
+        gen = Trex(srv.host, {tx: (0, speed), rx: (1, speed)}, sync_port=srv.rpc_port, async_port=srv.pub_port)
+        deadline = time.monotonic() + 20
+        while not all(p.get("link") == "UP" for p in gen.rpc("port_info")["ports"]):
+            if time.monotonic() > deadline:
+                raise RuntimeError("TRex loopback: memif ports not up after 20 s")
+            time.sleep(0.2)
+    except BaseException:
+        srv.stop()
+        raise
+    return Topology(gen, tx, rx, "memif", None, line_rate_pps(speed, 64), srv.stop)
 
 
 def switch_cross_check(before: dict, after: dict, gen_tx: int, gen_rx: int, ports: tuple[int, int] = (1, 2)) -> dict:

@@ -142,3 +142,82 @@ def test_mlrsearch_trials_keep_the_rig_figures_and_cause():
     assert failed and all(t.cause == "rig stall" for t in failed)
     goal = r.search_record()["goals"][0]
     assert all("rig" in t for t in goal["lower_bound_trials"] + goal["upper_bound_trials"])
+
+
+def _stats(rx1, tx2, busy, idle):
+    return {"ports": [{"port": 1, "rx_packets": rx1, "tx_packets": 0}, {"port": 2, "rx_packets": 0, "tx_packets": tx2}],
+            "workers": [{"lcore": 0, "busy_cycles": busy, "idle_cycles": idle}]}
+
+
+def test_switch_egress_shortfall_and_busy_share():
+    e = rig.switch_egress(_stats(0, 0, 0, 0), _stats(1000, 900, 100, 900), (1, 2), lost=100)
+    assert e == {"switch_egress_short_pkts": 100.0, "switch_egress_share_of_loss": 1.0, "switch_busy_share": 0.1}
+    assert "switch_egress_share_of_loss" not in rig.switch_egress(_stats(0, 0, 0, 0), _stats(10, 10, 1, 1), (1, 2), 0)
+    assert rig.switch_egress(None, _stats(1, 1, 1, 1), (1, 2), 0) == {}
+    # OVS: ports, no workers
+    assert set(rig.switch_egress({"ports": [{"port": 1, "rx_packets": 0}]},
+                                {"ports": [{"port": 1, "rx_packets": 5}]}, (1, 2), 5)) == \
+        {"switch_egress_short_pkts", "switch_egress_share_of_loss"}
+
+
+def test_a_loss_at_an_idle_switchs_egress_is_the_generators_rx():
+    """TRex on local-trex: the switch received every packet, its worker idled 80-95 % of the
+    trial, and what it did not send is the loss: the generator's RX ring was full."""
+    idle = {"switch_busy_share": 0.12, "switch_egress_share_of_loss": 1.0}
+    assert rig.classify(False, "loss", idle, 4e6, 16384) == "generator RX limit"
+    # a busy switch, or a loss elsewhere, stays the DUT's
+    assert rig.classify(False, "loss", {**idle, "switch_busy_share": 0.9}, 4e6, 16384) == "DUT loss"
+    assert rig.classify(False, "loss", {**idle, "switch_egress_share_of_loss": 0.3}, 4e6, 16384) == "DUT loss"
+    assert rig.classify(False, "loss", {}, 4e6, 16384) == "DUT loss"
+    # a stall still outranks it
+    assert rig.classify(False, "loss", {**idle, "switch_max_gap_lo_ns": 10e6}, 4e6, 16384) == "rig stall"
+
+
+class _Clock:
+    """A generator double whose stream runs for its schedule; counts the polls."""
+
+    def __new__(cls, *a, **kw):
+        import time as _t
+
+        from drivers.trafficgen.base import TrafficGenerator
+        from drivers.trafficgen.model import PortInfo
+
+        class G(TrafficGenerator):
+            name = "double"
+
+            def __init__(self):
+                self.polls = 0
+
+            def ports(self):
+                return {"a": PortInfo("a", 10_000.0, "memif")}
+
+            def _load(self, streams):
+                self.streams = streams
+
+            def start(self):
+                self.t0 = _t.monotonic()
+
+            def stop(self):
+                pass
+
+            def is_running(self):
+                self.polls += 1
+                return _t.monotonic() - self.t0 < 0.2
+
+            def counters(self):
+                return Counters()
+        return G()
+
+
+def test_a_trial_is_not_polled_before_its_scheduled_end(monkeypatch):
+    """Each poll wakes the harness and the generator's control thread (on a poller's core on
+    2 cores): the harness sleeps through the trial's schedule first (issue 44)."""
+    from drivers.trafficgen.model import Stream
+    monkeypatch.delenv("OFBENCH_RIG_POLL_DURING_TRIAL", raising=False)
+    g = _Clock()
+    g.run([Stream("s", "a", rx_port="a", frame_size=64, rate_pps=1000, duration_s=0.2)], drain_s=0)
+    assert g.polls <= 3
+    monkeypatch.setenv("OFBENCH_RIG_POLL_DURING_TRIAL", "1")
+    g = _Clock()
+    g.run([Stream("s", "a", rx_port="a", frame_size=64, rate_pps=1000, duration_s=0.2)], drain_s=0)
+    assert g.polls >= 5
