@@ -829,6 +829,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	rx_flush();
 	ofs_dp.standalone = false;
 	memset(ofs_dp.workers[0].mac_learned, 0, sizeof(ofs_dp.workers[0].mac_learned));
-	ctr_flush_all(&ofs_dp.workers[0]);
+	ofs_ctr_flush_all(&ofs_dp.workers[0]);
 	return 0;
 }
