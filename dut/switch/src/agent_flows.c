@@ -55,7 +55,7 @@ static struct ofs_flow *arena_flow(void)
 {
 	struct ofs_flow *f = ofs_flow_alloc(true);
 	if (!f && dead_flows) {
-		ofs_flows_commit();
+		ofs_commit();
 		ofs_reclaim(true);  /* waits for the workers' quiescent states */
 		f = ofs_flow_alloc(true);
 	}
@@ -100,8 +100,11 @@ static void decode_hot(struct ofs_flow *f)
 
 static void free_flow_cb(void *f) { free_flow(f); }
 
-/* Publish every changed table (flowtable.h) and hand the removed flows to the deferred frees. */
-void ofs_flows_commit(void)
+uint64_t ofs_agent_requests;
+
+/* Publish every changed table (flowtable.h) and hand the removed flows to the deferred frees;
+ * removed groups and meters were handed to them at once (agent_groups_meters.c). */
+void ofs_commit(void)
 {
 	bool all = ofs_tables_commit();
 	/* a table whose publish failed still shows its removed flows: keep them for next time */
