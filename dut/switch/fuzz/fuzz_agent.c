@@ -32,131 +32,31 @@
  * removed right after init (it holds nothing).
  * Env OFS_FUZZ_LOOKUP=tuple|dtree|trie|simple picks the tables' lookup backend (default: the
  * switch's, OFS_LOOKUP_DEFAULT). */
-#define _GNU_SOURCE
-#include <sched.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
+#include "fuzz_common.h"
 #include <arpa/inet.h>
-#include <rte_eal.h>
-#include <rte_ethdev.h>
-#include <rte_lcore.h>
-#include <rte_malloc.h>
-#include <rte_mbuf.h>
-#include "../src/ofswitch.h"
 #include "../src/agent.h"
 
 #define N_PORTS 3
 #define REPLY_MAX 65535u
 
 static struct obuf out;
-static char file_prefix[64];
-
-static void eal_cleanup(void)
-{
-	char dir[128];
-	rte_eal_cleanup();
-	/* --no-shconf keeps no files there, but the runtime directory itself is created */
-	snprintf(dir, sizeof(dir), "/var/run/dpdk/%s", file_prefix);
-	rmdir(dir);
-}
-
-static void die(const char *what)
-{
-	fprintf(stderr, "fuzz_agent: %s\n", what);
-	abort();
-}
-
-static void ports_init(struct rte_mempool *pool)
-{
-	for (unsigned i = 0; i < N_PORTS; i++) {
-		char name[32];
-		uint16_t id;
-		snprintf(name, sizeof(name), "net_null%u", i);
-		if (rte_eth_dev_get_port_by_name(name, &id) != 0)
-			die("net_null port missing");
-		struct rte_eth_conf conf;
-		memset(&conf, 0, sizeof(conf));
-		if (rte_eth_dev_configure(id, 1, 1, &conf) != 0 ||
-		    rte_eth_rx_queue_setup(id, 0, 64, rte_socket_id(), NULL, pool) != 0 ||
-		    rte_eth_tx_queue_setup(id, 0, 64, rte_socket_id(), NULL) != 0 ||
-		    rte_eth_dev_start(id) != 0)
-			die("net_null port setup failed");
-		struct ofs_port *p = &ofs_dp.ports[i];
-		p->ofport = i + 1;
-		p->dpdk_id = id;
-		p->n_txq = 1;
-		snprintf(p->name, sizeof(p->name), "null%u", i);
-		struct rte_ether_addr mac;
-		rte_eth_macaddr_get(id, &mac);
-		memcpy(p->mac, mac.addr_bytes, 6);
-		p->link_up = true;
-		p->created_ns = ofs_now_ns();
-		ofs_dp.port_by_of[i + 1] = (int8_t)i;
-	}
-	ofs_dp.n_ports = N_PORTS;
-}
-
-static void worker_init(struct rte_mempool *pool)
-{
-	struct ofs_worker *w = &ofs_dp.workers[0];
-	w->idx = 0;
-	w->lcore_id = rte_lcore_id();
-	w->pool = pool;
-	struct ofs_cache_line *cache = aligned_alloc(64, sizeof(*cache) * OFS_CACHE_LINES);
-	uint64_t *dirty = calloc(OFS_CACHE_LINES / 64, sizeof(*dirty));
-	if (!cache || !dirty)
-		die("flow cache alloc failed");
-	memset(cache, 0, sizeof(*cache) * OFS_CACHE_LINES);
-	ofs_worker_set_cache(w, cache, dirty, OFS_CACHE_LINES);
-	for (unsigned p = 0; p < N_PORTS; p++) {
-		w->txb[p] = rte_zmalloc("txb", RTE_ETH_TX_BUFFER_SIZE(OFS_BURST), 0);
-		if (!w->txb[p])
-			die("tx buffer alloc failed");
-		rte_eth_tx_buffer_init(w->txb[p], OFS_BURST);
-		w->txq[p] = (struct ofs_txq){ .port_id = ofs_dp.ports[p].dpdk_id, .queue_id = 0,
-					      .stats = &w->port_stats[p] };
-		rte_eth_tx_buffer_set_err_callback(w->txb[p], ofs_tx_unsent, &w->txq[p]);
-	}
-}
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	(void)argc;
-	snprintf(file_prefix, sizeof(file_prefix), "ofb-fuzz-%d", (int)getpid());
-	char *eal[] = { (*argv)[0], "--no-huge", "-m", "128", "--no-pci", "--no-shconf",
-			"--file-prefix", file_prefix, "--log-level", "*:error", "--no-telemetry", "-l", "0",
-			"--vdev", "net_null0", "--vdev", "net_null1", "--vdev", "net_null2" };
-	int n = (int)(sizeof(eal) / sizeof(eal[0]));
-	cpu_set_t cpus;  /* EAL pins the main lcore; a fuzzer shares the machine: give it back */
-	sched_getaffinity(0, sizeof(cpus), &cpus);
-	if (rte_eal_init(n, eal) < 0)
-		die("EAL init failed");
-	sched_setaffinity(0, sizeof(cpus), &cpus);
-	/* --no-shconf puts nothing in the runtime folder: remove it now, so that not even a
-	 * killed run (libFuzzer's -max_total_time, a timeout, SIGKILL) leaves it behind */
-	rmdir(rte_eal_get_runtime_dir());
-	atexit(eal_cleanup);
-	memset(ofs_dp.port_by_of, -1, sizeof(ofs_dp.port_by_of));
-	ofs_dp.dpid = 0xf022;
-	ofs_dp.n_workers = 1;
-	ofs_dp.miss_send_len = 128;
-	const char *lk = getenv("OFS_FUZZ_LOOKUP");
-	ofs_dp.lookup_ops = ofs_lookup_find(lk && *lk ? lk : OFS_LOOKUP_DEFAULT);
-	if (!ofs_dp.lookup_ops)
-		die("OFS_FUZZ_LOOKUP: not a lookup backend of this build (" OFS_LOOKUP_NAMES ")");
+	fuzz_eal_init("fuzz_agent", "fuzz", (*argv)[0], "128", N_PORTS, 0xf022);
+	fuzz_lookup_init(true);
 	struct rte_mempool *pool = rte_pktmbuf_pool_create("fuzz_pool", 2047, 0, 0,
 		RTE_MBUF_DEFAULT_BUF_SIZE + OFS_MAX_PKT, rte_socket_id());
 	if (!pool)
-		die("mbuf pool");
-	ports_init(pool);
-	worker_init(pool);
+		fuzz_die("mbuf pool");
+	fuzz_ports_init(pool, N_PORTS);
+	fuzz_worker_init(pool, N_PORTS);
 	ofs_dp.pin_ring = rte_ring_create("fuzz_pin", 4096, rte_socket_id(), RING_F_SC_DEQ);
 	ofs_dp.pout_ring = rte_ring_create("fuzz_pout", 1024, rte_socket_id(),
 					   RING_F_SP_ENQ | RING_F_SC_DEQ);
 	if (!ofs_dp.pin_ring || !ofs_dp.pout_ring)
-		die("rings");
+		fuzz_die("rings");
 	ob_init(&out);
 	return 0;
 }
@@ -167,10 +67,10 @@ static void sink(void)
 	size_t o = 0;
 	while (o < out.len) {
 		if (out.len - o < 8)
-			die("reply: a truncated header");
+			fuzz_die("reply: a truncated header");
 		uint16_t ml = rd16(out.data + o + 2);
 		if (out.data[o] != OFP13_VERSION || ml < 8 || ml > out.len - o || ml > REPLY_MAX)
-			die("reply: bad version or length");
+			fuzz_die("reply: bad version or length");
 		o += ml;
 	}
 	out.len = 0;
@@ -207,7 +107,7 @@ static void handle(const uint8_t *msg, size_t len)
 {
 	uint8_t *copy = malloc(len);
 	if (!copy)
-		die("malloc");
+		fuzz_die("malloc");
 	memcpy(copy, msg, len);
 	if (ofs_handle_msg(&out, copy, len) < 0)
 		ofs_agent_reset_session();  /* the session closes; the controller reconnects */
@@ -262,13 +162,13 @@ static void reset(void)
 	/* the deletes must have emptied everything: each input starts from the same state */
 	for (unsigned t = 0; t < OFS_N_TABLES; t++)
 		if (ofs_dp.tables[t].n_flows)
-			die("reset: DELETE of every flow left flows");
+			fuzz_die("reset: DELETE of every flow left flows");
 	unsigned it = 0;
 	if (ofs_idt_next(&ofs_dp.groups, &it))
-		die("reset: DELETE of OFPG_ALL left a group");
+		fuzz_die("reset: DELETE of OFPG_ALL left a group");
 	it = 0;
 	if (ofs_idt_next(&ofs_dp.meters, &it))
-		die("reset: DELETE of OFPM_ALL left a meter");
+		fuzz_die("reset: DELETE of OFPM_ALL left a meter");
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -282,7 +182,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			/* clamp: the same message with its header length fixed */
 			uint8_t *m = malloc(size - o);
 			if (!m)
-				die("malloc");
+				fuzz_die("malloc");
 			memcpy(m, data + o, size - o);
 			wr16(m + 2, (uint16_t)(size - o));
 			handle(m, size - o);

@@ -29,10 +29,7 @@
  * the messages' meaning (fuzz_agent does that); no DPDK ports, no datapath (PACKET_OUTs are
  * not queued). At most MAX_OPS operations per input.
  * Between inputs: every connection closed, flows/groups/meters deleted. */
-#define _GNU_SOURCE
-#include <sched.h>
-#include <stdio.h>
-#include <stdlib.h>
+#include "fuzz_common.h"
 /* the agent's log lines (one per connection closed) would flood the run: silenced here only;
  * agent.c's invariant reports (a finding: they abort in this build) still print */
 #define fprintf(f, ...) ((void)(f), 0)
@@ -51,47 +48,18 @@ static uint8_t pbuf[N_CONN][1u << 17];   /* what a peer received, not yet a whol
 static size_t plen_[N_CONN];
 static struct obuf tmpb;
 static uint64_t fake_now;
-static char file_prefix[64];
-
-static void die(const char *what)
-{
-	fprintf(stderr, "fuzz_conn: %s\n", what);
-	abort();
-}
-
-static void eal_cleanup(void)
-{
-	char dir[128];
-	rte_eal_cleanup();
-	snprintf(dir, sizeof(dir), "/var/run/dpdk/%s", file_prefix);
-	rmdir(dir);
-}
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	(void)argc;
-	snprintf(file_prefix, sizeof(file_prefix), "ofb-fuzzc-%d", (int)getpid());
-	char *eal[] = { (*argv)[0], "--no-huge", "-m", "64", "--no-pci", "--no-shconf",
-			"--file-prefix", file_prefix, "--log-level", "*:error", "--no-telemetry",
-			"-l", "0" };
-	cpu_set_t cpus;
-	sched_getaffinity(0, sizeof(cpus), &cpus);
-	if (rte_eal_init((int)(sizeof(eal) / sizeof(eal[0])), eal) < 0)
-		die("EAL init failed");
-	sched_setaffinity(0, sizeof(cpus), &cpus);
-	rmdir(rte_eal_get_runtime_dir());
-	atexit(eal_cleanup);
-	memset(ofs_dp.port_by_of, -1, sizeof(ofs_dp.port_by_of));
-	ofs_dp.dpid = 0xf023;
-	ofs_dp.n_workers = 1;
-	ofs_dp.miss_send_len = 128;
-	ofs_dp.lookup_ops = ofs_lookup_find(OFS_LOOKUP_DEFAULT);
+	fuzz_eal_init("fuzz_conn", "fuzzc", (*argv)[0], "64", 0, 0xf023);
+	fuzz_lookup_init(false);
 	ofs_dp.pin_ring = rte_ring_create("fuzzc_pin", 64, rte_socket_id(), RING_F_SC_DEQ);
 	/* no pout_ring: a PACKET_OUT is checked and dropped (agent_packet.c), since no worker
 	 * would drain a ring that one 128 KiB read can fill */
 	ofs_dp.pout_ring = NULL;
 	if (!ofs_dp.lookup_ops || !ofs_dp.pin_ring)
-		die("init");
+		fuzz_die("init");
 	cfg.n_ctl = N_CONN;
 	for (unsigned i = 0; i < N_CONN; i++) {
 		snprintf(cfg.ctl[i].host, sizeof(cfg.ctl[i].host), "peer%u", i);
@@ -112,7 +80,7 @@ static void peer_check(unsigned k)
 	while (plen_[k] - o >= OFP_HDR_LEN) {
 		uint16_t ml = rd16(pbuf[k] + o + 2);
 		if (pbuf[k][o] != OFP13_VERSION || ml < OFP_HDR_LEN)
-			die("a peer received a badly framed stream");
+			fuzz_die("a peer received a badly framed stream");
 		if (plen_[k] - o < ml)
 			break;
 		o += ml;
@@ -139,7 +107,7 @@ static void peer_open(unsigned k)
 {
 	int sp[2];
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sp) != 0)
-		die("socketpair");
+		fuzz_die("socketpair");
 	int small = 4096;
 	setsockopt(sp[0], SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
 	setsockopt(sp[1], SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
@@ -215,7 +183,7 @@ static void packet_in(uint8_t sz)
 	size_t n = 14u + sz * 64u;
 	struct ofs_pin *pin = calloc(1, sizeof(*pin) + n);
 	if (!pin)
-		die("malloc");
+		fuzz_die("malloc");
 	pin->reason = OFPR_NO_MATCH;
 	pin->in_port = 1;
 	pin->total_len = pin->data_len = (uint16_t)n;

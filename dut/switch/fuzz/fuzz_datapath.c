@@ -1,15 +1,15 @@
 /* fuzz_datapath.c -- libFuzzer harness of the switch's datapath (dut/switch/README.md,
  * "Fuzzing"; issue 37 part 2). Built only by clang, in the sanitizer build
  * (scripts/build_san.sh): ASan + UBSan with no recovery, and the debug build's layout
- * invariant (datapath.c LAYOUT_ASSERT), so a report or a layout outside its frame is a finding.
- * It includes src/datapath.c (as tests/test_actions.c does) to reach the worker's burst
- * function and the packet-out runner.
+ * invariant (datapath_internal.h LAYOUT_ASSERT), so a report or a layout outside its frame is a
+ * finding. It includes src/datapath.c to reach the worker's burst function and the packet-out
+ * runner, and src/actions.c, whose copies of a packet it makes in guarded buffers.
  *
  * Frames in ASan-tracked memory: DPDK's mbufs live in memory ASan does not see, so every frame
  * the datapath handles here is an mbuf with an external buffer malloc'd at exactly headroom
  * (RTE_PKTMBUF_HEADROOM, what a push prepends into) + the frame's length: one byte read or
  * written past the frame's end is a heap-buffer-overflow report. The copies the datapath makes
- * (output to several ports, group buckets, OFPP_TABLE) are made the same way: datapath.c's
+ * (output to several ports, group buckets, OFPP_TABLE) are made the same way: actions.c's
  * call of rte_pktmbuf_copy is this file's guarded_copy. Not seen: a write into the headroom in
  * front of the frame (allocated memory), and bytes past a frame that a pop or trim shortened
  * (still in its buffer).
@@ -45,18 +45,8 @@
  * removed right after init). Env OFS_FUZZ_LOOKUP picks the lookup backend, as fuzz_agent;
  * OFS_FUZZ_GUARD_SELFTEST=1 makes the harness write one byte past each rx frame itself (a run
  * must then report a heap-buffer-overflow: the guard works). */
-#define _GNU_SOURCE
-#include <sched.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
+#include "fuzz_common.h"
 #include <arpa/inet.h>
-#include <rte_eal.h>
-#include <rte_ethdev.h>
-#include <rte_lcore.h>
-#include <rte_malloc.h>
-#include <rte_mbuf.h>
 #include <rte_hash_crc.h>
 #include <rte_cycles.h>
 #include <rte_prefetch.h>
@@ -69,6 +59,7 @@
 static struct rte_mbuf *guarded_copy(const struct rte_mbuf *m, struct rte_mempool *mp,
 				     uint32_t off, uint32_t len);
 #define rte_pktmbuf_copy(m, mp, off, len) guarded_copy(m, mp, off, len)
+#include "../src/actions.c"
 #include "../src/datapath.c"
 #undef rte_pktmbuf_copy
 
@@ -76,15 +67,8 @@ static struct rte_mbuf *guarded_copy(const struct rte_mbuf *m, struct rte_mempoo
 #define REPLY_MAX 65535u
 
 static struct obuf out;
-static char file_prefix[64];
 static struct rte_mempool *pool;
 static struct pkt_ctx *ctxs;
-
-static void die(const char *what)
-{
-	fprintf(stderr, "fuzz_datapath: %s\n", what);
-	abort();
-}
 
 /* ---- guarded mbufs ------------------------------------------------------------------------ */
 static void guarded_free(void *addr, void *opaque)
@@ -103,7 +87,7 @@ static struct rte_mbuf *guarded_mbuf(struct rte_mempool *mp, const uint8_t *data
 	uint8_t *buf = malloc(RTE_PKTMBUF_HEADROOM + len);
 	struct rte_mbuf_ext_shared_info *sh = malloc(sizeof(*sh));
 	if (!buf || !sh)
-		die("malloc");
+		fuzz_die("malloc");
 	memset(buf, 0, RTE_PKTMBUF_HEADROOM);
 	memcpy(buf + RTE_PKTMBUF_HEADROOM, data, len);
 	memset(sh, 0, sizeof(*sh));
@@ -117,12 +101,12 @@ static struct rte_mbuf *guarded_mbuf(struct rte_mempool *mp, const uint8_t *data
 	return m;
 }
 
-/* datapath.c's rte_pktmbuf_copy: the same bytes in a new guarded mbuf */
+/* actions.c's rte_pktmbuf_copy: the same bytes in a new guarded mbuf */
 static struct rte_mbuf *guarded_copy(const struct rte_mbuf *m, struct rte_mempool *mp,
 				     uint32_t off, uint32_t len)
 {
 	if (m->nb_segs != 1)
-		die("copy of a multi-segment mbuf");
+		fuzz_die("copy of a multi-segment mbuf");
 	if (off > m->data_len)
 		return NULL;
 	if (len > m->data_len - off)
@@ -137,7 +121,7 @@ struct acts { uint8_t b[512]; uint16_t n; };
 static uint8_t *put(struct msgb *m, size_t n)
 {
 	if (m->n + n > sizeof(m->b))
-		die("flow set message too long");
+		fuzz_die("flow set message too long");
 	uint8_t *p = m->b + m->n;
 	memset(p, 0, n);
 	m->n += n;
@@ -156,7 +140,7 @@ static void msg_start(struct msgb *m, uint8_t type)
 static uint8_t *aput(struct acts *a, size_t n)
 {
 	if (a->n + n > sizeof(a->b))
-		die("action list too long");
+		fuzz_die("action list too long");
 	uint8_t *p = a->b + a->n;
 	memset(p, 0, n);
 	a->n = (uint16_t)(a->n + n);
@@ -269,10 +253,10 @@ static void sink(void)
 	size_t o = 0;
 	while (o < out.len) {
 		if (out.len - o < 8)
-			die("reply: a truncated header");
+			fuzz_die("reply: a truncated header");
 		uint16_t ml = rd16(out.data + o + 2);
 		if (out.data[o] != OFP13_VERSION || ml < 8 || ml > out.len - o || ml > REPLY_MAX)
-			die("reply: bad version or length");
+			fuzz_die("reply: bad version or length");
 		if (installing && out.data[o + 1] == OFPT_ERROR) {
 			fprintf(stderr, "fuzz_datapath: the flow set was refused: error %u/%u\n",
 				rd16(out.data + o + 8), rd16(out.data + o + 10));
@@ -287,7 +271,7 @@ static void agent_send(struct msgb *m)
 {
 	wr16(m->b + 2, (uint16_t)m->n);
 	if (ofs_handle_msg(&out, m->b, m->n) < 0)
-		die("the agent closed the session");
+		fuzz_die("the agent closed the session");
 	ofs_commit();
 	sink();
 }
@@ -612,108 +596,34 @@ static void install_flow_set(void)
 }
 
 /* ---- datapath state ------------------------------------------------------------------------ */
-static void ports_init(void)
-{
-	for (unsigned i = 0; i < N_PORTS; i++) {
-		char name[32];
-		uint16_t id;
-		snprintf(name, sizeof(name), "net_null%u", i);
-		if (rte_eth_dev_get_port_by_name(name, &id) != 0)
-			die("net_null port missing");
-		struct rte_eth_conf conf;
-		memset(&conf, 0, sizeof(conf));
-		if (rte_eth_dev_configure(id, 1, 1, &conf) != 0 ||
-		    rte_eth_rx_queue_setup(id, 0, 64, rte_socket_id(), NULL, pool) != 0 ||
-		    rte_eth_tx_queue_setup(id, 0, 64, rte_socket_id(), NULL) != 0 ||
-		    rte_eth_dev_start(id) != 0)
-			die("net_null port setup failed");
-		struct ofs_port *p = &ofs_dp.ports[i];
-		p->ofport = i + 1;
-		p->dpdk_id = id;
-		p->n_txq = 1;
-		snprintf(p->name, sizeof(p->name), "null%u", i);
-		struct rte_ether_addr mac;
-		rte_eth_macaddr_get(id, &mac);
-		memcpy(p->mac, mac.addr_bytes, 6);
-		p->link_up = true;
-		p->created_ns = ofs_now_ns();
-		ofs_dp.port_by_of[i + 1] = (int8_t)i;
-	}
-	ofs_dp.n_ports = N_PORTS;
-}
-
+/* worker 0 (fuzz_common.h) and the burst's packet contexts */
 static void worker_init(void)
 {
-	struct ofs_worker *w = &ofs_dp.workers[0];
-	w->idx = 0;
-	w->lcore_id = rte_lcore_id();
-	w->pool = pool;
-	struct ofs_cache_line *cache = aligned_alloc(64, sizeof(*cache) * OFS_CACHE_LINES);
-	uint64_t *dirty = calloc(OFS_CACHE_LINES / 64, sizeof(*dirty));
-	if (!cache || !dirty)
-		die("flow cache alloc failed");
-	memset(cache, 0, sizeof(*cache) * OFS_CACHE_LINES);
-	ofs_worker_set_cache(w, cache, dirty, OFS_CACHE_LINES);
-	for (unsigned p = 0; p < N_PORTS; p++) {
-		w->txb[p] = rte_zmalloc("txb", RTE_ETH_TX_BUFFER_SIZE(OFS_BURST), 0);
-		if (!w->txb[p])
-			die("tx buffer alloc failed");
-		rte_eth_tx_buffer_init(w->txb[p], OFS_BURST);
-		w->txq[p] = (struct ofs_txq){ .port_id = ofs_dp.ports[p].dpdk_id, .queue_id = 0,
-					      .stats = &w->port_stats[p] };
-		rte_eth_tx_buffer_set_err_callback(w->txb[p], ofs_tx_unsent, &w->txq[p]);
-	}
+	fuzz_worker_init(pool, N_PORTS);
 	ctxs = aligned_alloc(64, sizeof(*ctxs) * OFS_BURST);
 	if (!ctxs)
-		die("packet contexts");
+		fuzz_die("packet contexts");
 	memset(ctxs, 0, sizeof(*ctxs) * OFS_BURST);
-}
-
-static void eal_cleanup(void)
-{
-	char dir[128];
-	rte_eal_cleanup();
-	snprintf(dir, sizeof(dir), "/var/run/dpdk/%s", file_prefix);
-	rmdir(dir);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	(void)argc;
-	snprintf(file_prefix, sizeof(file_prefix), "ofb-fuzzdp-%d", (int)getpid());
-	char *eal[] = { (*argv)[0], "--no-huge", "-m", "128", "--no-pci", "--no-shconf",
-			"--file-prefix", file_prefix, "--log-level", "*:error", "--no-telemetry", "-l", "0",
-			"--vdev", "net_null0", "--vdev", "net_null1", "--vdev", "net_null2",
-			"--vdev", "net_null3" };
-	int n = (int)(sizeof(eal) / sizeof(eal[0]));
-	cpu_set_t cpus;  /* EAL pins the main lcore; a fuzzer shares the machine: give it back */
-	sched_getaffinity(0, sizeof(cpus), &cpus);
-	if (rte_eal_init(n, eal) < 0)
-		die("EAL init failed");
-	sched_setaffinity(0, sizeof(cpus), &cpus);
-	rmdir(rte_eal_get_runtime_dir());
-	atexit(eal_cleanup);
-	memset(ofs_dp.port_by_of, -1, sizeof(ofs_dp.port_by_of));
-	ofs_dp.dpid = 0xf0d9;
-	ofs_dp.n_workers = 1;
-	ofs_dp.miss_send_len = 128;
-	const char *lk = getenv("OFS_FUZZ_LOOKUP");
-	ofs_dp.lookup_ops = ofs_lookup_find(lk && *lk ? lk : OFS_LOOKUP_DEFAULT);
-	if (!ofs_dp.lookup_ops)
-		die("OFS_FUZZ_LOOKUP: not a lookup backend of this build (" OFS_LOOKUP_NAMES ")");
+	fuzz_eal_init("fuzz_datapath", "fuzzdp", (*argv)[0], "128", N_PORTS, 0xf0d9);
+	fuzz_lookup_init(true);
 	/* mbufs with no room of their own (the ports' rx setup asks for the headroom): the data
 	 * of every mbuf the datapath sees is a guarded buffer */
 	pool = rte_pktmbuf_pool_create("fuzzdp_pool", 1023, 0, 0, RTE_PKTMBUF_HEADROOM,
 				       rte_socket_id());
 	if (!pool)
-		die("mbuf pool");
-	ports_init();
+		fuzz_die("mbuf pool");
+	fuzz_ports_init(pool, N_PORTS);
 	worker_init();
 	ofs_dp.pin_ring = rte_ring_create("fuzzdp_pin", 4096, rte_socket_id(), RING_F_SC_DEQ);
 	ofs_dp.pout_ring = rte_ring_create("fuzzdp_pout", 1024, rte_socket_id(),
 					   RING_F_SP_ENQ | RING_F_SC_DEQ);
 	if (!ofs_dp.pin_ring || !ofs_dp.pout_ring)
-		die("rings");
+		fuzz_die("rings");
 	ob_init(&out);
 	install_flow_set();
 	return 0;
@@ -736,7 +646,7 @@ static void after_burst(void)
 	}
 	sink();
 	if (rte_mempool_in_use_count(pool) != 0)
-		die("mbufs leaked (in use after the burst)");
+		fuzz_die("mbufs leaked (in use after the burst)");
 }
 
 static struct rte_mbuf *burst[OFS_BURST];
@@ -758,7 +668,7 @@ static void packet_out(uint32_t in_port, uint8_t prog, const uint8_t *frame, uin
 	size_t n = 24 + a->n + len;
 	uint8_t *m = malloc(n);
 	if (!m)
-		die("malloc");
+		fuzz_die("malloc");
 	m[0] = OFP13_VERSION;
 	m[1] = OFPT_PACKET_OUT;
 	wr16(m + 2, (uint16_t)n);
@@ -770,7 +680,7 @@ static void packet_out(uint32_t in_port, uint8_t prog, const uint8_t *frame, uin
 	memcpy(m + 24, a->b, a->n);
 	memcpy(m + 24 + a->n, frame, len);
 	if (ofs_handle_msg(&out, m, n) < 0)
-		die("the agent closed the session on a PACKET_OUT");
+		fuzz_die("the agent closed the session on a PACKET_OUT");
 	free(m);
 	sink();
 	void *objs[8];
@@ -780,7 +690,7 @@ static void packet_out(uint32_t in_port, uint8_t prog, const uint8_t *frame, uin
 			struct ofs_pout *po = objs[i];
 			struct rte_mbuf *mb = guarded_mbuf(pool, po->data, po->data_len);
 			if (!mb)
-				die("out of mbufs");
+				fuzz_die("out of mbufs");
 			run_packet_out(&ofs_dp.workers[0], po, mb);
 			free(po);
 		}
@@ -819,7 +729,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			burst_pidx = pidx;
 			struct rte_mbuf *m = guarded_mbuf(pool, data + o, (uint32_t)len);
 			if (!m)
-				die("out of mbufs");
+				fuzz_die("out of mbufs");
 			if (guard_selftest)  /* the byte past the frame: must be a report */
 				((volatile uint8_t *)rte_pktmbuf_mtod(m, uint8_t *))[len] = 0;
 			burst[burst_n++] = m;
@@ -829,6 +739,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	rx_flush();
 	ofs_dp.standalone = false;
 	memset(ofs_dp.workers[0].mac_learned, 0, sizeof(ofs_dp.workers[0].mac_learned));
-	ctr_flush_all(&ofs_dp.workers[0]);
+	ofs_ctr_flush_all(&ofs_dp.workers[0]);
 	return 0;
 }

@@ -24,10 +24,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-struct obuf { uint8_t *data; size_t len, cap; };
-void ob_init(struct obuf *b);
-void ob_free(struct obuf *b);
-uint8_t *ob_put(struct obuf *b, size_t n);
+#include "ofmsg.h"   /* struct obuf, the output buffer */
 
 struct ofs_pin;
 /* THE entry point: handle one framed message from the controller connection (len >= 8,
@@ -35,16 +32,11 @@ struct ofs_pin;
  * session must be closed (failed version negotiation), else 0. */
 int ofs_handle_msg(struct obuf *out, const uint8_t *msg, size_t len);
 void ofs_send_error(struct obuf *out, const uint8_t *msg, size_t len, uint32_t err);
-/* An agent invariant breach (agent_internal.h "Checked invariants"): printed; the sanitizer
- * build then aborts. */
-void ofs_invariant_failed(const char *what, unsigned type, size_t len);
-/* Messages dropped by ofs_msg_end for being over 65535 bytes (the stats socket shows it). */
-extern uint64_t ofs_msgs_dropped_too_long;
 void ofs_send_hello(struct obuf *out);
 void ofs_send_packet_in(struct obuf *out, const struct ofs_pin *pin);
 void ofs_expire_flows(struct obuf *out, uint64_t now_ns);
 /* Make the staged flow-table changes visible (flowtable.h); removed flows, groups and
- * meters are freed after a grace period. */
+ * meters are freed after a grace period (agent_flows.c). */
 void ofs_commit(void);
 void ofs_send_port_status(struct obuf *out, unsigned port_idx, uint8_t reason);
 /* Kernel-backed ports (agent_ports.c): p->kif from the ethdev's driver and devargs

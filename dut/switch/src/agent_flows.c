@@ -1,9 +1,9 @@
 /* agent_flows.c -- FLOW_MOD: validation of matches, instructions and actions, and the flow
  * table edits (add, modify, delete; strict and not), timeouts and FLOW_REMOVED.
  *
- * Goals: a FLOW_MOD costs what it touches, not the table (flowtable.h: staged incremental
- * updates, hash of (priority, match) for ADD and strict commands, mask groups for non-strict
- * selection); every refusal is the error OpenFlow 1.3.5 names (7.3.4.1, 7.4.4), decided
+ * Goals: a FLOW_MOD costs what it touches, not the table (flowtable.h, which owns a table's
+ * list, its hash of (priority, match) for ADD and strict commands, its mask groups for
+ * non-strict selection and the staged incremental updates); every refusal is the error OpenFlow 1.3.5 names (7.3.4.1, 7.4.4), decided
  * before the first change.
  * Invariants: every flow of a table is in its list, its hash and its mask group, and staged in
  * its lookup structure; n_timed_flows counts the flows with an idle or hard timeout; removed
@@ -23,7 +23,6 @@
 #include <stdlib.h>
 #include <arpa/inet.h>
 #include <string.h>
-#include <rte_hash_crc.h>
 #include "agent_internal.h"
 #include "flowtable.h"
 #include "flowarena.h"
@@ -56,7 +55,7 @@ static struct ofs_flow *arena_flow(void)
 {
 	struct ofs_flow *f = ofs_flow_alloc(true);
 	if (!f && dead_flows) {
-		ofs_flows_commit();
+		ofs_commit();
 		ofs_reclaim(true);  /* waits for the workers' quiescent states */
 		f = ofs_flow_alloc(true);
 	}
@@ -101,8 +100,11 @@ static void decode_hot(struct ofs_flow *f)
 
 static void free_flow_cb(void *f) { free_flow(f); }
 
-/* Publish every changed table (flowtable.h) and hand the removed flows to the deferred frees. */
-void ofs_flows_commit(void)
+uint64_t ofs_agent_requests;
+
+/* Publish every changed table (flowtable.h) and hand the removed flows to the deferred frees;
+ * removed groups and meters were handed to them at once (agent_groups_meters.c). */
+void ofs_commit(void)
 {
 	bool all = ofs_tables_commit();
 	/* a table whose publish failed still shows its removed flows: keep them for next time */
@@ -340,114 +342,21 @@ static uint32_t insts_parse(struct ofs_flow *f, const uint8_t *in, size_t len)
 }
 
 /* ---- flow table edits ---------------------------------------------------------------------- */
-static bool match_equal(const struct ofs_match *a, const struct ofs_match *b)
-{
-	return memcmp(&a->value, &b->value, sizeof(a->value)) == 0 &&
-	       memcmp(&a->mask, &b->mask, sizeof(a->mask)) == 0;
-}
-
-static uint32_t flow_hash(uint16_t priority, const struct ofs_match *m)
-{
-	uint32_t h = rte_hash_crc(&m->value, sizeof(m->value), priority);
-	return rte_hash_crc(&m->mask, sizeof(m->mask), h);
-}
-
-/* Room in tb's hash for `more` flows. -1 only when there is no hash at all and none can be
- * had; a hash that cannot grow keeps working with longer chains. */
-static int htab_reserve(struct ofs_table *tb, uint32_t more)
-{
-	if (tb->n_flows + more <= tb->hsize)
-		return 0;
-	uint32_t ns = tb->hsize ? tb->hsize : 1024;
-	while (ns < tb->n_flows + more)
-		ns *= 2;
-	struct ofs_flow **nt = calloc(ns, sizeof(*nt));
-	if (!nt)
-		return tb->hsize ? 0 : -1;
-	for (uint32_t i = 0; i < tb->hsize; i++) {
-		struct ofs_flow *g = tb->htab[i];
-		while (g) {
-			struct ofs_flow *nx = g->hnext;
-			g->hnext = nt[g->hash & (ns - 1)];
-			nt[g->hash & (ns - 1)] = g;
-			g = nx;
-		}
-	}
-	free(tb->htab);
-	tb->htab = nt;
-	tb->hsize = ns;
-	return 0;
-}
-
-static void htab_insert(struct ofs_table *tb, struct ofs_flow *f)
-{
-	f->hash = flow_hash(f->priority, &f->match);
-	f->hnext = tb->htab[f->hash & (tb->hsize - 1)];
-	tb->htab[f->hash & (tb->hsize - 1)] = f;
-}
-
-static void htab_remove(struct ofs_table *tb, struct ofs_flow *f)
-{
-	if (!tb->hsize)
-		return;
-	for (struct ofs_flow **pp = &tb->htab[f->hash & (tb->hsize - 1)]; *pp; pp = &(*pp)->hnext)
-		if (*pp == f) {
-			*pp = f->hnext;
-			return;
-		}
-}
-
-static struct ofs_flow *htab_find(struct ofs_table *tb, uint16_t priority,
-				  const struct ofs_match *m)
-{
-	if (!tb->hsize)
-		return NULL;
-	uint32_t h = flow_hash(priority, m);
-	for (struct ofs_flow *g = tb->htab[h & (tb->hsize - 1)]; g; g = g->hnext)
-		if (g->hash == h && g->priority == priority && match_equal(&g->match, m))
-			return g;
-	return NULL;
-}
-
-/* The table's flow list, doubly linked (O(1) unlink). */
-static void list_add(struct ofs_table *tb, struct ofs_flow *f)
-{
-	f->next = tb->flows;
-	f->pprev = &tb->flows;
-	if (tb->flows)
-		tb->flows->pprev = &f->next;
-	tb->flows = f;
-}
-
-static void list_del(struct ofs_flow *f)
-{
-	*f->pprev = f->next;
-	if (f->next)
-		f->next->pprev = f->pprev;
-}
-
-/* Add f to tb (prepared, f staged in the lookup structure, hash and mask group reserved). */
+/* Add f to tb (prepared, f staged in the lookup structure, ofs_table_reserve_flow done). */
 static void link_flow(struct ofs_table *tb, struct ofs_flow *f)
 {
-	list_add(tb, f);
-	htab_insert(tb, f);
-	ofs_table_group_add(tb, f);
+	ofs_table_link(tb, f);
 	if (f->idle_timeout || f->hard_timeout)
 		n_timed_flows++;
-	tb->n_flows++;
 }
 
-/* Unlink one flow from its table (list, hash, lookup structure) and queue it for freeing after
- * the commit. tb must be prepared (ofs_table_prepare). */
+/* Unlink one flow from its table (flowtable.c: list, hash, mask group, lookup structure) and
+ * queue it for freeing after the commit. tb must be prepared (ofs_table_prepare). */
 static void unlink_flow(struct ofs_table *tb, struct ofs_flow *f)
 {
-	list_del(f);
-	htab_remove(tb, f);
-	ofs_table_group_remove(tb, f);
-	ofs_table_stage_remove(tb, f);
+	ofs_table_unlink(tb, f);
 	if (f->idle_timeout || f->hard_timeout)
 		n_timed_flows--;
-	tb->n_flows--;
 	f->next = dead_flows;
 	dead_flows = f;
 }
@@ -528,8 +437,7 @@ int ofs_remove_flows(struct obuf *out, int table, bool (*pred)(struct ofs_flow *
 			continue;
 		if (ofs_table_prepare(tb))
 			return -1;
-		for (struct ofs_flow *f = tb->flows, *nx; f; f = nx) {
-			nx = f->next;
+		OFS_TABLE_FOR_EACH_SAFE(f, nx, tb) {
 			if (!pred(f, arg))
 				continue;
 			if (out)
@@ -554,7 +462,7 @@ static bool fm_selects(struct ofs_flow *f, void *arg)
 	if ((f->cookie & r->cookie_mask) != (r->cookie & r->cookie_mask))
 		return false;
 	if (r->strict) {
-		if (f->priority != r->priority || !match_equal(&f->match, &r->match))
+		if (f->priority != r->priority || !ofs_match_equal(&f->match, &r->match))
 			return false;
 	} else if (!ofs_match_covers(&r->match, &f->match)) {
 		return false;
@@ -580,7 +488,7 @@ static bool flow_entry_fits(size_t match_len, size_t insts_len)
 static int select_flows(struct ofs_table *tb, struct fm_req *r, struct ofs_flow ***sel)
 {
 	if (r->strict) {
-		struct ofs_flow *g = htab_find(tb, r->priority, &r->match);
+		struct ofs_flow *g = ofs_table_find_exact(tb, r->priority, &r->match);
 		*sel = malloc(sizeof(**sel));
 		if (!*sel)
 			return -1;
@@ -665,16 +573,7 @@ static int modify_flows(struct ofs_table *tb, struct fm_req *r, const struct ofs
 	}
 	for (int i = 0; i < n; i++) {
 		struct ofs_flow *g = sel[i], *c = copy[i];
-		/* c takes g's place in the list and the hash */
-		c->next = g->next;
-		c->pprev = g->pprev;
-		*c->pprev = c;
-		if (c->next)
-			c->next->pprev = &c->next;
-		htab_remove(tb, g);
-		htab_insert(tb, c);
-		ofs_table_group_replace(tb, g, c);
-		ofs_table_stage_remove(tb, g);
+		ofs_table_replace(tb, g, c);  /* c takes g's place; g's removal staged */
 		g->next = dead_flows;
 		dead_flows = g;
 		/* counts the workers' cache entries hold for g go on to c (ofswitch.h) */
@@ -797,14 +696,14 @@ static void flow_mod(struct obuf *out, const uint8_t *msg, size_t len)
 		f = a;
 		/* the new flow is staged before the one it replaces is removed: a failure leaves
 		 * the table as it was */
-		if (ofs_table_prepare(tb) || htab_reserve(tb, 1) ||
-		    ofs_table_group_reserve(tb, f) || ofs_table_stage_add(tb, f)) {
+		if (ofs_table_prepare(tb) || ofs_table_reserve_flow(tb, f) ||
+		    ofs_table_stage_add(tb, f)) {
 			ofs_send_error(out, msg, len, OFS_ERR(OFPET_FLOW_MOD_FAILED,
 							      OFPFMFC_TABLE_FULL));
 			free_flow(f);
 			return;
 		}
-		struct ofs_flow *same = htab_find(tb, f->priority, &f->match);
+		struct ofs_flow *same = ofs_table_find_exact(tb, f->priority, &f->match);
 		if (same)
 			unlink_flow(tb, same);  /* identical match+priority: replaced */
 		link_flow(tb, f);

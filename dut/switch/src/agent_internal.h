@@ -3,7 +3,8 @@
  *
  * Where each concern lives (one OpenFlow message enters at ofs_handle_msg in agent.c):
  *   agent.c            the entry point: version check, slave refusal, length check, and a
- *                      table of handlers indexed by message type; output buffer; commit
+ *                      table of handlers indexed by message type
+ *   ofmsg.c            framing: the output buffer, ofs_msg_begin/end (ofmsg.h)
  *   agent_error.c      the one place that builds OFPT_ERROR
  *   agent_session.c    sessions (one per controller connection) and handshake: HELLO
  *                      (version negotiation), ECHO, FEATURES, GET/SET_CONFIG, BARRIER, ROLE
@@ -14,12 +15,16 @@
  *                      fail mode, the agent's
  *                      sleep/wake loop (ofs_agent_main), the stats socket, link polling
  *   agent_flows.c      FLOW_MOD (validation of matches, instructions and actions; add,
- *                      modify, delete), timeouts, FLOW_REMOVED
+ *                      modify, delete), timeouts, FLOW_REMOVED, ofs_commit
  *   agent_groups_meters.c  GROUP_MOD and METER_MOD on the shared id table (idtable.h)
  *   agent_ports.c      PORT_MOD, TABLE_MOD, QUEUE_GET_CONFIG, PORT_STATUS, ofp_port
  *   agent_packet.c     PACKET_IN (from the workers' pin_ring), PACKET_OUT (to worker 0)
  *   agent_multipart.c  MULTIPART requests: one handler per multipart type, table features
  *
+ * Calls point one way (no circle between the files): agent.c -> the handlers' files ->
+ * agent_flows.c / agent_ports.c (shared helpers) -> agent_error.c -> ofmsg.c; agent_conn.c
+ * (the loop) calls down into all of them, and nothing calls back up into agent.c or
+ * agent_conn.c.
  * Error convention: a handler answers a refused message itself through ofs_send_error (or
  * returns an OFS_ERR() code to a caller that does); it never both refuses and applies part of
  * a message: every check runs before the first change.
@@ -42,33 +47,7 @@
 #include "ofswitch.h"
 #include "agent.h"
 
-/* ---- messages (agent.c) ---- */
-/* The longest OpenFlow message (its header's 16-bit length) and the longest multipart reply
- * entry: one reply of OFS_MSG_MAX bytes less its 16-byte ofp_multipart_reply header. An entry
- * never straddles two replies (OF1.3.5 7.3.5), so what a reply entry would echo (a flow's
- * match and instructions, a group's buckets, a meter's bands) is refused at FLOW_MOD /
- * GROUP_MOD / METER_MOD time when its entry could not fit (agent_flows.c, agent_groups_meters.c). */
-#define OFS_MSG_MAX 65535u
-#define OFS_MP_ENTRY_MAX (OFS_MSG_MAX - 16u)
-/* Checked invariants (the sanitizer build): every message ofs_msg_end closes is at most
- * OFS_MSG_MAX bytes and what the agent hands to a connection is a sequence of whole messages
- * (agent_conn.c route); a breach aborts with a message there, while the release build drops
- * the message and logs it (a cut length would desynchronise the controller's stream). */
-#if defined(__SANITIZE_ADDRESS__)
-#define OFS_CHECK_INVARIANTS 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define OFS_CHECK_INVARIANTS 1
-#endif
-#endif
-#ifndef OFS_CHECK_INVARIANTS
-#define OFS_CHECK_INVARIANTS 0
-#endif
-/* Start a message of this type in b; returns its offset for msg_end (which writes length). */
-size_t ofs_msg_begin(struct obuf *b, uint8_t type, uint32_t xid);
-void ofs_msg_end(struct obuf *b, size_t at);
-/* A whole message: header + n bytes of body. */
-void ofs_msg_simple(struct obuf *out, uint8_t type, uint32_t xid, const void *body, size_t n);
+/* ---- messages: ofmsg.h (framing, the output buffer), included through agent.h ---- */
 
 /* ---- errors (agent_error.c) ---- */
 /* OFPT_ERROR of err (OFS_ERR) with xid and free-form data (n bytes). */
@@ -92,10 +71,6 @@ ofs_msg_handler ofs_on_multipart_request;                              /* agent_
 /* ---- session (agent_session.c) ---- */
 /* The connection's role (OFPCR_ROLE_*): slaves are refused state-changing messages. */
 uint32_t ofs_session_role(void);
-/* Messages handled and expiry passes run so far: what ran in one of them shares one
- * ofs_counters_sync (agent_flows.c send_flow_removed). */
-extern uint64_t ofs_agent_requests;
-
 /* ---- flows (agent_flows.c) ---- */
 /* Does one of f's actions output to port (OFPP_ANY: any) or to group (OFPG_ANY: any)? */
 bool ofs_flow_outputs(const struct ofs_flow *f, uint32_t port, uint32_t group);
@@ -107,18 +82,14 @@ bool ofs_match_covers(const struct ofs_match *r, const struct ofs_match *f);
  * -1 when a table cannot be prepared (out of memory): flows of the later tables stay. */
 int ofs_remove_flows(struct obuf *out, int table, bool (*pred)(struct ofs_flow *, void *),
 		     void *arg, uint8_t reason);
-/* Commit the flow tables and hand removed flows to the deferred frees (agent.c's ofs_commit
- * calls it). */
-void ofs_flows_commit(void);
+/* Messages handled and expiry passes run so far (agent.c and ofs_expire_flows count them):
+ * what ran in one of them shares one ofs_counters_sync (send_flow_removed). */
+extern uint64_t ofs_agent_requests;
 
 /* ---- ports (agent_ports.c) ---- */
 void ofs_put_port(uint8_t *p, const struct ofs_port *pt);     /* ofp_port, 64 bytes */
 void ofs_port_stats_sum(int pidx, struct ofs_port_stats *s);   /* all workers' counters */
 /* A port number a request may name as a real port (1..OFPP_MAX, configured) */
 bool ofs_port_is_real(uint32_t port);
-
-/* ---- time ---- */
-/* duration_sec, duration_nsec (8 bytes, wire order) since since_ns */
-void ofs_put_duration(uint8_t *p, uint64_t since_ns);
 
 #endif

@@ -22,6 +22,7 @@
 #include <string.h>
 #include "agent_internal.h"
 #include "flowarena.h"
+#include "flowtable.h"
 
 #define OFS_MP_SPLIT 65000u          /* bytes: start a new reply before this size */
 #define OFS_MP_HDR_LEN 16u           /* ofp_multipart_request: header, type 2, flags 2, pad 4 */
@@ -240,7 +241,7 @@ static void mp_flow(const struct mp_req *q)
 	ofs_counters_sync();  /* the counts cache entries still hold (ofswitch.h) */
 	mp_begin(&r, q->out, q->type, q->xid);
 	for (int t = 0; t < OFS_N_TABLES; t++) {
-		for (struct ofs_flow *f = ofs_dp.tables[t].flows; f; f = f->next) {
+		OFS_TABLE_FOR_EACH(f, &ofs_dp.tables[t]) {
 			if (!stats_selects(f, &s))
 				continue;
 			uint64_t fp, fb;
@@ -351,7 +352,7 @@ static uint32_t group_refs(uint32_t gid)
 {
 	uint32_t refs = 0;
 	for (int t = 0; t < OFS_N_TABLES; t++)
-		for (struct ofs_flow *f = ofs_dp.tables[t].flows; f; f = f->next)
+		OFS_TABLE_FOR_EACH(f, &ofs_dp.tables[t])
 			refs += ofs_flow_outputs(f, OFPP_ANY, gid);
 	return refs;
 }
@@ -360,7 +361,7 @@ static uint32_t meter_refs(uint32_t mid)
 {
 	uint32_t refs = 0;
 	for (int t = 0; t < OFS_N_TABLES; t++)
-		for (struct ofs_flow *f = ofs_dp.tables[t].flows; f; f = f->next)
+		OFS_TABLE_FOR_EACH(f, &ofs_dp.tables[t])
 			refs += f->meter_id == mid;
 	return refs;
 }

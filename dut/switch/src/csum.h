@@ -52,4 +52,23 @@ static inline uint16_t csum_fold(uint32_t s)
 	return (uint16_t)~s;
 }
 
+/* In-place updates (RFC 1624 eqn. 3), as Open vSwitch's packet_set_* do them. */
+
+/* The checksum field at cs after the n bytes (n even) at old became those at new. Neither
+ * may be bytes just stored narrower than 16 bits (a load across such a store waits for it:
+ * a word changed in part is passed by value, csum_replace16). */
+static inline void csum_replace(uint8_t *cs, const uint8_t *old, const uint8_t *new, uint32_t n)
+{
+	uint32_t s = (uint16_t)~rd16(cs);
+	for (uint32_t i = 0; i < n; i += 2)
+		s += (uint16_t)~rd16(old + i) + (uint32_t)rd16(new + i);
+	wr16(cs, csum_fold(s));
+}
+
+/* The checksum field at cs after one 16-bit word (host order values) went from old to new. */
+static inline void csum_replace16(uint8_t *cs, uint16_t old, uint16_t new)
+{
+	wr16(cs, csum_fold((uint32_t)(uint16_t)~rd16(cs) + (uint16_t)~old + new));
+}
+
 #endif

@@ -625,6 +625,129 @@ bool ofs_tables_commit(void)
 	return all;
 }
 
+/* ---- a table's flows: list, (priority, match) hash (flowtable.h) ----------------------- */
+bool ofs_match_equal(const struct ofs_match *a, const struct ofs_match *b)
+{
+	return memcmp(&a->value, &b->value, sizeof(a->value)) == 0 &&
+	       memcmp(&a->mask, &b->mask, sizeof(a->mask)) == 0;
+}
+
+static uint32_t flow_hash(uint16_t priority, const struct ofs_match *m)
+{
+	uint32_t h = rte_hash_crc(&m->value, sizeof(m->value), priority);
+	return rte_hash_crc(&m->mask, sizeof(m->mask), h);
+}
+
+/* Room in tb's hash for `more` flows. -1 only when there is no hash at all and none can be
+ * had; a hash that cannot grow keeps working with longer chains. */
+static int htab_reserve(struct ofs_table *tb, uint32_t more)
+{
+	if (tb->n_flows + more <= tb->hsize)
+		return 0;
+	uint32_t ns = tb->hsize ? tb->hsize : 1024;
+	while (ns < tb->n_flows + more)
+		ns *= 2;
+	struct ofs_flow **nt = calloc(ns, sizeof(*nt));
+	if (!nt)
+		return tb->hsize ? 0 : -1;
+	for (uint32_t i = 0; i < tb->hsize; i++) {
+		struct ofs_flow *g = tb->htab[i];
+		while (g) {
+			struct ofs_flow *nx = g->hnext;
+			g->hnext = nt[g->hash & (ns - 1)];
+			nt[g->hash & (ns - 1)] = g;
+			g = nx;
+		}
+	}
+	free(tb->htab);
+	tb->htab = nt;
+	tb->hsize = ns;
+	return 0;
+}
+
+static void htab_insert(struct ofs_table *tb, struct ofs_flow *f)
+{
+	f->hash = flow_hash(f->priority, &f->match);
+	f->hnext = tb->htab[f->hash & (tb->hsize - 1)];
+	tb->htab[f->hash & (tb->hsize - 1)] = f;
+}
+
+static void htab_remove(struct ofs_table *tb, struct ofs_flow *f)
+{
+	if (!tb->hsize)
+		return;
+	for (struct ofs_flow **pp = &tb->htab[f->hash & (tb->hsize - 1)]; *pp; pp = &(*pp)->hnext)
+		if (*pp == f) {
+			*pp = f->hnext;
+			return;
+		}
+}
+
+struct ofs_flow *ofs_table_find_exact(struct ofs_table *tb, uint16_t priority,
+				     const struct ofs_match *m)
+{
+	if (!tb->hsize)
+		return NULL;
+	uint32_t h = flow_hash(priority, m);
+	for (struct ofs_flow *g = tb->htab[h & (tb->hsize - 1)]; g; g = g->hnext)
+		if (g->hash == h && g->priority == priority && ofs_match_equal(&g->match, m))
+			return g;
+	return NULL;
+}
+
+/* The table's flow list, doubly linked (O(1) unlink). */
+static void list_add(struct ofs_table *tb, struct ofs_flow *f)
+{
+	f->next = tb->flows;
+	f->pprev = &tb->flows;
+	if (tb->flows)
+		tb->flows->pprev = &f->next;
+	tb->flows = f;
+}
+
+static void list_del(struct ofs_flow *f)
+{
+	*f->pprev = f->next;
+	if (f->next)
+		f->next->pprev = f->pprev;
+}
+
+int ofs_table_reserve_flow(struct ofs_table *tb, const struct ofs_flow *f)
+{
+	return htab_reserve(tb, 1) || ofs_table_group_reserve(tb, f) ? -1 : 0;
+}
+
+void ofs_table_link(struct ofs_table *tb, struct ofs_flow *f)
+{
+	list_add(tb, f);
+	htab_insert(tb, f);
+	ofs_table_group_add(tb, f);
+	tb->n_flows++;
+}
+
+void ofs_table_unlink(struct ofs_table *tb, struct ofs_flow *f)
+{
+	list_del(f);
+	htab_remove(tb, f);
+	ofs_table_group_remove(tb, f);
+	ofs_table_stage_remove(tb, f);
+	tb->n_flows--;
+}
+
+void ofs_table_replace(struct ofs_table *tb, struct ofs_flow *old, struct ofs_flow *c)
+{
+	/* c takes old's place in the list and the hash */
+	c->next = old->next;
+	c->pprev = old->pprev;
+	*c->pprev = c;
+	if (c->next)
+		c->next->pprev = &c->next;
+	htab_remove(tb, old);
+	htab_insert(tb, c);
+	ofs_table_group_replace(tb, old, c);
+	ofs_table_stage_remove(tb, old);
+}
+
 /* ---- mask groups ------------------------------------------------------------------------- */
 
 static uint32_t mask_hash(const struct ofs_key *m)

@@ -66,6 +66,37 @@
 #define OFB_FLOWTABLE_H
 #include "ofswitch.h"
 
+/* ---- a table's flows (agent thread) ---------------------------------------------------------
+ * This file owns a table's flows: its list (tb->flows, doubly linked through next/pprev, read
+ * only through OFS_TABLE_FOR_EACH), its hash of (priority, match) (ADD and strict commands
+ * find their flow without a scan), its mask groups (non-strict selection, below) and the
+ * staging in its lookup structure. An ADD: ofs_table_prepare, ofs_table_reserve_flow,
+ * ofs_table_stage_add (each may fail: the table is as it was), then ofs_table_link (cannot).
+ * The caller (agent_flows.c) keeps what is the agent's: timeouts, FLOW_REMOVED, the frees. */
+
+/* Every flow of tb, in list order (newest first); the body may unlink f (not nx). */
+#define OFS_TABLE_FOR_EACH_SAFE(f, nx, tb) \
+	for (struct ofs_flow *f = (tb)->flows, *nx; f && ((nx = f->next), 1); f = nx)
+#define OFS_TABLE_FOR_EACH(f, tb) \
+	for (struct ofs_flow *f = (tb)->flows; f; f = f->next)
+
+/* Same priority-independent match (value and mask)? */
+bool ofs_match_equal(const struct ofs_match *a, const struct ofs_match *b);
+/* The flow of tb with exactly this priority and match, or NULL (the hash). */
+struct ofs_flow *ofs_table_find_exact(struct ofs_table *tb, uint16_t priority,
+				     const struct ofs_match *m);
+/* Room for one more flow, f, in tb's hash and f's mask group. 0, or -1 when out of memory
+ * (a hash that cannot grow keeps working with longer chains). */
+int ofs_table_reserve_flow(struct ofs_table *tb, const struct ofs_flow *f);
+/* f (staged, room reserved) into tb's list, hash and mask group. Cannot fail. */
+void ofs_table_link(struct ofs_table *tb, struct ofs_flow *f);
+/* f out of tb's list, hash and mask group, its removal staged (tb prepared). The caller frees
+ * f after the commit (ofs_defer_free_flow). */
+void ofs_table_unlink(struct ofs_table *tb, struct ofs_flow *f);
+/* MODIFY: c (staged) takes old's place in the list, the hash and the mask group; old's removal
+ * staged. */
+void ofs_table_replace(struct ofs_table *tb, struct ofs_flow *old, struct ofs_flow *c);
+
 /* Get tb ready for staging changes. 0, or -1 when out of memory (nothing changed). */
 int ofs_table_prepare(struct ofs_table *tb);
 /* Stage f (already prepared). 0, or -1 when out of memory (nothing staged). */

@@ -1,5 +1,5 @@
-/* Differential test of the datapath's header rewrites (src/datapath.c, which this file includes
- * to reach its static action code): every set-field whose checksums are updated in place
+/* Differential test of the datapath's header rewrites (src/actions.c and src/pkt_csum.c, reached
+ * through the private src/datapath_internal.h): every set-field whose checksums are updated in place
  * (RFC 1624: IP DSCP/ECN, IPv4 and IPv6 addresses, TCP/UDP/SCTP ports) must leave exactly the
  * bytes of the full recomputation (fix_checksums with the packet marked dirty), on random
  * frames of every protocol the switch fixes checksums for: IPv4 with and without options,
@@ -8,7 +8,8 @@
  * workload: ipv4_dst, then ip_dscp), after an action that marked the packet dirty (a TTL
  * decrement) and after an ip_proto rewrite. No EAL: a frame lives in a static mbuf.
  * Run: build/dut/switch/test_ofswitch_actions (exit 0 = all passed). */
-#include "../src/datapath.c"
+#include <rte_malloc.h>
+#include "../src/datapath_internal.h"
 
 static int failures, checks;
 #define CHECK(cond, ...) do { checks++; if (!(cond)) { failures++; \
@@ -165,15 +166,15 @@ static bool run_both(const uint8_t *f, uint32_t len, uint32_t cut, uint8_t x[][2
 			px[2] = OXM_IP_PROTO << 1;
 			px[3] = 1;
 			px[4] = c->lay.l4_proto;  /* the same value: still marks the layout proto */
-			set_field(c, px);
+			ofs_act_set_field(c, px);
 		}
 		for (int i = 0; i < n; i++) {
 			if (side == 0) {
 				bool was_dirty = c->csum_dirty;
-				set_field(c, x[i]);
+				ofs_act_set_field(c, x[i]);
 				kept |= !c->csum_dirty && !was_dirty;
 			} else {
-				set_field(c, x[i]);
+				ofs_act_set_field(c, x[i]);
 				c->csum_dirty = true;
 			}
 		}
@@ -314,7 +315,7 @@ static void test_push_keeps_layout(void)
 		wr16(act + 4, push[1]);
 		struct pkt_ctx a, b;
 		load(&a, &mb_a, buf_a, f, len);
-		if (!exec_one(&a, act) || !a.m)
+		if (!ofs_act_exec_one(&a, act) || !a.m)
 			continue;
 		cases++;
 		moved += !a.parse_stale;
@@ -350,7 +351,7 @@ static void test_wrong_checksum_kept_wrong(void)
 	oxm_of(x[0], OXM_IPV4_DST, 4);
 	struct pkt_ctx a;
 	load(&a, &mb_a, buf_a, f, len);
-	set_field(&a, x[0]);
+	ofs_act_set_field(&a, x[0]);
 	fix_checksums(&a);
 	struct pkt_ctx chk;
 	load(&chk, &mb_b, buf_b, pdata(&a), len);

@@ -1,6 +1,6 @@
 /* Bounds of the datapath's frame accesses (issue 37, finding 2): no parse and no action reads
- * or writes a byte outside the frame, whatever the frame says about its own headers. Includes
- * src/datapath.c to reach the static action code (as test_actions.c does). No EAL.
+ * or writes a byte outside the frame, whatever the frame says about its own headers. Reaches
+ * the action code through src/datapath_internal.h (as test_actions.c does). No EAL.
  *
  * Each frame lives in a heap buffer that ends where the frame ends. In the sanitizer build the
  * buffer is exactly headroom + frame, so one byte read or written past the frame is an ASan
@@ -21,7 +21,8 @@
  *    after each action the layout is inside the frame (an oracle of this file, and the
  *    switch's own ofs_layout_ok, which the debug build asserts at run time).
  * Run: build/dut/switch/test_ofswitch_bounds (exit 0 = all passed). */
-#include "../src/datapath.c"
+#include <rte_malloc.h>
+#include "../src/datapath_internal.h"
 
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer)
@@ -237,7 +238,7 @@ static void run_program(const uint8_t *frame, uint32_t len, const int *prog, int
 	gload(&g, &c, frame, len);
 	check_layout(&c, "the parse");
 	for (int i = 0; i < n && c.m && !c.dropped; i++) {
-		if (!exec_one(&c, acts[prog[i]].b))
+		if (!ofs_act_exec_one(&c, acts[prog[i]].b))
 			break;
 		check_layout(&c, "an action");
 	}
@@ -301,7 +302,7 @@ static void set_leaves_frame(const char *name, const uint8_t *frame, uint32_t le
 	struct pkt_ctx c;
 	what = name;
 	gload(&g, &c, frame, len);
-	exec_one(&c, a.b);
+	ofs_act_exec_one(&c, a.b);
 	fix_checksums(&c);
 	CHECK(plen(&c) == len && memcmp(pdata(&c), frame, len) == 0,
 	      "%s: set-field %d changed a frame that does not carry the field", name, f);
@@ -420,7 +421,7 @@ static void test_finding_frames(void)
 	struct act ttl_in = simple_act(OFPAT_COPY_TTL_IN, 0);
 	what = "COPY_TTL_IN, IPv4 IHL 60 under MPLS";
 	gload(&g, &c, f, o);
-	exec_one(&c, ttl_in.b);
+	ofs_act_exec_one(&c, ttl_in.b);
 	CHECK(pdata(&c)[ip + 8] == 33, "COPY_TTL_IN: the TTL (in the frame) is copied");
 	CHECK(rd16(pdata(&c) + ip + 10) == 0x1234,
 	      "COPY_TTL_IN: the checksum of an IPv4 header that is not whole was computed "
@@ -430,7 +431,7 @@ static void test_finding_frames(void)
 	f[ip] = 0x45;
 	wr16(f + ip + 2, 20);
 	gload(&g, &c, f, o);
-	exec_one(&c, ttl_in.b);
+	ofs_act_exec_one(&c, ttl_in.b);
 	CHECK(pdata(&c)[ip + 8] == 33 &&
 	      csum_fold(csum_add(0, pdata(&c) + ip, 20)) == 0,
 	      "COPY_TTL_IN: a whole IPv4 header's checksum is recomputed");
