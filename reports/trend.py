@@ -258,15 +258,23 @@ def judge_jumpavg(value, history: Sequence[float], direction: int, rel_floor: fl
     n = len(hist) + 1
     changed = len(segs) >= 2 and last.start >= n - recent and \
         last.verdict in ("regression", "progression")
+    return _segments_judgement(v, segs, changed, len(hist), direction), segs
+
+
+def _segments_judgement(point: float, segs: list, changed: bool, n_history: int,
+                        direction: int) -> Judgement:
+    """The verdict of a grouped series whose last segment is (``changed``) or is not a step:
+    against the segment before it, or against its own average (pure)."""
+    last = segs[-1]
     ref = segs[-2] if changed else last
-    change = (v - ref.avg) / abs(ref.avg) * 100.0 if ref.avg else None
-    j = Judgement("ok", v, ref.avg, None, ref.stdev, len(hist), direction,
+    change = (point - ref.avg) / abs(ref.avg) * 100.0 if ref.avg else None
+    j = Judgement("ok", point, ref.avg, None, ref.stdev, n_history, direction,
                   last.change_pct if changed else change)
     if direction == 0:
         j.verdict = "untracked"
     elif changed:
         j.verdict = last.verdict
-    return j, segs
+    return j
 
 
 def judge_csit(value, history: Sequence, direction: int, min_step: float = CSIT_MIN_STEP,
@@ -291,15 +299,7 @@ def judge_csit(value, history: Sequence, direction: int, min_step: float = CSIT_
     n = len(hist) + 1
     changed = len(segs) >= 2 and n - recent <= last.start <= n - max(1, confirm) and \
         last.verdict in ("regression", "progression")
-    ref = segs[-2] if changed else last
-    change = (point - ref.avg) / abs(ref.avg) * 100.0 if ref.avg else None
-    j = Judgement("ok", point, ref.avg, None, ref.stdev, len(hist), direction,
-                  last.change_pct if changed else change)
-    if direction == 0:
-        j.verdict = "untracked"
-    elif changed:
-        j.verdict = last.verdict
-    return j, segs
+    return _segments_judgement(point, segs, changed, len(hist), direction), segs
 
 
 # ---- series keys -----------------------------------------------------------------------------
