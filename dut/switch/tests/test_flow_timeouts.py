@@ -20,8 +20,7 @@ import pytest
 import openflow as w
 from dut.switch import launcher
 from dut.switch.tests.switchproc import switch_process
-from dut.switch.tests.test_datapath_bounds import MACS
-from dut.switch.tests.test_packet_in_reason import accept_sync
+from dut.switch.tests.switchproc import MACS, accept_sync
 
 
 def udp_dst(port: int) -> bytes:
