@@ -22,8 +22,6 @@ SWITCH = "dut/switch"
 MAX_LINES = 1000
 # (including file, included file) -> the issue that removes the arrow
 KNOWN: dict[tuple[str, str], str] = {
-    ("dut/switch/src/main.c", "drivers/replay/replay.h"):
-        "issue 43 part 3: replay becomes a switch port type beside vhost_port.c",
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 

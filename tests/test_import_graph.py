@@ -37,16 +37,9 @@ KNOWN: dict[tuple[str, str], str] = {
 # modules share lives in a plain module (or the tests folder's helper module) instead
 KNOWN_TEST_IMPORTS: dict[tuple[str, str], str] = {
     **{pair: "issue 43 part 3: no test imports another test module" for pair in (
-        ("drivers.trafficgen.tests.test_mlr", "drivers.trafficgen.tests.test_ndr"),
-        ("dut.switch.tests.test_controllers", "dut.switch.tests.test_fuzz"),
-        ("dut.switch.tests.test_datapath_bounds", "dut.switch.tests.test_controllers"),
-        ("dut.switch.tests.test_datapath_bounds", "dut.switch.tests.test_fuzz"),
-        ("dut.switch.tests.test_packet_in_reason", "dut.switch.tests.test_datapath_bounds"),
         ("suites.controller.test_experiment_logic", "suites.controller.test_controller"),
         ("suites.interop.test_interop_logic", "suites.interop.test_interop"),
         ("suites.throughput.test_rig", "suites.throughput.test_throughput"),
-        ("dut.switch.tests.test_flow_timeouts", "dut.switch.tests.test_datapath_bounds"),
-        ("dut.switch.tests.test_flow_timeouts", "dut.switch.tests.test_packet_in_reason"),
         ("suites.interop.test_faucet_pipeline", "suites.throughput.test_throughput"),
     )},
 }

@@ -41,7 +41,7 @@ from redact import redact_text
 # What a role builds on its host (ninja targets of the meson project): the switch role, and the
 # generator role by its kind.
 ROLE_TARGETS = {"switch": ["dut/switch/ofswitch", "dut/classifier/cls-bench",
-                           "drivers/replay/feed_ceiling", "drivers/probes/memchase"],
+                           "dut/switch/bench/feed_ceiling", "drivers/probes/memchase"],
                 "softgen": ["drivers/softgen/softgen"],
                 # TRex's bind shim (drivers/trex/bindshim.c): TRex listens on the lab address only
                 "trex": ["drivers/trex/libofb_trex_bind.so"]}

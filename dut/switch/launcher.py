@@ -19,7 +19,7 @@ from pathlib import Path
 
 from paths import build_dir, san_build_dir  # the release and the sanitizer build
 
-# port specs the switch builds itself: the pcap replay feed of drivers/replay (replay.h) and a
+# port specs the switch builds itself: the pcap replay port (src/replay_port.h) and a
 # vhost-user socket driven through librte_vhost without the net_vhost PMD (src/vhost_port.h)
 REPLAY_PREFIX = "replay:"
 VHOST_PREFIX = "vhost:"

@@ -346,7 +346,7 @@ SINK = "net_null0,no-rx=1"
 
 
 def rx_spec(feed: str, pcap: Path) -> str:
-    """Port 1's spec for a feed: ``replay`` = drivers/replay handing out the pcap's frames from
+    """Port 1's spec for a feed: ``replay`` = the switch's replay port (dut/switch/src/replay_port.c) handing out the pcap's frames from
     memory by reference (no copy; ofswitch only), ``replay-copy`` = the same frames copied into
     fresh mbufs (what a NIC's DMA costs; for rewriting workloads), ``replay-stream`` = copied into
     fresh mbufs from one packed array read in order (no per-frame template lines in the working
@@ -365,7 +365,7 @@ def rx_spec(feed: str, pcap: Path) -> str:
 
 def feed_ceiling(lab, feed: str, pcap: Path, *, lcore: int, seconds: float = 2.0,
                  tag: str = "bench", n_frames: int = 8192) -> float:
-    """Mpps the feed alone delivers to net_null on `lcore` (drivers/replay/feed_ceiling: rx
+    """Mpps the feed alone delivers to net_null on `lcore` (dut/switch/bench/feed_ceiling: rx
     burst -> tx burst, no switch work): the rate above which a switch fed by it cannot go.
     ``lab``: any lab host (this box's local lab, or the switch host of a remote one)."""
     spec = rx_spec(feed, pcap)
@@ -373,7 +373,7 @@ def feed_ceiling(lab, feed: str, pcap: Path, *, lcore: int, seconds: float = 2.0
     if feed == "pcap":
         vdevs += ["--vdev", spec]
         spec = "net_pcap0"
-    argv = [str(lab.build_path("drivers/replay/feed_ceiling")),
+    argv = [str(lab.build_path("dut/switch/bench/feed_ceiling")),
             *lab.eal_args(f"{tag}-ceiling", mem_mb=1024, lcores=str(lcore)), *vdevs, "--",
             "--rx", spec, "--tx", "net_null9", "--seconds", str(seconds),
             "--mbufs", str(n_frames + 32768)]
@@ -755,7 +755,7 @@ def _counts_after(lab, rx_devargs: str, flows: list[BenchFlow], expect: int, tag
 def feed_check(lab, n_flows: int = 1000, n_frames: int = 2000, loops: int = 3,
                pps: int = 20_000, lcore: int = 1) -> dict:
     """The replay feed against a real generator: the same frames, `loops` times, once from
-    drivers/replay (``loops=K``, by reference and in stream mode) and once from softgen over memif at a low rate (`pps`) into a
+    the replay port (``loops=K``, by reference and in stream mode) and once from softgen over memif at a low rate (`pps`) into a
     fresh ofswitch each; returns both switches' port counters and per-flow packet counts and
     softgen's own tx/unsent counts. Equal counters say the feed hands the switch exactly the
     pcap's frames, in order, as a generator would."""

@@ -2,7 +2,7 @@
 wildcard flows of mixed masks installed by FLOW_MOD, ofbench vs OVS-DPDK in the same run, the
 sink net_null (no rx).
 
-Feeds (suites/switch/pipeline.py rx_spec): ofbench is measured on drivers/replay (frames handed
+Feeds (suites/switch/pipeline.py rx_spec): ofbench is measured on its replay port (frames handed
 out from memory by reference: the feed whose own ceiling is far above the switch) and on DPDK's
 net_pcap infinite_rx, the feed OVS-DPDK can load too (its memif ports do not come up here, see
 suites/throughput/topology.py), so the ofbench / OVS-DPDK ratio compares equal feeds. Each
@@ -49,7 +49,7 @@ def test_pipeline_64b_100k_flows(lab, profile, results, progress, n_frames):
 @pytest.mark.quick
 @pytest.mark.local_lab
 def test_replay_feed_equals_softgen(lab):
-    """The replay feed is not a toy: the same 2000 frames three times, from drivers/replay (by
+    """The replay feed is not a toy: the same 2000 frames three times, from the replay port (by
     reference, and copied from its packed array in stream mode) and from softgen over memif (20 kpps), give a fresh ofswitch the same port counters
     and the same packet count on each of its 1000 flows."""
     from suites.switch.pipeline import feed_check

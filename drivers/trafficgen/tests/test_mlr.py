@@ -6,7 +6,7 @@ from drivers.trafficgen.latency import LatencyStats
 from drivers.trafficgen.mlr import (QUICK_GOALS, Goal, MlrConfig, goals_from_section, search_mlr,
                                     spread)
 
-from .test_ndr import synthetic
+from .synthetic_dut import synthetic
 
 
 def quiet(_line):

@@ -23,7 +23,7 @@
  * A port may be a vhost-user socket driven through librte_vhost directly (vhost_port.h):
  * --port 1=vhost:<socket path>[,client=0|1] (client=1, the default: the guest owns the socket).
  *
- * A port may also be the pcap replay feed of drivers/replay (built with it):
+ * A port may also be the pcap replay feed (replay_port.h; built when DPDK has net_ring):
  * --port 1=replay:<pcap>[,loops=K][,copy=1] -- frames handed out from memory without copies
  * (or copied, copy=1, for workloads that rewrite headers), for benchmarks whose feed must not
  * be the limit (suites/switch/pipeline.py).
@@ -53,7 +53,7 @@
 #include "flowarena.h"
 #include "vhost_port.h"
 #ifdef OFB_HAVE_REPLAY
-#include "replay.h"
+#include "replay_port.h"
 #endif
 
 
@@ -320,7 +320,7 @@ static void port_init(unsigned i, struct rte_mempool *pool)
 		id = (uint16_t)r;
 #else
 		rte_exit(EXIT_FAILURE, "port %u: this ofswitch was built without the replay feed "
-			 "(drivers/replay needs DPDK's net_ring library)\n", port_nums[i]);
+			 "(the replay port needs DPDK's net_ring library)\n", port_nums[i]);
 #endif
 	} else if (*end == 0)
 		id = (uint16_t)v;

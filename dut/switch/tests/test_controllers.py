@@ -26,9 +26,8 @@ from contextlib import contextmanager
 import pytest
 
 from dut.switch import launcher
-from dut.switch.tests.switchproc import switch_process
+from dut.switch.tests.switchproc import accept, error_of, flow_packets, switch_process
 import openflow as w
-from dut.switch.tests.test_fuzz import accept
 
 ROLE_REQUEST, ROLE_REPLY, SET_ASYNC = 24, 25, 28
 ROLE_EQUAL, ROLE_MASTER, ROLE_SLAVE = 1, 2, 3
@@ -70,14 +69,6 @@ def role(s: w.Session, r: int, gen: int, xid: int) -> tuple[str, int]:
             t, c = struct.unpack_from("!HH", m[2])
             return "error", t << 16 | c
     raise TimeoutError("no answer to ROLE_REQUEST")
-
-
-def error_of(s: w.Session, xid: int, timeout_s: float = 1.0) -> int | None:
-    m = s.wait_for(w.ERROR, xid, timeout_s)
-    if m is None:
-        return None
-    t, c = struct.unpack_from("!HH", m[2])
-    return t << 16 | c
 
 
 def port_tx(tmp_path, port: int) -> int:
@@ -213,21 +204,6 @@ def test_standalone_learns_and_filters(tmp_path):
         assert (port_tx(tmp_path, 1), port_tx(tmp_path, 2)) == (a1, a2), \
             "a frame to the MAC learnt on its ingress port is dropped, not flooded"
         assert proc.poll() is None
-
-
-def flow_packets(c: w.Session, xid: int) -> dict[int, int]:
-    """FLOW stats of every table: {cookie: packet_count}."""
-    c.send(w.multipart(1, struct.pack("!B3xII4xQQ", 0xFF, w.OFPP_ANY, w.OFPG_ANY, 0, 0) +
-                       w.match(), xid))
-    m = c.wait_for(w.MULTIPART_REPLY, xid)
-    assert m is not None, "no FLOW stats reply"
-    body, out, off = m[2], {}, 8
-    while off < len(body):
-        length, = struct.unpack_from("!H", body, off)
-        cookie, packets = struct.unpack_from("!QQ", body, off + 24)
-        out[cookie] = packets
-        off += length
-    return out
 
 
 def test_cache_lines_and_counts_held_in_cache_entries(tmp_path):

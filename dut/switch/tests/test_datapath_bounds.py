@@ -16,24 +16,16 @@ memory is DPDK's, which ASan does not see: tests/test_bounds.c and the fuzz targ
 fuzz_datapath put frames in ASan-tracked memory)."""
 from __future__ import annotations
 
-import os
-import socket
 import struct
 import time
 
-import pytest
-
-from dut.switch import launcher
-from dut.switch.tests.switchproc import switch_process
+from dut.switch.tests.switchproc import MACS, accept, error_of, flow_packets
 import openflow as w
-from dut.switch.tests.test_fuzz import accept
-from dut.switch.tests.test_controllers import error_of, flow_packets
 
 OFPP_TABLE = 0xFFFFFFF9
 OXM_ETH_TYPE, OXM_IP_PROTO, OXM_TCP_SRC = 5, 10, 13
 MATCH_INCONSISTENT = 2 << 16 | 10   # OFPET_BAD_ACTION, OFPBAC_MATCH_INCONSISTENT
 COOKIE_V4, COOKIE_V6 = 0x44, 0x66
-MACS = b"\x02\x00\x00\x00\x00\x02" + b"\x02\x00\x00\x00\x00\x01"
 
 
 def ipv4(ihl_words: int, proto: int, total: int) -> bytes:
@@ -69,31 +61,6 @@ def tcp_cut_short() -> bytes:
 
 def set_tcp_src(port: int) -> bytes:
     return struct.pack("!HH", 25, 16) + w.oxm(OXM_TCP_SRC, struct.pack("!H", port)) + bytes(6)
-
-
-@pytest.fixture(params=["release", "sanitized"])
-def null_switch(tmp_path, request):
-    binary = launcher.builds()[request.param] / "dut" / "switch" / "ofswitch"
-    if not binary.exists():
-        pytest.skip(f"{binary} not built" + (": scripts/build_san.sh"
-                                             if request.param == "sanitized" else ""))
-    listener = socket.socket()
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(2)
-    prefix = f"ofb-swbounds-{os.getpid()}-{request.param}"
-    eal = ["-l", "0", "--no-huge", "-m", "256", "--no-pci", "--file-prefix", prefix,
-           "--log-level", "lib.eal:error"]
-    argv = launcher.switch_argv(binary, eal, [(1, "net_null0,no-rx=1"), (2, "net_null1,no-rx=1")],
-                                controller=("127.0.0.1", listener.getsockname()[1]), dpid=0xB0,
-                                stats_sock=tmp_path / "stats", idle_sleep_us=50)
-    try:
-        with switch_process(argv, tmp_path / "ofswitch.log", prefix) as proc:
-            yield proc, listener, tmp_path
-    finally:
-        listener.close()
-        text = (tmp_path / "ofswitch.log").read_text(errors="replace")
-        assert not launcher.sanitizer_reports(text), text[-6000:]
 
 
 def tx_packets(s: w.Session, port: int) -> int:

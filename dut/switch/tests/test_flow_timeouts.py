@@ -5,7 +5,7 @@ between, so the flow looked younger than ``now``: the unsigned age wrapped to ~2
 busiest flows were idle-expired within a tick (found with FAUCET's eth_dst flows, idle
 timeout 400 s, in the FAUCET pipeline bench: suites/interop/README.md "Findings" 3).
 
-The switch here forwards for real: port 1 is the replay feed (drivers/replay) handing out one
+The switch here forwards for real: port 1 is the replay port (src/replay_port.c) handing out one
 UDP frame again and again, port 2 a net_null sink; the flow's idle timeout is 30 s and the
 test looks after 1.5 s of traffic (15 expiry ticks)."""
 from __future__ import annotations
@@ -20,8 +20,7 @@ import pytest
 import openflow as w
 from dut.switch import launcher
 from dut.switch.tests.switchproc import switch_process
-from dut.switch.tests.test_datapath_bounds import MACS
-from dut.switch.tests.test_packet_in_reason import accept_sync
+from dut.switch.tests.switchproc import MACS, accept_sync
 
 
 def udp_dst(port: int) -> bytes:

@@ -11,14 +11,13 @@ from __future__ import annotations
 import os
 import random
 import shutil
-import socket
 import struct
 import time
 
 import pytest
 
 from dut.switch import launcher
-from dut.switch.tests.switchproc import switch_process
+from dut.switch.tests.switchproc import accept, switch_process
 import openflow as w
 
 N_MESSAGES = 12000
@@ -120,17 +119,6 @@ def ring_switch(tmp_path, request):
         assert not launcher.sanitizer_reports(text), text[-6000:]
         # --no-huge still leaves the EAL runtime directory behind
         shutil.rmtree(f"/var/run/dpdk/ofb-swfuzz-{os.getpid()}", ignore_errors=True)
-
-
-def accept(listener, proc, timeout_s: float = 15.0) -> w.Session:
-    listener.settimeout(timeout_s)
-    try:
-        conn, _ = listener.accept()
-    except socket.timeout:
-        raise AssertionError(f"switch did not connect (alive={proc.poll() is None})")
-    s = w.Session(conn)
-    s.handshake()
-    return s
 
 
 def check_forwarding(s: w.Session, n: int = 20) -> int:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import struct
 
 import openflow as w
-from dut.switch.tests.test_datapath_bounds import MACS, null_switch  # noqa: F401 (fixture)
+from dut.switch.tests.switchproc import MACS, accept_sync
 
 OFPR_NO_MATCH, OFPR_ACTION = 0, 1
 OFPP_TABLE = 0xFFFFFFF9
@@ -29,14 +29,6 @@ def eth_type(et: int) -> bytes:
     return w.match(w.oxm(OXM_ETH_TYPE, struct.pack("!H", et)))
 
 
-def accept_sync(listener, proc) -> w.SyncSession:
-    listener.settimeout(15)
-    conn, _ = listener.accept()
-    s = w.SyncSession(conn)
-    s.handshake()
-    return s
-
-
 def packet_in(s: w.SyncSession) -> tuple[int, int, int, int]:
     """(reason, table_id, cookie, ethertype of the frame) of the next Packet-In."""
     m = bytes(s.wait(w.PACKET_IN, timeout_s=5.0))
@@ -45,7 +37,7 @@ def packet_in(s: w.SyncSession) -> tuple[int, int, int, int]:
     return reason, table, cookie, struct.unpack_from("!H", m, off + 12)[0]
 
 
-def test_packet_in_reason_is_no_match_from_the_table_miss_entry(null_switch):  # noqa: F811
+def test_packet_in_reason_is_no_match_from_the_table_miss_entry(null_switch):
     proc, listener, tmp = null_switch
     s = accept_sync(listener, proc)
     ctl = w.action_output(w.OFPP_CONTROLLER)

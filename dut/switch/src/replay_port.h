@@ -1,4 +1,5 @@
-/* replay.h -- a packet feed that replays a pcap's frames from memory as a DPDK port.
+/* replay_port.h -- the switch's replay port type (beside vhost_port.c; it was drivers/replay
+ * until issue 43): a packet feed that replays a pcap's frames from memory as a DPDK port.
  *
  * Goals: feed a DPDK application (the switch under test, the feed-ceiling tool) at a rate well
  * above what it can forward on one core, so that a benchmark measures the application and not

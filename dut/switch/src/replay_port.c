@@ -1,4 +1,4 @@
-/* replay.c -- the pcap replay feed (see replay.h for what and why). */
+/* replay_port.c -- the pcap replay feed, a port type of the switch (see replay_port.h). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,7 +11,7 @@
 #include <rte_mbuf.h>
 #include <rte_memcpy.h>
 #include <rte_ring.h>
-#include "replay.h"
+#include "replay_port.h"
 
 enum replay_mode { REPLAY_REF, REPLAY_COPY, REPLAY_STREAM };
 

@@ -4,7 +4,7 @@
  *
  * Usage: feed_ceiling <EAL args incl. --vdev for non-replay ports> -- --rx SPEC --tx NAME
  *          [--seconds S] [--warmup S] [--mbufs N]
- * SPEC: a replay spec (drivers/replay/replay.h: replay:<pcap>[,loops=K][,copy=0|1|stream]) or the
+ * SPEC: a replay spec (dut/switch/src/replay_port.h: replay:<pcap>[,loops=K][,copy=0|1|stream]) or the
  * name of a DPDK port given with --vdev (e.g. net_pcap0 with infinite_rx=1, which keeps its
  * whole pcap in mbufs of the pool: --mbufs must exceed its frame count).
  * Prints one JSON line: {"mpps": R, "rx_packets": N, "tx_packets": M, "seconds": S}.
@@ -19,7 +19,7 @@
 #include <rte_ethdev.h>
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
-#include "replay.h"
+#include "replay_port.h"
 
 #define BURST 32
 
