@@ -37,7 +37,6 @@ KNOWN: dict[tuple[str, str], str] = {
 # modules share lives in a plain module (or the tests folder's helper module) instead
 KNOWN_TEST_IMPORTS: dict[tuple[str, str], str] = {
     **{pair: "issue 43 part 3: no test imports another test module" for pair in (
-        ("suites.controller.test_experiment_logic", "suites.controller.test_controller"),
         ("suites.interop.test_interop_logic", "suites.interop.test_interop"),
         ("suites.throughput.test_rig", "suites.throughput.test_throughput"),
         ("suites.interop.test_faucet_pipeline", "suites.throughput.test_throughput"),

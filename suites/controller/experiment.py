@@ -450,3 +450,31 @@ def _read_from(path: Path, offset: int) -> list[str]:
         return []
     # Only complete lines: a writer may be in the middle of one.
     return data[:data.rfind("\n") + 1].splitlines() if "\n" in data else []
+
+
+def rig_skip_reason(kind: str, profile) -> str | None:
+    """Why the rig does not run on ``kind`` with this profile (None: it runs)."""
+    from drivers.lab.switches import switch_available
+    kinds = profile.suite_switch_kinds()
+    if kind not in kinds:
+        return (f"switch {kind} is not one the profile runs here ({', '.join(kinds)}"
+                f"{'; one_dut: true' if profile.one_dut else ''})")
+    return switch_available(kind, profile)
+
+
+def switch_rows(by_switch: dict) -> list[dict]:
+    """One row per configuration measured on more than one switch, each switch's ratios and
+    times beside the other's."""
+    keys = sorted({k for ours in by_switch.values() for k in ours},
+                  key=lambda k: tuple(map(str, k)))
+    rows = []
+    for key in keys:
+        have = {kind: ours[key] for kind, ours in sorted(by_switch.items()) if key in ours}
+        if len(have) < 2:
+            continue
+        row = {"trace": key[0], "patterns": key[1], "config": key[2], "matcher": key[3]}
+        for kind, m in have.items():
+            for metric in ("high_ms", "low_ms", "high_ratio", "low_ratio", "intake_ms"):
+                row[f"{kind} {metric}"] = m.get(metric)
+        rows.append(row)
+    return rows

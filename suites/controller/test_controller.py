@@ -39,7 +39,8 @@ import pytest
 from dut.controller.matching import make_matcher
 from dut.controller.classify import parse_frame
 from suites.controller import docfigs
-from suites.controller.experiment import RIG_KINDS, Config, Rig, make_trace, summary_metrics
+from suites.controller.experiment import (RIG_KINDS, Config, Rig, make_trace, rig_skip_reason,
+                                          summary_metrics, switch_rows)
 from traces.pcap import read_pcap
 
 # OS priority of the search processes in the ``_nice`` configs (config keys high_worker_nice
@@ -99,16 +100,6 @@ NIGHTLY = [Group(o, p, m, threads=(1, 2, 4, 8),
                  nice_processes=(8,) if m == "naive" else (), reps=5)
            for o in ("high_low", "low_high", "random") for p in (1, 20, 50)
            for m in ("naive", "aho_corasick")]
-
-
-def rig_skip_reason(kind: str, profile) -> str | None:
-    """Why the rig does not run on ``kind`` with this profile (None: it runs)."""
-    from drivers.lab.switches import switch_available
-    kinds = profile.suite_switch_kinds()
-    if kind not in kinds:
-        return (f"switch {kind} is not one the profile runs here ({', '.join(kinds)}"
-                f"{'; one_dut: true' if profile.one_dut else ''})")
-    return switch_available(kind, profile)
 
 
 @pytest.fixture(scope="module", params=RIG_KINDS)
@@ -240,24 +231,6 @@ def test_document_comparison(results, collector):
         results.add_table([{"patterns": p, "matcher": m, "search_us_per_packet": round(c, 1)}
                            for (p, m), c in sorted(SEARCH_COST.items())],
                           "payload search cost per 1448 B packet (one core, no contention)")
-
-
-def switch_rows(by_switch: dict) -> list[dict]:
-    """One row per configuration measured on more than one switch, each switch's ratios and
-    times beside the other's."""
-    keys = sorted({k for ours in by_switch.values() for k in ours},
-                  key=lambda k: tuple(map(str, k)))
-    rows = []
-    for key in keys:
-        have = {kind: ours[key] for kind, ours in sorted(by_switch.items()) if key in ours}
-        if len(have) < 2:
-            continue
-        row = {"trace": key[0], "patterns": key[1], "config": key[2], "matcher": key[3]}
-        for kind, m in have.items():
-            for metric in ("high_ms", "low_ms", "high_ratio", "low_ratio", "intake_ms"):
-                row[f"{kind} {metric}"] = m.get(metric)
-        rows.append(row)
-    return rows
 
 
 def document_comparison(results, kind: str, OURS: dict) -> None:

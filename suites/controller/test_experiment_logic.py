@@ -77,7 +77,7 @@ def test_the_rig_runs_on_ofbench_and_ovs_only():
 @pytest.mark.quick
 def test_rig_kinds_follow_the_profile_and_one_dut():
     from dut.profiles.schema import parse_profile
-    from suites.controller.test_controller import rig_skip_reason
+    from suites.controller.experiment import rig_skip_reason
     base = {"schema_version": 1, "lab": {"kind": "local"}, "features": ["netns", "ovs"],
             "switch": {"kind": "ofbench"}, "peers": ["ovs"]}
     both = parse_profile(base, where="t.yaml")
@@ -90,7 +90,7 @@ def test_rig_kinds_follow_the_profile_and_one_dut():
 
 @pytest.mark.quick
 def test_switch_rows_put_each_switch_beside_the_other():
-    from suites.controller.test_controller import switch_rows
+    from suites.controller.experiment import switch_rows
     key = ("random", 20, "8thr", "naive")
     rows = switch_rows({"ofbench": {key: {"high_ratio": 0.5}, ("x", 1, "fifo", "naive"): {}},
                         "ovs": {key: {"high_ratio": 0.6}}})
