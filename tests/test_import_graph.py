@@ -38,8 +38,6 @@ KNOWN: dict[tuple[str, str], str] = {
 KNOWN_TEST_IMPORTS: dict[tuple[str, str], str] = {
     **{pair: "issue 43 part 3: no test imports another test module" for pair in (
         ("suites.interop.test_interop_logic", "suites.interop.test_interop"),
-        ("suites.throughput.test_rig", "suites.throughput.test_throughput"),
-        ("suites.interop.test_faucet_pipeline", "suites.throughput.test_throughput"),
     )},
 }
 

@@ -159,7 +159,7 @@ def _rfc2544(lab, profile, results, progress, run_dir, request, n_hosts: int):
     from suites.interop.faucet_pipeline import FaucetWorkload, routed_frame
     from suites.throughput import rig as rig_setup
     from suites.throughput import topology
-    from suites.throughput.test_throughput import (_cross_checked, _gen_unavailable, _prov,
+    from suites.throughput.trials import (_cross_checked, _gen_unavailable, _prov,
                                                    _search_log, _search_max_rate, mlr_config,
                                                    search_latency_distributions,
                                                    search_latency_metrics)

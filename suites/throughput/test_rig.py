@@ -24,7 +24,7 @@ from drivers.trafficgen.mlr import search_mlr
 
 from . import rig as rig_setup
 from . import topology
-from .test_throughput import _gen_ceiling, _search_log, _streams, _switch_reader, mlr_config
+from .trials import _gen_ceiling, _search_log, _streams, _switch_reader, mlr_config
 
 REPEATS = 5
 
