@@ -36,9 +36,6 @@ KNOWN: dict[tuple[str, str], str] = {
 # (test module, test module it imports) -> the issue that removes the import: a helper two test
 # modules share lives in a plain module (or the tests folder's helper module) instead
 KNOWN_TEST_IMPORTS: dict[tuple[str, str], str] = {
-    **{pair: "issue 43 part 3: no test imports another test module" for pair in (
-        ("suites.interop.test_interop_logic", "suites.interop.test_interop"),
-    )},
 }
 
 

@@ -21,7 +21,7 @@ def test_probe_frames_round_trip_tagged_and_untagged():
 @pytest.mark.quick
 @pytest.mark.skipif(faucet.faucet_available() is not None, reason="FAUCET not installed")
 def test_every_scenario_config_is_one_faucet_accepts(tmp_path):
-    from suites.interop.test_interop import SCENARIOS
+    from suites.interop.scenarios import SCENARIOS
     paths = []
     for name, body in SCENARIOS.items():
         _, cfg, _, _ = body()
