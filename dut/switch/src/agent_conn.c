@@ -289,12 +289,15 @@ static void conn_try(struct conn *c, uint64_t now)
 }
 
 /* Queue n bytes for c, unless its queue would pass the limit: then c is marked to be dropped
- * (the agent loop closes it) and nothing more is queued for it. */
-static void conn_queue(struct conn *c, const uint8_t *m, size_t n)
+ * (the agent loop closes it) and nothing more is queued for it. ``exempt``: the reply to a
+ * request of a controller that had read everything sent to it before (route()): queued whole,
+ * whatever its size (a FLOW stats reply of 100k flows is ~10 MB), so the limit stops a
+ * controller that does not read, never one that asked for a large answer. */
+static void conn_queue(struct conn *c, const uint8_t *m, size_t n, bool exempt)
 {
 	if (c->over_limit)
 		return;
-	if (c->out.len - c->out_off + n > out_limit) {
+	if (!exempt && c->out.len - c->out_off + n > out_limit) {
 		c->over_limit = true;
 		return;
 	}
@@ -308,6 +311,10 @@ static void conn_queue(struct conn *c, const uint8_t *m, size_t n)
  * dropped, never walked over. */
 static void route(struct obuf *b, struct conn *origin)
 {
+	/* the origin has read all it was sent: this request's replies are queued whole (one
+	 * request's answer past the limit at most; the next request of a controller that has not
+	 * read it is held to the limit) */
+	bool drained = origin != NULL && origin->out_off == origin->out.len;
 	for (size_t o = 0; o < b->len;) {
 		const uint8_t *m = b->data + o;
 		uint16_t ml = b->len - o >= OFP_HDR_LEN ? rd16(m + 2) : 0;
@@ -324,7 +331,7 @@ static void route(struct obuf *b, struct conn *origin)
 				continue;
 			if (async ? ofs_session_ready(c->sess) && ofs_session_wants(c->sess, m)
 				  : c == origin)
-				conn_queue(c, m, ml);
+				conn_queue(c, m, ml, !async && drained);
 		}
 		o += ml;
 	}
@@ -385,7 +392,7 @@ static void conn_keepalive(struct conn *c, uint64_t now, uint64_t interval_ns)
 		uint8_t h[OFP_HDR_LEN] = { OFP13_VERSION, OFPT_ECHO_REQUEST };
 		wr16(h + 2, OFP_HDR_LEN);
 		wr32(h + 4, OFS_ECHO_XID);
-		conn_queue(c, h, sizeof(h));
+		conn_queue(c, h, sizeof(h), false);
 		c->echo_pending = true;
 		c->echo_sent_ns = now;
 	}

@@ -235,6 +235,29 @@ def test_group_mod_too_large_for_a_desc_reply_is_refused(tmp_path, build):
             s.close()
 
 
+def test_a_reading_controller_gets_a_reply_larger_than_its_queue_limit(tmp_path, build):
+    """The queue limit stops a controller that does not read, not one that asked for a large
+    answer: with a 64 KiB limit, a FLOW stats reply of 3000 flows (~170 KB) arrives whole and
+    the connection stays (before: "not reading ... dropped" at 100k flows and the default 4 MiB,
+    the flow-mod bench's FLOW stats)."""
+    with listen() as ls, null_switch(tmp_path, build, [ls.getsockname()[1]],
+                                     ["--ctl-queue-kb", "64"]) as proc:
+        s = session(ls, proc)
+        try:
+            for i in range(3000):
+                s.send(w.flow_mod(priority=i + 1, xid=0x1000 + i))
+            assert s.barrier(0x9000), "no BARRIER_REPLY after 3000 FLOW_MODs"
+            s.send(flow_stats_request(0x9001))
+            assert len(multipart_entries(s, 0x9001)) == 3000
+            assert s.echo_ok(0xE3, 2.0), "the connection did not survive the large reply"
+            s.send(flow_stats_request(0x9002))  # and again: the limit is per request
+            assert len(multipart_entries(s, 0x9002)) == 3000
+            log = (tmp_path / "ofswitch.log").read_text(errors="replace")
+            assert "not reading" not in log, log[-2000:]
+        finally:
+            s.close()
+
+
 def test_controller_that_stops_reading_is_dropped_others_go_on(tmp_path, build):
     """One controller sends large ECHOs and never reads the replies; the other's ECHOs must be
     answered in < 1 s throughout, and the stalled one dropped (log and stats counter)."""
