@@ -39,6 +39,16 @@ def app_config_path() -> str | None:
     return os.environ.get(CONFIG_ENV) or None
 
 
+def app_config_yaml() -> dict:
+    """The launcher's --config YAML as a dict ({} when no config was given)."""
+    import yaml
+    path = app_config_path()
+    if not path:
+        return {}
+    with open(path) as f:
+        return yaml.safe_load(f)
+
+
 def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     extra: list[str] = []
     if "--" in argv:

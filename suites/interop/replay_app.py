@@ -39,17 +39,14 @@ except ImportError:  # pragma: no cover
     app_manager = None
 
 if app_manager is not None:
-    import yaml
-
-    from dut.controller.launcher import app_config_path
+    from dut.controller.launcher import app_config_yaml
 
     class Replay(app_manager.OSKenApp):
         OFP_VERSIONS = [ofproto_v1_3.OFP_VERSION]
 
         def __init__(self, *args, **kwargs):
             super().__init__(*args, **kwargs)
-            path = app_config_path()
-            self.cfg = yaml.safe_load(Path(path).read_text()) if path else {}
+            self.cfg = app_config_yaml()
             self.installed = self.errors = 0
 
         @set_ev_cls(ofp_event.EventOFPSwitchFeatures, CONFIG_DISPATCHER)
