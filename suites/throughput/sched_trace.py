@@ -6,7 +6,9 @@ with what ran in its place.
         --delay 20 --seconds 30 --out /tmp/sched.txt &   # beside a repeatability bench
 
 tracefs is mounted at /sys/kernel/tracing for the trace when it is not (and unmounted after);
-the events are switched off and the buffer cleared at exit, whatever happens. The poller of a
+the events are switched off and the buffer cleared at exit, whatever happens; a trace killed
+by SIGKILL leaves a state file (/run/ofbench/sched_trace.json) from which the next trace, or
+``--cleanup``, puts the box back. The poller of a
 CPU is the thread that ran longest on it in the trace (a busy-polling worker runs ~97 %).
 Besides off-core intervals (sched_switch), the longest hard-IRQ and softirq runs on each CPU
 are reported: those take the core without a switch.
@@ -162,37 +164,74 @@ def _write(path: Path, value: str) -> None:
         f.write(value)
 
 
+# What a trace changed on the box, written before the change: a trace killed by SIGKILL leaves
+# it, and the next trace (or `--cleanup`) puts the box back from it once its owner is dead.
+STATE_FILE = Path("/run/ofbench/sched_trace.json")
+
+
+def _restore(tracefs: Path, state: dict) -> None:
+    """Events off, the saved mask and buffer size back, the buffer cleared, tracefs unmounted
+    when the trace mounted it (every step tried, whatever fails)."""
+    with contextlib.suppress(OSError):
+        _write(tracefs / "tracing_on", "0")
+    for ev in EVENTS:
+        with contextlib.suppress(OSError):
+            _write(tracefs / "events" / ev / "enable", "0")
+    for n, v in (state.get("saved") or {}).items():
+        with contextlib.suppress(OSError):
+            _write(tracefs / n, v)
+    with contextlib.suppress(OSError):
+        _write(tracefs / "trace", "")
+    if state.get("mounted"):
+        subprocess.run(["umount", str(tracefs)], check=False)
+
+
+def cleanup_stale(state_file: Path = STATE_FILE, tracefs: Path = TRACEFS, alive=None) -> bool:
+    """Put back what a dead trace left (its state file names it); True when it did. A live
+    trace's file is left alone."""
+    import json
+    from drivers.supervisor import proc_start_time
+    try:
+        state = json.loads(state_file.read_text())
+    except (OSError, ValueError):
+        return False
+    is_alive = alive or (lambda pid, st: proc_start_time(pid) == st)
+    if is_alive(state.get("pid"), state.get("start_time")):
+        return False
+    _restore(tracefs, state)
+    state_file.unlink(missing_ok=True)
+    return True
+
+
 @contextlib.contextmanager
-def tracing(cpus: str = "3", buffer_kb: int = 32768):
+def tracing(cpus: str = "3", buffer_kb: int = 32768, tracefs: Path = TRACEFS, state_file: Path = STATE_FILE,
+            mount=None):
     """tracefs (mounted for the trace if it is not), the events on for the CPUs of hex mask
     ``cpus``; at exit the events off, the mask and buffer size back, and tracefs unmounted
-    when this mounted it."""
+    when this mounted it. The state is in ``state_file`` for the whole trace (SIGKILL: the
+    next trace's cleanup_stale restores it)."""
+    import json
+    from drivers.supervisor import proc_start_time
+    cleanup_stale(state_file, tracefs)
     mounted = False
-    if not (TRACEFS / "trace").exists():
-        subprocess.run(["mount", "-t", "tracefs", "nodev", str(TRACEFS)], check=True)
+    if not (tracefs / "trace").exists():
+        (mount or (lambda p: subprocess.run(["mount", "-t", "tracefs", "nodev", str(p)], check=True)))(tracefs)
         mounted = True
-    saved = {n: (TRACEFS / n).read_text().strip() for n in ("tracing_cpumask", "buffer_size_kb")}
+    saved = {n: (tracefs / n).read_text().strip().split()[0] for n in ("tracing_cpumask", "buffer_size_kb")}
+    state = {"pid": os.getpid(), "start_time": proc_start_time(os.getpid()), "mounted": mounted, "saved": saved}
+    state_file.parent.mkdir(parents=True, exist_ok=True)
+    state_file.write_text(json.dumps(state))
     try:
-        _write(TRACEFS / "tracing_on", "0")
-        _write(TRACEFS / "trace", "")
-        _write(TRACEFS / "tracing_cpumask", cpus)
-        _write(TRACEFS / "buffer_size_kb", str(buffer_kb))
+        _write(tracefs / "tracing_on", "0")
+        _write(tracefs / "trace", "")
+        _write(tracefs / "tracing_cpumask", cpus)
+        _write(tracefs / "buffer_size_kb", str(buffer_kb))
         for ev in EVENTS:
-            _write(TRACEFS / "events" / ev / "enable", "1")
-        yield TRACEFS
+            _write(tracefs / "events" / ev / "enable", "1")
+        yield tracefs
     finally:
-        with contextlib.suppress(OSError):
-            _write(TRACEFS / "tracing_on", "0")
-        for ev in EVENTS:
-            with contextlib.suppress(OSError):
-                _write(TRACEFS / "events" / ev / "enable", "0")
-        for n, v in saved.items():
-            with contextlib.suppress(OSError):
-                _write(TRACEFS / n, v if n != "buffer_size_kb" else v.split()[0])
-        with contextlib.suppress(OSError):
-            _write(TRACEFS / "trace", "")
-        if mounted:
-            subprocess.run(["umount", str(TRACEFS)], check=False)
+        _restore(tracefs, state)
+        state_file.unlink(missing_ok=True)
 
 
 def main(argv=None) -> int:
@@ -202,7 +241,11 @@ def main(argv=None) -> int:
     ap.add_argument("--cpus", default="3", help="hex CPU mask to trace (default 3: CPUs 0 and 1)")
     ap.add_argument("--out", type=Path, help="write the raw trace here")
     ap.add_argument("--min-gap-ms", type=float, default=1.0)
+    ap.add_argument("--cleanup", action="store_true", help="only put back what a killed trace left")
     a = ap.parse_args(argv)
+    if a.cleanup:
+        print("restored" if cleanup_stale() else "nothing to restore")
+        return 0
     time.sleep(a.delay)
     with tracing(a.cpus) as tfs:
         _write(tfs / "tracing_on", "1")

@@ -297,3 +297,41 @@ def test_sched_trace_names_what_took_the_pollers_core():
     assert what == "softirq vec=1 [action=TIMER]" and length == pytest.approx(200e-6)
     text = summary(ev, min_gap_s=1e-3)
     assert "poller ofswitch-10" in text and ">= 1.0 ms: 1" in text and "kdamond.0-77 3.0 (1)" in text
+
+
+def _fake_tracefs(root):
+    from .sched_trace import EVENTS
+    root.mkdir()
+    for n, v in (("tracing_cpumask", "3"), ("buffer_size_kb", "1408"), ("tracing_on", "0"), ("trace", "")):
+        (root / n).write_text(v)
+    for ev in EVENTS:
+        (root / "events" / ev).mkdir(parents=True)
+        (root / "events" / ev / "enable").write_text("0")
+    return root
+
+
+@pytest.mark.quick
+def test_sched_trace_puts_the_box_back_on_error_and_after_sigkill(tmp_path):
+    import json
+
+    from .sched_trace import EVENTS, cleanup_stale, tracing
+    tfs, state = _fake_tracefs(tmp_path / "tracing"), tmp_path / "run" / "sched_trace.json"
+    with pytest.raises(RuntimeError, match="boom"):
+        with tracing("1", 4096, tracefs=tfs, state_file=state):
+            assert (tfs / "tracing_cpumask").read_text() == "1"
+            assert all((tfs / "events" / ev / "enable").read_text() == "1" for ev in EVENTS)
+            assert json.loads(state.read_text())["saved"] == {"tracing_cpumask": "3", "buffer_size_kb": "1408"}
+            raise RuntimeError("boom")
+    assert (tfs / "tracing_cpumask").read_text() == "3" and (tfs / "buffer_size_kb").read_text() == "1408"
+    assert all((tfs / "events" / ev / "enable").read_text() == "0" for ev in EVENTS)
+    assert not state.exists()
+    # a trace killed by SIGKILL: its state file stays; a live owner's is left alone, a dead
+    # owner's is restored and removed
+    (tfs / "tracing_cpumask").write_text("1")
+    (tfs / "tracing_on").write_text("1")
+    state.write_text(json.dumps({"pid": 123, "start_time": 1, "mounted": False,
+                                 "saved": {"tracing_cpumask": "3", "buffer_size_kb": "1408"}}))
+    assert not cleanup_stale(state, tfs, alive=lambda pid, st: True) and state.exists()
+    assert cleanup_stale(state, tfs, alive=lambda pid, st: False)
+    assert (tfs / "tracing_cpumask").read_text() == "3" and (tfs / "tracing_on").read_text() == "0"
+    assert not state.exists() and not cleanup_stale(state, tfs)
