@@ -65,10 +65,12 @@ Schema version 1 (``schema_version: 1``)::
                       goal_duration_sum: s >= final, goal_width: (0, 1) relative}]}
                # RFC 9971's names; absent = NDR (loss 0) and PDR (loss 0.005), exceed 0.5,
                # short trials in a normal run, 1 s trials and 21 s sums with --nightly
-    rig: {wire: vhost|memif, ring_log2: 8..15, housekeeping: off|gen|switch, poller_nice: -20..19}
+    rig: {wire: vhost|memif, ring_log2: 8..15, housekeeping: off|gen|switch, poller_nice: -20..19,
+          switch_policy: other|fifo}
                # the end-to-end rig on a local lab (suites/throughput/rig.py, issue 44): ofbench's
                # wire to softgen (the vhost-user peers stay on vhost), its rx ring depth (memif
-               # <= 14), the core of the run's non-polling threads, the pollers' nice
+               # <= 14), the core of the run's non-polling threads, the pollers' nice, the
+               # switch worker's scheduling policy
     vmwire: {ports, tenants, switch_vhost_mode}   # dut/vmwire/tenants.py
 """
 from __future__ import annotations
@@ -250,6 +252,9 @@ RIG = Spec(dict, fields={
     "ring_log2": Spec(int, ge=8, le=15),
     "housekeeping": Spec(str, default="off", choices=("off", "gen", "switch")),
     "poller_nice": Spec(int, ge=-20, le=19),
+    # the switch's worker in the fair scheduler (other) or SCHED_FIFO priority 1 (fifo: needs
+    # the kernel's RT throttling on and the run's other threads off the switch's core)
+    "switch_policy": Spec(str, default="other", choices=("other", "fifo")),
 })
 SEARCH = Spec(dict, check=_check_search, fields={
     "method": Spec(str, default="mlrsearch", choices=("mlrsearch",)),

@@ -2,11 +2,13 @@
 measured in the same run (the search's upper bound), a warm-up before the first trial, the
 switch's rig figures around each trial, and a summary of what the trials' rig measured.
 
-The generator's ceiling: softgen -> memif -> softgen (the generator's own loopback over the
-wire kind of the deep-ring rig, two processes, one worker each), asked for the 64 B line rate of
-the virtual wire, for a few short trials; the median received rate (over the TX window). A
-net_ring port looped onto one worker measured 77-96 Mpps here: softgen's loop without a wire,
-no yardstick for a switch behind a wire.
+The generator's ceiling: softgen's own memif loopback, asked for the 64 B line rate of the
+virtual wire, for a few short trials; the median received rate (over the TX window). Two are
+measured: in the layout of the switch run (one process, one worker sending on p0 and receiving
+on p1, the switch run's ring size: the yardstick, ``ceiling_metrics``) and with a second
+process receiving on the other core (two workers: recorded beside it). A net_ring port looped
+onto one worker measured 77-96 Mpps here: softgen's loop without a wire, no yardstick for a
+switch behind a wire.
 """
 from __future__ import annotations
 
@@ -42,6 +44,25 @@ def generator_ceiling_pps(gen, port: str, rx_port: str | None = None, size: int 
                             duration_s=trial_s)], drain_s=0.05)
         rates.append(received_rate_pps(c, trial_s))
     return statistics.median(rates), rates
+
+
+def ceiling_metrics(ndr_mpps: float, same_config_pps: float | None,
+                    two_core_pps: float | None = None) -> dict[str, float]:
+    """A record's ceilings and ratios (pure). Issue 44's goal (NDR >= 0.5 of the generator's
+    own loopback ceiling) is judged on ``ndr_vs_gen_ceiling``: the NDR over the ceiling of
+    the generator in the layout it has in the switch run (``ceiling_same_config_mpps``: one
+    softgen worker sending and receiving; TRex's own server and cores), as TRex's NDR bench and
+    NFVbench measure their loopback with the cores the test uses. softgen's loopback with a
+    second process receiving on the other core (``ceiling_two_core_mpps``: twice the
+    generator's cores) is recorded beside it, with its ratio ``ndr_vs_ceiling_two_core``."""
+    m: dict[str, float] = {}
+    if same_config_pps and same_config_pps > 0:
+        m["ceiling_same_config_mpps"] = same_config_pps / 1e6
+        m["ndr_vs_gen_ceiling"] = ndr_mpps / (same_config_pps / 1e6)
+    if two_core_pps and two_core_pps > 0:
+        m["ceiling_two_core_mpps"] = two_core_pps / 1e6
+        m["ndr_vs_ceiling_two_core"] = ndr_mpps / (two_core_pps / 1e6)
+    return m
 
 
 def warm_up(measure: Callable[[float, float], Counters], max_rate_pps: float,
@@ -103,6 +124,9 @@ HOUSEKEEPING_DEFAULT = "off"
 POLLER_NICE_ENV = "OFBENCH_RIG_POLLER_NICE"
 
 
+# OFBENCH_RIG_SWITCH_POLICY: the switch's worker in the fair scheduler ("other") or SCHED_FIFO
+SWITCH_POLICY_ENV = "OFBENCH_RIG_SWITCH_POLICY"
+RT_RUNTIME = "/proc/sys/kernel/sched_rt_runtime_us"
 WIRE_ENV = "OFBENCH_RIG_WIRE"          # <wire>[:<ring log2>], e.g. memif:14, vhost:12
 MEMIF_MAX_RING_LOG2 = 14               # DPDK's memif: rsize at most 14 (16384 slots)
 
@@ -115,6 +139,7 @@ class RigSettings:
     ring_log2: int | None = None
     housekeeping: str = HOUSEKEEPING_DEFAULT
     poller_nice: int | None = None
+    switch_policy: str = "other"
 
     @property
     def wire_label(self) -> str:
@@ -145,7 +170,31 @@ def rig_settings(section: dict | None, environ: dict) -> RigSettings:
     housekeeping_core(hk, 0, 1)  # validates
     nice = poller_nice_from_env(environ.get(POLLER_NICE_ENV)) if environ.get(POLLER_NICE_ENV) \
         else sec.get("poller_nice")
-    return RigSettings(wire, log2, hk, nice)
+    policy = environ.get(SWITCH_POLICY_ENV) or sec.get("switch_policy") or "other"
+    if policy not in ("other", "fifo"):
+        raise ValueError(f"{SWITCH_POLICY_ENV}={policy!r}: want other or fifo")
+    if policy == "fifo" and hk in ("switch", "", "off"):
+        raise ValueError(f"rig: switch_policy fifo needs housekeeping gen (got {hk!r}): the run's other "
+                         "threads would wait behind a real-time poller on the switch's core")
+    return RigSettings(wire, log2, hk, nice, policy)
+
+
+def fifo_refusal(rt_runtime_us: str | None) -> str | None:
+    """Why SCHED_FIFO for the switch's worker would be unsafe on this box (None: safe): the
+    kernel's RT throttling must leave the fair scheduler a share of every period, or a
+    polling FIFO thread owns its core for good (pure; the sysctl's text)."""
+    try:
+        v = int((rt_runtime_us or "").strip())
+    except ValueError:
+        return f"{RT_RUNTIME} unreadable ({rt_runtime_us!r}): RT throttling unknown"
+    if v < 0:
+        return f"{RT_RUNTIME} is -1: no RT throttling, a FIFO poller would never give its core up"
+    return None
+
+
+def is_switch_poller(pid_comm: str, pid: int, tid: int, comm: str) -> bool:
+    """A polling thread of the switch (its main lcore, or a worker lcore of an ofswitch)."""
+    return pid_comm == "ofswitch" and is_poller(pid, tid, comm)
 
 
 def poller_nice_from_env(value: str | None) -> int | None:
@@ -221,20 +270,30 @@ def housekeeping_core(choice: str, switch_core: int, gen_core: int) -> int | Non
     raise ValueError(f"{HOUSEKEEPING_ENV}={choice!r}: want gen, switch or off")
 
 
+def box_changes(pin, settings: RigSettings) -> dict[str, object]:
+    """What the run changed on the box for its rig, for a trial's provenance (flat scalars):
+    the core the run's other threads were moved to, the pollers' nice, the switch worker's
+    policy and how many of its threads got it (all of them the run's own; undone at exit)."""
+    return {"rig_housekeeping_core": pin.core, "rig_poller_nice": pin.poller_nice,
+            "rig_switch_policy": settings.switch_policy, "rig_fifo_threads": len(pin.fifo),
+            "rig_threads_moved": pin.moved}
+
+
 class pin_others:
     """Context: every non-polling thread of the lab's processes (and of this harness) on one
     core; the harness's own threads get their affinity back at exit (the lab's processes end
     with the topology)."""
 
-    def __init__(self, lab, core: int | None, poller_nice: int | None = None):
-        self.lab, self.core, self.poller_nice = lab, core, poller_nice
+    def __init__(self, lab, core: int | None, poller_nice: int | None = None, switch_policy: str = "other"):
+        self.lab, self.core, self.poller_nice, self.switch_policy = lab, core, poller_nice, switch_policy
         self.saved: dict[int, set[int]] = {}
         self.moved = 0
         self.reniced = 0
+        self.fifo: list[int] = []
 
     def __enter__(self):
         import os
-        if self.core is None and self.poller_nice is None:
+        if self.core is None and self.poller_nice is None and self.switch_policy == "other":
             return self  # nothing to do (a remote lab: its processes are on other hosts)
         sup = getattr(self.lab, "supervisor", None)
         procs = [p.pid for p in getattr(sup, "procs", []) if p.alive()]
@@ -249,6 +308,8 @@ class pin_others:
                         self.reniced += 1
                     except OSError:
                         continue
+        if self.switch_policy == "fifo":
+            self._fifo(procs)
         if self.core is None:
             return self
         plan = plan_pinning(_threads(_descendants(procs)) + _threads([me]), self.core)
@@ -262,8 +323,36 @@ class pin_others:
                 continue
         return self
 
+    def _fifo(self, procs: list[int]) -> None:
+        """The switch's pollers at SCHED_FIFO 1 (only them: the generator's worker and every
+        other thread stay in the fair scheduler, so both cores keep a non-RT path), refused
+        when RT throttling is off. The switch's process ends with the topology; __exit__
+        puts them back anyway."""
+        import os
+        try:
+            with open(RT_RUNTIME) as f:
+                why = fifo_refusal(f.read())
+        except OSError as e:
+            why = f"{RT_RUNTIME}: {e}"
+        if why:
+            raise RuntimeError(f"rig: switch_policy fifo refused: {why}")
+        for pid, tid, comm in _threads(_descendants(procs)):
+            try:
+                with open(f"/proc/{pid}/comm") as f:
+                    pcomm = f.read().strip()
+            except OSError:
+                continue
+            if is_switch_poller(pcomm, pid, tid, comm):
+                os.sched_setscheduler(tid, os.SCHED_FIFO, os.sched_param(1))
+                self.fifo.append(tid)
+
     def __exit__(self, *exc):
         import os
+        for tid in self.fifo:
+            try:
+                os.sched_setscheduler(tid, os.SCHED_OTHER, os.sched_param(0))
+            except OSError:
+                pass
         for tid, cpus in self.saved.items():
             try:
                 os.sched_setaffinity(tid, cpus)

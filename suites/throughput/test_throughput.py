@@ -36,7 +36,7 @@ from drivers.trafficgen.ndr import SearchConfig, search_ndr_pdr
 
 from . import rig as rig_setup
 from . import topology
-from .trials import (_CEILING, _cross_checked, _gen_unavailable, _prov, _search_log,
+from .trials import (_cross_checked, _gen_unavailable, _prov, _search_log, ceilings_of,
                      _search_max_rate, _streams, _switch_reader, _trex_ceiling,
                      latency_distributions, mlr_config, search_latency_distributions,
                      search_latency_metrics)
@@ -358,7 +358,7 @@ def test_rfc2544_ndr_pdr(lab, profile, switch_kind, case, results, progress, req
     rig = rig_setup.rig_settings(profile.section("rig"), os.environ)
     pin = rig_setup.pin_others(lab, None if is_remote(lab) else rig_setup.housekeeping_core(
         rig.housekeeping, topology.SWITCH_CORE, topology.GEN_WORKER_CORE),
-        None if is_remote(lab) else rig.poller_nice)
+        None if is_remote(lab) else rig.poller_nice, "other" if is_remote(lab) else rig.switch_policy)
     try:
         measure = _cross_checked(topo, make_measure(topo.gen, _streams(topo.tx_port, topo.rx_port, size, flows),
                                                     drain_s=0.1), checks)
@@ -379,10 +379,8 @@ def test_rfc2544_ndr_pdr(lab, profile, switch_kind, case, results, progress, req
         m.update(rig_setup.trial_metrics(r.trials))
         if max_rate != topo.max_rate_pps:
             m["search_max_mpps"] = max_rate / 1e6
-        ceiling = None if is_remote(lab) else _CEILING.get(profile.generator["kind"])
-        if ceiling and ceiling[0] > 0 and topo.switch_kind is not None:  # issue 44's yardstick
-            m["gen_ceiling_mpps"] = ceiling[0] / 1e6
-            m["ndr_vs_gen_ceiling"] = m["ndr_mpps"] / (ceiling[0] / 1e6)
+        if not is_remote(lab) and topo.switch_kind is not None:  # issue 44's yardstick
+            m.update(rig_setup.ceiling_metrics(m["ndr_mpps"], *ceilings_of(profile.generator["kind"])))
         m["b2b_burst_frames"] = float(b2b.streams["b2b"].tx if b2b.lost == 0 else 0)
         m["b2b_lost_packets"] = float(b2b.lost)
         if checks:  # every trial's generator counters agreed with the switch's (else CounterError)
@@ -409,12 +407,14 @@ def test_rfc2544_ndr_pdr(lab, profile, switch_kind, case, results, progress, req
                                                        if p != kind and (case, p) in WIRES}}
                                   if kind == profile.switch["kind"] else {}),
                                **({} if is_remote(lab) else {"rig_housekeeping": rig.housekeeping,
-                                                             "rig_poller_nice": rig.poller_nice}),
+                                                             "rig_poller_nice": rig.poller_nice,
+                                                             "rig_switch_policy": rig.switch_policy}),
                                "ndr_verified": r.ndr.verified, "generator_limited": r.ndr.generator_limited,
                                "backpressure": r.ndr.backpressure},
                        provenance=_prov(topo.gen, topo.port_kind, kind, **(topo.hosts or {}),
                                         **({"generator_version": topo.generator_version}
-                                           if topo.generator_version else {})),
+                                           if topo.generator_version else {}),
+                                        **({} if is_remote(lab) else rig_setup.box_changes(pin, rig))),
                        check_targets_now=kind == profile.switch["kind"],
                        distributions=dists, search=r.search_record())
     finally:

@@ -55,7 +55,7 @@ def fresh_sock(lab, name: str) -> Path:
     return p
 
 
-def memif(n: int, role: str, sock: Path, kind_id: int = 0) -> str:
+def memif(n: int, role: str, sock: Path | str, kind_id: int = 0) -> str:
     return f"net_memif{n},role={role},socket={sock},socket-abstract=no,id={kind_id}"
 
 
@@ -178,6 +178,33 @@ def loopback(lab, tag: str = "lb") -> Topology:
         for inst in (b, a):
             lab.supervisor.stop(inst.managed)
     return Topology(gen, "a", "b", "memif", None, 10e6, stop)
+
+
+def same_config_loopback(lab, tag: str = "lbs", ring_log2: int | None = None) -> Topology:
+    """The generator's own loopback in the layout it has in the switch run (issue 44's fair
+    yardstick): ONE softgen process, its worker on GEN_WORKER_CORE sending on p0 and receiving
+    on p1, its control thread on SWITCH_CORE, p0 a memif server, p1 a memif client of p0's
+    socket with the ring size the switch's client asks for (``rsize``), 64 B frames from the
+    same streams. Per packet the worker does what it does in the switch run: one memif TX copy
+    and one memif RX copy. DPDK's memif keys its sockets by path and refuses a server and a
+    client on one path in one process, so the client names the same socket file by another
+    spelling (``<dir>/./<name>``): one socket, two keys."""
+    sock = fresh_sock(lab, f"{tag}-memif")
+    alias = f"{sock.parent}/./{sock.name}"
+    rs = f",rsize={ring_log2}" if ring_log2 else ""
+    inst = start_softgen(lab, f"{tag}-gen", [SoftgenPort("p0", memif(0, "server", sock)),
+                                             SoftgenPort("p1", memif(1, "client", alias) + rs)],
+                         (SWITCH_CORE, GEN_WORKER_CORE))
+    gen = Softgen([inst])
+
+    def stop():
+        lab.supervisor.stop(inst.managed)
+    if not wait_links_up(gen, 15):
+        gen.close()
+        stop()
+        raise RuntimeError("generator same-config loopback: memif link did not come up in 15 s")
+    return Topology(gen, "p0", "p1", "memif", None, TX_ASK_PPS, stop,
+                    ring_slots=1 << ring_log2 if ring_log2 else 1024)
 
 
 def _controller(lab, name: str, flows: int, netns: str | None, ofports: tuple[int, int]):

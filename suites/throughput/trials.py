@@ -113,37 +113,54 @@ def _switch_reader(topo):
 
 
 _CEILING: dict[str, tuple[float, list[float]]] = {}
+# Which ceiling a record's ratio is judged against (issue 44): the generator's loopback in the
+# layout it has in the switch run. softgen: one process, one worker sending and receiving
+# (topology.same_config_loopback); its loopback with a second process receiving on the other
+# core ("softgen_two_core", topology.loopback) is recorded beside it. TRex's loopback is its
+# switch run's server with the same cores (low_end: one CPU), i.e. already the same config.
+SAME_CONFIG = {"softgen": "softgen", "trex": "trex"}
+TWO_CORE = {"softgen": "softgen_two_core"}
 
 
-def _gen_ceiling(lab, progress) -> float | None:
-    """softgen's own memif loopback ceiling (suites/throughput/rig.py), measured once per run
-    on a local lab: the NDR search's upper bound (issue 44; was the wire's fixed rate)."""
+def _measure_ceiling(key: str, make_topo, ask_pps, progress, what: str) -> None:
+    loop = make_topo()
+    try:
+        _CEILING[key] = rig_setup.generator_ceiling_pps(loop.gen, loop.tx_port, loop.rx_port,
+                                                        ask_pps=ask_pps or loop.max_rate_pps)
+    finally:
+        loop.close()
+    med, rates = _CEILING[key]
+    progress(f"{what}: {med / 1e6:.2f} Mpps (trials {', '.join(f'{r / 1e6:.2f}' for r in rates)})")
+
+
+def _gen_ceiling(lab, progress, ring_log2: int | None = None) -> float | None:
+    """softgen's own memif loopback ceilings (suites/throughput/rig.py), measured once per run
+    on a local lab: the same-config one (one worker sending and receiving, the switch run's
+    ring size ``ring_log2``: the yardstick and the NDR search's upper bound) and the two-core
+    one (a second process receiving on the other core: recorded beside it)."""
     if "softgen" not in _CEILING:
-        loop = topology.loopback(lab, tag="ceil")
-        try:
-            _CEILING["softgen"] = rig_setup.generator_ceiling_pps(loop.gen, loop.tx_port, loop.rx_port,
-                                                                   ask_pps=topology.TX_ASK_PPS)
-        finally:
-            loop.close()
-        med, rates = _CEILING["softgen"]
-        progress(f"generator loopback ceiling: {med / 1e6:.2f} Mpps (trials "
-                 f"{', '.join(f'{r / 1e6:.2f}' for r in rates)})")
+        _measure_ceiling("softgen", lambda: topology.same_config_loopback(lab, tag="ceils", ring_log2=ring_log2),
+                         topology.TX_ASK_PPS, progress,
+                         "generator loopback ceiling, same config (one worker TX+RX)")
+        _measure_ceiling("softgen_two_core", lambda: topology.loopback(lab, tag="ceil"), topology.TX_ASK_PPS,
+                         progress, "generator loopback ceiling, two cores (TX on one, RX on the other)")
     return _CEILING["softgen"][0]
+
+
+def ceilings_of(generator_kind: str) -> tuple[float | None, float | None]:
+    """(same-config, two-core) ceilings in pps measured in this run for a generator kind (None:
+    not measured)."""
+    same = _CEILING.get(SAME_CONFIG.get(generator_kind, ""))
+    two = _CEILING.get(TWO_CORE.get(generator_kind, ""))
+    return (same[0] if same else None), (two[0] if two else None)
 
 
 def _trex_ceiling(lab, profile, progress) -> float | None:
     """TRex's own memif loopback ceiling (topology.trex_loopback), measured once per run on a
     local lab before the first switch topology (two TRex servers are not started at once)."""
     if "trex" not in _CEILING:
-        loop = topology.trex_loopback(lab, profile.generator, tag="tceil")
-        try:
-            _CEILING["trex"] = rig_setup.generator_ceiling_pps(loop.gen, loop.tx_port, loop.rx_port,
-                                                                ask_pps=loop.max_rate_pps)
-        finally:
-            loop.close()
-        med, rates = _CEILING["trex"]
-        progress(f"TRex loopback ceiling: {med / 1e6:.2f} Mpps (trials "
-                 f"{', '.join(f'{r / 1e6:.2f}' for r in rates)})")
+        _measure_ceiling("trex", lambda: topology.trex_loopback(lab, profile.generator, tag="tceil"), None,
+                         progress, "TRex loopback ceiling, same config (its switch run's server and cores)")
     return _CEILING["trex"][0]
 
 
@@ -155,7 +172,8 @@ def _search_max_rate(lab, profile, topo, progress) -> float:
         return topo.max_rate_pps
     if profile.generator["kind"] == "trex":
         return min(topo.max_rate_pps, _CEILING["trex"][0]) if "trex" in _CEILING else topo.max_rate_pps
-    return min(topo.max_rate_pps, _gen_ceiling(lab, progress))
+    log2 = topo.ring_slots.bit_length() - 1 if topo.port_kind == "memif" and topo.ring_slots != 1024 else None
+    return min(topo.max_rate_pps, _gen_ceiling(lab, progress, log2))
 
 
 def _cross_checked(topo, measure, checks: list):
