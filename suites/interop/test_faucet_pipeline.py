@@ -22,9 +22,13 @@ def test_faucet_recording_rebuilds_its_tables(lab, run_dir):
     from suites.interop.faucet_pipeline import record
     msgs, info = record(lab, 50, run_dir)
     t = info["tables"]
-    assert info["hosts_learned"] >= 100, info
+    assert info["hosts_learned"] >= 100 and info["hosts_in_tables"] == 100, info
     # FAUCET's tables: 0 vlan, 1 eth_src, 2 ipv4_fib, 3 vip, 4 eth_dst, 5 flood
     assert t.get(1, 0) >= 100 and t.get(2, 0) >= 100 and t.get(4, 0) >= 100, info
+    # each stage of the learning path counted: every host reached FAUCET as a PACKET_IN
+    st = info["stages"]
+    assert st["arps_sent"] >= 100 and st["packet_in_sources"] >= 100, st
+    assert st["faucet_of_packet_ins"] >= 100 and st["flow_mods_on_wire"] == len(msgs), st
 
 
 ROUNDS = 3  # each switch started afresh ROUNDS times, ofbench and OVS-DPDK alternating
@@ -38,14 +42,15 @@ def _recording(lab, run_dir, n_hosts: int, progress):
     import os
     import shutil
     from pathlib import Path
-    from suites.interop.faucet_pipeline import (load_recording, record, recording_problem,
-                                                table_counts)
+    from suites.interop.faucet_pipeline import (load_recording, missing_hosts, record,
+                                                recording_problem, table_counts)
     d = os.environ.get(RECORDINGS_ENV)
     cached = Path(d) / f"faucet-{n_hosts}-hosts.of" if d else None
     if cached is not None and cached.exists():
         msgs = load_recording(cached)
         shutil.copy(cached, Path(run_dir) / cached.name)
-        info = {"hosts_learned": 2 * n_hosts, "flow_mods": len(msgs),
+        whole = 2 * n_hosts - sum(map(len, missing_hosts(msgs, n_hosts).values()))
+        info = {"hosts_learned": whole, "hosts_in_tables": whole, "flow_mods": len(msgs),
                 "tables": table_counts(msgs), "recording": str(cached)}
         problem = recording_problem(info, n_hosts)
         if problem:
@@ -63,8 +68,8 @@ def _recording(lab, run_dir, n_hosts: int, progress):
 def _bench(lab, profile, results, progress, run_dir, n_hosts: int):
     import subprocess
     from drivers.lab.switches import switch_available
-    from suites.interop.faucet_pipeline import (FaucetWorkload, merge_rounds, round_ratios,
-                                                table_mismatches)
+    from suites.interop.faucet_pipeline import (DP_OPTIONS, FaucetWorkload, merge_rounds,
+                                                round_ratios, table_mismatches)
     from suites.switch.pipeline import metrics_of, run_pipeline_bench
     kinds = tuple(k for k in ("ofbench", "ovs-dpdk") if switch_available(k, profile) is None)
     if "ofbench" not in kinds:
@@ -91,11 +96,16 @@ def _bench(lab, profile, results, progress, run_dir, n_hosts: int):
             for i, x in enumerate(v["mpps_runs"], 1):
                 metrics[f"{k.replace('/', '_').replace('-', '_')}_round{i}_mpps"] = x
     metrics.update(flow_mods=info["flow_mods"], hosts_learned=info["hosts_learned"],
+                   hosts_in_tables=info.get("hosts_in_tables", info["hosts_learned"]),
+                   **{f"learn_{k}": v for k, v in info.get("stages", {}).items()
+                      if isinstance(v, (int, float))},
                    **{f"table{t}_flows": n for t, n in info["tables"].items()})
     results.record(wl.name, metrics,
                    params={"hosts_per_vlan": n_hosts, "frame_size_b": 64, "lcores": 1,
                            "distinct_frames": 8192, "windows": 3, "rounds": ROUNDS,
                            "controller": "faucet", "controller_version": FAUCET_VERSION,
+                           "faucet_dp_options": DP_OPTIONS,
+                           "learn_passes": info.get("passes", "a recording of an earlier run"),
                            "round_speedups": ratios, "uptime": load,
                            "ovs_dpdk_megaflow_example": (res.get("ovs-dpdk/pcap", {}).get(
                                "datapath") or {}).get("megaflow_example", ""),
