@@ -311,6 +311,17 @@ def record(lab, n_hosts: int, log_dir: Path, *, pps: float = 150.0, quiet_s: flo
                   "learn_s": round(time.monotonic() - t0, 1)}
 
 
+def learn_params(info: dict) -> dict:
+    """What a recording's learning was, as a result record's params (pure; scalars and lists
+    of them, as the record schema allows): FAUCET's options, the ARP rate, one line per pass."""
+    passes = info.get("passes")
+    return {"faucet_dp_options": dict(info.get("dp_options") or DP_OPTIONS),
+            "learn_pps": info.get("pps"),
+            "learn_passes": [f"pass {i}: {p['arps_sent']} ARPs, {p['missing_after']} hosts "
+                             f"missing after, at {p['at_s']} s" for i, p in enumerate(passes, 1)]
+            if passes else "a recording of an earlier run"}
+
+
 VLAN_TABLE_FLOWS = 3  # FAUCET's vlan table after one cold start of this network
 HIT_SLACK = 2  # flows crossed may differ by this many between switches (table_mismatches)
 

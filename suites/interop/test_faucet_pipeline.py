@@ -68,7 +68,7 @@ def _recording(lab, run_dir, n_hosts: int, progress):
 def _bench(lab, profile, results, progress, run_dir, n_hosts: int):
     import subprocess
     from drivers.lab.switches import switch_available
-    from suites.interop.faucet_pipeline import (DP_OPTIONS, FaucetWorkload, merge_rounds,
+    from suites.interop.faucet_pipeline import (FaucetWorkload, learn_params, merge_rounds,
                                                 round_ratios, table_mismatches)
     from suites.switch.pipeline import metrics_of, run_pipeline_bench
     kinds = tuple(k for k in ("ofbench", "ovs-dpdk") if switch_available(k, profile) is None)
@@ -104,8 +104,7 @@ def _bench(lab, profile, results, progress, run_dir, n_hosts: int):
                    params={"hosts_per_vlan": n_hosts, "frame_size_b": 64, "lcores": 1,
                            "distinct_frames": 8192, "windows": 3, "rounds": ROUNDS,
                            "controller": "faucet", "controller_version": FAUCET_VERSION,
-                           "faucet_dp_options": DP_OPTIONS,
-                           "learn_passes": info.get("passes", "a recording of an earlier run"),
+                           **learn_params(info),
                            "round_speedups": ratios, "uptime": load,
                            "ovs_dpdk_megaflow_example": (res.get("ovs-dpdk/pcap", {}).get(
                                "datapath") or {}).get("megaflow_example", ""),

@@ -186,3 +186,4 @@ def test_the_recording_config_carries_the_learning_options_faucet_accepts(tmp_pa
     assert all(v["max_hosts"] == 10_016 for v in d["vlans"].values())
     (tmp_path / "f.yaml").write_text(config(10_000))
     faucet.check_config(tmp_path / "f.yaml")  # FAUCET's own parser takes every option
+
