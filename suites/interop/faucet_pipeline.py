@@ -322,6 +322,20 @@ def learn_params(info: dict) -> dict:
             if passes else "a recording of an earlier run"}
 
 
+# The RFC 2544 matrix on FAUCET's flows (test_faucet_pipeline._rfc2544): every switch kind the
+# throughput rig drives (suites/throughput/topology.py switch_p2p: OVS netdev over veth and
+# af_packet, OVS-DPDK and ofbench over vhost-user), the peers first so ofbench's record can
+# carry its ratio to each
+RFC_KINDS = ("ovs", "ovs-dpdk", "ofbench")
+RFC_TAGS = {"ovs": "ovk", "ovs-dpdk": "ovd", "ofbench": "ofb"}
+
+
+def rfc_tag(kind: str, n_hosts: int) -> str:
+    """The topology tag of one switch's RFC 2544 run (pure): distinct per kind and host count
+    (its namespaces, sockets and the replay app's done file are named from it)."""
+    return f"fr{n_hosts // 1000}{RFC_TAGS[kind]}"
+
+
 VLAN_TABLE_FLOWS = 3  # FAUCET's vlan table after one cold start of this network
 HIT_SLACK = 2  # flows crossed may differ by this many between switches (table_mismatches)
 

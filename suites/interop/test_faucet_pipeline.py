@@ -156,8 +156,9 @@ SOFTGEN_TEMPLATES = 4096  # softgen holds at most this many frame templates per 
 
 def _rfc2544(lab, profile, results, progress, run_dir, request, n_hosts: int):
     """NDR and PDR (MLRsearch, the throughput suite's goals) of 64 B frames routed VLAN 100 ->
-    200 by FAUCET's tables, OVS-DPDK then ofbench in the same run, softgen over vhost-user
-    (suites/throughput/topology.py switch_p2p, its flows replaced by FAUCET's recording)."""
+    200 by FAUCET's tables, OVS (netdev, veth), OVS-DPDK then ofbench (vhost-user) in the same
+    run, softgen (suites/throughput/topology.py switch_p2p, its flows replaced by FAUCET's
+    recording); ofbench's record carries its ratio to each peer measured."""
     import os
     from pathlib import Path
 
@@ -165,7 +166,7 @@ def _rfc2544(lab, profile, results, progress, run_dir, request, n_hosts: int):
     from drivers.trafficgen.base import make_measure
     from drivers.trafficgen.model import Stream
     from drivers.trafficgen.mlr import search_mlr
-    from suites.interop.faucet_pipeline import FaucetWorkload, routed_frame
+    from suites.interop.faucet_pipeline import RFC_KINDS, FaucetWorkload, rfc_tag, routed_frame
     from suites.throughput import rig as rig_setup
     from suites.throughput import topology
     from suites.throughput.trials import (_cross_checked, _gen_unavailable, _prov,
@@ -178,7 +179,7 @@ def _rfc2544(lab, profile, results, progress, run_dir, request, n_hosts: int):
         pytest.skip(why)
     if profile.generator["kind"] != "softgen":
         pytest.skip("the FAUCET RFC 2544 matrix drives softgen over vhost-user")
-    kinds = [k for k in ("ovs-dpdk", "ofbench") if switch_available(k, profile) is None]
+    kinds = [k for k in RFC_KINDS if switch_available(k, profile) is None]
     if "ofbench" not in kinds:
         pytest.skip(switch_available("ofbench", profile))
     msgs, info = _recording(lab, run_dir, n_hosts, progress)
@@ -193,7 +194,7 @@ def _rfc2544(lab, profile, results, progress, run_dir, request, n_hosts: int):
     log = _search_log(lab)
     for kind in kinds:
         progress(f"FAUCET RFC 2544: {kind}, {len(msgs)} FLOW_MODs of FAUCET's")
-        topo = topology.switch_p2p(lab, kind, len(msgs), tag=f"fr{n_hosts // 1000}{kind[:3]}",
+        topo = topology.switch_p2p(lab, kind, len(msgs), tag=rfc_tag(kind, n_hosts),
                                    controller=replay_controller(rec))
         checks: list[dict] = []
         pin = rig_setup.pin_others(lab, rig_setup.housekeeping_core(
@@ -201,7 +202,7 @@ def _rfc2544(lab, profile, results, progress, run_dir, request, n_hosts: int):
             topology.SWITCH_CORE, topology.GEN_WORKER_CORE),
             rig_setup.poller_nice_from_env(os.environ.get(rig_setup.POLLER_NICE_ENV)))
         try:
-            done = Path(lab.sock_path(f"fr{n_hosts // 1000}{kind[:3]}-ctl.flows")).read_text()
+            done = Path(lab.sock_path(f"{rfc_tag(kind, n_hosts)}-ctl.flows")).read_text()
             if not done.endswith(" errors 0"):
                 raise AssertionError(f"{kind}: FAUCET's flows not all taken: {done}")
 
@@ -225,10 +226,12 @@ def _rfc2544(lab, profile, results, progress, run_dir, request, n_hosts: int):
             if checks:
                 m["switch_cross_checked_trials"] = float(len(checks))
             if kind == "ofbench":
-                peer = measured.get("ovs-dpdk", {})
-                for t in ("ndr", "pdr"):
-                    if peer.get(f"{t}_mpps"):
-                        m[f"{t}_mpps_vs_ovs_dpdk"] = m[f"{t}_mpps"] / peer[f"{t}_mpps"]
+                for pk in ("ovs-dpdk", "ovs"):
+                    peer = measured.get(pk, {})
+                    for t in ("ndr", "pdr"):
+                        if peer.get(f"{t}_mpps"):
+                            m[f"{t}_mpps_vs_{pk.replace('-', '_')}"] = \
+                                m[f"{t}_mpps"] / peer[f"{t}_mpps"]
             measured[kind] = m
             results.record(wl.name, metrics=m,
                            params={"frame_size": 64, "hosts_per_vlan": n_hosts,

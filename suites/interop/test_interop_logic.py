@@ -187,3 +187,12 @@ def test_the_recording_config_carries_the_learning_options_faucet_accepts(tmp_pa
     (tmp_path / "f.yaml").write_text(config(10_000))
     faucet.check_config(tmp_path / "f.yaml")  # FAUCET's own parser takes every option
 
+
+@pytest.mark.quick
+def test_every_rfc_kind_has_its_own_topology_tag():
+    """OVS and OVS-DPDK in one RFC 2544 run must not share names (kind[:3] did: "ovs")."""
+    from suites.interop.faucet_pipeline import RFC_KINDS, rfc_tag
+    assert RFC_KINDS[-1] == "ofbench" and {"ovs", "ovs-dpdk"} <= set(RFC_KINDS)
+    tags = {rfc_tag(k, n) for k in RFC_KINDS for n in (1000, 10_000)}
+    assert len(tags) == 2 * len(RFC_KINDS)
+    assert rfc_tag("ovs-dpdk", 1000) == "fr1ovd" and rfc_tag("ofbench", 10_000) == "fr10ofb"
