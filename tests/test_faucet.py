@@ -81,3 +81,49 @@ def test_ovs_testcontroller_log_counts():
     c = parse_ovs_testcontroller_log(log)
     assert (c.connects, c.ofp_errors, c.disconnects) == (1, 1, 1)
     assert c.errors[0].startswith("OFPT_ERROR")
+
+
+PROM = """\
+# HELP of_packet_ins_total OF packet_ins received from DP
+# TYPE of_packet_ins_total counter
+of_packet_ins_total{dp_id="0x1",dp_name="sw"} 20013.0
+# HELP vlan_hosts_learned Number of hosts learned on a VLAN
+# TYPE vlan_hosts_learned gauge
+vlan_hosts_learned{dp_id="0x1",dp_name="sw",vlan="100"} 10000.0
+vlan_hosts_learned{dp_id="0x1",dp_name="sw",vlan="200"} 9990.0
+"""
+
+
+@pytest.mark.skipif(faucet.faucet_available() is not None, reason="FAUCET not installed")
+def test_prometheus_counters_summed_over_labels_by_faucets_own_parser(tmp_path):
+    """FaucetProcess.metrics reads the exporter with prometheus_client's parser (FAUCET's
+    venv): counters without ``_total``, each name summed over its labels; an exporter that is
+    not there is a FaucetError naming its address."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    class Prom(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - http.server's name
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(PROM.encode())
+
+        def log_message(self, *a):
+            pass
+
+    srv = HTTPServer(("127.0.0.1", 0), Prom)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        proc = faucet.FaucetProcess(None, "f", None, 0, srv.server_address[1], tmp_path / "c",
+                                    tmp_path / "l", tmp_path / "e", None)
+        assert proc.metrics() == {"of_packet_ins": 20013.0, "vlan_hosts_learned": 19990.0}
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        dead = s.getsockname()[1]
+    proc = faucet.FaucetProcess(None, "f", None, 0, dead, tmp_path / "c", tmp_path / "l",
+                                tmp_path / "e", None)
+    with pytest.raises(faucet.FaucetError, match=f"127.0.0.1:{dead}"):
+        proc.metrics()

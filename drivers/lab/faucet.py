@@ -158,6 +158,31 @@ class FaucetProcess:
     def alive(self) -> bool:
         return self.proc.alive()
 
+    def metrics(self, timeout_s: float = 10.0) -> dict[str, float]:
+        """FAUCET's Prometheus exporter (127.0.0.1:prom_port in its namespace), each sample
+        summed over its labels, a counter under its name without ``_total``:
+        ``{"of_packet_ins": 20013.0, "vlan_hosts_learned": ...}``.
+        Parsed by prometheus_client's own parser, from FAUCET's venv (FAUCET depends on it)."""
+        code = ("import sys, urllib.request\n"
+                "from prometheus_client.parser import text_string_to_metric_families as f\n"
+                "t = urllib.request.urlopen(sys.argv[1], timeout=5).read().decode()\n"
+                "out = {}\n"
+                "for fam in f(t):\n"
+                "    for s in fam.samples:\n"
+                "        n = s.name[:-6] if s.name.endswith('_total') else s.name\n"
+                "        out[n] = out.get(n, 0.0) + s.value\n"
+                "import json; print(json.dumps(out))\n")
+        argv = [str(faucet_venv() / "bin" / "python"), "-c", code,
+                f"http://127.0.0.1:{self.prom_port}/"]
+        if self.netns:
+            argv = ["ip", "netns", "exec", self.netns, *argv]
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s)
+        if r.returncode != 0:
+            raise FaucetError(f"FAUCET's Prometheus exporter on 127.0.0.1:{self.prom_port}"
+                              f" ({self.netns or 'this namespace'}): {r.stderr.strip()[-300:]}")
+        import json
+        return json.loads(r.stdout)
+
     def reload(self, new_config: str | None = None) -> None:
         """Write ``new_config`` (checked by FAUCET first) over the config and SIGHUP FAUCET,
         which re-reads it (a warm start where it can)."""

@@ -38,6 +38,22 @@ V100_BASE, V200_BASE = "10.100.0.1", "10.200.0.1"
 V100_VIP, V200_VIP = "10.100.255.254", "10.200.255.254"
 PREFIX = {1: 0x01, 2: 0x02}  # host MACs 0e:01:..., 0e:02:...
 MAX_UNREPLIED_ECHOES = 60  # FAUCET's echo every 3 s: the channel kept through 3 busy minutes
+# FAUCET's dp options for learning thousands of hosts (faucet/dp.py defaults in brackets):
+# - metrics_rate_limit_sec 60 [0]: after each PACKET_IN that learned a host FAUCET re-exports
+#   its Prometheus `learned_macs` for every host of the port, sorted (valve.py update_metrics,
+#   "TODO: make MAC table updates less expensive"): learning N hosts costs O(N^2 log N), and
+#   with the default FAUCET took 300 hosts/s at first and 31/s at 13k hosts (Findings 4). Its
+#   5 s metrics timer still exports them all;
+# - ignore_learn_ins 0 [10: every 10th PACKET_IN of a second is not learned from, by design,
+#   to spare a busy controller]: every host's first ARP is taken;
+# - timeout 3600 [300 s, jittered down by up to 3 sqrt(timeout)]: the first hosts must not
+#   expire (their eth_src flows' hard timeout, FAUCET's host cache) before the last are learned.
+# The flows keep FAUCET's form; their timeouts are an hour's.
+DP_OPTIONS = {"metrics_rate_limit_sec": 60, "ignore_learn_ins": 0, "timeout": 3600}
+# FAUCET's table ids for this network (routing on: 0 vlan, 1 eth_src, 2 ipv4_fib, 3 vip,
+# 4 eth_dst, 5 flood)
+ETH_SRC_TABLE, IPV4_FIB_TABLE, ETH_DST_TABLE = 1, 2, 4
+OXM_ETH_DST, OXM_ETH_SRC, OXM_IPV4_DST = 3, 4, 12
 
 
 def config(n_hosts: int) -> str:
@@ -50,7 +66,65 @@ def config(n_hosts: int) -> str:
         v["max_hosts"] = n_hosts + 16
     for i in d["dps"]["sw"]["interfaces"].values():
         i["max_hosts"] = n_hosts + 16
+    d["dps"]["sw"].update(DP_OPTIONS)
     return yaml.safe_dump(d, sort_keys=False)
+
+
+def flow_mod_match(m: bytes) -> tuple[int, int, dict[int, bytes]] | None:
+    """(table_id, command, {OXM field: value}) of an OpenFlow 1.3 FLOW_MOD (pure; None for
+    another message). A masked field is kept only with an all-ones mask (FAUCET's /32 routes
+    carry one), as its value."""
+    if len(m) < 52 or m[1] != 14:
+        return None
+    mlen = struct.unpack("!H", m[50:52])[0]
+    fields, o = {}, 52
+    while o + 4 <= 48 + mlen and o + 4 <= len(m):
+        cls, fld, n = struct.unpack("!HBB", m[o:o + 4])
+        if cls == 0x8000 and not fld & 1:
+            fields[fld >> 1] = bytes(m[o + 4:o + 4 + n])
+        elif cls == 0x8000 and set(m[o + 4 + n // 2:o + 4 + n]) == {0xFF}:
+            fields[fld >> 1] = bytes(m[o + 4:o + 4 + n // 2])
+        o += 4 + n
+    return m[24], m[25], fields
+
+
+def learned(msgs: list[bytes]) -> dict[str, set[bytes]]:
+    """What a recording leaves in the switch for each host (pure): the MACs with a flow in
+    FAUCET's eth_src table and in its eth_dst table, the IPv4 addresses with one in its
+    ipv4_fib. FLOW_MODs are taken in order: an add adds, a delete whose match names the field
+    removes that value, a delete without it (a cold start's) empties the table."""
+    want = {"eth_src": (ETH_SRC_TABLE, OXM_ETH_SRC), "eth_dst": (ETH_DST_TABLE, OXM_ETH_DST),
+            "ipv4_dst": (IPV4_FIB_TABLE, OXM_IPV4_DST)}
+    out: dict[str, set[bytes]] = {k: set() for k in want}
+    for m in msgs:
+        fm = flow_mod_match(m)
+        if fm is None:
+            continue
+        table, cmd, fields = fm
+        for k, (t, f) in want.items():
+            if table != t and not (cmd in (3, 4) and table == 0xFF):
+                continue
+            if cmd == 0 and f in fields:
+                out[k].add(fields[f])
+            elif cmd in (3, 4):
+                if f in fields:
+                    out[k].discard(fields[f])
+                else:
+                    out[k].clear()
+    return out
+
+
+def missing_hosts(msgs: list[bytes], n_hosts: int) -> dict[int, list[int]]:
+    """Per switch port (1: VLAN 100, 2: VLAN 200), the hosts i < ``n_hosts`` the recording
+    does not hold whole (pure): an eth_src flow, an eth_dst flow and a /32 route each."""
+    got = learned(msgs)
+    out = {}
+    for port, base in ((1, V100_BASE), (2, V200_BASE)):
+        out[port] = [i for i in range(n_hosts)
+                     if host_mac(PREFIX[port], i) not in got["eth_src"]
+                     or host_mac(PREFIX[port], i) not in got["eth_dst"]
+                     or socket.inet_aton(host_addr(base, i)) not in got["ipv4_dst"]]
+    return out
 
 
 def split(blob: bytes) -> list[bytes]:
@@ -104,23 +178,56 @@ class FaucetWorkload(Workload):
                 for k in range(self.n_frames)]
 
 
-def record(lab, n_hosts: int, log_dir: Path, *, pps: float = 300.0,
-           settle_timeout_s: float = 120.0, kind: str = "ofbench") -> tuple[list[bytes], dict]:
+FAUCET_METRICS = ("of_packet_ins", "of_vlan_packet_ins", "of_non_vlan_packet_ins",
+                  "of_ignored_packet_ins", "of_unexpected_packet_ins", "of_flowmsgs_sent",
+                  "of_dp_connections", "of_dp_disconnections", "vlan_hosts_learned",
+                  "port_learn_bans", "vlan_learn_bans")
+
+
+def _settle(rec: Path, quiet_s: float, timeout_s: float) -> None:
+    """Wait until the recording has not grown for ``quiet_s`` (or ``timeout_s`` passed)."""
+    deadline = time.monotonic() + timeout_s
+    last, still = -1, 0.0
+    while time.monotonic() < deadline:
+        n = rec.stat().st_size if rec.exists() else 0
+        if n == last:
+            still += 0.5
+            if still >= quiet_s:
+                return
+        else:
+            last, still = n, 0.0
+        time.sleep(0.5)
+
+
+def record(lab, n_hosts: int, log_dir: Path, *, pps: float = 150.0, quiet_s: float = 5.0,
+           kind: str = "ofbench", max_passes: int = 6, learn_timeout_s: float | None = None
+           ) -> tuple[list[bytes], dict]:
     """Run FAUCET's routed two-VLAN network on ofbench through the recording relay, let
     ``n_hosts`` hosts per VLAN ARP for their gateway, return FAUCET's FLOW_MODs and what it
-    learned ({"hosts_learned", "routes", "tables"})."""
+    learned. The first pass sends an ARP for every host at ``pps`` per VLAN; each next pass
+    (at most ``max_passes`` in all, within ``learn_timeout_s``) only for the hosts the
+    recording does not yet hold whole (eth_src and eth_dst flows, /32 route: missing_hosts),
+    once FAUCET's FLOW_MODs have stopped for ``quiet_s`` (FAUCET takes PACKET_INs more slowly
+    than they come, ever more slowly as it holds more hosts: the backlog waits in the
+    connection, and a host re-sent before FAUCET has drained it would be learned twice). ``info["stages"]`` counts each stage of the learning
+    path: ARPs sent, the switch's port counters, the PACKET_INs on the wire and their distinct
+    sources (the relay's), FAUCET's own Prometheus counters, FLOW_MODs back."""
     from suites.interop.net import FaucetNet, Host, ScenarioError
+    learn_timeout_s = learn_timeout_s or max(300.0, n_hosts / 25)  # 20k hosts: 400 s
 
     class RecordingNet(FaucetNet):
         def _start_switch(self, port: int) -> None:
             self.rec = Path(log_dir) / f"faucet-{n_hosts}-hosts.of"
             self.rec.unlink(missing_ok=True)
+            self.relay_counts = Path(log_dir) / f"faucet-{n_hosts}-hosts.relay.json"
+            self.relay_counts.unlink(missing_ok=True)
             relay_port = self.lab.free_tcp_port()
             ready = self.lab.sock_path(f"{self.tag}-relay.ready")
             self.relay = self.lab.supervisor.start(
                 f"ofrelay-{self.tag}", [sys.executable, "-m", "suites.interop.ofrelay",
                                         "--listen", str(relay_port), "--to", str(port),
-                                        "--record", str(self.rec), "--ready-file", str(ready)],
+                                        "--record", str(self.rec), "--ready-file", str(ready),
+                                        "--counts", str(self.relay_counts)],
                 netns=self.ns["sw"], ready=ready.exists, env={"PYTHONPATH": "."})
             self.procs.append(self.relay)
             super()._start_switch(relay_port)
@@ -132,43 +239,101 @@ def record(lab, n_hosts: int, log_dir: Path, *, pps: float = 300.0,
     # (~15 s) on a small box and drops the channel: every drop is a cold start (its tables
     # emptied and rebuilt), so the recording would end with the last start's hosts only
     net.max_unreplied_echoes = MAX_UNREPLIED_ECHOES
+    passes: list[dict] = []
+    t0 = time.monotonic()
     with net:
         sides = (("h1", V100_BASE, V100_VIP), ("h2", V200_BASE, V200_VIP))
         for h, base, _ in sides:  # the hosts answer FAUCET's re-resolution of its next hops
             net._send(h, ["arp-responder", "--iface", "eth0", "--count", str(n_hosts),
-                          "--prefix", str(PREFIX[net.hosts[h].port]), "--base-ip", base])
-        for _ in range(2):  # a second pass for hosts whose first ARP FAUCET did not take
-            senders = [net._send(h, ["arps", "--iface", "eth0", "--count", str(n_hosts),
-                                     "--prefix", str(PREFIX[net.hosts[h].port]),
-                                     "--base-ip", base, "--target", vip, "--pps", str(pps)])
-                       for h, base, vip in sides]
-            for s in senders:
-                s.wait(timeout_s=n_hosts / pps + 60)
-        # settled: FAUCET has added a route for (nearly) every host and nothing new for 3 s
-        deadline = time.monotonic() + settle_timeout_s
-        last, still = -1, 0.0
-        while time.monotonic() < deadline:
-            n = len(split(net.rec.read_bytes())) if net.rec.exists() else 0
-            if n == last:
-                still += 0.5
-                if still >= 3.0:
-                    break
-            else:
-                last, still = n, 0.0
-            time.sleep(0.5)
+                          "--prefix", str(PREFIX[net.hosts[h].port]), "--base-ip", base,
+                          "--seconds", str(learn_timeout_s + n_hosts / pps + 120)])
+        todo: dict[int, list[int] | None] = {1: None, 2: None}  # None: every host
+        while True:
+            senders, sent = [], 0
+            for h, base, vip in sides:
+                port = net.hosts[h].port
+                args = ["arps", "--iface", "eth0", "--count", str(n_hosts), "--prefix",
+                        str(PREFIX[port]), "--base-ip", base, "--target", vip, "--pps", str(pps)]
+                only = todo[port]
+                if only is not None:
+                    if not only:
+                        continue
+                    f = Path(log_dir) / f"faucet-{n_hosts}-pass{len(passes)}-port{port}.hosts"
+                    f.write_text("\n".join(map(str, only)) + "\n")
+                    args += ["--only-file", str(f)]
+                sent += n_hosts if only is None else len(only)
+                senders.append(net._send(h, args))
+            for snd in senders:
+                snd.wait(timeout_s=n_hosts / pps + 60)
+            _settle(net.rec, quiet_s, max(quiet_s, learn_timeout_s - (time.monotonic() - t0)))
+            todo = missing_hosts(split(net.rec.read_bytes()), n_hosts)
+            passes.append({"arps_sent": sent, "missing_after": sum(map(len, todo.values())),
+                           "at_s": round(time.monotonic() - t0, 1)})
+            if not any(todo.values()) or len(passes) >= max_passes or \
+                    time.monotonic() - t0 > learn_timeout_s:
+                break
         log = net.faucet.log.read_text(errors="replace")
-        learned = len(set(re.findall(r"L2 learned on Port \d+ (\S+)", log)))
+        learned_log = len(set(re.findall(r"L2 learned on Port \d+ (\S+)", log)))
         routes = len(set(re.findall(r"Adding new route (\S+)", log)))
         dead = len(set(re.findall(r"expiring dead route (\S+)", log)))
         downs = log.count("datapath down")
+        stages = {"arps_sent": sum(x["arps_sent"] for x in passes)}
+        sw = net.switch.stats() if hasattr(net.switch, "stats") else None
+        if sw:
+            stages["switch_rx_packets"] = {p["port"]: p["rx_packets"] for p in sw["ports"]}
+            stages["switch_ctl_dropped_slow"] = sw.get("ctl_dropped_slow", 0)
+        time.sleep(1.0)  # the relay writes its counts every half second
+        try:
+            import json
+            rc = json.loads(net.relay_counts.read_text())
+            stages["packet_ins_on_wire"] = rc["to_controller"].get("10", 0)
+            stages["packet_in_sources"] = rc["packet_in_sources"]
+            stages["flow_mods_on_wire"] = rc["to_switch"].get("14", 0)
+            stages["packet_outs_on_wire"] = rc["to_switch"].get("13", 0)
+        except (OSError, ValueError, KeyError):
+            pass
+        try:
+            fm = net.faucet.metrics()
+            stages.update({f"faucet_{k}": fm[k] for k in FAUCET_METRICS if k in fm})
+        except Exception as e:  # noqa: BLE001 - the counts are diagnostics, not the result
+            stages["faucet_metrics_error"] = str(e)[:200]
         c = net.faucet.counters()
         if c.ofp_errors:
             raise ScenarioError(f"FAUCET got {c.ofp_errors} OFPT_ERRORs while recording: "
                                 f"{c.errors[:3]}")
     msgs = split(net.rec.read_bytes())
-    return msgs, {"hosts_learned": learned, "routes_added": routes, "routes_expired": dead,
+    missing = missing_hosts(msgs, n_hosts)
+    return msgs, {"hosts_learned": learned_log, "routes_added": routes, "routes_expired": dead,
+                  "hosts_in_tables": 2 * n_hosts - sum(map(len, missing.values())),
                   "flow_mods": len(msgs), "tables": table_counts(msgs),
-                  "channel_downs": downs, "switch": kind}
+                  "channel_downs": downs, "switch": kind, "passes": passes, "stages": stages,
+                  "pps": pps, "dp_options": DP_OPTIONS,
+                  "learn_s": round(time.monotonic() - t0, 1)}
+
+
+def learn_params(info: dict) -> dict:
+    """What a recording's learning was, as a result record's params (pure; scalars and lists
+    of them, as the record schema allows): FAUCET's options, the ARP rate, one line per pass."""
+    passes = info.get("passes")
+    return {"faucet_dp_options": dict(info.get("dp_options") or DP_OPTIONS),
+            "learn_pps": info.get("pps"),
+            "learn_passes": [f"pass {i}: {p['arps_sent']} ARPs, {p['missing_after']} hosts "
+                             f"missing after, at {p['at_s']} s" for i, p in enumerate(passes, 1)]
+            if passes else "a recording of an earlier run"}
+
+
+# The RFC 2544 matrix on FAUCET's flows (test_faucet_pipeline._rfc2544): every switch kind the
+# throughput rig drives (suites/throughput/topology.py switch_p2p: OVS netdev over veth and
+# af_packet, OVS-DPDK and ofbench over vhost-user), the peers first so ofbench's record can
+# carry its ratio to each
+RFC_KINDS = ("ovs", "ovs-dpdk", "ofbench")
+RFC_TAGS = {"ovs": "ovk", "ovs-dpdk": "ovd", "ofbench": "ofb"}
+
+
+def rfc_tag(kind: str, n_hosts: int) -> str:
+    """The topology tag of one switch's RFC 2544 run (pure): distinct per kind and host count
+    (its namespaces, sockets and the replay app's done file are named from it)."""
+    return f"fr{n_hosts // 1000}{RFC_TAGS[kind]}"
 
 
 VLAN_TABLE_FLOWS = 3  # FAUCET's vlan table after one cold start of this network
@@ -185,9 +350,10 @@ def recording_problem(info: dict, n_hosts: int) -> str | None:
     if downs or starts > 1:
         return (f"FAUCET's channel went down {downs} time(s) while learning ({starts} cold "
                 f"starts in the recording): its tables hold only the hosts of the last start")
-    learned = info.get("hosts_learned", 0)
+    learned = info.get("hosts_in_tables", info.get("hosts_learned", 0))
     if learned < 2 * n_hosts:
-        return f"FAUCET learned {learned} of {2 * n_hosts} hosts"
+        return (f"the recording holds {learned} of {2 * n_hosts} hosts whole (eth_src, eth_dst "
+                f"flows and /32 route)")
     return None
 
 
@@ -283,7 +449,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--hosts", type=int, required=True, help="hosts per VLAN")
     p.add_argument("--out", type=Path, required=True, help="folder for faucet-N-hosts.of")
     p.add_argument("--profile", default="local")
-    p.add_argument("--pps", type=float, default=300.0, help="ARPs per second per VLAN")
+    p.add_argument("--pps", type=float, default=150.0, help="ARPs per second per VLAN")
     p.add_argument("--switch", default="ofbench", help="the switch FAUCET runs the network on")
     a = p.parse_args(argv)
     a.out.mkdir(parents=True, exist_ok=True)

@@ -22,9 +22,13 @@ def test_faucet_recording_rebuilds_its_tables(lab, run_dir):
     from suites.interop.faucet_pipeline import record
     msgs, info = record(lab, 50, run_dir)
     t = info["tables"]
-    assert info["hosts_learned"] >= 100, info
+    assert info["hosts_learned"] >= 100 and info["hosts_in_tables"] == 100, info
     # FAUCET's tables: 0 vlan, 1 eth_src, 2 ipv4_fib, 3 vip, 4 eth_dst, 5 flood
     assert t.get(1, 0) >= 100 and t.get(2, 0) >= 100 and t.get(4, 0) >= 100, info
+    # each stage of the learning path counted: every host reached FAUCET as a PACKET_IN
+    st = info["stages"]
+    assert st["arps_sent"] >= 100 and st["packet_in_sources"] >= 100, st
+    assert st["faucet_of_packet_ins"] >= 100 and st["flow_mods_on_wire"] == len(msgs), st
 
 
 ROUNDS = 3  # each switch started afresh ROUNDS times, ofbench and OVS-DPDK alternating
@@ -38,14 +42,15 @@ def _recording(lab, run_dir, n_hosts: int, progress):
     import os
     import shutil
     from pathlib import Path
-    from suites.interop.faucet_pipeline import (load_recording, record, recording_problem,
-                                                table_counts)
+    from suites.interop.faucet_pipeline import (load_recording, missing_hosts, record,
+                                                recording_problem, table_counts)
     d = os.environ.get(RECORDINGS_ENV)
     cached = Path(d) / f"faucet-{n_hosts}-hosts.of" if d else None
     if cached is not None and cached.exists():
         msgs = load_recording(cached)
         shutil.copy(cached, Path(run_dir) / cached.name)
-        info = {"hosts_learned": 2 * n_hosts, "flow_mods": len(msgs),
+        whole = 2 * n_hosts - sum(map(len, missing_hosts(msgs, n_hosts).values()))
+        info = {"hosts_learned": whole, "hosts_in_tables": whole, "flow_mods": len(msgs),
                 "tables": table_counts(msgs), "recording": str(cached)}
         problem = recording_problem(info, n_hosts)
         if problem:
@@ -63,8 +68,8 @@ def _recording(lab, run_dir, n_hosts: int, progress):
 def _bench(lab, profile, results, progress, run_dir, n_hosts: int):
     import subprocess
     from drivers.lab.switches import switch_available
-    from suites.interop.faucet_pipeline import (FaucetWorkload, merge_rounds, round_ratios,
-                                                table_mismatches)
+    from suites.interop.faucet_pipeline import (FaucetWorkload, learn_params, merge_rounds,
+                                                round_ratios, table_mismatches)
     from suites.switch.pipeline import metrics_of, run_pipeline_bench
     kinds = tuple(k for k in ("ofbench", "ovs-dpdk") if switch_available(k, profile) is None)
     if "ofbench" not in kinds:
@@ -91,11 +96,15 @@ def _bench(lab, profile, results, progress, run_dir, n_hosts: int):
             for i, x in enumerate(v["mpps_runs"], 1):
                 metrics[f"{k.replace('/', '_').replace('-', '_')}_round{i}_mpps"] = x
     metrics.update(flow_mods=info["flow_mods"], hosts_learned=info["hosts_learned"],
+                   hosts_in_tables=info.get("hosts_in_tables", info["hosts_learned"]),
+                   **{f"learn_{k}": v for k, v in info.get("stages", {}).items()
+                      if isinstance(v, (int, float))},
                    **{f"table{t}_flows": n for t, n in info["tables"].items()})
     results.record(wl.name, metrics,
                    params={"hosts_per_vlan": n_hosts, "frame_size_b": 64, "lcores": 1,
                            "distinct_frames": 8192, "windows": 3, "rounds": ROUNDS,
                            "controller": "faucet", "controller_version": FAUCET_VERSION,
+                           **learn_params(info),
                            "round_speedups": ratios, "uptime": load,
                            "ovs_dpdk_megaflow_example": (res.get("ovs-dpdk/pcap", {}).get(
                                "datapath") or {}).get("megaflow_example", ""),
@@ -147,8 +156,9 @@ SOFTGEN_TEMPLATES = 4096  # softgen holds at most this many frame templates per 
 
 def _rfc2544(lab, profile, results, progress, run_dir, request, n_hosts: int):
     """NDR and PDR (MLRsearch, the throughput suite's goals) of 64 B frames routed VLAN 100 ->
-    200 by FAUCET's tables, OVS-DPDK then ofbench in the same run, softgen over vhost-user
-    (suites/throughput/topology.py switch_p2p, its flows replaced by FAUCET's recording)."""
+    200 by FAUCET's tables, OVS (netdev, veth), OVS-DPDK then ofbench (vhost-user) in the same
+    run, softgen (suites/throughput/topology.py switch_p2p, its flows replaced by FAUCET's
+    recording); ofbench's record carries its ratio to each peer measured."""
     import os
     from pathlib import Path
 
@@ -156,7 +166,7 @@ def _rfc2544(lab, profile, results, progress, run_dir, request, n_hosts: int):
     from drivers.trafficgen.base import make_measure
     from drivers.trafficgen.model import Stream
     from drivers.trafficgen.mlr import search_mlr
-    from suites.interop.faucet_pipeline import FaucetWorkload, routed_frame
+    from suites.interop.faucet_pipeline import RFC_KINDS, FaucetWorkload, rfc_tag, routed_frame
     from suites.throughput import rig as rig_setup
     from suites.throughput import topology
     from suites.throughput.trials import (_cross_checked, _gen_unavailable, _prov,
@@ -169,7 +179,7 @@ def _rfc2544(lab, profile, results, progress, run_dir, request, n_hosts: int):
         pytest.skip(why)
     if profile.generator["kind"] != "softgen":
         pytest.skip("the FAUCET RFC 2544 matrix drives softgen over vhost-user")
-    kinds = [k for k in ("ovs-dpdk", "ofbench") if switch_available(k, profile) is None]
+    kinds = [k for k in RFC_KINDS if switch_available(k, profile) is None]
     if "ofbench" not in kinds:
         pytest.skip(switch_available("ofbench", profile))
     msgs, info = _recording(lab, run_dir, n_hosts, progress)
@@ -184,7 +194,7 @@ def _rfc2544(lab, profile, results, progress, run_dir, request, n_hosts: int):
     log = _search_log(lab)
     for kind in kinds:
         progress(f"FAUCET RFC 2544: {kind}, {len(msgs)} FLOW_MODs of FAUCET's")
-        topo = topology.switch_p2p(lab, kind, len(msgs), tag=f"fr{n_hosts // 1000}{kind[:3]}",
+        topo = topology.switch_p2p(lab, kind, len(msgs), tag=rfc_tag(kind, n_hosts),
                                    controller=replay_controller(rec))
         checks: list[dict] = []
         pin = rig_setup.pin_others(lab, rig_setup.housekeeping_core(
@@ -192,7 +202,7 @@ def _rfc2544(lab, profile, results, progress, run_dir, request, n_hosts: int):
             topology.SWITCH_CORE, topology.GEN_WORKER_CORE),
             rig_setup.poller_nice_from_env(os.environ.get(rig_setup.POLLER_NICE_ENV)))
         try:
-            done = Path(lab.sock_path(f"fr{n_hosts // 1000}{kind[:3]}-ctl.flows")).read_text()
+            done = Path(lab.sock_path(f"{rfc_tag(kind, n_hosts)}-ctl.flows")).read_text()
             if not done.endswith(" errors 0"):
                 raise AssertionError(f"{kind}: FAUCET's flows not all taken: {done}")
 
@@ -216,10 +226,12 @@ def _rfc2544(lab, profile, results, progress, run_dir, request, n_hosts: int):
             if checks:
                 m["switch_cross_checked_trials"] = float(len(checks))
             if kind == "ofbench":
-                peer = measured.get("ovs-dpdk", {})
-                for t in ("ndr", "pdr"):
-                    if peer.get(f"{t}_mpps"):
-                        m[f"{t}_mpps_vs_ovs_dpdk"] = m[f"{t}_mpps"] / peer[f"{t}_mpps"]
+                for pk in ("ovs-dpdk", "ovs"):
+                    peer = measured.get(pk, {})
+                    for t in ("ndr", "pdr"):
+                        if peer.get(f"{t}_mpps"):
+                            m[f"{t}_mpps_vs_{pk.replace('-', '_')}"] = \
+                                m[f"{t}_mpps"] / peer[f"{t}_mpps"]
             measured[kind] = m
             results.record(wl.name, metrics=m,
                            params={"frame_size": 64, "hosts_per_vlan": n_hosts,

@@ -139,15 +139,21 @@ def host_mac(prefix: int, i: int) -> bytes:
     return bytes([0x0E, prefix]) + struct.pack("!I", i)
 
 
-def arps(iface: str, count: int, prefix: int, base_ip: str, target: str, pps: float) -> dict:
+def arps(iface: str, count: int, prefix: int, base_ip: str, target: str, pps: float,
+         only: list[int] | None = None) -> dict:
     """``count`` hosts ARP for ``target`` (a router's address) once each: MAC host_mac(prefix,
-    i), address host_addr(base_ip, i)."""
+    i), address host_addr(base_ip, i); ``only``: just these hosts i. Paced on a schedule (the
+    k-th request at k / pps s), so the rate is ``pps`` however long each send takes."""
     s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
     s.bind((iface, 0))
-    for i in range(count):
+    hosts = range(count) if only is None else only
+    t0 = time.monotonic()
+    for k, i in enumerate(hosts):
+        wait = t0 + k / pps - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
         s.send(arp_request(host_mac(prefix, i), host_addr(base_ip, i), target))
-        time.sleep(1.0 / pps)
-    return {"tx": count}
+    return {"tx": len(hosts), "seconds": round(time.monotonic() - t0, 2)}
 
 
 def arp_responder(iface: str, count: int, prefix: int, base_ip: str, seconds: float) -> dict:
@@ -249,6 +255,7 @@ def main(argv=None) -> int:
     ar.add_argument("--base-ip", required=True)
     ar.add_argument("--target", required=True)
     ar.add_argument("--pps", type=float, default=500.0)
+    ar.add_argument("--only-file", help="the hosts i to send for, one a line (default: all)")
     rsp = sub.add_parser("arp-responder")
     rsp.add_argument("--iface", default="eth0")
     rsp.add_argument("--count", type=int, required=True)
@@ -259,7 +266,11 @@ def main(argv=None) -> int:
     if a.cmd == "arp-responder":
         out = arp_responder(a.iface, a.count, a.prefix, a.base_ip, a.seconds)
     elif a.cmd == "arps":
-        out = arps(a.iface, a.count, a.prefix, a.base_ip, a.target, a.pps)
+        only = None
+        if a.only_file:
+            with open(a.only_file) as f:
+                only = [int(x) for x in f.read().split()]
+        out = arps(a.iface, a.count, a.prefix, a.base_ip, a.target, a.pps, only)
     elif a.cmd == "recv":
         out = recv(a.bind, a.port, a.timeout, a.ready_file)
     elif a.cmd == "send":
