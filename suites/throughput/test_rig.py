@@ -335,3 +335,57 @@ def test_sched_trace_puts_the_box_back_on_error_and_after_sigkill(tmp_path):
     assert cleanup_stale(state, tfs, alive=lambda pid, st: False)
     assert (tfs / "tracing_cpumask").read_text() == "3" and (tfs / "tracing_on").read_text() == "0"
     assert not state.exists() and not cleanup_stale(state, tfs)
+
+
+@pytest.mark.quick
+def test_lab_same_config_loopback_runs_on_the_generator_host(monkeypatch, tmp_path):
+    """lab-emu (any remote lab): the yardstick is softgen's same-config loopback started on the
+    profile's generator host through the Lab protocol with the generator's cores; it bounds
+    the search and is measured once per run; a generator host that cannot say why."""
+    import copy
+
+    from drivers.softgen import driver as softgen_driver
+    from dut.profiles.schema import load_profile, resolve_path
+
+    from . import trials
+    profile = load_profile(str(resolve_path("lab-emu")))
+    started, stopped, asked = [], [], []
+    gen_host = SimpleNamespace(sock_path=lambda n: tmp_path / n, stop=stopped.append)
+    lab = SimpleNamespace(kind="remote", role_of=lambda section: {"generator": "generator"}[section],
+                          host=lambda role: {"generator": gen_host}[role])
+
+    def start_on_host(host, name, ports, lcores, **kw):
+        started.append((host, ports, lcores))
+        return SimpleNamespace(managed=name)
+    monkeypatch.setattr(softgen_driver, "start_on_host", start_on_host)
+    monkeypatch.setattr(topology, "Softgen", lambda insts: SimpleNamespace(instances=insts, close=lambda: None))
+    monkeypatch.setattr(topology, "wait_links_up", lambda gen, t: True)
+
+    def ceiling(gen, tx, rx, ask_pps):
+        asked.append((tx, rx, ask_pps))
+        return 9e6, [8e6, 9e6, 10e6]
+    monkeypatch.setattr(rig_setup, "generator_ceiling_pps", ceiling)
+    monkeypatch.setattr(trials, "_CEILING", {})
+    assert trials._lab_ceiling(lab, profile, lambda line: None) == (9e6, None)
+    (host, ports, lcores), = started
+    assert host is gen_host and lcores == (0, 1)          # generator.cores "0,1"
+    kv = [dict(x.split("=", 1) for x in p.devargs.split(",")[1:]) for p in ports]
+    assert [k["role"] for k in kv] == ["server", "client"] and "rsize" not in kv[1]
+    assert os.path.normpath(kv[0]["socket"]) == os.path.normpath(kv[1]["socket"])
+    assert asked == [("p0", "p1", topology.TX_ASK_PPS)] and stopped == ["ceils-gen"]
+    # the search's bound: the links' 20 Mpps or the ceiling, whichever is lower; measured once
+    topo = SimpleNamespace(switch_kind="ofbench", max_rate_pps=20e6)
+    assert trials._search_max_rate(lab, profile, topo, lambda line: None) == 9e6
+    assert len(started) == 1
+    # the links' ring size is the loopback's
+    p2 = copy.deepcopy(profile)
+    p2.generator["ports"]["t0"]["devargs"] += ",rsize=14"
+    assert topology.links_ring_log2(p2) == 14
+    # a generator host that cannot: the record says why, the bound stays the links'
+    p3 = copy.deepcopy(profile)
+    p3.generator["kind"] = "trex"
+    ceil, why = trials._lab_ceiling(lab, p3, lambda line: None)
+    assert ceil is None and "generator.kind 'trex'" in why
+    p4 = copy.deepcopy(profile)
+    p4.generator["ports"]["t0"] = {"pci": "0000:03:00.0"}
+    assert "not memif" in topology.links_same_config_unavailable(p4)

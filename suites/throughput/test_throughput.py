@@ -36,7 +36,7 @@ from drivers.trafficgen.ndr import SearchConfig, search_ndr_pdr
 
 from . import rig as rig_setup
 from . import topology
-from .trials import (_cross_checked, _gen_unavailable, _prov, _search_log, ceilings_of,
+from .trials import (_cross_checked, _gen_unavailable, _lab_ceiling, _prov, _search_log, ceilings_of,
                      _search_max_rate, _streams, _switch_reader, _trex_ceiling,
                      latency_distributions, mlr_config, search_latency_distributions,
                      search_latency_metrics)
@@ -379,7 +379,11 @@ def test_rfc2544_ndr_pdr(lab, profile, switch_kind, case, results, progress, req
         m.update(rig_setup.trial_metrics(r.trials))
         if max_rate != topo.max_rate_pps:
             m["search_max_mpps"] = max_rate / 1e6
-        if not is_remote(lab) and topo.switch_kind is not None:  # issue 44's yardstick
+        ceiling_why = None
+        if is_remote(lab):  # issue 44's yardstick on the lab's generator host (or why not)
+            lab_ceiling, ceiling_why = _lab_ceiling(lab, profile, progress)
+            m.update(rig_setup.ceiling_metrics(m["ndr_mpps"], lab_ceiling))
+        elif topo.switch_kind is not None:  # issue 44's yardstick
             m.update(rig_setup.ceiling_metrics(m["ndr_mpps"], *ceilings_of(profile.generator["kind"])))
         m["b2b_burst_frames"] = float(b2b.streams["b2b"].tx if b2b.lost == 0 else 0)
         m["b2b_lost_packets"] = float(b2b.lost)
@@ -409,6 +413,7 @@ def test_rfc2544_ndr_pdr(lab, profile, switch_kind, case, results, progress, req
                                **({} if is_remote(lab) else {"rig_housekeeping": rig.housekeeping,
                                                              "rig_poller_nice": rig.poller_nice,
                                                              "rig_switch_policy": rig.switch_policy}),
+                               **({"ceiling_not_measured": ceiling_why} if ceiling_why else {}),
                                "ndr_verified": r.ndr.verified, "generator_limited": r.ndr.generator_limited,
                                "backpressure": r.ndr.backpressure},
                        provenance=_prov(topo.gen, topo.port_kind, kind, **(topo.hosts or {}),

@@ -207,6 +207,65 @@ def same_config_loopback(lab, tag: str = "lbs", ring_log2: int | None = None) ->
                     ring_slots=1 << ring_log2 if ring_log2 else 1024)
 
 
+def links_ring_log2(profile) -> int | None:
+    """The memif ring size (log2) of the profile's first link: the ``rsize`` its client end
+    asks for (the client sizes memif rings), None for DPDK's default (pure)."""
+    from drivers.lab.links import link_plan, port_spec
+    link = link_plan(profile)[0]
+    for end in (profile.generator["ports"][link["generator"]], profile.switch["ports"][link["switch"]]):
+        kv = dict(x.split("=", 1) for x in port_spec(end).split(",")[1:] if "=" in x)
+        if kv.get("role") == "client" and kv.get("rsize"):
+            return int(kv["rsize"])
+    return None
+
+
+def links_same_config_unavailable(profile) -> str | None:
+    """Why the lab's generator host cannot measure its same-config loopback (None: it can)."""
+    from drivers.lab.links import link_plan, port_spec
+    if profile.generator["kind"] != "softgen":
+        return (f"generator.kind {profile.generator['kind']!r}: the lab's same-config loopback is "
+                f"softgen's (a TRex loopback on a lab host is not built yet)")
+    link = link_plan(profile)[0]
+    spec = port_spec(profile.generator["ports"][link["generator"]])
+    if not spec.startswith("net_memif"):
+        return (f"generator.ports.{link['generator']} is {spec.split(',')[0]!r}, not memif: a memif "
+                f"loopback on the generator host is not the switch run's wire")
+    return None
+
+
+def links_same_config_loopback(lab, profile, tag: str = "lbs") -> Topology:
+    """same_config_loopback on a lab's generator host (any lab: over SSH through the Lab
+    protocol, as links_topology starts the switch run's softgen): ONE softgen with the
+    profile's ``generator.cores`` (control lcore, worker), its worker sending on p0 (a memif
+    server) and receiving on p1 (a client of p0's socket by another spelling) with the links'
+    ring size (links_ring_log2), the switch run's memif wire without the switch."""
+    from drivers.lab.links import generator_lcores
+    from drivers.lab.switches import section_host
+    from drivers.softgen.driver import start_on_host
+    host = section_host(lab, "generator")
+    sock = Path(host.sock_path(f"{tag}-memif-{next(_SEQ)}.sock"))  # unique in the run's state dir
+    alias = f"{sock.parent}/./{sock.name}"
+    log2 = links_ring_log2(profile)
+    rs = f",rsize={log2}" if log2 else ""
+    inst = start_on_host(host, f"{tag}-gen", [SoftgenPort("p0", memif(0, "server", sock)),
+                                              SoftgenPort("p1", memif(1, "client", alias) + rs)],
+                         generator_lcores(profile.generator.get("cores")))
+    gen = Softgen([inst])
+
+    def stop():
+        host.stop(inst.managed)
+    try:
+        if not wait_links_up(gen, 15):
+            raise RuntimeError("generator same-config loopback on the lab's generator host: memif "
+                               "link did not come up in 15 s")
+    except BaseException:
+        with contextlib.suppress(Exception):
+            gen.close()
+        stop()
+        raise
+    return Topology(gen, "p0", "p1", "memif", None, TX_ASK_PPS, stop, ring_slots=1 << log2 if log2 else 1024)
+
+
 def _controller(lab, name: str, flows: int, netns: str | None, ofports: tuple[int, int]):
     from drivers.lab.switches import start_controller
     done = Path(lab.sock_path(f"{name}.flows"))

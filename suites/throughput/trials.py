@@ -147,6 +147,20 @@ def _gen_ceiling(lab, progress, ring_log2: int | None = None) -> float | None:
     return _CEILING["softgen"][0]
 
 
+def _lab_ceiling(lab, profile, progress) -> tuple[float | None, str | None]:
+    """(pps, None): the lab generator host's same-config loopback ceiling
+    (topology.links_same_config_loopback), measured once per run on a remote lab; (None, why)
+    when that host cannot measure it for this profile (the record says why)."""
+    why = topology.links_same_config_unavailable(profile)
+    if why:
+        return None, why
+    if "lab_softgen" not in _CEILING:
+        _measure_ceiling("lab_softgen", lambda: topology.links_same_config_loopback(lab, profile, tag="ceils"),
+                         topology.TX_ASK_PPS, progress,
+                         "generator loopback ceiling on the lab's generator host, same config (one worker TX+RX)")
+    return _CEILING["lab_softgen"][0], None
+
+
 def ceilings_of(generator_kind: str) -> tuple[float | None, float | None]:
     """(same-config, two-core) ceilings in pps measured in this run for a generator kind (None:
     not measured)."""
@@ -166,10 +180,14 @@ def _trex_ceiling(lab, profile, progress) -> float | None:
 
 def _search_max_rate(lab, profile, topo, progress) -> float:
     """The search's upper bound: the generator's ceiling measured in this run (softgen, or a
-    local TRex server: _trex_ceiling, measured before the topology), never above the wire's
-    nominal rate; else the topology's fixed rate."""
-    if is_remote(lab) or topo.switch_kind is None:
+    local TRex server: _trex_ceiling, measured before the topology; a remote lab: softgen's on
+    its generator host, _lab_ceiling), never above the wire's nominal rate; else the
+    topology's fixed rate."""
+    if topo.switch_kind is None:
         return topo.max_rate_pps
+    if is_remote(lab):
+        ceiling = _lab_ceiling(lab, profile, progress)[0]
+        return min(topo.max_rate_pps, ceiling) if ceiling else topo.max_rate_pps
     if profile.generator["kind"] == "trex":
         return min(topo.max_rate_pps, _CEILING["trex"][0]) if "trex" in _CEILING else topo.max_rate_pps
     log2 = topo.ring_slots.bit_length() - 1 if topo.port_kind == "memif" and topo.ring_slots != 1024 else None
