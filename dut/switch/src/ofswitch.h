@@ -390,6 +390,8 @@ struct ofs_worker {
 	uint64_t cache_hits, cache_misses;
 	uint64_t cache_revalidated;  /* hits on an entry of an older version (ck_revalidate) */
 	uint64_t entered;            /* tables whose lookup structure this worker entered */
+	uint64_t burst_now_ns;       /* ofs_now_ns() of the current burst, read at its first
+				      * idle-timeout flow (last_used_ns); 0: not read yet */
 	/* where the worker's time goes, in TSC cycles, as OVS-DPDK's pmd-stats-show counts it: a
 	 * loop pass that received or sent something is busy, one that found nothing idle (its
 	 * idle sleep included); the stats socket reports both, so a benchmark can tell whether
