@@ -36,7 +36,7 @@ fi
 # grep quits before ninja has written the rest (SIGPIPE), and the test was then skipped.
 all_targets=$(ninja -C "$DIR" -t targets all 2>/dev/null || true)
 if grep -q '^dut/switch/test_ofswitch_churn:' <<<"$all_targets"; then
-  TARGETS+=(dut/switch/test_ofswitch_churn)
+  TARGETS+=(dut/switch/test_ofswitch_churn dut/switch/test_ofswitch_pipecache)
 fi
 # the datapath's frame-bounds test and its fuzz target (issue 37)
 TARGETS+=(dut/switch/test_ofswitch_bounds dut/switch/fuzz_datapath)

@@ -577,13 +577,25 @@ bool ofs_act_exec_one(struct pkt_ctx *c, const uint8_t *a)
 		uint16_t et = ntohs(c->key.eth_type);
 		if (t < 0 || (et != OFS_ETH_P_IPV4 && et != OFS_ETH_P_IPV6)) break;
 		p = pdata(c);
-		if (type == OFPAT_SET_NW_TTL) {
-			p[t] = a[4];
+		if (type == OFPAT_DEC_NW_TTL && p[t] <= 1)
+			return ttl_expired(c);
+		uint8_t ttl = type == OFPAT_SET_NW_TTL ? a[4] : (uint8_t)(p[t] - 1);
+		if (iet != et || (et == OFS_ETH_P_IPV4 && !in_frame(c, c->lay.l3_ofs, 20))) {
+			/* the version nibble says another IP than the key: recomputed as before */
+			p[t] = ttl;
+			c->csum_dirty = true;
+		} else if (et == OFS_ETH_P_IPV4) {
+			/* RFC 1624 on the (TTL, protocol) word, as OVS's packet_set_ipv4 does: the
+			 * TTL is in no L4 checksum; a header fix_checksums would leave alone (not
+			 * whole in the frame) is left alone here too */
+			uint8_t *ip = p + c->lay.l3_ofs;
+			uint16_t old = rd16(ip + 8), now = (uint16_t)(ttl << 8 | (old & 0xff));
+			wr16(ip + 8, now);
+			if ((ip[0] & 0xf) >= 5 && ip4_whole(c, ip))
+				csum_replace16(ip + 10, old, now);
 		} else {
-			if (p[t] <= 1) return ttl_expired(c);
-			p[t]--;
+			p[t] = ttl;  /* IPv6: no header checksum, the hop limit is in no L4 one */
 		}
-		c->csum_dirty = true;
 		break;
 	}
 	case OFPAT_COPY_TTL_OUT: case OFPAT_COPY_TTL_IN: {

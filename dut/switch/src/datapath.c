@@ -23,6 +23,7 @@
 #include "vhost_port.h"
 #include "datapath_internal.h"
 #include "flowcache.h"
+#include "pipecache.h"
 
 struct ofs_dp ofs_dp;
 
@@ -154,16 +155,38 @@ static struct ofs_flow *table_lookup(struct pkt_ctx *c, uint8_t t)
 	return ck_lookup(c->w, &c->key, &p);
 }
 
-/* first: table `table`'s flow when the caller already looked it up (burst pre-pass), or NULL */
-static void run_pipeline(struct pkt_ctx *c, uint8_t table, struct ofs_flow *first)
+/* A frame's way through the tables as run_pipeline_x records it for the pipeline cache. */
+struct pc_rec {
+	unsigned n;                  /* hops taken (may exceed OFS_PC_HOPS: then not stored) */
+	uint8_t t[OFS_PC_HOPS];
+	struct ofs_flow *f[OFS_PC_HOPS];
+};
+
+/* first: table `table`'s flow when the caller already looked it up (burst pre-pass), or NULL.
+ * hops: a pipeline-cache hit (pipecache.h): its flows stand for the lookups, table 0 on.
+ * rec: the way taken is written there. */
+static __rte_always_inline void run_pipeline_x(struct pkt_ctx *c, uint8_t table,
+					       struct ofs_flow *first,
+					       const struct ofs_pc_entry *hops, struct pc_rec *rec)
 {
 	uint8_t t = table;
-	uint64_t now = 0;
 	bool pre = first != NULL || c->pre_looked_up;
+	unsigned hop = 0;
 	c->pre_looked_up = false;
 	for (;;) {
-		struct ofs_flow *f = pre ? first : table_lookup(c, t);
+		struct ofs_flow *f;
+		if (hops && likely(hop < hops->n_hops))
+			f = hops->flow[hop++];  /* the same table: the same flows led here */
+		else
+			f = pre ? first : table_lookup(c, t);
 		pre = false;
+		if (rec) {
+			if (rec->n < OFS_PC_HOPS) {
+				rec->t[rec->n] = t;
+				rec->f[rec->n] = f;
+			}
+			rec->n++;
+		}
 		c->w->lookup_count[t]++;
 		if (!f)
 			break; /* table miss without a table-miss entry: drop */
@@ -180,8 +203,11 @@ static void run_pipeline(struct pkt_ctx *c, uint8_t table, struct ofs_flow *firs
 			k->bytes += len;
 		}
 		if (unlikely(f->idle_timeout)) {
-			if (!now) now = ofs_now_ns();
-			f->last_used_ns = now;
+			/* one clock read per burst (idle timeouts count in seconds): a vDSO
+			 * clock_gettime per packet was a tenth of a FAUCET frame's cycles */
+			if (!c->w->burst_now_ns)
+				c->w->burst_now_ns = ofs_now_ns();
+			f->last_used_ns = c->w->burst_now_ns;
 		}
 		c->table_id = t;
 		c->cookie = f->cookie;
@@ -243,6 +269,74 @@ static void run_pipeline(struct pkt_ctx *c, uint8_t table, struct ofs_flow *firs
 	}
 }
 
+static void run_pipeline(struct pkt_ctx *c, uint8_t table, struct ofs_flow *first)
+{
+	run_pipeline_x(c, table, first, NULL, NULL);
+}
+
+/* ---- pipeline cache (pipecache.h) --------------------------------------------------------- */
+/* A pipeline-cache hit: the entry's flows instead of the lookups. */
+static __rte_noinline void run_pipeline_hit(struct pkt_ctx *c, const struct ofs_pc_entry *e)
+{
+	run_pipeline_x(c, 0, NULL, e, NULL);
+}
+
+/* A miss: the per-table way (first: table 0's flow from the burst pre-pass), stored for the
+ * probe's key when it crossed two tables or more through actions the key determines. */
+static __rte_noinline void run_pipeline_store(struct pkt_ctx *c, struct ofs_flow *first,
+					      const struct pc_probe *p)
+{
+	struct pc_rec rec;
+	rec.n = 0;
+	run_pipeline_x(c, 0, first, NULL, &rec);
+	if (rec.n >= 2 && rec.n <= OFS_PC_HOPS && pc_way_ok(rec.n, rec.f))
+		pc_store(c->w, p, rec.n, rec.t, rec.f);
+}
+
+/* The words of the pipeline cache's key after the views changed (ofs_dp.pipe_gen): the union
+ * of every table's masks, in_port, eth_type, VLAN and ip_proto whole. Off for a pipeline of
+ * one table, a table in a mask-union transition (its view not cacheable), or more words than
+ * an entry holds. */
+static __rte_noinline void ofs_pc_refresh(struct ofs_worker *w, uint64_t gen)
+{
+	uint64_t u[OFS_KEY_WORDS] = { 0 };
+	struct ofs_key k;
+	unsigned n_tables = 0;
+	bool ok = w->pc != NULL && !__atomic_load_n(&ofs_dp.pipe_cache_off, __ATOMIC_ACQUIRE);
+	w->pc_gen = gen;
+	for (unsigned t = 0; t < OFS_N_TABLES && ok; t++) {
+		const struct ofs_table_view *v = __atomic_load_n(&ofs_dp.tables[t].view,
+								 __ATOMIC_ACQUIRE);
+		if (!v)
+			continue;
+		n_tables++;
+		ok = v->cacheable;
+		for (unsigned i = 0; i < v->n_words && i < OFS_KEY_WORDS; i++)
+			u[v->word[i]] |= v->mask[i];
+	}
+	memset(&k, 0, sizeof(k));
+	memset(&k.in_port, 0xff, sizeof(k.in_port));
+	memset(&k.eth_type, 0xff, sizeof(k.eth_type));
+	memset(&k.vlan_vid, 0xff, sizeof(k.vlan_vid));
+	memset(&k.vlan_pcp, 0xff, sizeof(k.vlan_pcp));
+	memset(&k.ip_proto, 0xff, sizeof(k.ip_proto));
+	const uint64_t *kw = (const uint64_t *)&k;
+	unsigned n = 0;
+	for (unsigned i = 0; i < OFS_KEY_WORDS && ok; i++) {
+		uint64_t m = u[i] | kw[i];
+		if (!m)
+			continue;
+		if (n == OFS_PC_WORDS - 2) {
+			ok = false;
+			break;
+		}
+		w->pc_word[n] = (uint8_t)i;
+		w->pc_mask_w[n++] = m;
+	}
+	w->pc_n_words = (uint8_t)n;
+	w->pc_on = ok && n_tables >= 2;
+}
+
 /* an output to TABLE (actions.c): the pipeline from table 0 (run_pipeline stays this file's, so
  * the compiler specialises it for table 0 as before) */
 void ofs_dp_resubmit(struct pkt_ctx *c)
@@ -254,6 +348,7 @@ void ofs_dp_resubmit(struct pkt_ctx *c)
 static void run_packet_out(struct ofs_worker *w, struct ofs_pout *po, struct rte_mbuf *m)
 {
 	struct pkt_ctx *c = malloc(sizeof(*c));
+	w->burst_now_ns = 0;  /* run_pipeline reads the clock afresh (an OUTPUT to TABLE) */
 	if (!c) {
 		rte_pktmbuf_free(m);
 		return;
@@ -393,6 +488,7 @@ static void process_burst(struct ofs_worker *w, int pidx, struct rte_mbuf **pkts
 {
 	struct ofs_flow *first[OFS_BURST];
 	struct ck_probe probe[OFS_BURST];
+	struct pc_probe pcp[OFS_BURST];
 	bool live[OFS_BURST];
 	const struct ofs_key *mkeys[OFS_BURST];
 	struct ofs_flow *mflows[OFS_BURST];
@@ -401,6 +497,7 @@ static void process_burst(struct ofs_worker *w, int pidx, struct rte_mbuf **pkts
 							    __ATOMIC_ACQUIRE);
 	if (ix0)
 		reader_enter(w, 0, ix0);
+	w->burst_now_ns = 0;  /* read at the burst's first idle-timeout flow (run_pipeline) */
 	if (__atomic_load_n(&ofs_dp.standalone, __ATOMIC_ACQUIRE)) {
 		/* fail-standalone with no controller (ofswitch.h): a learning switch, tables
 		 * untouched */
@@ -416,11 +513,42 @@ static void process_burst(struct ofs_worker *w, int pidx, struct rte_mbuf **pkts
 			rte_prefetch0(rte_pktmbuf_mtod(pkts[j + 4], void *));
 		live[j] = prepare_rx(w, pidx, pkts[j], &ctx[j]);
 	}
+	/* The pipeline cache (pipecache.h): every frame's entry, its set prefetched, then found;
+	 * a hit skips table 0's pre-pass below (its pipeline runs in order with the others). */
+	uint64_t gen = __atomic_load_n(&ofs_dp.pipe_gen, __ATOMIC_ACQUIRE);
+	if (unlikely(gen != w->pc_gen))
+		ofs_pc_refresh(w, gen);
+	bool pc_on = w->pc_on;
+	bool slow[OFS_BURST];
+	if (pc_on) {
+		for (uint16_t j = 0; j < n; j++) {
+			if (!live[j])
+				continue;
+			pc_prepare(w, &ctx[j].key, &ctx[j].lay, &pcp[j]);
+			pc_prefetch(w, &pcp[j]);
+		}
+		for (uint16_t j = 0; j < n; j++) {
+			slow[j] = live[j];
+			if (live[j] && pc_find(w, &pcp[j])) {
+				slow[j] = false;
+				rte_prefetch0(&pcp[j].hit->flow[0]);
+			}
+		}
+		for (uint16_t j = 0; j < n; j++)
+			if (live[j] && pcp[j].hit) {
+				const struct ofs_pc_entry *e = pcp[j].hit;
+				for (unsigned h = 0; h < e->n_hops; h++)
+					if (e->flow[h])
+						rte_prefetch0(e->flow[h]);
+			}
+	} else {
+		memcpy(slow, live, sizeof(live[0]) * n);
+	}
 	/* A pass of its own: the parser writes the key in narrow stores, and an 8-byte load of a
 	 * word just written that way cannot be forwarded from the store buffer (it waits for the
 	 * stores to retire); a burst later they have. */
 	for (uint16_t j = 0; j < n; j++) {
-		if (!live[j])
+		if (!slow[j])
 			continue;
 		ck_prepare(&ctx[j].key, ix0, w->cache_mask, &probe[j]);
 		if (probe[j].cacheable)
@@ -431,7 +559,7 @@ static void process_burst(struct ofs_worker *w, int pidx, struct rte_mbuf **pkts
 	for (uint16_t j = 0; j < n; j++) {
 		first[j] = NULL;
 		second[j] = false;
-		if (!live[j])
+		if (!slow[j])
 			continue;
 		ctx[j].pre_looked_up = true;
 		if (!ix0 || !probe[j].cacheable)
@@ -446,7 +574,7 @@ static void process_burst(struct ofs_worker *w, int pidx, struct rte_mbuf **pkts
 		ck_prefetch(w, &probe[j], 1);
 	}
 	for (uint16_t j = 0; j < n; j++) {
-		if (!live[j] || !ix0)
+		if (!slow[j] || !ix0)
 			continue;
 		if (probe[j].cacheable) {
 			if (!second[j])
@@ -480,16 +608,16 @@ static void process_burst(struct ofs_worker *w, int pidx, struct rte_mbuf **pkts
 	 * the common flow's output, as run_pipeline's fast_out path sends it, without reading the
 	 * flow's line. */
 	for (uint16_t j = 0; j < n; j++) {
-		if (!live[j] || !probe[j].fast)
+		if (!slow[j] || !probe[j].fast)
 			continue;
 		w->lookup_count[0]++;
 		w->matched_count[0]++;
 		ofs_dp_tx_one(w, probe[j].fast - 1, ctx[j].m);
 		ctx[j].m = NULL;
-		live[j] = false;
+		slow[j] = false;
 	}
 	for (uint16_t j = 0; j < n; j++)
-		if (live[j] && first[j])
+		if (slow[j] && first[j])
 			rte_prefetch0(first[j]);
 	/* the actions of flows that are not the common one (fast_out), and the cold line of
 	 * those that write metadata or an action set: one more dependent load per packet,
@@ -497,7 +625,7 @@ static void process_burst(struct ofs_worker *w, int pidx, struct rte_mbuf **pkts
 	bool goes_on = false;
 	for (uint16_t j = 0; j < n; j++) {
 		const struct ofs_flow *f = first[j];
-		if (!live[j] || !f || f->fast_out)
+		if (!slow[j] || !f || f->fast_out)
 			continue;
 		if (f->apply)
 			rte_prefetch0(f->apply);
@@ -506,10 +634,21 @@ static void process_burst(struct ofs_worker *w, int pidx, struct rte_mbuf **pkts
 		goes_on |= f->goto_table != 0xff;
 	}
 	if (unlikely(goes_on))
-		prefetch_next_tables(w, ctx, first, live, n);
-	for (uint16_t j = 0; j < n; j++)
-		if (live[j])
-			run_pipeline(&ctx[j], 0, first[j]);
+		prefetch_next_tables(w, ctx, first, slow, n);
+	if (!pc_on) {
+		for (uint16_t j = 0; j < n; j++)
+			if (slow[j])
+				run_pipeline(&ctx[j], 0, first[j]);
+		return;
+	}
+	for (uint16_t j = 0; j < n; j++) {
+		if (!slow[j] && live[j] && pcp[j].hit) {
+			w->pc_hits++;
+			run_pipeline_hit(&ctx[j], pcp[j].hit);
+		} else if (slow[j]) {
+			run_pipeline_store(&ctx[j], first[j], &pcp[j]);
+		}
+	}
 }
 
 /* Rig measurements (issue 44, OFS_RIG_BUCKETS): the bucket of a value v >= 1 in units. */
@@ -535,6 +674,15 @@ int ofs_worker_main(void *arg)
 		ofs_dp.force_quit = true;
 		return -1;
 	}
+	/* the pipeline cache (pipecache.h): without its memory the worker runs without it */
+	w->pc = rte_zmalloc_socket("pipecache", sizeof(struct ofs_pc_entry) * 2 * OFS_PC_SETS,
+				   RTE_CACHE_LINE_SIZE, (int)rte_socket_id());
+	w->pc_set_mask = OFS_PC_SETS - 1;
+	w->pc_on = false;
+	w->pc_gen = ~0ull;  /* refreshed at the first burst */
+	if (!w->pc)
+		fprintf(stderr, "ofswitch: worker %u: no memory for its pipeline cache: running "
+			"without it\n", w->idx);
 	unsigned idle = 0;
 	const uint64_t drain_tsc = rte_get_tsc_hz() * OFS_TX_DRAIN_US / 1000000;
 	const uint64_t word_tsc = RTE_MAX(rte_get_tsc_hz() / 1000000 * OFS_CTR_SWEEP_US /
@@ -612,5 +760,8 @@ int ofs_worker_main(void *arg)
 	rte_rcu_qsbr_thread_offline(ofs_dp.qsbr, w->idx);
 	rte_rcu_qsbr_thread_unregister(ofs_dp.qsbr, w->idx);
 	rte_free(c);
+	rte_free(w->pc);
+	w->pc = NULL;
+	w->pc_on = false;
 	return 0;
 }

@@ -580,6 +580,8 @@ static void publish_view(struct ofs_table *tb, struct ofs_table_view *v)
 {
 	struct ofs_table_view *old = tb->view;
 	__atomic_store_n(&tb->view, v, __ATOMIC_RELEASE);
+	/* after the view: a worker that reads the new generation sees it (pipecache.h) */
+	__atomic_store_n(&ofs_dp.pipe_gen, ofs_dp.pipe_gen + 1, __ATOMIC_RELEASE);
 	ofs_defer_free(old, free);
 }
 

@@ -5,7 +5,10 @@
  *          --port 1=<dpdk port name or id> [--port 2=...] [--workers N]
  *          [--lookup tuple|dtree|trie|simple] [--stats-sock PATH] [--idle-sleep-us N] [--mbufs N]
  *          [--max-flows N] [--echo-interval-ms N] [--fail-mode secure|standalone]
- *          [--cache-lines N] [--ctl-queue-kb N] [--stop-timeout-s N]
+ *          [--cache-lines N] [--ctl-queue-kb N] [--stop-timeout-s N] [--no-pipe-cache]
+ *
+ * --no-pipe-cache: every frame through every table's lookup (no pipeline cache, pipecache.h;
+ * for A/B measurements).
  *
  * --ctl-queue-kb: a controller connection's output queue limit (default 4096 KiB); a
  * controller that stops reading is dropped when its queue passes it (agent_conn.c).
@@ -151,7 +154,7 @@ static __rte_noreturn void usage(const char *why)
 		"tcp:HOST:PORT [--controller ...] --port OFPORT=DEVNAME|ID [...] [--workers N] "
 		"[--lookup " OFS_LOOKUP_NAMES "] [--stats-sock PATH] [--idle-sleep-us N] [--mbufs N] "
 		"[--max-flows N] [--echo-interval-ms N] [--fail-mode secure|standalone] "
-		"[--cache-lines N] [--ctl-queue-kb N] [--stop-timeout-s N]\n", why);
+		"[--cache-lines N] [--ctl-queue-kb N] [--stop-timeout-s N] [--no-pipe-cache]\n", why);
 	exit(2);
 }
 
@@ -163,7 +166,7 @@ static void parse_args(int argc, char **argv)
 		{"idle-sleep-us", 1, 0, 'i'}, {"echo-interval-ms", 1, 0, 'e'},
 		{"fail-mode", 1, 0, 'f'}, {"mbufs", 1, 0, 'm'}, {"max-flows", 1, 0, 'M'},
 		{"cache-lines", 1, 0, 'C'}, {"ctl-queue-kb", 1, 0, 'Q'},
-		{"stop-timeout-s", 1, 0, 'T'}, {0, 0, 0, 0}};
+		{"stop-timeout-s", 1, 0, 'T'}, {"no-pipe-cache", 0, 0, 'P'}, {0, 0, 0, 0}};
 	int c;
 	ofs_dp.dpid = 1;
 	ofs_dp.n_workers = 1;
@@ -229,6 +232,9 @@ static void parse_args(int argc, char **argv)
 			max_flows_opt = (uint32_t)v;
 			break;
 		}
+		case 'P':
+			ofs_dp.pipe_cache_off = true;
+			break;
 		case 'C': {
 			char *end;
 			unsigned long v = strtoul(optarg, &end, 10);

@@ -362,6 +362,22 @@ struct ofs_cache_line {
 _Static_assert(sizeof(struct ofs_cache_line) == 64, "a cache entry's line is one cache line");
 _Static_assert(OFS_CK_WORDS <= OFS_CK_LINE1_WORDS + 7, "a wide entry is two lines");
 
+/* Pipeline cache (pipecache.h): per worker OFS_PC_SETS sets of two entries, an entry the flows
+ * (hops) a frame of one key crossed, table after table. gen: ofs_dp.pipe_gen when the worker
+ * made it (0: empty); w: the key's words (ofs_worker.pc_word, then the layout's two). */
+#define OFS_PC_SETS 16384    /* 32768 entries, 4 MiB per worker */
+#define OFS_PC_WORDS 8       /* key words with the layout's two */
+#define OFS_PC_HOPS 5        /* tables a stored way crosses at most */
+struct ofs_pc_entry {
+	uint64_t gen;
+	uint32_t sig;                /* the key's hash, | 1 */
+	uint8_t n_hops;
+	uint8_t table[OFS_PC_HOPS];
+	uint64_t w[OFS_PC_WORDS];
+	struct ofs_flow *flow[OFS_PC_HOPS];  /* the last may be NULL: a miss, dropped */
+} __rte_cache_aligned;
+_Static_assert(sizeof(struct ofs_pc_entry) == 128, "a pipeline cache entry is two lines");
+
 struct ofs_worker {
 	unsigned lcore_id;
 	unsigned idx;                /* RCU thread id */
@@ -390,6 +406,18 @@ struct ofs_worker {
 	uint64_t cache_hits, cache_misses;
 	uint64_t cache_revalidated;  /* hits on an entry of an older version (ck_revalidate) */
 	uint64_t entered;            /* tables whose lookup structure this worker entered */
+	/* pipeline cache (pipecache.h): NULL when it could not be allocated; on while the
+	 * pipeline has two tables or more whose words fit (ofs_pc_refresh at each pipe_gen) */
+	struct ofs_pc_entry *pc;
+	uint32_t pc_set_mask;
+	bool pc_on;
+	uint8_t pc_n_words;
+	uint8_t pc_word[OFS_PC_WORDS];
+	uint64_t pc_mask_w[OFS_PC_WORDS];
+	uint64_t pc_gen;             /* the ofs_dp.pipe_gen the words were computed at */
+	uint64_t pc_hits, pc_stores;
+	uint64_t burst_now_ns;       /* ofs_now_ns() of the current burst, read at its first
+				      * idle-timeout flow (last_used_ns); 0: not read yet */
 	/* where the worker's time goes, in TSC cycles, as OVS-DPDK's pmd-stats-show counts it: a
 	 * loop pass that received or sent something is busy, one that found nothing idle (its
 	 * idle sleep included); the stats socket reports both, so a benchmark can tell whether
@@ -448,6 +476,10 @@ struct ofs_dp {
 	unsigned idle_sleep_us;
 	volatile bool force_quit;
 	uint64_t ctr_flush_seq;      /* the agent's last full-flush request (ofs_counters_sync) */
+	bool pipe_cache_off;         /* --no-pipe-cache (and the differential test): workers run
+				      * every table (read at the next pipe_gen) */
+	uint64_t pipe_gen;           /* views published so far (flowtable.c publish_view, release):
+				      * the pipeline cache's generation (pipecache.h) */
 	/* agent wake-up (see "The agent does not poll" above); agent_sleeping is only ever set
 	 * by the agent loop after it opened agent_wake_fd, so unit tests never write to it */
 	uint32_t agent_sleeping;

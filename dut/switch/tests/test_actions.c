@@ -6,7 +6,7 @@
  * IPv6 with and without an extension header, TCP, UDP (IPv4 with and without a checksum),
  * ICMPv4, ICMPv6, SCTP, frames cut short; alone, two in a row (the pipeline bench's set-field
  * workload: ipv4_dst, then ip_dscp), after an action that marked the packet dirty (a TTL
- * decrement) and after an ip_proto rewrite. No EAL: a frame lives in a static mbuf.
+ * decrement) and after an ip_proto rewrite; TTL rewrites (in place) the same way. No EAL: a frame lives in a static mbuf.
  * Run: build/dut/switch/test_ofswitch_actions (exit 0 = all passed). */
 #include <rte_malloc.h>
 #include "../src/datapath_internal.h"
@@ -361,8 +361,68 @@ static void test_wrong_checksum_kept_wrong(void)
 	CHECK(rd16(pdata(&chk) + 14 + 10) != kept, "a wrong IPv4 checksum stays wrong in place");
 }
 
+/* DEC_NW_TTL and SET_NW_TTL update the IPv4 header checksum in place (RFC 1624 on the TTL's
+ * word; the TTL is in no L4 checksum and IPv6 has no header checksum): the frame must be byte
+ * for byte the full recomputation's, on random IPv4/IPv6 frames of every protocol, tagged or
+ * not, cut short or not, and a TTL of 1 still stops the packet. */
+static void test_ttl_in_place(void)
+{
+	static const uint8_t protos[] = { 6, 17, 1, 58, 132 };
+	unsigned cases = 0, differ = 0, clean = 0;
+	srand(17);
+	for (int round = 0; round < 3000; round++) {
+		uint8_t f[256];
+		int ip = rnd(2) ? 4 : 6;
+		uint8_t proto = protos[rnd(5)];
+		if ((proto == 1 && ip == 6) || (proto == 58 && ip == 4))
+			continue;
+		uint32_t len = make_frame(f, ip, proto, rnd(4) == 0);
+		if (rnd(4) == 0) {
+			memmove(f + 16, f + 12, len - 12);
+			wr16(f + 12, OFS_ETH_P_8021Q);
+			len += 4;
+		}
+		uint32_t cut = rnd(5) == 0 ? 1 + rnd(20) : 0;
+		uint8_t act[8] = {0};
+		bool dec = rnd(2);
+		wr16(act, dec ? OFPAT_DEC_NW_TTL : OFPAT_SET_NW_TTL);
+		wr16(act + 2, 8);
+		act[4] = (uint8_t)rand();
+		struct pkt_ctx a, b;
+		load(&a, &mb_a, buf_a, f, len - cut);
+		load(&b, &mb_b, buf_b, f, len - cut);
+		bool go_a = ofs_act_exec_one(&a, act);
+		clean += !a.csum_dirty;
+		fix_checksums(&a);
+		/* b: the TTL as the action sets it, then the full recomputation */
+		uint16_t iet;
+		int t = b.lay.l3_ofs >= 0 ? ip_ttl_ofs(&b, b.lay.l3_ofs, &iet) : -1;
+		bool go_b = true;
+		if (t >= 0) {
+			if (dec && pdata(&b)[t] <= 1)
+				go_b = false;
+			else
+				pdata(&b)[t] = dec ? (uint8_t)(pdata(&b)[t] - 1) : act[4];
+			b.csum_dirty = true;
+		}
+		fix_checksums(&b);
+		cases++;
+		bool same = go_a == go_b && (!go_b ||
+			(a.m && plen(&a) == plen(&b) && !memcmp(pdata(&a), pdata(&b), plen(&a))));
+		if (!same && differ < 3)
+			fprintf(stderr, "ttl case %d: ip %d proto %u cut %u dec %d\n", round, ip,
+				proto, cut, dec);
+		differ += !same;
+	}
+	CHECK(differ == 0, "TTL rewrites differ from the full recomputation in %u of %u cases",
+	      differ, cases);
+	CHECK(clean > cases / 2, "only %u of %u TTL rewrites were done in place", clean, cases);
+	printf("ttl checksums: %u cases, %u in place, %u differ\n", cases, clean, differ);
+}
+
 int main(void)
 {
+	test_ttl_in_place();
 	test_set_field_checksums();
 	test_wrong_checksum_kept_wrong();
 	test_udp_zero_checksum();
