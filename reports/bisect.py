@@ -167,8 +167,8 @@ class CommitMeasurer:
         self.state = Path(state) if state else None
         self.stop_after_s = stop_after_s
         self.t0 = time.monotonic()
-        self.measured: dict[str, list[float]] = self._load_state()
         self.seconds: dict[str, float] = {}
+        self.measured: dict[str, list[float]] = self._load_state()
 
     def settings(self) -> dict:
         """What a stored value was measured with; another setting measures afresh."""
@@ -187,6 +187,7 @@ class CommitMeasurer:
         if st.get("settings") != self.settings():
             self.progress(f"bisect: {self.state} was measured with other settings; measuring afresh")
             return {}
+        self.seconds = {sha: float(t) for sha, t in (st.get("seconds") or {}).items()}
         return {sha: [float(v) for v in vals] for sha, vals in (st.get("values") or {}).items()}
 
     def _save_state(self) -> None:

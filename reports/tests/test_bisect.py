@@ -189,6 +189,7 @@ def test_one_worktree_one_build_and_a_resumable_state(tmp_path):
     assert res.first_bad == shas[5]
     assert sum("measured before" in x for x in lines) == 2
     assert sum("building" in x for x in lines) == 3          # log2(8) probes, nothing twice
+    assert len(json.loads(state.read_text())["seconds"]) == 5   # each commit's time, every call
     other = LevelMeasurer("s", "n", "m_mpps", 3, "local", [], work, repo=repo,
                           progress=lines.append, state=state)
     assert other.measured == {}                              # other settings: afresh
