@@ -5,16 +5,20 @@
                                                 send a run's records (idempotent: re-exporting a
                                                 run overwrites the same points), spool on failure
   python -m reports replay --influx-url URL     send what reports/spool/ holds
-  python -m reports trend [RUN_DIR] --influx-url URL [--detector jumpavg|mad --last-n 30 --k 3]
+  python -m reports trend [RUN_DIR] --influx-url URL [--detector auto|jumpavg|mad|mad2|csit --last-n 30 --k 3]
                                                 write trend.html; exit 1 on a regression, 2 when
                                                 the history could not be read
   python -m reports trend-eval RUN_DIR... | --history FILE [--steps 5,10,20] [--out FILE]
-                                                both trend detectors (MAD band, jumpavg) on
-                                                real histories with injected steps: detection
-                                                rate, nights to detect, false alarms
+                                                every trend detector (mad, mad2, jumpavg,
+                                                csit, auto) on real histories with injected
+                                                steps, side by side per series kind (DUT
+                                                rates, DUT latencies, rig): detection rate,
+                                                nights to detect, false alarms
   python -m reports bisect --metric SUITE/NAME/METRIC --good SHA --bad SHA [--trials 3]
-                                                build and measure the commits in between (a
-                                                worktree each) and name the first bad one
+                                                build and measure the commits in between (one
+                                                worktree, one incremental build) and name the
+                                                first bad one; --work DIR --stop-after S: in
+                                                steps, the same command resumes
   python -m reports influxd [DATA_DIR]          run the local influxd in the foreground
   python -m reports compare RUN_A RUN_B [--k 3] [--out PAGE.html] [--all]
                                                 every metric that moved beyond its noise band

@@ -3,16 +3,21 @@
     python -m reports bisect --metric SUITE/NAME/METRIC --good SHA --bad SHA
                              [--trials 3] [--dut local] [--pytest NODE ...] [--work DIR]
                              [--repo DIR] [--targets NINJA_TARGET ...] [--lock FILE]
-                             [--pytest-opt OPT ...]
+                             [--pytest-opt OPT ...] [--stop-after SECONDS]
 
-Each probed commit is checked out into a git worktree of its own under --work (made by this
-command and removed by it, on every exit path), its C parts built there with meson/ninja, and
+Each probed commit is checked out into one git worktree under --work (made by this command
+and removed by it, on every exit path; one build folder for every commit, so ninja rebuilds only
+what a checkout changed), its C parts built there with meson/ninja, and
 the suite's tests (--pytest node ids, default suites/SUITE) run --trials times against --dut
 with OFBENCH_BUILD_DIR pointing at that build; the metric's value of record NAME is read from
 each run's results.jsonl. Good and bad are measured first: bad must be worse than good by
 reports.compare's verdict (jumpavg's grouping of the two sides' repetitions, >= 2 % apart) or
 the range is refused. Then a binary search: a commit whose values are worse than good's is bad.
 The answer is the first bad commit, with every probe's values.
+
+With --work DIR each commit's values go to DIR/bisect-state.json as soon as they are measured:
+the same command run again resumes (nothing measured twice), and --stop-after SECONDS starts no
+new commit after that long (exit 3), so a long bisect runs in steps.
 
 reports/ imports nothing of suites/dut/drivers: the commits are built and measured by
 subprocesses (git, meson, ninja, pytest), as a person would.
@@ -131,13 +136,26 @@ def commit_range(good: str, bad: str, repo: Path = REPO) -> list[str]:
     return [g] + between
 
 
+class BisectPaused(Exception):
+    """--stop-after ran out before the search ended; the state file holds what was measured."""
+
+
 class CommitMeasurer:
-    """Builds a commit in a worktree of its own and runs the tests --trials times."""
+    """Checks a commit out in the one worktree this bisect made, builds it there (one build
+    folder for every commit: ninja rebuilds what the checkout changed, not the whole tree) and
+    runs the tests --trials times.
+
+    With a state file (``WORK/bisect-state.json`` when --work is given) every commit's values
+    are written as soon as they are measured and read back on the next call with the same
+    metric, trials, lab and tests: a bisect cut short (--stop-after, Ctrl-C, a lost lock) is
+    resumed by running the same command again, and commits already measured are not built or
+    measured twice."""
 
     def __init__(self, suite: str, name: str, metric: str, trials: int, dut: str,
                  pytest_args: Sequence[str], work: Path, repo: Path = REPO,
                  progress: Callable[[str], None] = print, targets: Sequence[str] = (),
-                 lock: str | None = None, pytest_opts: Sequence[str] = ()):
+                 lock: str | None = None, pytest_opts: Sequence[str] = (),
+                 state: Path | None = None, stop_after_s: float | None = None):
         self.lock = lock
         self.pytest_opts = list(pytest_opts)
         self.suite, self.name, self.metric, self.trials = suite, name, metric, trials
@@ -145,23 +163,74 @@ class CommitMeasurer:
         self.dut, self.pytest_args, self.repo, self.progress = dut, list(pytest_args), repo, progress
         self.work = Path(work)
         self.made: list[Path] = []
+        self.tree = self.work / "bisect-tree"
+        self.state = Path(state) if state else None
+        self.stop_after_s = stop_after_s
+        self.t0 = time.monotonic()
+        self.seconds: dict[str, float] = {}
+        self.measured: dict[str, list[float]] = self._load_state()
+
+    def settings(self) -> dict:
+        """What a stored value was measured with; another setting measures afresh."""
+        return {"suite": self.suite, "name": self.name, "metric": self.metric,
+                "trials": self.trials, "dut": self.dut,
+                "pytest": self.pytest_args or [f"suites/{self.suite}"],
+                "pytest_opts": self.pytest_opts, "repo": str(self.repo)}
+
+    def _load_state(self) -> dict[str, list[float]]:
+        if not self.state or not self.state.exists():
+            return {}
+        try:
+            st = json.loads(self.state.read_text())
+        except ValueError as e:
+            raise BisectError(f"--work: {self.state}: not a bisect state file ({e})") from e
+        if st.get("settings") != self.settings():
+            self.progress(f"bisect: {self.state} was measured with other settings; measuring afresh")
+            return {}
+        self.seconds = {sha: float(t) for sha, t in (st.get("seconds") or {}).items()}
+        return {sha: [float(v) for v in vals] for sha, vals in (st.get("values") or {}).items()}
+
+    def _save_state(self) -> None:
+        if not self.state:
+            return
+        tmp = self.state.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"settings": self.settings(), "values": self.measured,
+                                   "seconds": self.seconds}, indent=1))
+        tmp.replace(self.state)
 
     def __call__(self, sha: str) -> list[float]:
+        if sha in self.measured:
+            self.progress(f"bisect: {sha[:12]} measured before (state file): {self.measured[sha]}")
+            return self.measured[sha]
+        if self.stop_after_s is not None and time.monotonic() - self.t0 >= self.stop_after_s:
+            raise BisectPaused(sha)
+        t0 = time.monotonic()
         self.work.mkdir(parents=True, exist_ok=True)
-        tree = self.work / f"bisect-{sha[:12]}"
+        tree = self.tree
         log = self.work / f"bisect-{sha[:12]}.log"
-        if _run(["git", "-C", str(self.repo), "worktree", "add", "--detach", str(tree), sha],
-                self.repo, log=log):
-            raise BisectError(f"commit {sha[:12]}: git worktree add failed (see {log})")
-        self.made.append(tree)
-        # what setup made outside git (tools/: trex, guest image, influxd) is not in a commit
-        tools = next((t for t in (self.repo / "tools", REPO / "tools") if t.is_dir()), None)
-        if tools is not None and not (tree / "tools").exists():
-            (tree / "tools").symlink_to(tools.resolve())
+        if tree not in self.made:
+            if tree.exists():     # a worktree of an earlier call that was killed: git's own
+                _run(["git", "-C", str(self.repo), "worktree", "remove", "--force", str(tree)],
+                     self.repo, log=log)
+                _run(["git", "-C", str(self.repo), "worktree", "prune"], self.repo, log=log)
+            if _run(["git", "-C", str(self.repo), "worktree", "add", "--detach", str(tree), sha],
+                    self.repo, log=log):
+                raise BisectError(f"commit {sha[:12]}: git worktree add failed (see {log})")
+            self.made.append(tree)
+            # what setup made outside git (tools/: trex, guest image, influxd; the venvs a
+            # remote lab syncs to its hosts and the lease agent runs in) is not in a commit
+            for name in ("tools", ".venv", ".venv-labgrid", ".venv-faucet"):
+                src = next((t for t in (self.repo / name, REPO / name) if t.is_dir()), None)
+                if src is not None and not (tree / name).exists():
+                    (tree / name).symlink_to(src.resolve())
+        elif _run(["git", "-C", str(tree), "checkout", "-q", "--detach", "--force", sha],
+                  tree, log=log):
+            raise BisectError(f"commit {sha[:12]}: git checkout failed (see {log})")
         build = tree / "build"
         self.progress(f"bisect: building {sha[:12]}")
         setup, ninja = self.build_argvs(build)
-        if _run(setup, tree, log=log) or _run(ninja, tree, log=log):
+        if (not (build / "build.ninja").exists() and _run(setup, tree, log=log)) or \
+                _run(ninja, tree, log=log):
             raise BisectError(f"--good/--bad: commit {sha[:12]} does not build (see {log})")
         env = {**os.environ, "OFBENCH_BUILD_DIR": str(build)}
         venv = (self.repo / ".venv" / "bin" / "python") if self.repo == REPO else \
@@ -170,13 +239,19 @@ class CommitMeasurer:
         values = []
         for i in range(self.trials):
             runs = self.work / f"runs-{sha[:12]}-{i}"
+            shutil.rmtree(runs, ignore_errors=True)    # a trial cut short before: this bisect's
             argv = self.trial_argv(python, runs)
             self.progress(f"bisect: {sha[:12]} trial {i + 1}/{self.trials}")
             _run(argv, tree, env=env, log=log)
-            values += self._values(runs)
+            got = self._values(runs)
+            self.progress(f"bisect: {sha[:12]} trial {i + 1}: {got}")
+            values += got
         if not values:
             raise BisectError(f"commit {sha[:12]}: no record {self.suite}/{self.name} with "
                               f"{self.metric} (see {log})")
+        self.measured[sha] = values
+        self.seconds[sha] = round(time.monotonic() - t0, 1)
+        self._save_state()
         return values
 
     def build_argvs(self, build: Path) -> tuple[list[str], list[str]]:
@@ -230,23 +305,34 @@ def main(args) -> int:
     own_work = args.work is None
     work = Path(args.work or tempfile.mkdtemp(prefix="ofbench-bisect-"))
     work.mkdir(parents=True, exist_ok=True)
+    if args.stop_after is not None and (own_work or args.stop_after <= 0):
+        raise BisectError("--stop-after: needs --work DIR (where the measured commits are kept "
+                          "for the next call) and a number of seconds > 0")
     def _term(signum, _frame):   # SIGTERM: unwind like Ctrl-C so the finally below runs
         raise KeyboardInterrupt(f"signal {signum}")
     signal.signal(signal.SIGTERM, _term)
     m = CommitMeasurer(suite, name, metric, args.trials, args.dut, args.pytest or [], work,
                        repo=repo, targets=args.targets or (), lock=args.lock,
                        pytest_opts=args.pytest_opt or (),
-                       progress=lambda line: print(line, flush=True))
+                       progress=lambda line: print(line, flush=True),
+                       state=None if own_work else work / "bisect-state.json",
+                       stop_after_s=args.stop_after)
     t0 = time.monotonic()
     try:
         res = first_bad(shas, m, metric_direction(metric))
+    except BisectPaused as e:
+        print(f"bisect: paused after {time.monotonic() - t0:.0f} s (--stop-after "
+              f"{args.stop_after:g}) before measuring {str(e)[:12]}; "
+              f"{len(m.measured)} commits measured so far in {work / 'bisect-state.json'}. "
+              f"Run the same command again to go on.")
+        return 3
     finally:
         m.cleanup()
         if own_work:
             shutil.rmtree(work, ignore_errors=True)
     print(res.summary(args.metric))
     print(f"  {len(res.probes)} commits built and measured, {args.trials} trials each, "
-          f"{time.monotonic() - t0:.0f} s")
+          f"{time.monotonic() - t0:.0f} s this call")
     return 0
 
 
@@ -266,6 +352,9 @@ def add_arguments(p) -> None:
     p.add_argument("--pytest-opt", action="append", default=None, metavar="OPT",
                    help="an option for every trial's pytest, e.g. --pytest-opt=--lab-coordinator=local "
                         "(repeatable)")
+    p.add_argument("--stop-after", type=float, default=None, metavar="SECONDS",
+                   help="with --work: start no new commit after SECONDS; exit 3, and the same "
+                        "command resumes from WORK/bisect-state.json")
     p.add_argument("--lock", default=None, metavar="FILE",
                    help="hold flock FILE around each trial (e.g. /tmp/ofbench-bench.lock), "
                         "and its shared side around each build")

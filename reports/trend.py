@@ -1,11 +1,13 @@
 """Nightly trend: compare each metric of a run with its history in InfluxDB.
 
-Four detectors; the default (DETECTOR_DEFAULT) was chosen by `python -m reports trend-eval`
-(reports/trend_eval.py, figures in reports/README.md): on both of this box's real histories (a
-loaded one and a quiet one) ``mad2``, the MAD rule confirmed by a second night, raised the
-fewest false alarms per 10 % step it found (none of the four meets the issue's goal there), so
-it decides the nightly's verdicts; jumpavg's segments are drawn on the trend page either way
-(``--detector jumpavg|mad|csit`` lets another decide):
+Five detectors; the default (DETECTOR_DEFAULT) was chosen by `python -m reports trend-eval`
+(reports/trend_eval.py, figures in reports/README.md): ``auto``, jumpavg for rates (higher is
+better) and mad2 for latencies and times (lower is better). On the quiet box's history it found
+every 10 % step in the DUT's rates within 2 nights with no false alarm (jumpavg alone does the
+same there, but raises about 8x mad2's false alarms on heavy-tailed latencies, where mad2 is the
+quietest), and it raised the fewest false alarms per step found over all series; on the loaded
+box (no DUT series at all) it ties mad2. jumpavg's segments are drawn on the trend page either
+way (``--detector jumpavg|mad|mad2|csit`` lets one rule decide every series):
 
 - ``jumpavg`` (FD.io CSIT's change-point grouping, PyPI jumpavg): the history and the new value
   are split into statistically consistent segments (minimum description length, each segment
@@ -17,6 +19,8 @@ it decides the nightly's verdicts; jumpavg's segments are drawn on the trend pag
 - ``mad``: the rule below (each value against the median +- noise band of the last N points).
 - ``mad2``: the MAD rule confirmed by a second run (judge_confirmed): tonight's value and last
   night's both beyond the band of the runs before last night, the same way.
+- ``auto``: jumpavg for a higher-is-better metric, mad2 for a lower-is-better one
+  (detector_for).
 - ``csit``: FD.io CSIT's trending practice on the same library (judge_csit): each run enters
   jumpavg as its trials where a record keeps them (``<metric>_reps`` params: the run's spread is
   its trials' spread), a change below CSIT_MIN_STEP (5 %) is not reported, and the new segment
@@ -79,8 +83,8 @@ from typing import Iterable, Mapping, Sequence
 from reports.metrics import (DIRECTION_OVERRIDES, HIGHER_UNITS, HIGHER_WORDS,  # noqa: F401
                              LOWER_UNITS, LOWER_WORDS, metric_direction)
 
-DETECTORS = ("jumpavg", "mad", "mad2", "csit")
-DETECTOR_DEFAULT = "mad2"      # trend-eval's winner on this box's histories (reports/README.md)
+DETECTORS = ("jumpavg", "mad", "mad2", "csit", "auto")
+DETECTOR_DEFAULT = "auto"      # trend-eval's winner on this box's histories (reports/README.md)
 RECENT_DEFAULT = 3             # jumpavg: a change-point this young (in runs) is reported
 K_DEFAULT = 3.0
 MAD_TO_SIGMA = 1.4826
@@ -93,6 +97,16 @@ LAST_N_DEFAULT = 30  # jumpavg groups whole segments: a month of nights (the MAD
 TREND_HTML = "trend.html"
 TREND_JSON = "trend.json"
 MAX_PLOTS = 400  # more plots than that make a page nobody reads; the table still has all
+
+def detector_for(detector: str, direction: int) -> str:
+    """The detector that judges a series: ``auto`` is jumpavg for a higher-is-better metric
+    (rates: near-normal night to night, where jumpavg's segments found every 10 % step with no
+    false alarm) and mad2 for a lower-is-better one (latencies and times: heavy tails, where
+    jumpavg's normal segments split at every outlier); the others judge every series."""
+    if detector != "auto":
+        return detector
+    return "jumpavg" if direction > 0 else "mad2"
+
 
 def median_mad(values: Sequence[float]) -> tuple[float, float]:
     """(median, median absolute deviation). ValueError on an empty sequence."""
@@ -377,9 +391,10 @@ def evaluate(records: Iterable[Mapping], history: Mapping[SeriesKey, Sequence[tu
             hkey = key if key in history or not (key.testbed_id or key.pool) else key.without_testbed()
             hist = list(history.get(hkey, []))
             direction = metric_direction(key.metric)
-            if detector in ("mad", "mad2"):
+            how = detector_for(detector, direction)
+            if how in ("mad", "mad2"):
                 j = judge(value, [v for _, v in hist], direction, k, rel_floor, min_history) \
-                    if detector == "mad" else \
+                    if how == "mad" else \
                     judge_confirmed(value, [v for _, v in hist], direction, k, rel_floor,
                                     min_history)
                 v = as_number(value)
@@ -390,7 +405,7 @@ def evaluate(records: Iterable[Mapping], history: Mapping[SeriesKey, Sequence[tu
                     and None not in nums else []
                 rows.append(TrendRow(key, j, rec["provenance"]["end_time"], hist, segs))
                 continue
-            if detector == "csit":
+            if how == "csit":
                 j, segs = judge_csit(value, [v for _, v in hist], direction,
                                      max(rel_floor, CSIT_MIN_STEP), CSIT_CONFIRM, min_history,
                                      recent)
@@ -871,7 +886,11 @@ def write_trend_page(run_dir: Path, rows: Sequence[TrendRow], error: str | None 
         body.append(f"<h2>metrics over time{note}</h2>"
                     '<div style="display:grid;grid-template-columns:repeat(auto-fill,'
                     'minmax(470px,1fr));gap:8px">' + "".join(figs) + "</div>")
-    how = ("each metric's history and this run grouped into consistent segments (jumpavg): "
+    how = ("rates (higher is better) grouped into consistent segments with their history "
+           "(jumpavg); latencies and times against the median ± noise band of theirs, a change "
+           "only when the run before was beyond the band the same way (mad2)"
+           if (settings or {}).get("detector", DETECTOR_DEFAULT) == "auto" else
+           "each metric's history and this run grouped into consistent segments (jumpavg): "
            "median = the reference segment's average, band = its standard deviation"
            if (settings or {}).get("detector", DETECTOR_DEFAULT) in ("jumpavg", "csit")
            else "each metric against the median ± noise band of its history"
@@ -960,6 +979,7 @@ def run_trend(run_dir: Path, url: str, token: str = "-", org: str = "-",
                 "min_history": min_history, "history_before": before, "bucket": bucket}
     if detector in ("jumpavg", "csit"):
         settings.pop("k")
+    if detector in ("jumpavg", "csit", "auto"):
         settings["recent"] = RECENT_DEFAULT
     if detector == "csit":
         settings.update(min_step=max(rel_floor, CSIT_MIN_STEP), confirm=CSIT_CONFIRM)

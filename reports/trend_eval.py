@@ -37,14 +37,15 @@ from __future__ import annotations
 import dataclasses
 import json
 import random
+import re
 import statistics
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
 from reports.metrics import metric_direction
 from reports.trend import (CSIT_CONFIRM, CSIT_MIN_STEP, K_DEFAULT, MIN_HISTORY, RECENT_DEFAULT,
-                           REL_FLOOR, judge, judge_confirmed, judge_csit, judge_jumpavg,
-                           record_keys)
+                           REL_FLOOR, detector_for, judge, judge_confirmed, judge_csit,
+                           judge_jumpavg, record_keys)
 from reports.noise import REP_SUFFIXES
 
 MAD_LAST_N = 20          # the MAD rule's history (its nightly default before jumpavg)
@@ -52,7 +53,7 @@ JUMPAVG_LAST_N = 30      # jumpavg's: whole segments
 MIN_START = 10           # nights of history before a step can be injected / an alarm counted
 MAX_DELAY = 5            # a step flagged later than this many nights counts as missed
 MIN_NIGHTS_DEFAULT = 30
-DETECTORS = ("mad", "mad2", "jumpavg", "csit")
+DETECTORS = ("mad", "mad2", "jumpavg", "csit", "auto")
 
 
 class HistoryError(ValueError):
@@ -65,6 +66,12 @@ class Series:
     direction: int
     values: list[float]
     trials: list[list[float]] | None = None   # each night's trials (csit), when kept
+
+    @property
+    def kind(self) -> str:
+        """dut_rate | dut_latency | rig (series_kind), from the label's switch kind."""
+        m = LABEL.match(self.label)
+        return series_kind(m.group(2).split(", ")[0] if m else "", self.direction)
 
     def runs(self) -> list:
         """What csit groups: each night's trials where kept, else its value."""
@@ -158,6 +165,67 @@ def load_history(path: Path) -> list[Series]:
             for s in data["series"]]
 
 
+LABEL = re.compile(r"^(\S+) \[([^\]]*)\] (\S+)$")    # SeriesKey.label()
+KINDS = ("dut_rate", "dut_latency", "rig")
+# A 10 % step found within 2 nights (>= 95 %) with <= 1 false alarm per 100 nights from one
+# value a night needs, for normal noise of standard deviation sigma and a known baseline, a
+# threshold at z(0.99) = 2.33 sigma that 2 nights cross at least once with p >= 0.95 (each
+# misses with p <= sqrt(0.05) = 0.224: z = 0.76): 10 % >= 3.09 sigma, sigma <= 3.2 %.
+REACH_SIGMA = 0.10 / (2.326 + 0.759)
+
+
+def series_kind(dut_switch_kind: str, direction: int) -> str:
+    """What a series measures, as its records say: ``rig`` when the record's dut_switch_kind
+    is "none" (no switch in the path: the generator or the rig measuring itself, e.g. softgen's
+    own loopback), else the DUT's: ``dut_rate`` (higher is better) or ``dut_latency`` (lower is
+    better: latencies and times). A record without the field (a suite CLI's printed record)
+    counts as the DUT's: only a record that says so is set apart."""
+    if dut_switch_kind == "none":
+        return "rig"
+    return "dut_rate" if direction > 0 else "dut_latency"
+
+
+def by_kind(series: Sequence["Series"]) -> dict[str, list["Series"]]:
+    groups = {k: [s for s in series if s.kind == k] for k in KINDS}
+    return {k: v for k, v in groups.items() if v}
+
+
+def sigma_of(s: "Series") -> float:
+    """Robust relative standard deviation of the nights: 1.4826 MAD / median."""
+    return 1.4826 * noise_of(s)
+
+
+REACH_OUTLIERS = 0.05   # nights beyond +-10 % of the median: a grid or a tail, not sigma
+
+
+def outlier_share(s: "Series", step: float = 0.10) -> float:
+    """The share of nights as recorded that lie beyond +-step of the series' median: each one
+    looks like a step of that size (a latency on a 10 ns grid whose MAD is 0 can jump 25 %)."""
+    med = statistics.median(s.values)
+    return sum(abs(v - med) > step * abs(med) for v in s.values) / len(s.values)
+
+
+def within_reach(s: "Series") -> bool:
+    """Whether a detector could meet the goal on this series from one value a night: the
+    nights' sigma <= REACH_SIGMA (3.2 %) and at most REACH_OUTLIERS of them already 10 % off."""
+    return sigma_of(s) <= REACH_SIGMA and outlier_share(s) <= REACH_OUTLIERS
+
+
+def trials_vs_nights(s: "Series") -> tuple[float, float] | None:
+    """(median relative standard deviation of a night's own trials, robust relative standard
+    deviation of the nights' medians): what jumpavg takes for a run's spread (the first, CSIT's
+    per-run samples) against how much the nights really move (the second). None without
+    trials."""
+    if not s.trials:
+        return None
+    within = [statistics.stdev(t) / statistics.mean(t) for t in s.trials
+              if len(t) >= 2 and statistics.mean(t)]
+    meds = [statistics.median(t) for t in s.trials if t]
+    med = statistics.median(meds)
+    mad = statistics.median(abs(m - med) for m in meds)
+    return (statistics.median(within) if within else 0.0, 1.4826 * mad / abs(med) if med else 0.0)
+
+
 STEADY_NOISE = 0.05      # MAD / median below this: a "steady" series (a 10 % step stands out)
 
 
@@ -181,7 +249,9 @@ def _point(run) -> float:
 
 def verdict(detector: str, history: Sequence, value, direction: int) -> str:
     """One night's verdict; history and value are runs (a number, or a night's trials: mad and
-    jumpavg take the night's recorded value, csit the trials)."""
+    jumpavg take the night's recorded value, csit the trials; auto: jumpavg for a rate, mad2
+    for a latency or time, reports.trend.detector_for)."""
+    detector = detector_for(detector, direction)
     if detector == "csit":
         return judge_csit(value, history[-JUMPAVG_LAST_N:], direction, CSIT_MIN_STEP,
                           CSIT_CONFIRM, MIN_HISTORY, RECENT_DEFAULT)[0].verdict
@@ -243,7 +313,7 @@ class Evaluation:
             fa = self.false_alarms_per_100(d)
             return (within >= 0.95 and fa <= 1.0, -(fa / within if within else float("inf")),
                     within)
-        return max(DETECTORS, key=score)
+        return max([d for d in DETECTORS if d in self.false_alarms], key=score)
 
     def false_alarms_per_step_found(self, detector: str) -> float | None:
         """False alarms per 100 series-nights / share of 10 % steps found within 2 nights."""
@@ -333,6 +403,27 @@ def evaluate(series: Sequence[Series], steps_pct: Iterable[float] = (5, 10, 20),
     return Evaluation(results, false, series_nights, len(series), nights)
 
 
+def side_by_side(evals: Mapping[str, Evaluation], groups: Mapping[str, Sequence[Series]],
+                 step_pct: float = 10) -> str:
+    """One line per group: series (within reach), then each detector's share of step_pct %
+    steps found within 2 nights / false alarms per 100 series-nights; * = meets the goal."""
+    head = f"{'group':12} {'series':>6} {'reach':>5}  " + "  ".join(f"{d:>14}" for d in DETECTORS)
+    lines = [head, "-" * len(head)]
+    for name, ev in evals.items():
+        cells = []
+        for d in DETECTORS:
+            st = next(x for x in ev.steps if x.detector == d and x.step_pct == step_pct)
+            fa = ev.false_alarms_per_100(d)
+            ok = "*" if st.within_2_rate >= 0.95 and fa <= 1.0 else " "
+            cells.append(f"{100 * st.within_2_rate:5.1f}%/{fa:5.1f}{ok}")
+        ss = groups[name]
+        lines.append(f"{name:12} {len(ss):6} {sum(within_reach(x) for x in ss):5}  "
+                     + "  ".join(f"{c:>14}" for c in cells))
+    lines.append(f"({step_pct:g} % steps found within 2 nights / false alarms per 100 "
+                 f"series-nights; * meets the goal)")
+    return "\n".join(lines)
+
+
 def main(args) -> int:
     nights_prov = None
     if args.history:
@@ -366,13 +457,41 @@ def main(args) -> int:
             f"MAD/median {'<' if name == 'steady' else '>='} {STEADY_NOISE * 100:g} %"
         print(f"\n{name} series ({what}: {', '.join(s.label for s in subset[:4])}"
               f"{', ...' if len(subset) > 4 else ''}):\n{parts[name].table()}")
+    groups = by_kind(series)
+    reach = [s for s in series if within_reach(s)]
+    if reach:
+        groups["within_reach"] = reach
+    kinds = {k: evaluate(v, steps, args.reps, args.seed, args.min_nights)
+             for k, v in groups.items()}
+    print(f"\nby kind (rig: records with dut_switch_kind none, outside the regression goal, "
+          f"counted apart; reach: series within reach of the goal, the nights' sigma "
+          f"<= {100 * REACH_SIGMA:.1f} % and <= {100 * REACH_OUTLIERS:g} % of them 10 % off "
+          f"the median):\n"
+          + side_by_side({"all": ev, **kinds}, {"all": series, **groups},
+                         10.0 if 10.0 in steps else steps[0]))
+    for s in series:
+        tv = trials_vs_nights(s)
+        if tv:
+            print(f"trials vs nights, {s.label}: a night's trials sd {100 * tv[0]:.2f} %, "
+                  f"the nights' sd {100 * tv[1]:.2f} %")
     if args.out:
         Path(args.out).write_text(json.dumps(
             {"source": source, "seed": args.seed, "reps": args.reps, **ev.as_dict(),
              "by_noise": {k: {**v.as_dict(), "series": [s.label for s in series
                                                         if k == "with_trials" and s.trials
                                                         or s in by_noise(series).get(k, [])]}
-                          for k, v in parts.items()}}, indent=1) + "\n")
+                          for k, v in parts.items()},
+             "by_kind": {k: {**v.as_dict(), "series": [s.label for s in groups[k]],
+                             "within_reach": [s.label for s in groups[k] if within_reach(s)],
+                             "sigma_pct": {s.label: round(100 * sigma_of(s), 2)
+                                           for s in groups[k]},
+                             "nights_10pct_off_pct": {s.label: round(100 * outlier_share(s), 1)
+                                                      for s in groups[k]}}
+                         for k, v in kinds.items()},
+             "trials_vs_nights_sd_pct": {s.label: [round(100 * x, 3) for x in tv]
+                                         for s in series
+                                         if (tv := trials_vs_nights(s)) is not None}},
+            indent=1) + "\n")
         print(f"figures: {args.out}")
     return 0
 

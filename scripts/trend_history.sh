@@ -5,7 +5,9 @@
 # waits for the lock again). A night is:
 #   - the quick throughput tests (softgen loopback sanity / NDR / latency floor), a run folder;
 #   - the switch pipeline bench (ofbench, 100k flows, replay feed, REPS windows of 1 s): the
-#     windows are the night's trials (CSIT trends per-run values with the trials' spread).
+#     windows are the night's trials (CSIT trends per-run values with the trials' spread); its
+#     record gets the provenance the pytest bench's carries (switch kind ofbench), so the trend
+#     keys it as the DUT's.
 # Each night's folder holds night.json: date, CPU, load average before/after, git sha, commands.
 #   scripts/trend_history.sh OUT_DIR [NIGHTS] [REPS] [BATCH]
 #   python -m reports trend-eval --nights OUT_DIR --save-history FILE
@@ -36,6 +38,16 @@ json.dump({"start": t0, "end": t1, "cpu": cpu, "cores": len(os.sched_getaffinity
            "commands": ["pytest " + " ".join(quick) + " --dut=local",
                         f"python -m suites.switch.pipeline --kinds ofbench --plan ofbench/replay --reps {reps} --duration 1"]},
           open(f"{d}/night.json", "w"), indent=1)
+# the pipeline CLI prints its record without provenance: give it the switch pytest's record
+# carries (suites/switch/test_pipeline_bench.py), so the trend keys it as ofbench's rate
+try:
+    rec = json.load(open(f"{d}/pipeline.json"))
+except (OSError, ValueError):
+    rec = None
+if isinstance(rec, dict) and "provenance" not in rec:
+    rec["provenance"] = {"dut_switch_kind": "ofbench", "generator": "drivers/replay+net_pcap",
+                         "port_kind": "ring/pcap/null"}
+    json.dump(rec, open(f"{d}/pipeline.json", "w"))
 PY
     echo "night $(basename "$d"): $t0 load $load0 -> $load1"
 }

@@ -1,10 +1,11 @@
 """reports bisect: the search over commits with a scripted measurer; bad ranges refused."""
+import json
 import subprocess
 
 import pytest
 
 from reports.__main__ import main
-from reports.bisect import BisectError, CommitMeasurer, first_bad, parse_metric
+from reports.bisect import BisectError, BisectPaused, CommitMeasurer, first_bad, parse_metric
 
 
 def planted(shas, slow_from, base=10.0, slowdown=0.2):
@@ -69,7 +70,7 @@ def test_a_commit_that_does_not_build_is_named_and_its_worktree_removed(tmp_path
             m(sha)
     finally:
         m.cleanup()
-    assert not (tmp_path / "work" / f"bisect-{sha[:12]}").exists()
+    assert not (tmp_path / "work" / "bisect-tree").exists()
 
 
 def test_names_the_planted_commit_of_the_fixture_repository(tmp_path):
@@ -117,3 +118,84 @@ def test_builds_take_the_shared_lock_and_trials_the_exclusive_one(tmp_path):
     bare = CommitMeasurer("s", "n", "m_mpps", 2, "local", [], tmp_path, progress=lambda _l: None)
     assert bare.build_argvs(tmp_path)[0][0] == "meson" and bare.trial_argv("py", tmp_path)[0] == "py"
     assert bare.trial_argv("py", tmp_path)[-1] == "suites/s"
+
+
+def _level_repo(tmp_path, levels):
+    """A repository of len(levels) commits whose level.txt holds the metric's level; a meson
+    project with nothing to build (so a build is real but instant)."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git = ["git", "-C", str(repo), "-c", "user.email=t@t", "-c", "user.name=t"]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "meson.build").write_text("project('t')\n")
+    (repo / ".gitignore").write_text("/build\n")
+    shas = []
+    for i, level in enumerate(levels):
+        (repo / "level.txt").write_text(f"{level}\n")
+        (repo / "commit.txt").write_text(f"{i}\n")
+        subprocess.run(git + ["add", "."], check=True)
+        subprocess.run(git + ["commit", "-qm", f"c{i}"], check=True)
+        shas.append(subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"],
+                                   capture_output=True, text=True).stdout.strip())
+    return repo, shas
+
+
+class LevelMeasurer(CommitMeasurer):
+    """A trial is a small program that writes the record a suite would, from the checked-out
+    tree's level.txt: the worktree, the checkout per commit, the build and the state file are
+    bisect's own."""
+    TRIAL = ("import json, pathlib, sys; r = pathlib.Path(sys.argv[1]) / 'run-x'; "
+             "r.mkdir(parents=True); v = float(open('level.txt').read()); "
+             "r.joinpath('results.jsonl').write_text(json.dumps({'suite': 's', 'name': 'n', "
+             "'metrics': {'m_mpps': v}}) + chr(10))")
+
+    def trial_argv(self, python, runs):
+        return [python, "-c", self.TRIAL, str(runs)]
+
+
+def test_one_worktree_one_build_and_a_resumable_state(tmp_path):
+    """The commits share one worktree and one build folder (meson setup once); each commit's
+    values are kept in the state file as measured; --stop-after pauses before a new commit, and
+    a second call with the same settings goes on without measuring a commit twice."""
+    repo, shas = _level_repo(tmp_path, [10, 10, 10, 10, 10, 6, 6, 6, 6])
+    work, state = tmp_path / "work", tmp_path / "work" / "bisect-state.json"
+    lines = []
+
+    def measurer(**kw):
+        return LevelMeasurer("s", "n", "m_mpps", 2, "local", [], work, repo=repo,
+                             progress=lines.append, state=state, **kw)
+    m = measurer(stop_after_s=0.0)
+    m.t0 -= 1.0          # "0 s" already spent: nothing new is started
+    with pytest.raises(BisectPaused):
+        first_bad(shas, m, +1)
+    m.cleanup()
+    assert not state.exists()
+    m = measurer()
+    assert m(shas[0]) == [10.0, 10.0] and m(shas[-1]) == [6.0, 6.0]
+    # a remote lab syncs the tree's .venv to its hosts: the worktree links this checkout's
+    from reports.bisect import REPO
+    if (REPO / ".venv").is_dir():
+        assert (work / "bisect-tree" / ".venv").resolve() == (REPO / ".venv").resolve()
+    assert "Meson build system" in (work / f"bisect-{shas[0][:12]}.log").read_text()
+    assert "Meson build system" not in (work / f"bisect-{shas[-1][:12]}.log").read_text()
+    m.cleanup()
+    assert not (work / "bisect-tree").exists()
+    saved = json.loads(state.read_text())
+    assert saved["values"] == {shas[0]: [10.0, 10.0], shas[-1]: [6.0, 6.0]}
+    lines.clear()
+    m = measurer()
+    res = first_bad(shas, m, +1)
+    m.cleanup()
+    assert res.first_bad == shas[5]
+    assert sum("measured before" in x for x in lines) == 2
+    assert sum("building" in x for x in lines) == 3          # log2(8) probes, nothing twice
+    assert len(json.loads(state.read_text())["seconds"]) == 5   # each commit's time, every call
+    other = LevelMeasurer("s", "n", "m_mpps", 3, "local", [], work, repo=repo,
+                          progress=lines.append, state=state)
+    assert other.measured == {}                              # other settings: afresh
+
+
+def test_stop_after_needs_work(capsys):
+    assert main(["bisect", "--metric", "a/b/c_mpps", "--good", "HEAD~1", "--bad", "HEAD",
+                 "--trials", "2", "--stop-after", "60"]) == 2
+    assert "--stop-after: needs --work" in capsys.readouterr().err

@@ -256,12 +256,35 @@ def test_csit_decides_the_nightly_when_asked(tmp_path):
     # one night lower is not yet a verdict
     rows = trend_evaluate([rec], {key: pts[:-1]}, detector="csit")
     assert next(r for r in rows if r.key == key).judgement.verdict == "ok"
-    # the default, mad2, likewise waits for a second night
-    assert DETECTOR_DEFAULT == "mad2"
-    rows = trend_evaluate([rec], {key: pts[:-1]})
+    # mad2 likewise waits for a second night
+    rows = trend_evaluate([rec], {key: pts[:-1]}, detector="mad2")
     assert next(r for r in rows if r.key == key).judgement.verdict == "ok"
-    rows = trend_evaluate([rec], {key: pts})
+    rows = trend_evaluate([rec], {key: pts}, detector="mad2")
     assert next(r for r in rows if r.key == key).judgement.verdict == "regression"
+    # the default, auto, judges a rate by jumpavg: named on its first night, with its segments
+    assert DETECTOR_DEFAULT == "auto"
+    rows = trend_evaluate([rec], {key: pts[:-1]})
+    row = next(r for r in rows if r.key == key)
+    assert row.judgement.verdict == "regression" and len(row.segments) == 2
+
+
+def test_auto_judges_rates_by_jumpavg_and_latencies_by_mad2(tmp_path):
+    """auto: a rate (higher is better) by jumpavg, a latency or time by mad2: one night's
+    outlier of a latency raises nothing, the same outlier of a rate is a change-point."""
+    from reports.trend import detector_for
+    from reports.trend import evaluate as trend_evaluate
+    assert detector_for("auto", +1) == "jumpavg" and detector_for("auto", -1) == "mad2"
+    assert detector_for("mad", +1) == "mad" and detector_for("csit", -1) == "csit"
+    rec = {"suite": "s", "name": "n", "metrics": {"rx_mpps": 8.0, "latency_p99_us": 12.5},
+           "provenance": {"end_time": "2024-04-20T02:00:00Z", "git_sha": "f" * 40}}
+    days = [f"2024-04-{d:02d}T02:00:00.000000Z" for d in range(1, 16)]
+    hist = {}
+    for k, v in record_keys(rec):
+        hist[k] = [(t, 10.0 * (1 + 0.003 * (i % 3))) for i, t in enumerate(days)]
+    rows = {r.key.metric: r for r in trend_evaluate([rec], hist, detector="auto")}
+    assert rows["rx_mpps"].judgement.verdict == "regression"      # jumpavg: a new segment
+    assert rows["latency_p99_us"].judgement.verdict == "ok"        # mad2: needs a second night
+    assert trend_evaluate([rec], hist, detector="mad")[0].judgement.verdict == "regression"
 
 
 def test_mad2_needs_two_nights_beyond_the_band():

@@ -26,7 +26,9 @@ def test_steps_are_found_and_quiet_series_stay_quiet():
     for d in DETECTORS:
         s20 = by[(d, 20.0)]
         assert s20.injected == 18 and s20.detection_rate == 1.0 and s20.within_2_rate == 1.0
-        assert s20.median_nights == (2 if d in ("csit", "mad2") else 1)   # a confirmation night
+        # a confirmation night; auto: mad2 for the lower-is-better half of the series
+        assert s20.median_nights == (2 if d in ("csit", "mad2") else 1) if d != "auto" \
+            else 1 <= s20.median_nights <= 2
         assert ev.false_alarms_per_100(d) <= 10.0
     assert ev.series_nights == 6 * (32 - 10) and ev.n_nights == 32
     assert ev.best() in DETECTORS
@@ -129,9 +131,50 @@ def test_the_better_detector_pays_fewer_false_alarms_per_step_found():
     from reports.trend_eval import Evaluation, StepResult
     steps = [StepResult("mad", 10.0, 100, 60, 59, []), StepResult("mad2", 10.0, 100, 48, 47, []),
              StepResult("jumpavg", 10.0, 100, 80, 62, []), StepResult("csit", 10.0, 100, 41, 40, [])]
-    ev = Evaluation(steps, {"mad": 16, "mad2": 5, "jumpavg": 35, "csit": 12}, 100, 4, 28)
+    steps.append(StepResult("auto", 10.0, 100, 45, 44, []))
+    ev = Evaluation(steps, {"mad": 16, "mad2": 5, "jumpavg": 35, "csit": 12, "auto": 6}, 100, 4, 28)
     assert ev.best() == "mad2"                      # 5 / 47 beats 16 / 59, 12 / 40, 35 / 62
     assert ev.as_dict()["false_alarms_per_10pct_step_found"]["mad2"] == pytest.approx(5 / 47, abs=1e-3)
     # meeting the goal beats any ratio
     steps[2] = StepResult("jumpavg", 10.0, 100, 96, 96, [])
-    assert Evaluation(steps, {"mad": 16, "mad2": 5, "jumpavg": 1, "csit": 12}, 100, 4, 28).best() == "jumpavg"
+    assert Evaluation(steps, {"mad": 16, "mad2": 5, "jumpavg": 1, "csit": 12, "auto": 6}, 100, 4,
+                      28).best() == "jumpavg"
+
+
+def test_series_kinds_come_from_the_records_and_reach_from_the_noise(capsys, tmp_path):
+    """rig: a record whose dut_switch_kind is "none" (the generator measuring itself); the
+    rest is the DUT's, by direction; a record without the field counts as the DUT's. A series
+    is within reach of the goal when its nights' sigma <= 3.2 % and <= 5 % of them are 10 %
+    off; trend-eval prints every detector side by side per kind."""
+    from reports.trend_eval import (REACH_SIGMA, by_kind, outlier_share, series_kind,
+                                    side_by_side, trials_vs_nights, within_reach)
+    assert series_kind("none", +1) == "rig" and series_kind("ofbench", +1) == "dut_rate"
+    assert series_kind("ofbench", -1) == "dut_latency" and series_kind("", -1) == "dut_latency"
+    assert Series("throughput/loop [none, softgen, ring] latency_p50_us", -1, [1.0]).kind == "rig"
+    assert Series("switch/pipe [, , ] ofbench_mpps", 1, [1.0]).kind == "dut_rate"
+    assert Series("x/y [ovs, softgen, memif, 405bf] p99_us", -1, [1.0]).kind == "dut_latency"
+    assert 0.031 < REACH_SIGMA < 0.033
+    rnd = random.Random(5)
+    steady = Series("a/b [ofbench, g, p] rx_mpps", 1, [30 * (1 + rnd.gauss(0, 0.01)) for _ in range(32)])
+    grid = Series("a/b [none, g, p] latency_p50_us", -1, [0.041] * 26 + [0.051] * 6)
+    tails = Series("a/b [none, g, p] latency_p99_us", -1, [100 * 10 ** rnd.uniform(0, 2) for _ in range(32)])
+    assert within_reach(steady) and not within_reach(tails)
+    assert outlier_share(grid) == 6 / 32 and not within_reach(grid)   # MAD 0, yet 24 % jumps
+    assert set(by_kind([steady, grid, tails])) == {"dut_rate", "rig"}
+    ev = {"dut_rate": evaluate([steady], (10,), 3, 1), "rig": evaluate([grid, tails], (10,), 3, 1)}
+    table = side_by_side(ev, {"dut_rate": [steady], "rig": [grid, tails]})
+    assert "dut_rate" in table and "auto" in table and table.count("\n") == 4
+    trials = Series("a/b [ofbench, g, p] rx_mpps", 1, steady.values,
+                    [[v * 0.99, v, v * 1.01] for v in steady.values])
+    within, nights = trials_vs_nights(trials)
+    assert within == pytest.approx(0.01, rel=0.01) and 0.005 < nights < 0.02
+    assert trials_vs_nights(steady) is None
+    path = save_history([steady, grid, tails, trials], tmp_path / "h.json", "synthetic")
+    out = tmp_path / "f.json"
+    assert main(["trend-eval", "--history", str(path), "--steps", "10", "--reps", "2",
+                 "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "by kind (rig: records with dut_switch_kind none" in text and "trials vs nights" in text
+    fig = json.loads(out.read_text())
+    assert set(fig["by_kind"]) == {"dut_rate", "rig", "within_reach"}
+    assert fig["by_kind"]["rig"]["nights_10pct_off_pct"]["a/b [none, g, p] latency_p50_us"] == 18.8
