@@ -191,6 +191,8 @@ struct ofb_dflat *ofb_dflat_build(const struct ofb_bdfa *d, unsigned walk, unsig
     for (unsigned g = 0; g < ng && !x.fail; g++)
         f->root[g] = conv(&x, ofb_bdfa_root(d, g), 0);
     free(x.memo_k), free(x.memo_v);
+    if (!x.fail && !f->n)
+        alloc_entries(&x, 1);   /* every root final: never read, but the walks' base pointers are not NULL */
     if (x.fail) {
         ofb_dflat_free(f);
         return NULL;
