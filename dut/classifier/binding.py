@@ -42,10 +42,11 @@ _CDEF = """
 struct ofb_cls_tuning {
     const char *simd;
     uint8_t no_simd, no_hugepages, no_key32, no_gf, gf_k, gf_debug, dtree_sync, dfa_bulk_sync, keymap_sync,
-            dtree_stats, dtree_no_mid, dtree_no_rid, dfa_stats, dfa_key_order, dfa_no_paths, dfa_narrow, kmap_debug;
+            dtree_stats, dtree_no_mid, dtree_no_rid, dfa_stats, dfa_key_order, dfa_no_paths, dfa_narrow,
+            dfa_no_flat, dfa_no_vbmi, dfa_no_auto, kmap_debug;
     uint32_t bands, gf_maxg, gf_bpe, gf_slack, gf_min, dtree_delta, dtree_trees, dfa_states_per_rule;
     uint64_t dfa_max_states, dfa_group_mb, dfa_max_mb;
-    uint32_t dfa_groups;
+    uint32_t dfa_groups, dfa_full_min;
 };
 struct ofb_cls_params { uint32_t key_len; uint32_t expected_rules; uint64_t mem_budget_bytes;
                         int algo; uint32_t prio_min, prio_max; uint32_t bands; struct ofb_cls_tuning tuning; };
@@ -132,6 +133,9 @@ def tuning_from_env(env=None) -> dict:
         "dfa_key_order": int(is_("OFB_DFA_ORDER", "key")),
         "dfa_no_paths": int(is_("OFB_DFA_PATHS", "0")),
         "dfa_narrow": int(is_("OFB_DFA_NARROW", "1")),
+        "dfa_no_flat": int(is_("OFB_DFA_FLAT", "0")),
+        "dfa_no_vbmi": int(is_("OFB_DFA_VBMI", "0")),
+        "dfa_no_auto": int(is_("OFB_CLS_AUTO_DFA", "0")),
         "kmap_debug": int("OFB_KMAP_DEBUG" in env),
         "gf_maxg": rng("OFB_CLS_GF_MAXG", 1, 8),
         "gf_bpe": rng("OFB_CLS_GF_BPE", 1, 256),
@@ -144,6 +148,7 @@ def tuning_from_env(env=None) -> dict:
         "dfa_group_mb": max(_env_num(env, "OFB_DFA_GROUP_MB"), 0),
         "dfa_max_mb": max(_env_num(env, "OFB_DFA_MAX_MB"), 0),
         "dfa_groups": rng("OFB_DFA_GROUPS", 1, 4),
+        "dfa_full_min": rng("OFB_DFA_FULL_MIN", 4, 256),
     }
     if env.get("OFB_CLS_BANDS"):  # set: a fixed count (0 = 1 band, negative = the most, as before)
         b = _env_num(env, "OFB_CLS_BANDS")

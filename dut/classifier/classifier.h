@@ -445,6 +445,9 @@ struct ofb_cls_tuning {
     uint8_t dfa_key_order;     /* OFB_DFA_ORDER=key: bytes in key order */
     uint8_t dfa_no_paths;      /* OFB_DFA_PATHS=0: no path nodes */
     uint8_t dfa_narrow;        /* OFB_DFA_NARROW=1: > 16 intervals as two range16 levels */
+    uint8_t dfa_no_flat;       /* OFB_DFA_FLAT=0: batches walk dfa.h's nodes, not dfa_flat.h's lockstep form */
+    uint8_t dfa_no_vbmi;       /* OFB_DFA_VBMI=0: dfa_flat.h's AVX-512 walk gathers the key bytes (no VBMI permutes) */
+    uint8_t dfa_no_auto;       /* OFB_CLS_AUTO_DFA=0: AUTO's tree without the one-DFA front (as before issue 42) */
     uint8_t kmap_debug;        /* OFB_KMAP_DEBUG set: keymap builds on stderr */
     uint32_t bands;            /* OFB_CLS_BANDS: a bulk build's band count (0 = automatic;
                                   rounded down to 2^k, at most OFB_CLS_MAX_BANDS) */
@@ -459,6 +462,8 @@ struct ofb_cls_tuning {
     uint64_t dfa_group_mb;     /* OFB_DFA_GROUP_MB: split a group whose build passes this (0 = none) */
     uint64_t dfa_max_mb;       /* OFB_DFA_MAX_MB: cap of the DFA (0 = none) */
     uint32_t dfa_groups;       /* OFB_DFA_GROUPS: 1..4 first groups at once (0 = one DFA first) */
+    uint32_t dfa_full_min;     /* OFB_DFA_FULL_MIN: dfa_flat.h's full nodes above this many intervals (0 = 4, or
+                                  16 then 64 past dtree.c's DFLAT_BYTES_PER_RULE) */
 };
 
 struct ofb_cls_params {

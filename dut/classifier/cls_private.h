@@ -333,6 +333,7 @@ struct ofb_cls {
     bool auto_algo;                   /* created as OFB_CLS_ALGO_AUTO (algo may still change at
                                          the first bulk build: auto_tree_suits) */
     bool dfa_bulk_sync;               /* OFB_CLS_DFA_BULK_SYNC=1: a DFA bulk build waits for the DFA */
+    bool dfa_one_over;                /* AUTO's tree: its rules did not fit one DFA (rebuilds stop asking; writer) */
     /* KEYMAP (OURS' tables hold every rule; the map answers while the rule set is the one it was built from) */
     _Atomic(struct ofb_kmap *) km;    /* published map (stamp: ofb_kmap_v), NULL before the first */
     _Atomic uint64_t km_lcv;          /* last published version that changed the rule set */

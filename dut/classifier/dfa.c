@@ -790,6 +790,13 @@ struct ofb_bdfa *ofb_bdfa_build(uint32_t key_len, uint32_t nwk, const uint64_t *
             snprintf(err, errlen, "dfa: out of memory building the DFA of %u rules", n);
             goto fail;
         }
+        if (flags & OFB_BDFA_ONE) {
+            snprintf(err, errlen, "dfa: one DFA of %u rules passes %llu states (asked for one DFA only)", n,
+                     (unsigned long long)one_cap);
+            if (over_budget)
+                *over_budget = 1;
+            goto fail;
+        }
         t->nused = 0, t->nnodes = t->nfull = t->npath = 0;   /* (dedupe entries left behind are checked by content) */
         g.states_left = state_cap, g.gave_up = false;
         if (tu->dfa_stats)
@@ -1101,4 +1108,43 @@ void ofb_bdfa_lookup_batch(const struct ofb_bdfa *t, const uint8_t *const keys[]
         }
         memcpy(rank_out + base, best, 4ull * m);
     }
+}
+
+/* ---------- read back (dfa_flat.c) ---------- */
+
+unsigned ofb_bdfa_key_len(const struct ofb_bdfa *t) { return t->key_len; }
+uint32_t ofb_bdfa_root(const struct ofb_bdfa *t, unsigned g) { return t->root[g]; }
+
+void ofb_bdfa_decode(const struct ofb_bdfa *t, uint32_t ref, struct ofb_bdfa_node *o)
+{
+    const uint8_t *nd = t->nodes + NODE_OFF(ref);
+    o->is_path = (ref & REF_TYPE) == REF_PATH;
+    if (o->is_path) {
+        o->len = nd[24];
+        for (unsigned i = 0; i < o->len; i++)
+            o->ppos[i] = nd[i], o->m[i] = nd[8 + i], o->v[i] = nd[16 + i];
+        memcpy(o->kid, nd + 28, 4u * (o->len + 1u));
+        return;
+    }
+    if ((ref & REF_TYPE) == REF_FULL) {
+        const uint8_t *kd = nd + 16;
+        uint32_t prev = 0;
+        o->pos = nd[15], o->k = 0;
+        for (unsigned x = 0; x < 256; x++) {
+            uint32_t r;
+            memcpy(&r, kd + 4 * x, 4);
+            if (!x || r != prev)
+                o->st[o->k] = (uint16_t)x, o->kid[o->k++] = r, prev = r;
+        }
+        o->st[o->k] = 256;
+        return;
+    }
+    unsigned nt = (ref & REF_TYPE) == REF_RANGE64 ? 63 : 15, k = 1;
+    o->pos = nd[nt];
+    o->st[0] = 0;
+    for (unsigned j = 0; j < nt && nd[j] != 0x7f; j++)
+        o->st[k++] = (uint16_t)((nd[j] ^ 0x80) + 1);
+    memcpy(o->kid, nd + nt + 1, 4ull * k);
+    o->k = k;
+    o->st[k] = 256;
 }

@@ -107,6 +107,7 @@ struct ofb_bdfa;
  * and attempts, or max_bytes; rule sets with arbitrary masks explode) or no
  * memory (*over_budget = 0). */
 #define OFB_BDFA_SIMD 1u
+#define OFB_BDFA_ONE 2u    /* only the first attempt (all rules in one DFA): past it, over budget */
 /* tu: the dfa_* knobs of struct ofb_cls_tuning (classifier.h); NULL = defaults */
 struct ofb_cls_tuning;
 struct ofb_bdfa *ofb_bdfa_build(uint32_t key_len, uint32_t nwk, const uint64_t *rw, uint32_t n, unsigned flags,
@@ -121,5 +122,23 @@ double ofb_bdfa_build_s(const struct ofb_bdfa *);
 /* Best rank (any rule of the snapshot, dead or not) or DFA_NONE. */
 uint32_t ofb_bdfa_lookup(const struct ofb_bdfa *, const uint8_t *key);
 void ofb_bdfa_lookup_batch(const struct ofb_bdfa *, const uint8_t *const keys[], size_t n, uint32_t rank_out[]);
+
+/* The laid-out nodes, read back (dfa_flat.c compiles them into its SIMD-walkable
+ * form).  A ref: final (ofb_bdfa_ref_final: payload = rank + 1, 0 = none) or a
+ * node; ofb_bdfa_decode describes a node: a range node (range16, range64,
+ * full) as k intervals on key byte pos (interval j = [st[j], st[j+1]) with
+ * st[0] = 0, st[k] = 256, child kid[j]); a path node as its checks. */
+struct ofb_bdfa_node {
+    unsigned is_path;
+    unsigned pos, k;                 /* range node */
+    uint16_t st[257];
+    uint32_t kid[256];
+    unsigned len;                    /* path node: check i (key[ppos[i]] & m[i]) == v[i] fails -> kid[i]; all pass -> kid[len] */
+    uint8_t ppos[8], m[8], v[8];
+};
+static inline int ofb_bdfa_ref_final(uint32_t ref) { return ref & 1u; }
+unsigned ofb_bdfa_key_len(const struct ofb_bdfa *);
+uint32_t ofb_bdfa_root(const struct ofb_bdfa *, unsigned group);
+void ofb_bdfa_decode(const struct ofb_bdfa *, uint32_t ref, struct ofb_bdfa_node *out);
 
 #endif

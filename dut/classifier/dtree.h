@@ -124,6 +124,9 @@ struct ofb_dtree;
 #define OFB_DTREE_SIMD 1u   /* flag: SSE4.2/AVX2 lookups (keys <= 16 bytes; else scalar) */
 #define OFB_DTREE_DFA 2u    /* flag: also build dfa.h's DFA over the same ranks; lookups ask it
                                first and walk the tree only when its answer is not live at v */
+#define OFB_DTREE_DFA_ONE 4u   /* with OFB_DTREE_DFA: the DFA only if all rules fit one DFA (else the tree alone) */
+#define OFB_DTREE_AVX2 8u      /* the DFA's lockstep walk (dfa_flat.h) on AVX2 */
+#define OFB_DTREE_AVX512 16u   /* ... on AVX-512 (neither: scalar) */
 struct ofb_cls_tuning;   /* classifier.h: the dtree_* and dfa_* knobs, no_hugepages; NULL = defaults */
 struct ofb_dtree *ofb_dtree_build(uint32_t key_len, const struct ofb_dtree_rule *rules, size_t n, unsigned flags,
                                   const struct ofb_cls_tuning *tu, char *err, size_t errlen);

@@ -110,7 +110,7 @@ static void run_ours(enum ofb_cls_algo algo, const struct ofb_cls_rule *rules, u
      * build started (= build_s for the others) */
     algo = ofb_cls_algo(c);   /* AUTO: the build may have chosen by the rules' masks */
     double build = now_s() - t0, ready = build;
-    if (algo == OFB_CLS_ALGO_DFA) {
+    if (algo == OFB_CLS_ALGO_DFA || algo == OFB_CLS_ALGO_DTREE) {   /* AUTO's tree may build its DFA there too */
         ofb_cls_synchronize(c);
         ready = now_process_s() - t0p;
     }

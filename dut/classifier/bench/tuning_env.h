@@ -51,6 +51,9 @@ static inline void ofb_cls_tuning_from_env(struct ofb_cls_tuning *t)
     t->dfa_key_order = ofb_tenv_is("OFB_DFA_ORDER", "key");
     t->dfa_no_paths = ofb_tenv_is("OFB_DFA_PATHS", "0");
     t->dfa_narrow = ofb_tenv_is("OFB_DFA_NARROW", "1");
+    t->dfa_no_flat = ofb_tenv_is("OFB_DFA_FLAT", "0");
+    t->dfa_no_auto = ofb_tenv_is("OFB_CLS_AUTO_DFA", "0");
+    t->dfa_no_vbmi = ofb_tenv_is("OFB_DFA_VBMI", "0");
     t->kmap_debug = getenv("OFB_KMAP_DEBUG") != NULL;
     if (ofb_tenv("OFB_CLS_BANDS")) {   /* set: a fixed count (0 or less = 1 band, as before) */
         long long b = ofb_tenv_num("OFB_CLS_BANDS");
@@ -69,6 +72,7 @@ static inline void ofb_cls_tuning_from_env(struct ofb_cls_tuning *t)
     v = ofb_tenv_num("OFB_DFA_GROUP_MB"), t->dfa_group_mb = v > 0 ? (uint64_t)v : 0;
     v = ofb_tenv_num("OFB_DFA_MAX_MB"), t->dfa_max_mb = v > 0 ? (uint64_t)v : 0;
     v = ofb_tenv_num("OFB_DFA_GROUPS"), t->dfa_groups = v >= 1 && v <= 4 ? (uint32_t)v : 0;
+    v = ofb_tenv_num("OFB_DFA_FULL_MIN"), t->dfa_full_min = v >= 4 && v <= 256 ? (uint32_t)v : 0;
 }
 
 /* ofb_cls_create with the environment's tuning over p's */

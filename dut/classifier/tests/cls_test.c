@@ -110,6 +110,76 @@ static void refused(struct ofb_cls *c, int a, int *live)
     sp_refusals++;
 }
 
+/* issue 42: AUTO's one-DFA front and the DFA's lockstep walks (dfa_flat.h: scalar, AVX2 or AVX-512 as
+ * OFB_CLS_SIMD picks) against linear, on prefix-shaped rule sets of 5, 13 and 16 bytes, with batches of
+ * every size around the walks' 8/16/32-key chunks and single lookups */
+static void dfa_flat_check(void)
+{
+    static const uint32_t kls[] = { 5, 13, 16 };
+    static const size_t bs[] = { 1, 3, 8, 15, 16, 17, 31, 32, 33, 63, 64 };
+    for (int ki = 0; ki < 3; ki++) {
+        uint32_t kl = kls[ki], n = 300;
+        uint8_t *val = malloc((size_t)n * kl), *msk = malloc((size_t)n * kl);
+        struct ofb_cls_rule *br = malloc(sizeof(*br) * n);
+        for (uint32_t i = 0; i < n; i++) {
+            for (uint32_t j = 0; j < kl; j++) {
+                unsigned r = (unsigned)(rnd() % 8), l = r < 3 ? 8 : r < 5 ? 0 : (unsigned)(rnd() % 9);
+                msk[i * kl + j] = (uint8_t)(l ? 0xffu << (8 - l) : 0);
+                val[i * kl + j] = (uint8_t)(rnd() % 4 == 0 ? i : rnd() % 16) & msk[i * kl + j];
+            }
+            br[i] = (struct ofb_cls_rule){ .priority = (uint32_t)(rnd() % 500), .value = val + i * kl,
+                                           .mask = msk + i * kl, .handle = i + 1 };
+        }
+        struct ofb_cls_params pa = { .key_len = kl, .algo = OFB_CLS_ALGO_AUTO, .prio_max = 1000 },
+                              pd = { .key_len = kl, .algo = OFB_CLS_ALGO_DFA, .prio_max = 1000 },
+                              pl = { .key_len = kl, .algo = OFB_CLS_ALGO_LINEAR, .prio_max = 1000 };
+        setenv("OFB_CLS_AUTO_DFA", "0", 1);
+        struct ofb_cls *a0 = ofb_cls_create_env(&pa);
+        unsetenv("OFB_CLS_AUTO_DFA");
+        setenv("OFB_CLS_DFA_BULK_SYNC", "1", 1);
+        setenv("OFB_DFA_MAX_STATES", "4000000", 1);   /* random byte prefixes need more states than the default cap */
+        struct ofb_cls *a = ofb_cls_create_env(&pa), *d = ofb_cls_create_env(&pd), *l = ofb_cls_create(&pl);
+        unsetenv("OFB_CLS_DFA_BULK_SYNC");
+        unsetenv("OFB_DFA_MAX_STATES");
+        CHECK(a && a0 && d && l && ofb_cls_build_bulk(a, br, n, NULL) == 0 && ofb_cls_build_bulk(a0, br, n, NULL) == 0 &&
+                  ofb_cls_build_bulk(d, br, n, NULL) == 0 && ofb_cls_build_bulk(l, br, n, NULL) == 0,
+              "dfa_flat: builds of %u %u-byte rules", n, kl);
+        if (!a || !a0 || !d || !l)
+            goto next;
+        CHECK(ofb_cls_algo(a) == OFB_CLS_ALGO_DTREE && ofb_cls_trie_bytes(a) > ofb_cls_trie_bytes(a0),
+              "auto at %u %u-byte prefix rules: %s, %lu bytes, without its DFA %lu: no DFA in front", n, kl,
+              ofb_cls_algo_name(ofb_cls_algo(a)), (unsigned long)ofb_cls_trie_bytes(a),
+              (unsigned long)ofb_cls_trie_bytes(a0));
+        for (int round = 0; round < 40; round++) {
+            size_t m = bs[round % 11];
+            uint8_t keys[64][16];
+            const uint8_t *kp[64];
+            uint64_t ha[64], hd[64], hl[64];
+            for (size_t k = 0; k < m; k++) {
+                for (uint32_t j = 0; j < kl; j++)
+                    keys[k][j] = (uint8_t)rnd();
+                if (k % 4) {   /* inside a rule */
+                    uint32_t x = (uint32_t)(rnd() % n);
+                    for (uint32_t j = 0; j < kl; j++)
+                        keys[k][j] = (uint8_t)((keys[k][j] & ~msk[x * kl + j]) | val[x * kl + j]);
+                }
+                kp[k] = keys[k];
+            }
+            ofb_cls_lookup_batch(a, kp, m, ha, NULL);
+            ofb_cls_lookup_batch(d, kp, m, hd, NULL);
+            ofb_cls_lookup_batch(l, kp, m, hl, NULL);
+            for (size_t k = 0; k < m; k++)
+                CHECK(ha[k] == hl[k] && hd[k] == hl[k] && ofb_cls_lookup(a, kp[k]) == hl[k] &&
+                          ofb_cls_lookup(d, kp[k]) == hl[k],
+                      "dfa_flat kl %u batch %zu key %zu: auto %lu dfa %lu linear %lu (simd %s)", kl, m, k,
+                      (unsigned long)ha[k], (unsigned long)hd[k], (unsigned long)hl[k], ofb_cls_simd_name(a));
+        }
+    next:
+        ofb_cls_destroy(a), ofb_cls_destroy(a0), ofb_cls_destroy(d), ofb_cls_destroy(l);
+        free(val), free(msk), free(br);
+    }
+}
+
 static void differential(uint32_t kl, enum shape sh, int nops, int bulk, uint32_t bands, uint64_t hybrid_budget)
 {
     struct ofb_cls *c[NA];
@@ -676,6 +746,8 @@ int main(int argc, char **argv)
             printf("... done\n");
         unsetenv("OFB_CLS_KEYMAP_SYNC");
     }
+    if (!tries)
+        dfa_flat_check();
     printf("differential: %d failures (SP-Trie over its %u MiB limit in %d rule sets: refused cleanly)\n",
            failures, SP_LIMIT >> 20, sp_refusals);
     if (!tries) {
