@@ -38,6 +38,7 @@
 #include "../src/agent.h"
 #include "../src/flowtable.h"
 #include "../src/flowarena.h"
+#include "dp_rig.h"
 
 #define NKEYS 256
 #define MAX_FLOWS 4096
@@ -61,14 +62,6 @@ static bool wide_shapes;              /* shapes 4+ (in_port, udp_src): the union
 struct seq_info { uint16_t key; uint16_t enq_state; };
 static struct seq_info *seqs;
 
-static size_t oxm(uint8_t *p, int field, const void *val, const void *mask, int len)
-{
-	wr16(p, 0x8000); p[2] = (uint8_t)(field << 1 | (mask ? 1 : 0));
-	p[3] = (uint8_t)(mask ? 2 * len : len);
-	memcpy(p + 4, val, len);
-	if (mask) memcpy(p + 4 + len, mask, len);
-	return 4 + (mask ? 2 * len : len);
-}
 
 /* A match of one of the issue's four mask shapes, or (wide_shapes) in_port, udp_src, or
  * eth_dst + metadata + tunnel_id (the union then spans key words 0..6: the cache's two-line
@@ -88,54 +81,54 @@ static size_t random_match(uint8_t *ox, struct ofs_match *mt)
 	uint32_t p1 = htonl(1);
 	if (shape == 4) {
 		mt->value.in_port = p1; mt->mask.in_port = 0xffffffff;
-		return oxm(ox, OXM_IN_PORT, &p1, NULL, 4);
+		return dp_oxm(ox, OXM_IN_PORT, &p1, NULL, 4);
 	}
 	mt->value.eth_type = et; mt->mask.eth_type = 0xffff;
-	n += oxm(ox + n, OXM_ETH_TYPE, &et, NULL, 2);
+	n += dp_oxm(ox + n, OXM_ETH_TYPE, &et, NULL, 2);
 	switch (shape) {
 	case 0:
 		mt->value.ip_proto = proto; mt->mask.ip_proto = 0xff;
 		mt->value.ipv4_dst = dst; mt->mask.ipv4_dst = 0xffffffff;
 		mt->value.tp_dst = udp; mt->mask.tp_dst = 0xffff;
-		n += oxm(ox + n, OXM_IP_PROTO, &proto, NULL, 1);
-		n += oxm(ox + n, OXM_IPV4_DST, &dst, NULL, 4);
-		n += oxm(ox + n, OXM_UDP_DST, &udp, NULL, 2);
+		n += dp_oxm(ox + n, OXM_IP_PROTO, &proto, NULL, 1);
+		n += dp_oxm(ox + n, OXM_IPV4_DST, &dst, NULL, 4);
+		n += dp_oxm(ox + n, OXM_UDP_DST, &udp, NULL, 2);
 		break;
 	case 1:
 		dst &= dm;
 		mt->value.ipv4_dst = dst; mt->mask.ipv4_dst = dm;
-		n += oxm(ox + n, OXM_IPV4_DST, &dst, &dm, 4);
+		n += dp_oxm(ox + n, OXM_IPV4_DST, &dst, &dm, 4);
 		break;
 	case 2:
 		dst &= m16;
 		mt->value.ipv4_src = src; mt->mask.ipv4_src = m16;
 		mt->value.ipv4_dst = dst; mt->mask.ipv4_dst = m16;
-		n += oxm(ox + n, OXM_IPV4_SRC, &src, &m16, 4);
-		n += oxm(ox + n, OXM_IPV4_DST, &dst, &m16, 4);
+		n += dp_oxm(ox + n, OXM_IPV4_SRC, &src, &m16, 4);
+		n += dp_oxm(ox + n, OXM_IPV4_DST, &dst, &m16, 4);
 		break;
 	case 3:
 		dm = htonl(0xfffffff0u);
 		dst &= dm;
 		mt->value.ip_proto = proto; mt->mask.ip_proto = 0xff;
 		mt->value.ipv4_dst = dst; mt->mask.ipv4_dst = dm;
-		n += oxm(ox + n, OXM_IP_PROTO, &proto, NULL, 1);
-		n += oxm(ox + n, OXM_IPV4_DST, &dst, &dm, 4);
+		n += dp_oxm(ox + n, OXM_IP_PROTO, &proto, NULL, 1);
+		n += dp_oxm(ox + n, OXM_IPV4_DST, &dst, &dm, 4);
 		break;
 	case 6: {
 		uint8_t mac[6] = { 2, 0, 0, 0, 0, (uint8_t)(2 + rand() % 2) };
 		uint64_t zero = 0, m64 = htobe64(0xffffull);
 		memcpy(mt->value.eth_dst, mac, 6); memset(mt->mask.eth_dst, 0xff, 6);
 		mt->mask.metadata = m64; mt->mask.tunnel_id = m64;
-		n += oxm(ox + n, OXM_ETH_DST, mac, NULL, 6);
-		n += oxm(ox + n, OXM_METADATA, &zero, &m64, 8);
-		n += oxm(ox + n, OXM_TUNNEL_ID, &zero, &m64, 8);
+		n += dp_oxm(ox + n, OXM_ETH_DST, mac, NULL, 6);
+		n += dp_oxm(ox + n, OXM_METADATA, &zero, &m64, 8);
+		n += dp_oxm(ox + n, OXM_TUNNEL_ID, &zero, &m64, 8);
 		break;
 	}
 	case 5:
 		mt->value.ip_proto = proto; mt->mask.ip_proto = 0xff;
 		mt->value.tp_src = udp; mt->mask.tp_src = 0xffff;
-		n += oxm(ox + n, OXM_IP_PROTO, &proto, NULL, 1);
-		n += oxm(ox + n, OXM_UDP_SRC, &udp, NULL, 2);
+		n += dp_oxm(ox + n, OXM_IP_PROTO, &proto, NULL, 1);
+		n += dp_oxm(ox + n, OXM_UDP_SRC, &udp, NULL, 2);
 		break;
 	}
 	return n;
@@ -175,7 +168,7 @@ static bool flow_mod(uint8_t cmd, uint16_t prio, const uint8_t *ox, size_t oxlen
 	uint8_t *a = b + o + 8;
 	uint8_t mac[6];
 	for (int i = 0; i < 6; i++) mac[i] = (uint8_t)(tag >> (8 * (5 - i)));
-	wr16(a, OFPAT_SET_FIELD); wr16(a + 2, 16); oxm(a + 4, OXM_ETH_SRC, mac, NULL, 6);
+	wr16(a, OFPAT_SET_FIELD); wr16(a + 2, 16); dp_oxm(a + 4, OXM_ETH_SRC, mac, NULL, 6);
 	wr16(a + 16, OFPAT_OUTPUT); wr16(a + 18, 16); wr32(a + 20, 2); wr16(a + 24, 0xffff);
 	o += 8 + 32;
 	wr16(b + 2, (uint16_t)o);
@@ -281,27 +274,7 @@ static void make_keys(void)
 	}
 }
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *f)
-{
-	(void)st; (void)flag; (void)f;
-	remove(path);
-	return 0;
-}
 
-static uint16_t ring_port(const char *name, struct rte_ring **rx, struct rte_ring **tx)
-{
-	char n[64];
-	snprintf(n, sizeof(n), "%s_rx", name);
-	*rx = rte_ring_create(n, 4096, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
-	snprintf(n, sizeof(n), "%s_tx", name);
-	*tx = rte_ring_create(n, 8192, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
-	if (!*rx || !*tx)
-		rte_exit(EXIT_FAILURE, "rings\n");
-	int id = rte_eth_from_rings(name, rx, 1, tx, 1, SOCKET_ID_ANY);
-	if (id < 0)
-		rte_exit(EXIT_FAILURE, "rte_eth_from_rings\n");
-	return (uint16_t)id;
-}
 
 /* ---- counts mode: flows that only output (fast cache entries, ofswitch.h) -------------------
  * Their counts are held in cache entries and reach the flow later (sweep, eviction, sync). Epoch
@@ -491,73 +464,18 @@ int main(int argc, char **argv)
 {
 	const char *backend = argc > 1 ? argv[1] : OFS_LOOKUP_DEFAULT;
 	double seconds = argc > 2 ? atof(argv[2]) : 2.0;
-	char prefix[64];
-	snprintf(prefix, sizeof(prefix), "--file-prefix=ofs-churn-%d", (int)getpid());
-	char *eal[] = { "test_ofswitch_churn", "--lcores=0@(0-1),1@(0-1)", "--no-huge", "-m", "512",
-			"--no-pci", "--no-shconf", prefix, "--log-level=lib.eal:error", NULL };
-	if (rte_eal_init(9, eal) < 0)
-		rte_exit(EXIT_FAILURE, "EAL init\n");
-	memset(ofs_dp.port_by_of, -1, sizeof(ofs_dp.port_by_of));
-	if (!(ofs_dp.lookup_ops = ofs_lookup_find(backend)))
-		rte_exit(EXIT_FAILURE, "backend %s: one of " OFS_LOOKUP_NAMES "\n", backend);
-	ofs_dp.n_workers = 1;
-	ofs_dp.miss_send_len = 128;
-	struct rte_mempool *pool = rte_pktmbuf_pool_create("churn_pool", 16384, 256, 0,
-		RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
-	struct rte_ring *rx1, *tx1, *rx2, *tx2;
-	uint16_t ids[2] = { ring_port("churn1", &rx1, &tx1), ring_port("churn2", &rx2, &tx2) };
-	for (unsigned i = 0; i < 2; i++) {
-		struct rte_eth_conf conf;
-		memset(&conf, 0, sizeof(conf));
-		if (rte_eth_dev_configure(ids[i], 1, 1, &conf) < 0 ||
-		    rte_eth_rx_queue_setup(ids[i], 0, 1024, SOCKET_ID_ANY, NULL, pool) < 0 ||
-		    rte_eth_tx_queue_setup(ids[i], 0, 1024, SOCKET_ID_ANY, NULL) < 0 ||
-		    rte_eth_dev_start(ids[i]) < 0)
-			rte_exit(EXIT_FAILURE, "port setup\n");
-		struct ofs_port *p = &ofs_dp.ports[i];
-		p->ofport = i + 1;
-		p->dpdk_id = ids[i];
-		p->n_txq = 1;
-		p->link_up = true;
-		snprintf(p->name, sizeof(p->name), "churn%u", i + 1);
-		ofs_dp.port_by_of[i + 1] = (int8_t)i;
-	}
-	ofs_dp.n_ports = 2;
-	ofs_dp.pin_ring = rte_ring_create("churn_pin", 1024, SOCKET_ID_ANY, RING_F_SC_DEQ);
-	ofs_dp.pout_ring = rte_ring_create("churn_pout", 64, SOCKET_ID_ANY,
-					   RING_F_SP_ENQ | RING_F_SC_DEQ);
-	ofs_dp.qsbr = rte_zmalloc("churn_qsbr", rte_rcu_qsbr_get_memsize(1), RTE_CACHE_LINE_SIZE);
-	if (!pool || !ofs_dp.pin_ring || !ofs_dp.pout_ring || !ofs_dp.qsbr ||
-	    rte_rcu_qsbr_init(ofs_dp.qsbr, 1) != 0)
-		rte_exit(EXIT_FAILURE, "pool/rings/qsbr\n");
-	struct ofs_worker *w = &ofs_dp.workers[0];
-	w->idx = 0;
-	w->pool = pool;
-	ofs_worker_set_cache(w, rte_zmalloc("c", sizeof(*w->cache) * OFS_CACHE_LINES,
-					    RTE_CACHE_LINE_SIZE),
-			     rte_zmalloc("d", OFS_CACHE_LINES / 8, 0), OFS_CACHE_LINES);
-	for (unsigned p = 0; p < 2; p++) {
-		w->txb[p] = rte_zmalloc("txb", RTE_ETH_TX_BUFFER_SIZE(OFS_BURST), 0);
-		rte_eth_tx_buffer_init(w->txb[p], OFS_BURST);
-		w->txq[p] = (struct ofs_txq){ .port_id = ids[p], .queue_id = 0,
-					       .stats = &w->port_stats[p] };
-		rte_eth_tx_buffer_set_err_callback(w->txb[p], ofs_tx_unsent, &w->txq[p]);
-	}
-	w->rx_ports[w->n_rx_ports++] = 0;  /* the worker receives on port 1 only */
+	static struct dp_rig rig;
+	dp_rig_init(&rig, "test_ofswitch_churn", "churn", backend, 16384, OFS_CACHE_LINES);
+	struct ofs_worker *w = rig.w;
+	struct rte_mempool *pool = rig.pool;
+	struct rte_ring *rx1 = rig.rx[0], *tx1 = rig.tx[0], *tx2 = rig.tx[1];
 
 	srand(2024);
 	make_keys();
 	if (argc > 3 && strcmp(argv[3], "counts") == 0) {
 		unsigned clc = rte_get_next_lcore(-1, 1, 0);
 		int cfail = run_counts(w, clc, pool, rx1, tx1, tx2, seconds);
-		for (unsigned i = 0; i < 2; i++) {
-			rte_eth_dev_stop(ids[i]);
-			rte_eth_dev_close(ids[i]);
-		}
-		char crundir[PATH_MAX];
-		snprintf(crundir, sizeof(crundir), "%s", rte_eal_get_runtime_dir());
-		rte_eal_cleanup();
-		nftw(crundir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+		dp_rig_close(&rig);
 		printf("%s\n", cfail ? "FAIL" : "OK");
 		return cfail;
 	}
@@ -696,15 +614,7 @@ int main(int argc, char **argv)
 	       unexplained_drops);
 	int fail = bad || unexplained_drops || refused || out_pkts < seq / 4 ||
 		   n_states < 50 || hits == 0;
-	for (unsigned i = 0; i < 2; i++) {
-		rte_eth_dev_stop(ids[i]);
-		rte_eth_dev_close(ids[i]);
-	}
-	char rundir[PATH_MAX];
-	snprintf(rundir, sizeof(rundir), "%s", rte_eal_get_runtime_dir());
-	rte_eal_cleanup();
-	/* --no-shconf still leaves the runtime directory (and maybe a socket in it) */
-	nftw(rundir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+	dp_rig_close(&rig);
 	printf("%s\n", fail ? "FAIL" : "OK");
 	return fail;
 }

@@ -31,6 +31,7 @@
 #include "../src/agent.h"
 #include "../src/flowtable.h"
 #include "../src/flowarena.h"
+#include "dp_rig.h"
 
 #define NKEYS 96
 #define NFEED 384
@@ -44,14 +45,6 @@ static struct rte_mempool *pool;
 static struct obuf out;
 static unsigned refused;
 
-static size_t oxm(uint8_t *p, int field, const void *val, const void *mask, int len)
-{
-	wr16(p, 0x8000); p[2] = (uint8_t)(field << 1 | (mask ? 1 : 0));
-	p[3] = (uint8_t)(mask ? 2 * len : len);
-	memcpy(p + 4, val, len);
-	if (mask) memcpy(p + 4 + len, mask, len);
-	return 4 + (mask ? 2 * len : len);
-}
 
 static const uint8_t MAC_DST[3] = { 0x10, 0x20, 0x30 }, MAC_SRC[3] = { 0x01, 0x02, 0x03 };
 static void mac(uint8_t *m, uint8_t last) { memcpy(m, "\x02\x00\x00\x00\x00", 5); m[5] = last; }
@@ -69,34 +62,34 @@ static void random_flow(struct tflow *f, uint8_t t)
 	f->table = t;
 	/* match */
 	if (t == 0) {
-		if (rand() % 2) { wr32(v, 1 + rand() % 2); o += oxm(f->ox + o, OXM_IN_PORT, v, NULL, 4); }
+		if (rand() % 2) { wr32(v, 1 + rand() % 2); o += dp_oxm(f->ox + o, OXM_IN_PORT, v, NULL, 4); }
 		if (rand() % 2) {
 			wr16(v, rand() % 2 ? 0 : (uint16_t)(0x1000 | (5 + rand() % 2)));
-			o += oxm(f->ox + o, OXM_VLAN_VID, v, NULL, 2);
+			o += dp_oxm(f->ox + o, OXM_VLAN_VID, v, NULL, 2);
 		}
 	} else if (t == 1) {
-		if (rand() % 2) { mac(v, MAC_SRC[rand() % 3]); o += oxm(f->ox + o, OXM_ETH_SRC, v, NULL, 6); }
+		if (rand() % 2) { mac(v, MAC_SRC[rand() % 3]); o += dp_oxm(f->ox + o, OXM_ETH_SRC, v, NULL, 6); }
 		if (rand() % 2) {
 			memset(v, 0, 8); v[7] = (uint8_t)(rand() % 3);
 			memset(m, 0, 8); m[7] = 0xff;
-			o += oxm(f->ox + o, OXM_METADATA, v, m, 8);
+			o += dp_oxm(f->ox + o, OXM_METADATA, v, m, 8);
 		}
 		if (rand() % 3 == 0) {
 			wr16(v, (uint16_t)(0x1000 | (5 + rand() % 3)));
-			o += oxm(f->ox + o, OXM_VLAN_VID, v, NULL, 2);
+			o += dp_oxm(f->ox + o, OXM_VLAN_VID, v, NULL, 2);
 		}
 	} else if (t == 2) {
-		wr16(v, 0x0800); o += oxm(f->ox + o, OXM_ETH_TYPE, v, NULL, 2);
+		wr16(v, 0x0800); o += dp_oxm(f->ox + o, OXM_ETH_TYPE, v, NULL, 2);
 		if (rand() % 4) {
 			wr32(v, 0x0a000000u | (uint32_t)(rand() % 4)); wr32(m, rand() % 2 ? 0xffffffffu : 0xfffffffcu);
-			o += oxm(f->ox + o, OXM_IPV4_DST, v, m, 4);
+			o += dp_oxm(f->ox + o, OXM_IPV4_DST, v, m, 4);
 		}
 	} else {
 		if (rand() % 2) { mac(v, rand() % 2 ? MAC_DST[rand() % 3] : (uint8_t)(0x40 + rand() % 2));
-				  o += oxm(f->ox + o, OXM_ETH_DST, v, NULL, 6); }
+				  o += dp_oxm(f->ox + o, OXM_ETH_DST, v, NULL, 6); }
 		if (rand() % 2) {
 			wr16(v, rand() % 3 == 0 ? 0 : (uint16_t)(0x1000 | (5 + rand() % 3)));
-			o += oxm(f->ox + o, OXM_VLAN_VID, v, NULL, 2);
+			o += dp_oxm(f->ox + o, OXM_VLAN_VID, v, NULL, 2);
 		}
 	}
 	f->oxlen = o;
@@ -110,18 +103,18 @@ static void random_flow(struct tflow *f, uint8_t t)
 	if (t == 0 && rand() % 2) {
 		wr16(a + al, OFPAT_PUSH_VLAN); wr16(a + al + 2, 8); wr16(a + al + 4, 0x8100); al += 8;
 		wr16(a + al, OFPAT_SET_FIELD); wr16(a + al + 2, 16);
-		wr16(v, (uint16_t)(0x1000 | (5 + rand() % 3))); oxm(a + al + 4, OXM_VLAN_VID, v, NULL, 2);
+		wr16(v, (uint16_t)(0x1000 | (5 + rand() % 3))); dp_oxm(a + al + 4, OXM_VLAN_VID, v, NULL, 2);
 		al += 16;
 	}
 	if (t >= 1 && rand() % 2) {
 		wr16(a + al, OFPAT_SET_FIELD); wr16(a + al + 2, 16);
 		mac(v, rand() % 2 ? MAC_SRC[rand() % 3] : 0x77);
-		oxm(a + al + 4, OXM_ETH_SRC, v, NULL, 6); al += 16;
+		dp_oxm(a + al + 4, OXM_ETH_SRC, v, NULL, 6); al += 16;
 	}
 	if (t == 2 && rand() % 2) {
 		wr16(a + al, OFPAT_SET_FIELD); wr16(a + al + 2, 16);
 		mac(v, rand() % 2 ? MAC_DST[rand() % 3] : (uint8_t)(0x40 + rand() % 2));
-		oxm(a + al + 4, OXM_ETH_DST, v, NULL, 6); al += 16;
+		dp_oxm(a + al + 4, OXM_ETH_DST, v, NULL, 6); al += 16;
 		if (rand() % 2) { wr16(a + al, OFPAT_DEC_NW_TTL); wr16(a + al + 2, 8); al += 8; }
 	}
 	if (t >= 1 && rand() % 3 == 0) { wr16(a + al, OFPAT_POP_VLAN); wr16(a + al + 2, 8); al += 8; }
@@ -369,82 +362,18 @@ static void set_cache(bool on)
 	__atomic_add_fetch(&ofs_dp.pipe_gen, 1, __ATOMIC_RELEASE);
 }
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *f)
-{
-	(void)st; (void)flag; (void)f;
-	remove(path);
-	return 0;
-}
 
-static uint16_t ring_port(const char *name, struct rte_ring **rx, struct rte_ring **tx)
-{
-	char n[64];
-	snprintf(n, sizeof(n), "%s_rx", name);
-	*rx = rte_ring_create(n, 4096, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
-	snprintf(n, sizeof(n), "%s_tx", name);
-	*tx = rte_ring_create(n, 8192, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
-	if (!*rx || !*tx)
-		rte_exit(EXIT_FAILURE, "rings\n");
-	int id = rte_eth_from_rings(name, rx, 1, tx, 1, SOCKET_ID_ANY);
-	if (id < 0)
-		rte_exit(EXIT_FAILURE, "rte_eth_from_rings\n");
-	return (uint16_t)id;
-}
 
 int main(int argc, char **argv)
 {
 	unsigned epochs = argc > 1 ? (unsigned)atoi(argv[1]) : 60;
-	char prefix[64];
-	snprintf(prefix, sizeof(prefix), "--file-prefix=ofs-pcache-%d", (int)getpid());
-	char *eal[] = { "test_ofswitch_pipecache", "--lcores=0@(0-1),1@(0-1)", "--no-huge", "-m",
-			"512", "--no-pci", "--no-shconf", prefix, "--log-level=lib.eal:error", NULL };
-	if (rte_eal_init(9, eal) < 0)
-		rte_exit(EXIT_FAILURE, "EAL init\n");
-	memset(ofs_dp.port_by_of, -1, sizeof(ofs_dp.port_by_of));
-	ofs_dp.lookup_ops = ofs_lookup_find(OFS_LOOKUP_DEFAULT);
-	ofs_dp.n_workers = 1;
-	ofs_dp.miss_send_len = 128;
-	pool = rte_pktmbuf_pool_create("pc_pool", 8192, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
-				       SOCKET_ID_ANY);
-	struct rte_ring *rx2;
-	uint16_t ids[2] = { ring_port("pc1", &rx1, &tx1), ring_port("pc2", &rx2, &tx2) };
-	for (unsigned i = 0; i < 2; i++) {
-		struct rte_eth_conf conf;
-		memset(&conf, 0, sizeof(conf));
-		if (rte_eth_dev_configure(ids[i], 1, 1, &conf) < 0 ||
-		    rte_eth_rx_queue_setup(ids[i], 0, 1024, SOCKET_ID_ANY, NULL, pool) < 0 ||
-		    rte_eth_tx_queue_setup(ids[i], 0, 1024, SOCKET_ID_ANY, NULL) < 0 ||
-		    rte_eth_dev_start(ids[i]) < 0)
-			rte_exit(EXIT_FAILURE, "port setup\n");
-		struct ofs_port *p = &ofs_dp.ports[i];
-		p->ofport = i + 1;
-		p->dpdk_id = ids[i];
-		p->n_txq = 1;
-		p->link_up = true;
-		snprintf(p->name, sizeof(p->name), "pc%u", i + 1);
-		ofs_dp.port_by_of[i + 1] = (int8_t)i;
-	}
-	ofs_dp.n_ports = 2;
-	ofs_dp.pin_ring = rte_ring_create("pc_pin", 1024, SOCKET_ID_ANY, RING_F_SC_DEQ);
-	ofs_dp.pout_ring = rte_ring_create("pc_pout", 64, SOCKET_ID_ANY,
-					   RING_F_SP_ENQ | RING_F_SC_DEQ);
-	ofs_dp.qsbr = rte_zmalloc("pc_qsbr", rte_rcu_qsbr_get_memsize(1), RTE_CACHE_LINE_SIZE);
-	if (!pool || !ofs_dp.pin_ring || !ofs_dp.pout_ring || !ofs_dp.qsbr ||
-	    rte_rcu_qsbr_init(ofs_dp.qsbr, 1) != 0)
-		rte_exit(EXIT_FAILURE, "pool/rings/qsbr\n");
-	struct ofs_worker *w = &ofs_dp.workers[0];
-	w->idx = 0;
-	w->pool = pool;
-	ofs_worker_set_cache(w, rte_zmalloc("c", sizeof(*w->cache) * 1024, RTE_CACHE_LINE_SIZE),
-			     rte_zmalloc("d", 1024 / 8, 0), 1024);
-	for (unsigned p = 0; p < 2; p++) {
-		w->txb[p] = rte_zmalloc("txb", RTE_ETH_TX_BUFFER_SIZE(OFS_BURST), 0);
-		rte_eth_tx_buffer_init(w->txb[p], OFS_BURST);
-		w->txq[p] = (struct ofs_txq){ .port_id = ids[p], .queue_id = 0,
-					       .stats = &w->port_stats[p] };
-		rte_eth_tx_buffer_set_err_callback(w->txb[p], ofs_tx_unsent, &w->txq[p]);
-	}
-	w->rx_ports[w->n_rx_ports++] = 0;  /* the worker receives on port 1 only */
+	static struct dp_rig rig;
+	dp_rig_init(&rig, "test_ofswitch_pipecache", "pcache", OFS_LOOKUP_DEFAULT, 8192, 1024);
+	struct ofs_worker *w = rig.w;
+	pool = rig.pool;
+	rx1 = rig.rx[0];
+	tx1 = rig.tx[0];
+	tx2 = rig.tx[1];
 	srand(41);
 	make_frames();
 	/* table-miss flows: on to the next table, the last one out of port 2 */
@@ -501,15 +430,8 @@ int main(int argc, char **argv)
 	printf("pipecache: %u epochs, %u frames out uncached, %llu cache hits, %llu stores, "
 	       "%u flow mods refused; differ %u\n", epochs, forwarded,
 	       (unsigned long long)w->pc_hits, (unsigned long long)w->pc_stores, refused, bad);
-	for (unsigned i = 0; i < 2; i++) {
-		rte_eth_dev_stop(ids[i]);
-		rte_eth_dev_close(ids[i]);
-	}
-	char rundir[PATH_MAX];
-	snprintf(rundir, sizeof(rundir), "%s", rte_eal_get_runtime_dir());
-	rte_eal_cleanup();
-	nftw(rundir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
 	int fail = bad != 0 || w->pc_hits == 0 || forwarded == 0;
+	dp_rig_close(&rig);
 	printf("%s\n", fail ? "FAIL" : "OK");
 	return fail;
 }
