@@ -39,6 +39,31 @@ def switch_process(argv: list[str], log_path: Path, file_prefix: str | None = No
             shutil.rmtree(f"/var/run/dpdk/{file_prefix}", ignore_errors=True)
 
 
+
+def run_dp_rig_binary(build: str, name: str, args: list[str], prefix: str,
+                      timeout_s: float) -> tuple[int, str]:
+    """Run the datapath test binary ``name`` (tests/dp_rig.h) of ``build`` ("release" or
+    "sanitized") with ``args``; skips the test when it is not built. Returns (exit code, output);
+    its EAL runtime folder /var/run/dpdk/<prefix>-<pid> goes even when the binary crashes or
+    times out."""
+    import pytest
+
+    from dut.switch import launcher
+
+    binary = launcher.builds()[build] / "dut" / "switch" / name
+    if not binary.exists():
+        pytest.skip(f"{binary} not built" + (": scripts/build_san.sh" if build == "sanitized" else ""))
+    proc = subprocess.Popen([str(binary), *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    try:
+        out, _ = proc.communicate(timeout=timeout_s)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        shutil.rmtree(Path("/var/run/dpdk") / f"{prefix}-{proc.pid}", ignore_errors=True)
+    return proc.returncode, out
+
 def accept(listener, proc, timeout_s: float = 15.0) -> w.Session:
     listener.settimeout(timeout_s)
     try:

@@ -6,13 +6,10 @@ collected). Runs without hugepages (--no-huge --no-shconf); the EAL runtime dire
 removed even when the binary crashes."""
 from __future__ import annotations
 
-import shutil
-import subprocess
-from pathlib import Path
-
 import pytest
 
 from dut.switch import launcher
+from dut.switch.tests.switchproc import run_dp_rig_binary
 
 SECONDS = 1.5
 
@@ -20,21 +17,9 @@ SECONDS = 1.5
 @pytest.mark.parametrize("build", ["release", "sanitized"])
 @pytest.mark.parametrize("backend", ["tuple", "dtree", "trie", "simple"])
 def test_forwarding_follows_flow_changes(backend, build):
-    binary = launcher.builds()[build] / "dut" / "switch" / "test_ofswitch_churn"
-    if not binary.exists():
-        pytest.skip(f"{binary} not built" + (": scripts/build_san.sh" if build == "sanitized"
-                                             else ""))
-    proc = subprocess.Popen([str(binary), backend, str(SECONDS)], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
-    try:
-        out, _ = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        shutil.rmtree(Path("/var/run/dpdk") / f"ofs-churn-{proc.pid}", ignore_errors=True)
+    rc, out = run_dp_rig_binary(build, "test_ofswitch_churn", [backend, str(SECONDS)], "ofs-churn", 60)
     summary = [line for line in out.splitlines() if line.startswith("churn ")]
-    assert proc.returncode == 0 and summary, out[-3000:]
+    assert rc == 0 and summary, out[-3000:]
     assert " wrong 0," in summary[0] and "unexplained drops 0" in summary[0], summary[0]
     assert not launcher.sanitizer_reports(out), out[-4000:]
 
@@ -45,20 +30,8 @@ def test_flow_counts_held_in_cache_entries(backend, build):
     """Flows that only output: their counts wait in cache entries (dut/switch/src/ofswitch.h,
     fast entries) and must all reach the flows: after a sync, through a MODIFY's copy (or not,
     with RESET_COUNTS) and in every FLOW_REMOVED (test_churn.c counts mode)."""
-    binary = launcher.builds()[build] / "dut" / "switch" / "test_ofswitch_churn"
-    if not binary.exists():
-        pytest.skip(f"{binary} not built" + (": scripts/build_san.sh" if build == "sanitized"
-                                             else ""))
-    proc = subprocess.Popen([str(binary), backend, str(SECONDS), "counts"],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        out, _ = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        shutil.rmtree(Path("/var/run/dpdk") / f"ofs-churn-{proc.pid}", ignore_errors=True)
+    rc, out = run_dp_rig_binary(build, "test_ofswitch_churn", [backend, str(SECONDS), "counts"], "ofs-churn", 60)
     summary = [line for line in out.splitlines() if line.startswith("counts ")]
-    assert proc.returncode == 0 and summary, out[-3000:]
+    assert rc == 0 and summary, out[-3000:]
     assert " wrong 0" in summary[0], summary[0]
     assert not launcher.sanitizer_reports(out), out[-4000:]
