@@ -404,7 +404,6 @@ int main(int argc, char **argv)
 	for (int i = 0; i < 3; i++)
 		r[i].out = calloc(1, sizeof(*r[i].out));
 	unsigned bad = 0, forwarded = 0;
-	uint64_t hits0 = 0;
 	static uint16_t seq[NFEED];
 	for (unsigned ep = 0; ep < epochs && bad < 5; ep++) {
 		int k = 1 + rand() % 4;
@@ -424,7 +423,6 @@ int main(int argc, char **argv)
 		bad += compare(&r[0], &r[2], "cache on (hits)", ep);
 		forwarded += r[0].n_out[0] + r[0].n_out[1];
 	}
-	(void)hits0;
 	ofs_dp.force_quit = true;
 	rte_eal_wait_lcore(lc);
 	printf("pipecache: %u epochs, %u frames out uncached, %llu cache hits, %llu stores, "
