@@ -7,7 +7,7 @@
 #include "dfa.h"
 #include "dfa_flat.h"
 
-#define DFLAT_BYTES_PER_RULE 2048u   /* the lockstep DFA's budget (full nodes from 5 intervals if within) */
+#define DFLAT_BYTES_PER_RULE 1024u   /* the lockstep DFA's budget (full nodes from 5 intervals if within; 2048 before its nodes were shared) */
 
 #include <pthread.h>
 #include <stdatomic.h>
