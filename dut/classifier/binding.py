@@ -43,7 +43,7 @@ struct ofb_cls_tuning {
     const char *simd;
     uint8_t no_simd, no_hugepages, no_key32, no_gf, gf_k, gf_debug, dtree_sync, dfa_bulk_sync, keymap_sync,
             dtree_stats, dtree_no_mid, dtree_no_rid, dfa_stats, dfa_key_order, dfa_no_paths, dfa_narrow,
-            dfa_no_flat, dfa_no_vbmi, dfa_no_auto, kmap_debug;
+            dfa_no_flat, dfa_no_vbmi, dfa_no_auto, kmap_debug, dfa_auto_one;
     uint32_t bands, gf_maxg, gf_bpe, gf_slack, gf_min, dtree_delta, dtree_trees, dfa_states_per_rule;
     uint64_t dfa_max_states, dfa_group_mb, dfa_max_mb;
     uint32_t dfa_groups, dfa_full_min;
@@ -137,6 +137,7 @@ def tuning_from_env(env=None) -> dict:
         "dfa_no_vbmi": int(is_("OFB_DFA_VBMI", "0")),
         "dfa_no_auto": int(is_("OFB_CLS_AUTO_DFA", "0")),
         "kmap_debug": int("OFB_KMAP_DEBUG" in env),
+        "dfa_auto_one": int(is_("OFB_CLS_AUTO_DFA", "one")),
         "gf_maxg": rng("OFB_CLS_GF_MAXG", 1, 8),
         "gf_bpe": rng("OFB_CLS_GF_BPE", 1, 256),
         "gf_slack": rng("OFB_CLS_GF_SLACK", 0, 16, plus=1) if "OFB_CLS_GF_SLACK" in env else 0,

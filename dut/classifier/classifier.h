@@ -447,8 +447,10 @@ struct ofb_cls_tuning {
     uint8_t dfa_narrow;        /* OFB_DFA_NARROW=1: > 16 intervals as two range16 levels */
     uint8_t dfa_no_flat;       /* OFB_DFA_FLAT=0: batches walk dfa.h's nodes, not dfa_flat.h's lockstep form */
     uint8_t dfa_no_vbmi;       /* OFB_DFA_VBMI=0: dfa_flat.h's AVX-512 walk gathers the key bytes (no VBMI permutes) */
-    uint8_t dfa_no_auto;       /* OFB_CLS_AUTO_DFA=0: AUTO's tree without the one-DFA front (as before issue 42) */
+    uint8_t dfa_no_auto;       /* OFB_CLS_AUTO_DFA=0: AUTO's tree without the DFA front (as before issue 42) */
     uint8_t kmap_debug;        /* OFB_KMAP_DEBUG set: keymap builds on stderr */
+    uint8_t dfa_auto_one;      /* OFB_CLS_AUTO_DFA=one: AUTO's DFA front only when all rules fit one DFA (no
+                                  partitioned DFA; as 2026-11-29's first issue-42 step) */
     uint32_t bands;            /* OFB_CLS_BANDS: a bulk build's band count (0 = automatic;
                                   rounded down to 2^k, at most OFB_CLS_MAX_BANDS) */
     uint32_t gf_maxg;          /* OFB_CLS_GF_MAXG: masks a group, 1..8 (0 = 4) */

@@ -24,6 +24,9 @@
 #ifndef DFA_STATES_PER_RULE
 #define DFA_STATES_PER_RULE 32   /* states all groups and attempts may create: this x rules + 4096 */
 #endif
+#ifndef DFA_AUTO_MAX_STATES
+#define DFA_AUTO_MAX_STATES (1u << 18)   /* OFB_BDFA_AUTO: the partitioned DFA's states in all (dfa.h) */
+#endif
 #define FIN 0x80000000u        /* build: child encoding flag (payload = rank + 1, 0 = none) */
 /* ref: bit 0 final (rank + 1 in the bits above, 0 = none); else bits 1-2 the
  * node type and bits 3.. its offset in 16-byte units (see dfa.h) */
@@ -798,6 +801,8 @@ struct ofb_bdfa *ofb_bdfa_build(uint32_t key_len, uint32_t nwk, const uint64_t *
             goto fail;
         }
         t->nused = 0, t->nnodes = t->nfull = t->npath = 0;   /* (dedupe entries left behind are checked by content) */
+        if ((flags & OFB_BDFA_AUTO) && !tu->dfa_max_states && state_cap > DFA_AUTO_MAX_STATES)
+            state_cap = DFA_AUTO_MAX_STATES;
         g.states_left = state_cap, g.gave_up = false;
         if (tu->dfa_stats)
             fprintf(stderr, "dfa: one DFA of %u rules over %llu states: partitioned\n", n,

@@ -108,6 +108,9 @@ struct ofb_bdfa;
  * memory (*over_budget = 0). */
 #define OFB_BDFA_SIMD 1u
 #define OFB_BDFA_ONE 2u    /* only the first attempt (all rules in one DFA): past it, over budget */
+#define OFB_BDFA_AUTO 4u   /* the classifier's default: the partitioned DFA at most DFA_AUTO_MAX_STATES (2^18)
+                              states in all (a DFA that size walks faster than dtree's tree: generated cb_* 1k/10k
+                              sets, 6-10 states per rule; the 100k sets need ~1-2M and walk slower), over budget past it */
 /* tu: the dfa_* knobs of struct ofb_cls_tuning (classifier.h); NULL = defaults */
 struct ofb_cls_tuning;
 struct ofb_bdfa *ofb_bdfa_build(uint32_t key_len, uint32_t nwk, const uint64_t *rw, uint32_t n, unsigned flags,

@@ -15,6 +15,9 @@ struct fctx {
     uint32_t full_min;
     uint64_t *memo_k, *memo_v;   /* dfa ref + 1 -> entry (open addressing) */
     size_t memo_cap, memo_n;
+    uint32_t *cons;              /* node hash-consing: first entry + 1 of a node laid out (open addressing) */
+    uint8_t *cons_k;             /* its entry count (4 = quad of <= 4, 0 = full 256) */
+    size_t cons_cap, cons_n;
     bool fail;
 };
 
@@ -41,6 +44,54 @@ static uint64_t alloc_entries(struct fctx *x, size_t k)
     return at;
 }
 
+static uint64_t cons_hash(const uint64_t *e, unsigned k)
+{
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ k;
+    for (unsigned i = 0; i < k; i++) {
+        h ^= e[i];
+        h *= 0xff51afd7ed558ccdull;
+        h ^= h >> 29;
+    }
+    return h;
+}
+
+/* the node of k entries just laid out at `at` (the last ones): an identical node laid out before is
+ * used instead (its entries given back): nodes that differ only in the key byte they read (which the
+ * parent's entry carries) or in nothing (the sub-trees of split ranges, path tails) are stored once */
+static uint64_t cons_node(struct fctx *x, uint64_t at, unsigned k)
+{
+    struct ofb_dflat *f = x->f;
+    if ((x->cons_n + 1) * 2 > x->cons_cap) {
+        size_t nc = x->cons_cap ? x->cons_cap * 2 : 4096;
+        uint32_t *c = calloc(nc, 4);
+        uint8_t *ck = calloc(nc, 1);
+        if (!c || !ck) {
+            free(c), free(ck);
+            return at;   /* no sharing: still correct */
+        }
+        for (size_t i = 0; i < x->cons_cap; i++)
+            if (x->cons[i]) {
+                unsigned kk = x->cons_k[i] ? x->cons_k[i] : 256;
+                size_t j = cons_hash(f->mem + x->cons[i] - 1, kk) & (nc - 1);
+                while (c[j])
+                    j = (j + 1) & (nc - 1);
+                c[j] = x->cons[i], ck[j] = x->cons_k[i];
+            }
+        free(x->cons), free(x->cons_k);
+        x->cons = c, x->cons_k = ck, x->cons_cap = nc;
+    }
+    uint8_t kb = k == 256 ? 0 : (uint8_t)k;
+    size_t j = cons_hash(f->mem + at, k) & (x->cons_cap - 1);
+    for (; x->cons[j]; j = (j + 1) & (x->cons_cap - 1))
+        if (x->cons_k[j] == kb && !memcmp(f->mem + x->cons[j] - 1, f->mem + at, 8ull * k)) {
+            f->n = at;   /* the last node laid out: give its entries back */
+            return x->cons[j] - 1;
+        }
+    x->cons[j] = (uint32_t)at + 1, x->cons_k[j] = kb;
+    x->cons_n++;
+    return at;
+}
+
 /* the entry pointing to a node of k intervals (starts st[0] = 0 < st[1] < ...)
  * on byte pos, children ce[] */
 static uint64_t emit_ranges(struct fctx *x, unsigned pos, unsigned k, const uint16_t *st, const uint64_t *ce)
@@ -55,6 +106,7 @@ static uint64_t emit_ranges(struct fctx *x, unsigned pos, unsigned k, const uint
         for (unsigned j = 1; j < k; j++)
             h = (h & ~(0xffu << (8 * (j - 1)))) | (uint32_t)(st[j] - 1) << (8 * (j - 1));
         memcpy(x->f->mem + at, ce, 8ull * k);
+        at = cons_node(x, at, k);
         return (uint64_t)h << 32 | (uint32_t)(at << 5 | pos << 1);
     }
     if (k > x->full_min) {
@@ -64,6 +116,7 @@ static uint64_t emit_ranges(struct fctx *x, unsigned pos, unsigned k, const uint
         for (unsigned j = 0; j < k; j++)
             for (unsigned b = st[j]; b < st[j + 1]; b++)
                 x->f->mem[at + b] = ce[j];
+        at = cons_node(x, at, 256);
         return (uint64_t)0xffffffffu << 32 | (uint32_t)(at << 5 | pos << 1);
     }
     unsigned per = (k + 3) / 4, nc = 0;
@@ -190,9 +243,14 @@ struct ofb_dflat *ofb_dflat_build(const struct ofb_bdfa *d, unsigned walk, unsig
     x.fail = !x.memo_k || !x.memo_v;
     for (unsigned g = 0; g < ng && !x.fail; g++)
         f->root[g] = conv(&x, ofb_bdfa_root(d, g), 0);
-    free(x.memo_k), free(x.memo_v);
+    free(x.memo_k), free(x.memo_v), free(x.cons), free(x.cons_k);
     if (!x.fail && !f->n)
         alloc_entries(&x, 1);   /* every root final: never read, but the walks' base pointers are not NULL */
+    if (!x.fail && f->n < f->cap) {   /* what the doubling left over */
+        uint64_t *m = realloc(f->mem, f->n * 8);
+        if (m)
+            f->mem = m, f->cap = f->n;
+    }
     if (x.fail) {
         ofb_dflat_free(f);
         return NULL;

@@ -29,7 +29,10 @@
  * A dfa.h range node of k intervals becomes one quad node (k <= 4), a full
  * node (k > full_min, default 16), or a tree of quad nodes on the same byte
  * (chunks of ceil(k / 4) intervals: 2 levels up to 16); a path node becomes
- * a chain of quad nodes of <= 3 intervals, one per check.  So a walk takes a
+ * a chain of quad nodes of <= 3 intervals, one per check.  A node's entries
+ * are its children only (the thresholds and the byte read are in the
+ * parent's entry), so nodes with equal entries are stored once (hash-consed
+ * as they are laid out: public acl1 1292 -> 855 B per rule with the tree).  So a walk takes a
  * few more steps than dfa.h's (about 1.5x on acl1) but each is ~8 vector
  * instructions for 8/16 keys: one gather of the key bytes, one (AVX-512: two)
  * of the 64-bit entries.  The header of a node is in its parent's entry, so a

@@ -125,6 +125,8 @@ struct ofb_dtree;
 #define OFB_DTREE_DFA 2u    /* flag: also build dfa.h's DFA over the same ranks; lookups ask it
                                first and walk the tree only when its answer is not live at v */
 #define OFB_DTREE_DFA_ONE 4u   /* with OFB_DTREE_DFA: the DFA only if all rules fit one DFA (else the tree alone) */
+#define OFB_DTREE_DFA_AUTO 32u  /* with OFB_DTREE_DFA: one DFA, else the partitioned DFA within AUTO's state
+                                   budget (dfa.h's OFB_BDFA_AUTO), else the tree alone */
 #define OFB_DTREE_AVX2 8u      /* the DFA's lockstep walk (dfa_flat.h) on AVX2 */
 #define OFB_DTREE_AVX512 16u   /* ... on AVX-512 (neither: scalar) */
 struct ofb_cls_tuning;   /* classifier.h: the dtree_* and dfa_* knobs, no_hugepages; NULL = defaults */

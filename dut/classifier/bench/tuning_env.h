@@ -55,6 +55,7 @@ static inline void ofb_cls_tuning_from_env(struct ofb_cls_tuning *t)
     t->dfa_no_auto = ofb_tenv_is("OFB_CLS_AUTO_DFA", "0");
     t->dfa_no_vbmi = ofb_tenv_is("OFB_DFA_VBMI", "0");
     t->kmap_debug = getenv("OFB_KMAP_DEBUG") != NULL;
+    t->dfa_auto_one = ofb_tenv_is("OFB_CLS_AUTO_DFA", "one");
     if (ofb_tenv("OFB_CLS_BANDS")) {   /* set: a fixed count (0 or less = 1 band, as before) */
         long long b = ofb_tenv_num("OFB_CLS_BANDS");
         t->bands = b >= 1 ? (uint32_t)(b > OFB_CLS_MAX_BANDS ? OFB_CLS_MAX_BANDS : b) : (b < 0 ? OFB_CLS_MAX_BANDS : 1);

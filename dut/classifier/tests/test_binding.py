@@ -184,6 +184,48 @@ def test_dfa_over_its_budget_answers_from_the_tree(monkeypatch):
         assert c.lookup_batch(keys) == ref.lookup_batch(keys)
 
 
+@pytest.mark.parametrize("simd", ["scalar", "avx2", "avx512"])
+def test_auto_takes_the_partitioned_dfa_within_its_budget(simd, monkeypatch):
+    """A ClassBench-like set whose rules do not fit one DFA: "auto" puts the partitioned DFA
+    in front of its tree (it stays within auto's state budget; OFB_CLS_AUTO_DFA=one: the tree
+    alone, as before), and answers like linear, batched and one key at a time (the tree), also
+    after deletes (the DFA names dead rules: the tree answers) and inserts (the delta)."""
+    from traces.rulesets import make
+
+    _path(simd)
+    monkeypatch.setenv("OFB_CLS_DFA_BULK_SYNC", "1")
+    rs = make("cb_fw", 3000, seed=5)
+    rules = [(int(p), bytes(v), bytes(m), i + 1) for i, (p, v, m) in
+             enumerate(zip(rs.priorities, rs.values, rs.masks))]
+    keys = [bytes(k) for k in rs.keys(1500, seed=6)] + [bytes(k) for k in rs.keys(300, seed=7, hit_fraction=0.0)]
+    monkeypatch.setenv("OFB_CLS_AUTO_DFA", "one")
+    one = Classifier(rs.key_len, simd=simd)
+    monkeypatch.delenv("OFB_CLS_AUTO_DFA")
+    cs = {"auto": Classifier(rs.key_len, simd=simd), "one": one, "linear": Classifier(rs.key_len, "linear")}
+    try:
+        ids = {a: c.build_bulk(rules) for a, c in cs.items()}
+        assert cs["auto"].runs == "dtree"
+        assert cs["auto"].stats()["bytes"] > 2 * cs["one"].stats()["bytes"]  # the DFA (one: the tree alone)
+        want = cs["linear"].lookup_batch(keys)
+        assert sum(1 for h, _ in want if h) > 1000
+        for a in ("auto", "one"):
+            assert cs[a].lookup_batch(keys) == want, a
+            assert [cs[a].lookup(k) for k in keys[:300]] == want[:300], a
+        gone = random.Random(9).sample(range(len(rules)), len(rules) // 5)
+        for a, c in cs.items():
+            for i in gone:
+                assert c.delete_id(ids[a][i])
+            for p, v, m, h in rules[:200]:
+                c.insert(p, v, m, h + 100000)
+        want = cs["linear"].lookup_batch(keys)
+        for a in ("auto", "one"):
+            assert cs[a].lookup_batch(keys) == want, a
+            assert [cs[a].lookup(k) for k in keys[:300]] == want[:300], a
+    finally:
+        for c in cs.values():
+            c.close()
+
+
 @pytest.mark.parametrize("algo", ["ours", "tss", "linear", "htrie", "sptrie", "hybrid", "dtree", "dfa", "keymap"])
 def test_ties_earlier_insert_wins_and_delete_by_value(algo):
     with Classifier(4, algo) as c:
