@@ -377,6 +377,25 @@ struct ofs_pc_entry {
 	struct ofs_flow *flow[OFS_PC_HOPS];  /* the last may be NULL: a miss, dropped */
 } __rte_cache_aligned;
 _Static_assert(sizeof(struct ofs_pc_entry) == 128, "a pipeline cache entry is two lines");
+/* An entry's compiled action program (pipecache.h pc_compile; ofs_worker.pc_prog[i] beside
+ * pc[i]): the net effect of its hops' apply-actions on a frame of the entry's key and layout.
+ * kind 0: none (the hit replays every hop's actions). */
+#define OFS_PC_TAGS 2        /* VLAN tags a compiled frame leaves with at most */
+struct ofs_pc_prog {
+	uint8_t kind;                /* 0: replay; 1: run this program */
+	uint8_t n_dec_ttl;           /* IPv4 TTL decrements (each with its checksum word) */
+	uint8_t tags_in, tags_out;   /* VLAN tags at rx (0/1) and at the output (0..2) */
+	int8_t len_delta[OFS_PC_HOPS]; /* frame length at hop h minus the received length */
+	uint8_t set_mac;             /* bit 0: eth_dst, bit 1: eth_src written */
+	uint8_t out;                 /* 1: output to out_port; 0: the frame is dropped */
+	uint8_t pad_;
+	uint32_t out_port;           /* OpenFlow port, or OFPP_IN_PORT */
+	uint8_t eth_dst[6], eth_src[6];
+	struct { uint16_t tpid, m, v; } tag[OFS_PC_TAGS]; /* outer first: TCI = (rx TCI & m) | v;
+				      * tpid 0: the received tag's TPID */
+	int16_t l3_ofs;              /* the received frame's IPv4 header (n_dec_ttl) */
+} __rte_cache_aligned;
+_Static_assert(sizeof(struct ofs_pc_prog) == 64, "a compiled program is one line");
 
 struct ofs_worker {
 	unsigned lcore_id;
@@ -409,13 +428,16 @@ struct ofs_worker {
 	/* pipeline cache (pipecache.h): NULL when it could not be allocated; on while the
 	 * pipeline has two tables or more whose words fit (ofs_pc_refresh at each pipe_gen) */
 	struct ofs_pc_entry *pc;
+	struct ofs_pc_prog *pc_prog;  /* pc[i]'s program (NULL: no memory, every hit replays) */
 	uint32_t pc_set_mask;
 	bool pc_on;
+	bool pc_prog_on;             /* stores compile programs, hits run them (!pipe_prog_off) */
 	uint8_t pc_n_words;
 	uint8_t pc_word[OFS_PC_WORDS];
 	uint64_t pc_mask_w[OFS_PC_WORDS];
 	uint64_t pc_gen;             /* the ofs_dp.pipe_gen the words were computed at */
 	uint64_t pc_hits, pc_stores;
+	uint64_t pc_prog_hits;       /* hits that ran their entry's compiled program */
 	uint64_t burst_now_ns;       /* ofs_now_ns() of the current burst, read at its first
 				      * idle-timeout flow (last_used_ns); 0: not read yet */
 	/* where the worker's time goes, in TSC cycles, as OVS-DPDK's pmd-stats-show counts it: a
@@ -478,6 +500,9 @@ struct ofs_dp {
 	uint64_t ctr_flush_seq;      /* the agent's last full-flush request (ofs_counters_sync) */
 	bool pipe_cache_off;         /* --no-pipe-cache (and the differential test): workers run
 				      * every table (read at the next pipe_gen) */
+	bool pipe_prog_off;          /* --no-pipe-prog (and the differential test): pipeline-cache
+				      * hits replay every hop's actions, no compiled programs (read
+				      * at the next pipe_gen) */
 	uint64_t pipe_gen;           /* views published so far (flowtable.c publish_view, release):
 				      * the pipeline cache's generation (pipecache.h) */
 	/* agent wake-up (see "The agent does not poll" above); agent_sleeping is only ever set
