@@ -286,28 +286,13 @@ static __rte_noinline void run_pipeline_hit(struct pkt_ctx *c, const struct ofs_
 		return;
 	}
 	struct ofs_worker *w = c->w;
-	uint32_t len0 = plen(c);
 	for (unsigned h = 0; h < e->n_hops; h++) {
-		struct ofs_flow *f = e->flow[h];
 		w->lookup_count[e->table[h]]++;
-		if (!f)
+		if (!e->flow[h])
 			break;
 		w->matched_count[e->table[h]]++;
-		uint32_t len = (uint32_t)((int32_t)len0 + g->len_delta[h]);
-		if (ofs_dp.n_workers == 1) {
-			f->packets++;
-			f->bytes += len;
-		} else {
-			struct ofs_flow_ctr *k = f->ctr + w->ctr_off;
-			k->packets++;
-			k->bytes += len;
-		}
-		if (unlikely(f->idle_timeout)) {
-			if (!w->burst_now_ns)
-				w->burst_now_ns = ofs_now_ns();
-			f->last_used_ns = w->burst_now_ns;
-		}
 	}
+	pc_prog_count(w, (uint32_t)(g - w->pc_prog), plen(c));
 	w->pc_prog_hits++;
 	pc_prog_run(c, g);
 }
@@ -330,6 +315,13 @@ static __rte_noinline void run_pipeline_store(struct pkt_ctx *c, struct ofs_flow
 		else if (w->pc_prog)
 			w->pc_prog[e - w->pc].kind = 0;
 	}
+}
+
+void ofs_pc_flush_all(struct ofs_worker *w)
+{
+	for (uint32_t k = 0; k < w->pc_n_dirty; k++)
+		pc_prog_flush(w, w->pc_dirty[k]);
+	w->pc_n_dirty = 0;
 }
 
 /* The words of the pipeline cache's key after the views changed (ofs_dp.pipe_gen): the union
@@ -724,6 +716,13 @@ int ofs_worker_main(void *arg)
 	w->pc_prog = w->pc ? rte_zmalloc_socket("pipecache_prog", sizeof(struct ofs_pc_prog) *
 						 2 * OFS_PC_SETS, RTE_CACHE_LINE_SIZE,
 						 (int)rte_socket_id()) : NULL;
+	w->pc_dirty = w->pc_prog ? rte_zmalloc_socket("pipecache_dirty", sizeof(uint32_t) *
+						  OFS_PC_DIRTY, 0, (int)rte_socket_id()) : NULL;
+	if (!w->pc_dirty) {
+		rte_free(w->pc_prog);
+		w->pc_prog = NULL;
+	}
+	w->pc_n_dirty = 0;
 	w->pc_set_mask = OFS_PC_SETS - 1;
 	w->pc_on = false;
 	w->pc_gen = ~0ull;  /* refreshed at the first burst */
@@ -809,8 +808,10 @@ int ofs_worker_main(void *arg)
 	rte_free(c);
 	rte_free(w->pc);
 	rte_free(w->pc_prog);
+	rte_free(w->pc_dirty);
 	w->pc = NULL;
 	w->pc_prog = NULL;
+	w->pc_dirty = NULL;
 	w->pc_on = false;
 	return 0;
 }

@@ -368,6 +368,7 @@ _Static_assert(OFS_CK_WORDS <= OFS_CK_LINE1_WORDS + 7, "a wide entry is two line
 #define OFS_PC_SETS 16384    /* 32768 entries, 4 MiB per worker */
 #define OFS_PC_WORDS 8       /* key words with the layout's two */
 #define OFS_PC_HOPS 5        /* tables a stored way crosses at most */
+#define OFS_PC_DIRTY 4096    /* programs with pending counts listed; more: all flushed */
 struct ofs_pc_entry {
 	uint64_t gen;
 	uint32_t sig;                /* the key's hash, | 1 */
@@ -388,12 +389,17 @@ struct ofs_pc_prog {
 	int8_t len_delta[OFS_PC_HOPS]; /* frame length at hop h minus the received length */
 	uint8_t set_mac;             /* bit 0: eth_dst, bit 1: eth_src written */
 	uint8_t out;                 /* 1: output to out_port; 0: the frame is dropped */
-	uint8_t pad_;
+	bool idle;                   /* a hop's flow has an idle timeout (pend_used_ns) */
 	uint32_t out_port;           /* OpenFlow port, or OFPP_IN_PORT */
 	uint8_t eth_dst[6], eth_src[6];
 	struct { uint16_t tpid, m, v; } tag[OFS_PC_TAGS]; /* outer first: TCI = (rx TCI & m) | v;
 				      * tpid 0: the received tag's TPID */
 	int16_t l3_ofs;              /* the received frame's IPv4 header (n_dec_ttl) */
+	/* counts of the program's hits not yet added to the hops' flows (pipecache.h "Counts"):
+	 * frames, their received bytes, the burst time of the last one */
+	uint32_t pend_pk;
+	uint64_t pend_by;
+	uint64_t pend_used_ns;
 } __rte_cache_aligned;
 _Static_assert(sizeof(struct ofs_pc_prog) == 64, "a compiled program is one line");
 
@@ -437,6 +443,10 @@ struct ofs_worker {
 	uint64_t pc_mask_w[OFS_PC_WORDS];
 	uint64_t pc_gen;             /* the ofs_dp.pipe_gen the words were computed at */
 	uint64_t pc_hits, pc_stores;
+	/* programs with pending counts (indexes into pc_prog, maybe repeated or flushed since):
+	 * all flushed by every sweep's end and every full flush (pipecache.h "Counts") */
+	uint32_t *pc_dirty;
+	uint32_t pc_n_dirty;
 	uint64_t pc_prog_hits;       /* hits that ran their entry's compiled program */
 	uint64_t burst_now_ns;       /* ofs_now_ns() of the current burst, read at its first
 				      * idle-timeout flow (last_used_ns); 0: not read yet */
@@ -531,6 +541,8 @@ static inline struct ofs_meter *ofs_meter_find(uint32_t id)
 
 /* datapath.c */
 int ofs_worker_main(void *arg);
+/* Worker: add every pending count of its pipeline-cache programs to their flows. */
+void ofs_pc_flush_all(struct ofs_worker *w);
 void ofs_wake_agent(void);
 void ofs_tx_unsent(struct rte_mbuf **pkts, uint16_t n, void *txq);
 void ofs_run_packet_out(struct ofs_worker *w, struct ofs_pout *po);

@@ -95,6 +95,51 @@ static inline struct ofs_pc_entry *pc_find(const struct ofs_worker *w, struct pc
 	return p->hit;
 }
 
+/* ---- Counts (issue 41): a program's hits count in the program, not in its hops' flows ----
+ * A hit on a compiled program adds 1 and the received length to the program's pending counts
+ * (the frame's length at hop h is the received one + len_delta[h], a constant of the
+ * program) and the burst's time when a hop's flow has an idle timeout; the four flows' lines
+ * are not touched. pc_prog_flush adds them to each hop's flow (or the MODIFY copy that
+ * carries it on, as ofs_ck_flush_line): packets += n, bytes += sum + n * len_delta[h],
+ * last_used_ns = the later of the two. A program is flushed before its entry is overwritten,
+ * before a count would overflow, at the end of every sweep of the flow cache and at every
+ * full flush (ofs_ctr_flush_all: the agent's ofs_counters_sync before flow stats, flow
+ * removed and the idle-timeout scan, the worker's sleep and exit). A program with pending
+ * counts is one of ctr_dirty_lines: the agent frees a removed flow only after every worker
+ * swept since or has nothing pending (ofs_counters_swept), so the flows a program flushes to
+ * are valid, whatever generation its entry is of. */
+static inline void pc_prog_flush(struct ofs_worker *w, uint32_t i)
+{
+	struct ofs_pc_prog *g = &w->pc_prog[i];
+	const struct ofs_pc_entry *e = &w->pc[i];
+	uint64_t pk = g->pend_pk, by = g->pend_by;
+	if (!pk)
+		return;
+	for (unsigned h = 0; h < e->n_hops; h++) {
+		struct ofs_flow *f = e->flow[h];
+		if (!f)
+			break;
+		while (unlikely(__atomic_load_n(&f->replaced, __ATOMIC_ACQUIRE)))
+			f = f->succ;
+		uint64_t b = by + (uint64_t)((int64_t)pk * g->len_delta[h]);
+		if (ofs_dp.n_workers == 1) {
+			f->packets += pk;
+			f->bytes += b;
+		} else {
+			struct ofs_flow_ctr *k = f->ctr + w->ctr_off;
+			k->packets += pk;
+			k->bytes += b;
+		}
+		if (f->idle_timeout && g->pend_used_ns > f->last_used_ns)
+			f->last_used_ns = g->pend_used_ns;
+	}
+	g->pend_pk = 0;
+	g->pend_by = 0;
+	g->pend_used_ns = 0;
+	/* last, with release (as ofs_ck_flush_line) */
+	__atomic_store_n(&w->ctr_dirty_lines, w->ctr_dirty_lines - 1, __ATOMIC_RELEASE);
+}
+
 /* Remember a frame's way (n hops at t[], f[]) for p's key: in an empty or outdated place of
  * the set, else in one chosen by the worker's store count. */
 static inline struct ofs_pc_entry *pc_store(struct ofs_worker *w, const struct pc_probe *p,
@@ -107,6 +152,8 @@ static inline struct ofs_pc_entry *pc_store(struct ofs_worker *w, const struct p
 	else if (e->gen == w->pc_gen && e->sig)
 		e += w->pc_stores & 1;
 	w->pc_stores++;
+	if (w->pc_prog)
+		pc_prog_flush(w, (uint32_t)(e - w->pc));  /* its old hops' counts */
 	e->gen = w->pc_gen;
 	e->sig = p->sig;
 	memcpy(e->w, p->w, (w->pc_n_words + 2u) * sizeof(p->w[0]));
@@ -193,6 +240,27 @@ static inline bool pc_prog_ready(struct pkt_ctx *c, const struct ofs_pc_prog *g)
 	return true;
 }
 
+/* A hit of program i on a frame of len bytes: counted in the program ("Counts" above). */
+static inline void pc_prog_count(struct ofs_worker *w, uint32_t i, uint32_t len)
+{
+	struct ofs_pc_prog *g = &w->pc_prog[i];
+	if (unlikely(g->pend_pk == UINT32_MAX))
+		pc_prog_flush(w, i);
+	if (!g->pend_pk) {
+		if (unlikely(w->pc_n_dirty == OFS_PC_DIRTY))
+			ofs_pc_flush_all(w);
+		w->pc_dirty[w->pc_n_dirty++] = i;
+		__atomic_store_n(&w->ctr_dirty_lines, w->ctr_dirty_lines + 1, __ATOMIC_RELEASE);
+	}
+	g->pend_pk++;
+	g->pend_by += len;
+	if (g->idle) {
+		if (!w->burst_now_ns)
+			w->burst_now_ns = ofs_now_ns();
+		g->pend_used_ns = w->burst_now_ns;
+	}
+}
+
 /* Run g on the frame (pc_prog_ready said yes), then send it or drop it as its last hop would. */
 static inline void pc_prog_run(struct pkt_ctx *c, const struct ofs_pc_prog *g)
 {
@@ -269,7 +337,7 @@ static inline bool pc_compile(struct ofs_pc_prog *g, unsigned n, struct ofs_flow
 	struct { uint16_t tpid, m, v; } tag[OFS_PC_TAGS + 2];  /* tag[0]: the outermost */
 	unsigned nt;
 	int len = 0;
-	memset(g, 0, sizeof(*g));
+	memset(g, 0, offsetof(struct ofs_pc_prog, pend_pk));  /* pc_store flushed the counts */
 	if (lay->mpls_ofs >= 0 || lay->pbb_ofs >= 0)
 		return false;
 	if (lay->vlan_ofs < 0 && lay->l2_end == 12) {
@@ -295,6 +363,7 @@ static inline bool pc_compile(struct ofs_pc_prog *g, unsigned n, struct ofs_flow
 		}
 		if (fl->meter_id || fl->write_len)
 			return false;
+		g->idle |= fl->idle_timeout != 0;
 		if (h + 1 == n ? fl->goto_table != 0xff && fl->goto_table > fl->table_id
 			       : fl->goto_table == 0xff || fl->goto_table <= fl->table_id)
 			return false;
