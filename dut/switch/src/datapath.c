@@ -286,11 +286,10 @@ static __rte_noinline void run_pipeline_hit(struct pkt_ctx *c, const struct ofs_
 		return;
 	}
 	struct ofs_worker *w = c->w;
-	for (unsigned h = 0; h < e->n_hops; h++) {
+	unsigned n = e->n_hops;  /* the table counts from the entry's first line and g alone */
+	for (unsigned h = 0; h < n; h++) {
 		w->lookup_count[e->table[h]]++;
-		if (!e->flow[h])
-			break;
-		w->matched_count[e->table[h]]++;
+		w->matched_count[e->table[h]] += h + 1 < n || !g->last_miss;
 	}
 	pc_prog_count(w, (uint32_t)(g - w->pc_prog), plen(c));
 	w->pc_prog_hits++;
@@ -572,6 +571,9 @@ static void process_burst(struct ofs_worker *w, int pidx, struct rte_mbuf **pkts
 		for (uint16_t j = 0; j < n; j++)
 			if (live[j] && pcp[j].hit) {
 				const struct ofs_pc_entry *e = pcp[j].hit;
+				/* a program's hit reads no flow (its counts wait in the program) */
+				if (w->pc_prog_on && w->pc_prog[e - w->pc].kind)
+					continue;
 				for (unsigned h = 0; h < e->n_hops; h++)
 					if (e->flow[h])
 						rte_prefetch0(e->flow[h]);

@@ -368,7 +368,8 @@ _Static_assert(OFS_CK_WORDS <= OFS_CK_LINE1_WORDS + 7, "a wide entry is two line
 #define OFS_PC_SETS 16384    /* 32768 entries, 4 MiB per worker */
 #define OFS_PC_WORDS 8       /* key words with the layout's two */
 #define OFS_PC_HOPS 5        /* tables a stored way crosses at most */
-#define OFS_PC_DIRTY 4096    /* programs with pending counts listed; more: all flushed */
+#define OFS_PC_DIRTY (2 * OFS_PC_SETS) /* programs with pending counts listed (each entry
+				* once between flushes; more, by repeats: all flushed) */
 struct ofs_pc_entry {
 	uint64_t gen;
 	uint32_t sig;                /* the key's hash, | 1 */
@@ -395,6 +396,8 @@ struct ofs_pc_prog {
 	struct { uint16_t tpid, m, v; } tag[OFS_PC_TAGS]; /* outer first: TCI = (rx TCI & m) | v;
 				      * tpid 0: the received tag's TPID */
 	int16_t l3_ofs;              /* the received frame's IPv4 header (n_dec_ttl) */
+	uint8_t max_grow;            /* the most bytes the way's pushes put in front at once */
+	bool last_miss;              /* the last hop is a table miss (no flow): dropped */
 	/* counts of the program's hits not yet added to the hops' flows (pipecache.h "Counts"):
 	 * frames, their received bytes, the burst time of the last one */
 	uint32_t pend_pk;

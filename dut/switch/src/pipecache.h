@@ -9,9 +9,12 @@
  * tables' flows use (the union of every table's view masks, ofs_pc_refresh) plus, whole, the
  * words of in_port, eth_type/VLAN and ip_proto, and the frame's layout (which headers are whole
  * in the frame). An entry holds the hops of the frame's way: (table, flow) per table crossed,
- * the last one possibly a miss (NULL). A hit runs run_pipeline with those flows instead of
- * lookups (datapath.c): every action, meter, group, output, counter and idle-time update is done
- * as on the per-table path, at run time; only the lookups' answers are remembered.
+ * the last one possibly a miss (NULL), and beside it (ofs_worker.pc_prog) the way's compiled
+ * action program when it has one ("compiled action programs" below). A hit on an entry with a
+ * program runs the program: the net header rewrite and the output in one pass, the hops'
+ * counts held in the program until a flush ("Counts" below). Any other hit runs run_pipeline
+ * with the entry's flows instead of lookups (datapath.c): every action, meter, group, output,
+ * counter and idle-time update is done as on the per-table path, at run time.
  * Why the answers are the same: a table's answer depends only on the key's words under its
  * masks; the key a later table sees is the first key changed by the apply-actions of the
  * flows before it. Those changes depend only on the entry's key when they are set-fields (a
@@ -228,8 +231,9 @@ static inline bool pc_way_ok(unsigned n, struct ofs_flow *const *f)
 /* The per-frame checks of a compiled program (nothing is written): false = replay. */
 static inline bool pc_prog_ready(struct pkt_ctx *c, const struct ofs_pc_prog *g)
 {
-	int d = 4 * ((int)g->tags_out - (int)g->tags_in);
-	if (d > 0 && rte_pktmbuf_headroom(c->m) < (unsigned)d)
+	/* a push the replay could not make (no headroom) stops its hop's actions there: the
+	 * replay's way then, not the program's */
+	if (rte_pktmbuf_headroom(c->m) < g->max_grow)
 		return false;
 	if (g->n_dec_ttl) {
 		const uint8_t *p = pdata(c);
@@ -359,6 +363,7 @@ static inline bool pc_compile(struct ofs_pc_prog *g, unsigned n, struct ofs_flow
 		if (!fl) {
 			if (h + 1 != n)
 				return false;
+			g->last_miss = true;
 			break;  /* a miss: dropped */
 		}
 		if (fl->meter_id || fl->write_len)
@@ -396,6 +401,8 @@ static inline bool pc_compile(struct ofs_pc_prog *g, unsigned n, struct ofs_flow
 				tag[0].tpid = tpid;
 				nt++;
 				len += 4;
+				if (len > g->max_grow)
+					g->max_grow = (uint8_t)len;
 				break;
 			}
 			case OFPAT_POP_VLAN:
