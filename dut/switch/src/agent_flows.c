@@ -760,6 +760,9 @@ void ofs_expire_flows(struct obuf *out, uint64_t now)
 	 * timeout (the count is exact: kept by add/remove below). */
 	if (n_timed_flows == 0)
 		return;
+	/* last_used_ns that the workers' pipeline-cache programs still hold (pipecache.h
+	 * "Counts"): a worker with nothing pending is not waited for */
+	ofs_counters_sync();
 	ofs_agent_requests++;
 	struct to_arg a = { now, OFPRR_HARD_TIMEOUT };
 	ofs_remove_flows(out, OFPTT_ALL, timed_out, &a, OFPRR_HARD_TIMEOUT);

@@ -275,10 +275,25 @@ static void run_pipeline(struct pkt_ctx *c, uint8_t table, struct ofs_flow *firs
 }
 
 /* ---- pipeline cache (pipecache.h) --------------------------------------------------------- */
-/* A pipeline-cache hit: the entry's flows instead of the lookups. */
-static __rte_noinline void run_pipeline_hit(struct pkt_ctx *c, const struct ofs_pc_entry *e)
+/* A pipeline-cache hit: the entry's compiled program (pipecache.h) when it has one and the
+ * frame passes its checks, with every hop's counts as run_pipeline_x keeps them (the frame's
+ * length at each hop from the program); else the entry's flows instead of the lookups. */
+static __rte_noinline void run_pipeline_hit(struct pkt_ctx *c, const struct ofs_pc_entry *e,
+					    const struct ofs_pc_prog *g)
 {
-	run_pipeline_x(c, 0, NULL, e, NULL);
+	if (!g || !g->kind || !pc_prog_ready(c, g)) {
+		run_pipeline_x(c, 0, NULL, e, NULL);
+		return;
+	}
+	struct ofs_worker *w = c->w;
+	unsigned n = e->n_hops;  /* the table counts from the entry's first line and g alone */
+	for (unsigned h = 0; h < n; h++) {
+		w->lookup_count[e->table[h]]++;
+		w->matched_count[e->table[h]] += h + 1 < n || !g->last_miss;
+	}
+	pc_prog_count(w, (uint32_t)(g - w->pc_prog), plen(c));
+	w->pc_prog_hits++;
+	pc_prog_run(c, g);
 }
 
 /* A miss: the per-table way (first: table 0's flow from the burst pre-pass), stored for the
@@ -287,10 +302,25 @@ static __rte_noinline void run_pipeline_store(struct pkt_ctx *c, struct ofs_flow
 					      const struct pc_probe *p)
 {
 	struct pc_rec rec;
+	struct ofs_layout lay = c->lay;  /* as received: the program is compiled for it */
+	uint16_t et = ntohs(c->key.eth_type);
 	rec.n = 0;
 	run_pipeline_x(c, 0, first, NULL, &rec);
-	if (rec.n >= 2 && rec.n <= OFS_PC_HOPS && pc_way_ok(rec.n, rec.f))
-		pc_store(c->w, p, rec.n, rec.t, rec.f);
+	if (rec.n >= 2 && rec.n <= OFS_PC_HOPS && pc_way_ok(rec.n, rec.f)) {
+		struct ofs_worker *w = c->w;
+		struct ofs_pc_entry *e = pc_store(w, p, rec.n, rec.t, rec.f);
+		if (w->pc_prog && w->pc_prog_on)
+			pc_compile(&w->pc_prog[e - w->pc], rec.n, rec.f, &lay, et);
+		else if (w->pc_prog)
+			w->pc_prog[e - w->pc].kind = 0;
+	}
+}
+
+void ofs_pc_flush_all(struct ofs_worker *w)
+{
+	for (uint32_t k = 0; k < w->pc_n_dirty; k++)
+		pc_prog_flush(w, w->pc_dirty[k]);
+	w->pc_n_dirty = 0;
 }
 
 /* The words of the pipeline cache's key after the views changed (ofs_dp.pipe_gen): the union
@@ -335,6 +365,8 @@ static __rte_noinline void ofs_pc_refresh(struct ofs_worker *w, uint64_t gen)
 	}
 	w->pc_n_words = (uint8_t)n;
 	w->pc_on = ok && n_tables >= 2;
+	w->pc_prog_on = w->pc_prog != NULL && !__atomic_load_n(&ofs_dp.pipe_prog_off,
+								__ATOMIC_ACQUIRE);
 }
 
 /* an output to TABLE (actions.c): the pipeline from table 0 (run_pipeline stays this file's, so
@@ -532,11 +564,16 @@ static void process_burst(struct ofs_worker *w, int pidx, struct rte_mbuf **pkts
 			if (live[j] && pc_find(w, &pcp[j])) {
 				slow[j] = false;
 				rte_prefetch0(&pcp[j].hit->flow[0]);
+				if (w->pc_prog_on)
+					rte_prefetch0(&w->pc_prog[pcp[j].hit - w->pc]);
 			}
 		}
 		for (uint16_t j = 0; j < n; j++)
 			if (live[j] && pcp[j].hit) {
 				const struct ofs_pc_entry *e = pcp[j].hit;
+				/* a program's hit reads no flow (its counts wait in the program) */
+				if (w->pc_prog_on && w->pc_prog[e - w->pc].kind)
+					continue;
 				for (unsigned h = 0; h < e->n_hops; h++)
 					if (e->flow[h])
 						rte_prefetch0(e->flow[h]);
@@ -644,7 +681,8 @@ static void process_burst(struct ofs_worker *w, int pidx, struct rte_mbuf **pkts
 	for (uint16_t j = 0; j < n; j++) {
 		if (!slow[j] && live[j] && pcp[j].hit) {
 			w->pc_hits++;
-			run_pipeline_hit(&ctx[j], pcp[j].hit);
+			run_pipeline_hit(&ctx[j], pcp[j].hit,
+					 w->pc_prog_on ? &w->pc_prog[pcp[j].hit - w->pc] : NULL);
 		} else if (slow[j]) {
 			run_pipeline_store(&ctx[j], first[j], &pcp[j]);
 		}
@@ -677,6 +715,16 @@ int ofs_worker_main(void *arg)
 	/* the pipeline cache (pipecache.h): without its memory the worker runs without it */
 	w->pc = rte_zmalloc_socket("pipecache", sizeof(struct ofs_pc_entry) * 2 * OFS_PC_SETS,
 				   RTE_CACHE_LINE_SIZE, (int)rte_socket_id());
+	w->pc_prog = w->pc ? rte_zmalloc_socket("pipecache_prog", sizeof(struct ofs_pc_prog) *
+						 2 * OFS_PC_SETS, RTE_CACHE_LINE_SIZE,
+						 (int)rte_socket_id()) : NULL;
+	w->pc_dirty = w->pc_prog ? rte_zmalloc_socket("pipecache_dirty", sizeof(uint32_t) *
+						  OFS_PC_DIRTY, 0, (int)rte_socket_id()) : NULL;
+	if (!w->pc_dirty) {
+		rte_free(w->pc_prog);
+		w->pc_prog = NULL;
+	}
+	w->pc_n_dirty = 0;
 	w->pc_set_mask = OFS_PC_SETS - 1;
 	w->pc_on = false;
 	w->pc_gen = ~0ull;  /* refreshed at the first burst */
@@ -761,7 +809,11 @@ int ofs_worker_main(void *arg)
 	rte_rcu_qsbr_thread_unregister(ofs_dp.qsbr, w->idx);
 	rte_free(c);
 	rte_free(w->pc);
+	rte_free(w->pc_prog);
+	rte_free(w->pc_dirty);
 	w->pc = NULL;
+	w->pc_prog = NULL;
+	w->pc_dirty = NULL;
 	w->pc_on = false;
 	return 0;
 }

@@ -82,6 +82,7 @@ __rte_cold void ofs_ctr_flush_all(struct ofs_worker *w)
 	for (uint32_t i = 0; i < w->ctr_words; i++)
 		if (w->ctr_dirty[i])
 			ofs_ctr_flush_word(w, i);
+	ofs_pc_flush_all(w);  /* the pipeline cache's programs (pipecache.h "Counts") */
 	__atomic_store_n(&w->ctr_sweeps, w->ctr_sweeps + 2, __ATOMIC_RELEASE);
 }
 

@@ -164,6 +164,8 @@ static inline void ctr_sweep(struct ofs_worker *w, uint64_t now_tsc, uint64_t wo
 		w->ctr_next_tsc += word_tsc;
 		if (++w->ctr_sweep_word == w->ctr_words) {
 			w->ctr_sweep_word = 0;
+			if (w->pc_n_dirty)  /* pipecache.h "Counts": every sweep flushes them */
+				ofs_pc_flush_all(w);
 			__atomic_store_n(&w->ctr_sweeps, w->ctr_sweeps + 1, __ATOMIC_RELEASE);
 		}
 	}

@@ -6,9 +6,11 @@
  *          [--lookup tuple|dtree|trie|simple] [--stats-sock PATH] [--idle-sleep-us N] [--mbufs N]
  *          [--max-flows N] [--echo-interval-ms N] [--fail-mode secure|standalone]
  *          [--cache-lines N] [--ctl-queue-kb N] [--stop-timeout-s N] [--no-pipe-cache]
+ *          [--no-pipe-prog]
  *
  * --no-pipe-cache: every frame through every table's lookup (no pipeline cache, pipecache.h;
- * for A/B measurements).
+ * for A/B measurements). --no-pipe-prog: the pipeline cache without its compiled action
+ * programs (a hit replays each hop's actions; for A/B measurements).
  *
  * --ctl-queue-kb: a controller connection's output queue limit (default 4096 KiB); a
  * controller that stops reading is dropped when its queue passes it (agent_conn.c).
@@ -154,7 +156,7 @@ static __rte_noreturn void usage(const char *why)
 		"tcp:HOST:PORT [--controller ...] --port OFPORT=DEVNAME|ID [...] [--workers N] "
 		"[--lookup " OFS_LOOKUP_NAMES "] [--stats-sock PATH] [--idle-sleep-us N] [--mbufs N] "
 		"[--max-flows N] [--echo-interval-ms N] [--fail-mode secure|standalone] "
-		"[--cache-lines N] [--ctl-queue-kb N] [--stop-timeout-s N] [--no-pipe-cache]\n", why);
+		"[--cache-lines N] [--ctl-queue-kb N] [--stop-timeout-s N] [--no-pipe-cache] [--no-pipe-prog]\n", why);
 	exit(2);
 }
 
@@ -166,7 +168,8 @@ static void parse_args(int argc, char **argv)
 		{"idle-sleep-us", 1, 0, 'i'}, {"echo-interval-ms", 1, 0, 'e'},
 		{"fail-mode", 1, 0, 'f'}, {"mbufs", 1, 0, 'm'}, {"max-flows", 1, 0, 'M'},
 		{"cache-lines", 1, 0, 'C'}, {"ctl-queue-kb", 1, 0, 'Q'},
-		{"stop-timeout-s", 1, 0, 'T'}, {"no-pipe-cache", 0, 0, 'P'}, {0, 0, 0, 0}};
+		{"stop-timeout-s", 1, 0, 'T'}, {"no-pipe-cache", 0, 0, 'P'},
+		{"no-pipe-prog", 0, 0, 'G'}, {0, 0, 0, 0}};
 	int c;
 	ofs_dp.dpid = 1;
 	ofs_dp.n_workers = 1;
@@ -234,6 +237,9 @@ static void parse_args(int argc, char **argv)
 		}
 		case 'P':
 			ofs_dp.pipe_cache_off = true;
+			break;
+		case 'G':
+			ofs_dp.pipe_prog_off = true;
 			break;
 		case 'C': {
 			char *end;

@@ -368,6 +368,8 @@ _Static_assert(OFS_CK_WORDS <= OFS_CK_LINE1_WORDS + 7, "a wide entry is two line
 #define OFS_PC_SETS 16384    /* 32768 entries, 4 MiB per worker */
 #define OFS_PC_WORDS 8       /* key words with the layout's two */
 #define OFS_PC_HOPS 5        /* tables a stored way crosses at most */
+#define OFS_PC_DIRTY (2 * OFS_PC_SETS) /* programs with pending counts listed (each entry
+				* once between flushes; more, by repeats: all flushed) */
 struct ofs_pc_entry {
 	uint64_t gen;
 	uint32_t sig;                /* the key's hash, | 1 */
@@ -377,6 +379,32 @@ struct ofs_pc_entry {
 	struct ofs_flow *flow[OFS_PC_HOPS];  /* the last may be NULL: a miss, dropped */
 } __rte_cache_aligned;
 _Static_assert(sizeof(struct ofs_pc_entry) == 128, "a pipeline cache entry is two lines");
+/* An entry's compiled action program (pipecache.h pc_compile; ofs_worker.pc_prog[i] beside
+ * pc[i]): the net effect of its hops' apply-actions on a frame of the entry's key and layout.
+ * kind 0: none (the hit replays every hop's actions). */
+#define OFS_PC_TAGS 2        /* VLAN tags a compiled frame leaves with at most */
+struct ofs_pc_prog {
+	uint8_t kind;                /* 0: replay; 1: run this program */
+	uint8_t n_dec_ttl;           /* IPv4 TTL decrements (each with its checksum word) */
+	uint8_t tags_in, tags_out;   /* VLAN tags at rx (0/1) and at the output (0..2) */
+	int8_t len_delta[OFS_PC_HOPS]; /* frame length at hop h minus the received length */
+	uint8_t set_mac;             /* bit 0: eth_dst, bit 1: eth_src written */
+	uint8_t out;                 /* 1: output to out_port; 0: the frame is dropped */
+	bool idle;                   /* a hop's flow has an idle timeout (pend_used_ns) */
+	uint32_t out_port;           /* OpenFlow port, or OFPP_IN_PORT */
+	uint8_t eth_dst[6], eth_src[6];
+	struct { uint16_t tpid, m, v; } tag[OFS_PC_TAGS]; /* outer first: TCI = (rx TCI & m) | v;
+				      * tpid 0: the received tag's TPID */
+	int16_t l3_ofs;              /* the received frame's IPv4 header (n_dec_ttl) */
+	uint8_t max_grow;            /* the most bytes the way's pushes put in front at once */
+	bool last_miss;              /* the last hop is a table miss (no flow): dropped */
+	/* counts of the program's hits not yet added to the hops' flows (pipecache.h "Counts"):
+	 * frames, their received bytes, the burst time of the last one */
+	uint32_t pend_pk;
+	uint64_t pend_by;
+	uint64_t pend_used_ns;
+} __rte_cache_aligned;
+_Static_assert(sizeof(struct ofs_pc_prog) == 64, "a compiled program is one line");
 
 struct ofs_worker {
 	unsigned lcore_id;
@@ -409,13 +437,20 @@ struct ofs_worker {
 	/* pipeline cache (pipecache.h): NULL when it could not be allocated; on while the
 	 * pipeline has two tables or more whose words fit (ofs_pc_refresh at each pipe_gen) */
 	struct ofs_pc_entry *pc;
+	struct ofs_pc_prog *pc_prog;  /* pc[i]'s program (NULL: no memory, every hit replays) */
 	uint32_t pc_set_mask;
 	bool pc_on;
+	bool pc_prog_on;             /* stores compile programs, hits run them (!pipe_prog_off) */
 	uint8_t pc_n_words;
 	uint8_t pc_word[OFS_PC_WORDS];
 	uint64_t pc_mask_w[OFS_PC_WORDS];
 	uint64_t pc_gen;             /* the ofs_dp.pipe_gen the words were computed at */
 	uint64_t pc_hits, pc_stores;
+	/* programs with pending counts (indexes into pc_prog, maybe repeated or flushed since):
+	 * all flushed by every sweep's end and every full flush (pipecache.h "Counts") */
+	uint32_t *pc_dirty;
+	uint32_t pc_n_dirty;
+	uint64_t pc_prog_hits;       /* hits that ran their entry's compiled program */
 	uint64_t burst_now_ns;       /* ofs_now_ns() of the current burst, read at its first
 				      * idle-timeout flow (last_used_ns); 0: not read yet */
 	/* where the worker's time goes, in TSC cycles, as OVS-DPDK's pmd-stats-show counts it: a
@@ -478,6 +513,9 @@ struct ofs_dp {
 	uint64_t ctr_flush_seq;      /* the agent's last full-flush request (ofs_counters_sync) */
 	bool pipe_cache_off;         /* --no-pipe-cache (and the differential test): workers run
 				      * every table (read at the next pipe_gen) */
+	bool pipe_prog_off;          /* --no-pipe-prog (and the differential test): pipeline-cache
+				      * hits replay every hop's actions, no compiled programs (read
+				      * at the next pipe_gen) */
 	uint64_t pipe_gen;           /* views published so far (flowtable.c publish_view, release):
 				      * the pipeline cache's generation (pipecache.h) */
 	/* agent wake-up (see "The agent does not poll" above); agent_sleeping is only ever set
@@ -506,6 +544,8 @@ static inline struct ofs_meter *ofs_meter_find(uint32_t id)
 
 /* datapath.c */
 int ofs_worker_main(void *arg);
+/* Worker: add every pending count of its pipeline-cache programs to their flows. */
+void ofs_pc_flush_all(struct ofs_worker *w);
 void ofs_wake_agent(void);
 void ofs_tx_unsent(struct rte_mbuf **pkts, uint16_t n, void *txq);
 void ofs_run_packet_out(struct ofs_worker *w, struct ofs_pout *po);

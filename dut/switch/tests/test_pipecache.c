@@ -6,11 +6,14 @@
  * Epoch after epoch this thread, as the agent, changes four tables through ofs_handle_msg
  * (ADD, MODIFY_STRICT, DELETE_STRICT; goto-table, write-metadata, push/pop VLAN, set-field
  * eth_src/eth_dst/vlan_vid, dec TTL, output to port 1, 2 or IN_PORT, drop, table-miss drop) and
- * commits, then feeds the same frames three times: pipeline cache off (every lookup), on (the
- * misses store their ways), on again (hits). Each run's frames per port, in order, byte for
+ * commits, then feeds the same frames five times: pipeline cache off (every lookup), on without
+ * compiled programs (the misses store their ways), on again (hits replay each hop), and the
+ * same two with programs (pipecache.h pc_compile: stores compile, hits run the program). Each run's frames per port, in order, byte for
  * byte, the flows' packet/byte count deltas (after ofs_counters_sync), which flows' last_used
  * moved, and the tables' lookup/matched count deltas must be the off run's. Frames have TTLs
- * 1..3 (the same key, a TTL that expires or not) and are tagged or not.
+ * 1..3 (the same key, a TTL that expires or not), are tagged or not, some with Ethernet padding
+ * behind the IP packet, some shorter than their IP length; ways push one or two tags (0x8100,
+ * 0x88a8), set the priority, pop, decrement the TTL once or twice.
  * Usage: test_ofswitch_pipecache [epochs] (exit 0 = all the same, and the cache was hit). */
 #define _GNU_SOURCE  /* nftw */
 #include <stdio.h>
@@ -101,9 +104,15 @@ static void random_flow(struct tflow *f, uint8_t t)
 	size_t al = 0;
 	int last = t == NT - 1 || rand() % 6 == 0;
 	if (t == 0 && rand() % 2) {
-		wr16(a + al, OFPAT_PUSH_VLAN); wr16(a + al + 2, 8); wr16(a + al + 4, 0x8100); al += 8;
+		wr16(a + al, OFPAT_PUSH_VLAN); wr16(a + al + 2, 8);
+		wr16(a + al + 4, rand() % 4 ? 0x8100 : 0x88a8); al += 8;
 		wr16(a + al, OFPAT_SET_FIELD); wr16(a + al + 2, 16);
 		wr16(v, (uint16_t)(0x1000 | (5 + rand() % 3))); dp_oxm(a + al + 4, OXM_VLAN_VID, v, NULL, 2);
+		al += 16;
+	}
+	if (t >= 1 && rand() % 4 == 0) {  /* the outer tag's priority (no tag: nothing) */
+		wr16(a + al, OFPAT_SET_FIELD); wr16(a + al + 2, 16);
+		v[0] = (uint8_t)(rand() % 8); dp_oxm(a + al + 4, OXM_VLAN_PCP, v, NULL, 1);
 		al += 16;
 	}
 	if (t >= 1 && rand() % 2) {
@@ -117,6 +126,10 @@ static void random_flow(struct tflow *f, uint8_t t)
 		dp_oxm(a + al + 4, OXM_ETH_DST, v, NULL, 6); al += 16;
 		if (rand() % 2) { wr16(a + al, OFPAT_DEC_NW_TTL); wr16(a + al + 2, 8); al += 8; }
 	}
+	if (t == 1 && rand() % 6 == 0) {  /* a second tag on the way */
+		wr16(a + al, OFPAT_PUSH_VLAN); wr16(a + al + 2, 8); wr16(a + al + 4, 0x8100); al += 8;
+	}
+	if (t == 3 && rand() % 8 == 0) { wr16(a + al, OFPAT_DEC_NW_TTL); wr16(a + al + 2, 8); al += 8; }
 	if (t >= 1 && rand() % 3 == 0) { wr16(a + al, OFPAT_POP_VLAN); wr16(a + al + 2, 8); al += 8; }
 	if (last && rand() % 5) {
 		uint32_t port = rand() % 4 == 0 ? OFPP_IN_PORT : 1 + (uint32_t)(rand() % 2);
@@ -220,6 +233,13 @@ static void make_frames(void)
 		uint8_t *udp = ip + 20;
 		wr16(udp, 1000); wr16(udp + 2, 2000); wr16(udp + 4, 26);
 		flen[k] = (uint16_t)(o + 46);
+		if (rand() % 3 == 0) {  /* Ethernet padding behind the IP packet (not trimmed) */
+			unsigned pad = 1 + (unsigned)(rand() % 6);
+			memset(f + flen[k], 0xee, pad);
+			flen[k] = (uint16_t)(flen[k] + pad);
+		} else if (rand() % 4 == 0 && o == 16) {
+			flen[k] = (uint16_t)(flen[k] - 4);  /* short: IP's 46 bytes end past the frame */
+		}
 	}
 }
 
@@ -356,9 +376,10 @@ static unsigned compare(const struct run *a, const struct run *b, const char *wh
 	return bad;
 }
 
-static void set_cache(bool on)
+static void set_cache(bool on, bool prog)
 {
 	__atomic_store_n(&ofs_dp.pipe_cache_off, !on, __ATOMIC_RELEASE);
+	__atomic_store_n(&ofs_dp.pipe_prog_off, !prog, __ATOMIC_RELEASE);
 	__atomic_add_fetch(&ofs_dp.pipe_gen, 1, __ATOMIC_RELEASE);
 }
 
@@ -400,8 +421,8 @@ int main(int argc, char **argv)
 	w->lcore_id = lc;
 	rte_eal_remote_launch(ofs_worker_main, w, lc);
 
-	static struct run r[3];
-	for (int i = 0; i < 3; i++)
+	static struct run r[5];
+	for (int i = 0; i < 5; i++)
 		r[i].out = calloc(1, sizeof(*r[i].out));
 	unsigned bad = 0, forwarded = 0;
 	static uint16_t seq[NFEED];
@@ -414,21 +435,27 @@ int main(int argc, char **argv)
 		list_flows();
 		for (unsigned i = 0; i < NFEED; i++)
 			seq[i] = (uint16_t)(rand() % NKEYS);
-		set_cache(false);
+		set_cache(false, false);
 		one_run(w, seq, &r[0]);
-		set_cache(true);
+		set_cache(true, false);
 		one_run(w, seq, &r[1]);
 		one_run(w, seq, &r[2]);
+		set_cache(true, true);
+		one_run(w, seq, &r[3]);
+		one_run(w, seq, &r[4]);
 		bad += compare(&r[0], &r[1], "cache on (stores)", ep);
 		bad += compare(&r[0], &r[2], "cache on (hits)", ep);
+		bad += compare(&r[0], &r[3], "programs (stores)", ep);
+		bad += compare(&r[0], &r[4], "programs (hits)", ep);
 		forwarded += r[0].n_out[0] + r[0].n_out[1];
 	}
 	ofs_dp.force_quit = true;
 	rte_eal_wait_lcore(lc);
-	printf("pipecache: %u epochs, %u frames out uncached, %llu cache hits, %llu stores, "
-	       "%u flow mods refused; differ %u\n", epochs, forwarded,
-	       (unsigned long long)w->pc_hits, (unsigned long long)w->pc_stores, refused, bad);
-	int fail = bad != 0 || w->pc_hits == 0 || forwarded == 0;
+	printf("pipecache: %u epochs, %u frames out uncached, %llu cache hits (%llu by programs), "
+	       "%llu stores, %u flow mods refused; differ %u\n", epochs, forwarded,
+	       (unsigned long long)w->pc_hits, (unsigned long long)w->pc_prog_hits,
+	       (unsigned long long)w->pc_stores, refused, bad);
+	int fail = bad != 0 || w->pc_hits == 0 || w->pc_prog_hits == 0 || forwarded == 0;
 	dp_rig_close(&rig);
 	printf("%s\n", fail ? "FAIL" : "OK");
 	return fail;
