@@ -26,7 +26,9 @@ band of the 20 nights before last night), ``jumpavg`` (reports.trend.judge_jumpa
 in the last 3 nights, >= 2 % worse) and
 ``csit`` (reports.trend.judge_csit: jumpavg over each night's trials where the records keep them
 (``<metric>_reps`` / ``_trials`` / ``_samples`` params), a step >= 5 %, confirmed by a second
-night). A step injected at night k scales that night's trials too.
+night), ``jlog`` (reports.trend.judge_jumpavg_log: jumpavg on the values' logarithms, a
+candidate for latencies) and ``auto`` (the nightly's default: jumpavg for rates, mad2 for
+latencies and times). A step injected at night k scales that night's trials too.
 
 A night is a run folder (its results.jsonl), or with ``--nights DIR`` every sub-folder of DIR
 (scripts/trend_history.sh writes them): the records of every results.jsonl below it and of every
@@ -45,7 +47,7 @@ from typing import Iterable, Mapping, Sequence
 from reports.metrics import metric_direction
 from reports.trend import (CSIT_CONFIRM, CSIT_MIN_STEP, K_DEFAULT, MIN_HISTORY, RECENT_DEFAULT,
                            REL_FLOOR, detector_for, judge, judge_confirmed, judge_csit,
-                           judge_jumpavg, record_keys)
+                           judge_jumpavg, judge_jumpavg_log, record_keys)
 from reports.noise import REP_SUFFIXES
 
 MAD_LAST_N = 20          # the MAD rule's history (its nightly default before jumpavg)
@@ -53,7 +55,7 @@ JUMPAVG_LAST_N = 30      # jumpavg's: whole segments
 MIN_START = 10           # nights of history before a step can be injected / an alarm counted
 MAX_DELAY = 5            # a step flagged later than this many nights counts as missed
 MIN_NIGHTS_DEFAULT = 30
-DETECTORS = ("mad", "mad2", "jumpavg", "csit", "auto")
+DETECTORS = ("mad", "mad2", "jumpavg", "csit", "jlog", "auto")
 
 
 class HistoryError(ValueError):
@@ -303,6 +305,9 @@ def verdict(detector: str, history: Sequence, value, direction: int) -> str:
     if detector == "mad2":
         return judge_confirmed(value, history[-MAD_LAST_N - 1:], direction, K_DEFAULT, REL_FLOOR,
                                MIN_HISTORY, MAD_LAST_N).verdict
+    if detector == "jlog":
+        return judge_jumpavg_log(value, history[-JUMPAVG_LAST_N:], direction, REL_FLOOR,
+                                 MIN_HISTORY, RECENT_DEFAULT)[0].verdict
     j, _ = judge_jumpavg(value, history[-JUMPAVG_LAST_N:], direction, REL_FLOOR, MIN_HISTORY,
                          RECENT_DEFAULT)
     return j.verdict
