@@ -5,12 +5,12 @@
                                                 send a run's records (idempotent: re-exporting a
                                                 run overwrites the same points), spool on failure
   python -m reports replay --influx-url URL     send what reports/spool/ holds
-  python -m reports trend [RUN_DIR] --influx-url URL [--detector auto|jumpavg|mad|mad2|csit --last-n 30 --k 3]
+  python -m reports trend [RUN_DIR] --influx-url URL [--detector auto|jumpavg|mad|mad2|csit|jlog --last-n 30 --k 3]
                                                 write trend.html; exit 1 on a regression, 2 when
                                                 the history could not be read
   python -m reports trend-eval RUN_DIR... | --history FILE [--steps 5,10,20] [--out FILE]
                                                 every trend detector (mad, mad2, jumpavg,
-                                                csit, auto) on real histories with injected
+                                                csit, jlog, auto) on real histories with injected
                                                 steps, side by side per series kind (DUT
                                                 rates, DUT latencies, rig): detection rate,
                                                 nights to detect, false alarms

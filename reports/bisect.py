@@ -303,22 +303,25 @@ def main(args) -> int:
         raise BisectError(f"--repo: {args.repo} is not a git work tree")
     shas = commit_range(args.good, args.bad, repo)
     own_work = args.work is None
-    work = Path(args.work or tempfile.mkdtemp(prefix="ofbench-bisect-"))
-    work.mkdir(parents=True, exist_ok=True)
+    # every option is checked before the scratch folder is made: an error raised after
+    # mkdtemp but outside the try below left an empty ofbench-bisect-* in /tmp behind
     if args.stop_after is not None and (own_work or args.stop_after <= 0):
         raise BisectError("--stop-after: needs --work DIR (where the measured commits are kept "
                           "for the next call) and a number of seconds > 0")
     def _term(signum, _frame):   # SIGTERM: unwind like Ctrl-C so the finally below runs
         raise KeyboardInterrupt(f"signal {signum}")
     signal.signal(signal.SIGTERM, _term)
-    m = CommitMeasurer(suite, name, metric, args.trials, args.dut, args.pytest or [], work,
-                       repo=repo, targets=args.targets or (), lock=args.lock,
-                       pytest_opts=args.pytest_opt or (),
-                       progress=lambda line: print(line, flush=True),
-                       state=None if own_work else work / "bisect-state.json",
-                       stop_after_s=args.stop_after)
+    work = Path(args.work or tempfile.mkdtemp(prefix="ofbench-bisect-"))
+    m = None
     t0 = time.monotonic()
     try:
+        work.mkdir(parents=True, exist_ok=True)
+        m = CommitMeasurer(suite, name, metric, args.trials, args.dut, args.pytest or [], work,
+                           repo=repo, targets=args.targets or (), lock=args.lock,
+                           pytest_opts=args.pytest_opt or (),
+                           progress=lambda line: print(line, flush=True),
+                           state=None if own_work else work / "bisect-state.json",
+                           stop_after_s=args.stop_after)
         res = first_bad(shas, m, metric_direction(metric))
     except BisectPaused as e:
         print(f"bisect: paused after {time.monotonic() - t0:.0f} s (--stop-after "
@@ -327,7 +330,8 @@ def main(args) -> int:
               f"Run the same command again to go on.")
         return 3
     finally:
-        m.cleanup()
+        if m is not None:
+            m.cleanup()
         if own_work:
             shutil.rmtree(work, ignore_errors=True)
     print(res.summary(args.metric))

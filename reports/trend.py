@@ -83,7 +83,7 @@ from typing import Iterable, Mapping, Sequence
 from reports.metrics import (DIRECTION_OVERRIDES, HIGHER_UNITS, HIGHER_WORDS,  # noqa: F401
                              LOWER_UNITS, LOWER_WORDS, metric_direction)
 
-DETECTORS = ("jumpavg", "mad", "mad2", "csit", "auto")
+DETECTORS = ("jumpavg", "mad", "mad2", "csit", "jlog", "auto")
 DETECTOR_DEFAULT = "auto"      # trend-eval's winner on this box's histories (reports/README.md)
 RECENT_DEFAULT = 3             # jumpavg: a change-point this young (in runs) is reported
 K_DEFAULT = 3.0
@@ -291,6 +291,44 @@ def _segments_judgement(point: float, segs: list, changed: bool, n_history: int,
     return j
 
 
+def judge_jumpavg_log(value, history: Sequence[float], direction: int,
+                      rel_floor: float = REL_FLOOR, min_history: int = MIN_HISTORY,
+                      recent: int = RECENT_DEFAULT) -> tuple[Judgement, list[Segment]]:
+    """``jlog``: jumpavg on the values' logarithms (1 + ln(v / min)), for a latency or a time whose
+    nights scatter multiplicatively with a long upper tail: there jumpavg's normal segments
+    split at every tail night, while in log space a tail is a few widths, not a few hundred.
+    The segments come back in the values' units (avg = the segment's geometric mean) and are
+    judged as judge_jumpavg's: a step >= rel_floor, begun within the last ``recent`` runs. A
+    series with a value <= 0 has no logarithm: judge_jumpavg judges it."""
+    v = as_number(value)
+    hist = [h for h in (as_number(x) for x in history) if h is not None]
+    if v is None or v <= 0 or min(hist, default=1.0) <= 0 or len(hist) < min_history:
+        return judge_jumpavg(value, history, direction, rel_floor, min_history, recent)
+    low = min(hist + [v])
+    # 1 + ln(v / min): jumpavg counts bits against the largest value, which must be > 0
+    logs = group_series([1.0 + math.log(x / low) for x in hist + [v]], direction, 0.0)
+    segs: list[Segment] = []
+    for g in logs:
+        avg = low * math.exp(g.avg - 1.0)
+        verdict, change = "first", None
+        if segs:
+            prev = segs[-1].avg
+            change = (avg - prev) / prev * 100.0
+            if abs(avg - prev) / prev < rel_floor:
+                verdict = "ok"
+            elif direction == 0:
+                verdict = "changed"
+            else:
+                verdict = "progression" if (avg - prev) * direction > 0 else "regression"
+        # the spread in the values' units: the geometric sd's upper half-width
+        segs.append(Segment(g.start, g.end, avg, avg * math.expm1(g.stdev), verdict, change))
+    n = len(hist) + 1
+    last = segs[-1]
+    changed = len(segs) >= 2 and last.start >= n - recent and \
+        last.verdict in ("regression", "progression")
+    return _segments_judgement(v, segs, changed, len(hist), direction), segs
+
+
 def judge_csit(value, history: Sequence, direction: int, min_step: float = CSIT_MIN_STEP,
                confirm: int = CSIT_CONFIRM, min_history: int = MIN_HISTORY,
                recent: int = RECENT_DEFAULT) -> tuple[Judgement, list[Segment]]:
@@ -409,6 +447,9 @@ def evaluate(records: Iterable[Mapping], history: Mapping[SeriesKey, Sequence[tu
                 j, segs = judge_csit(value, [v for _, v in hist], direction,
                                      max(rel_floor, CSIT_MIN_STEP), CSIT_CONFIRM, min_history,
                                      recent)
+            elif how == "jlog":
+                j, segs = judge_jumpavg_log(value, [v for _, v in hist], direction, rel_floor,
+                                            min_history, recent)
             else:
                 j, segs = judge_jumpavg(value, [v for _, v in hist], direction, rel_floor,
                                         min_history, recent)

@@ -26,7 +26,9 @@ band of the 20 nights before last night), ``jumpavg`` (reports.trend.judge_jumpa
 in the last 3 nights, >= 2 % worse) and
 ``csit`` (reports.trend.judge_csit: jumpavg over each night's trials where the records keep them
 (``<metric>_reps`` / ``_trials`` / ``_samples`` params), a step >= 5 %, confirmed by a second
-night). A step injected at night k scales that night's trials too.
+night), ``jlog`` (reports.trend.judge_jumpavg_log: jumpavg on the values' logarithms, a
+candidate for latencies) and ``auto`` (the nightly's default: jumpavg for rates, mad2 for
+latencies and times). A step injected at night k scales that night's trials too.
 
 A night is a run folder (its results.jsonl), or with ``--nights DIR`` every sub-folder of DIR
 (scripts/trend_history.sh writes them): the records of every results.jsonl below it and of every
@@ -45,7 +47,7 @@ from typing import Iterable, Mapping, Sequence
 from reports.metrics import metric_direction
 from reports.trend import (CSIT_CONFIRM, CSIT_MIN_STEP, K_DEFAULT, MIN_HISTORY, RECENT_DEFAULT,
                            REL_FLOOR, detector_for, judge, judge_confirmed, judge_csit,
-                           judge_jumpavg, record_keys)
+                           judge_jumpavg, judge_jumpavg_log, record_keys)
 from reports.noise import REP_SUFFIXES
 
 MAD_LAST_N = 20          # the MAD rule's history (its nightly default before jumpavg)
@@ -53,7 +55,7 @@ JUMPAVG_LAST_N = 30      # jumpavg's: whole segments
 MIN_START = 10           # nights of history before a step can be injected / an alarm counted
 MAX_DELAY = 5            # a step flagged later than this many nights counts as missed
 MIN_NIGHTS_DEFAULT = 30
-DETECTORS = ("mad", "mad2", "jumpavg", "csit", "auto")
+DETECTORS = ("mad", "mad2", "jumpavg", "csit", "jlog", "auto")
 
 
 class HistoryError(ValueError):
@@ -66,10 +68,14 @@ class Series:
     direction: int
     values: list[float]
     trials: list[list[float]] | None = None   # each night's trials (csit), when kept
+    series_kind: str = ""     # dut_rate | dut_latency | rig as its records say (record_kind)
 
     @property
     def kind(self) -> str:
-        """dut_rate | dut_latency | rig (series_kind), from the label's switch kind."""
+        """dut_rate | dut_latency | rig: what its records said (series_kind), else (a history
+        saved before records named it) from the label's switch kind."""
+        if self.series_kind:
+            return self.series_kind
         m = LABEL.match(self.label)
         return series_kind(m.group(2).split(", ")[0] if m else "", self.direction)
 
@@ -114,12 +120,40 @@ def night_records(night: Path) -> list[dict]:
     return out
 
 
+SERIES_KIND_PARAM = "series_kind"   # a record's params: "rig", or {metric: "rig" | "dut"}
+SERIES_MARKS = ("rig", "dut")
+
+
+def record_kind(record: Mapping, metric: str, where: str = "") -> str:
+    """What a record's metric measures: ``rig`` when the record marks it so (params
+    ``series_kind``: "rig" for the whole record, or {metric: "rig"}: e.g. the pipeline bench's
+    memory-latency probe and feed ceilings beside the switch's rates) or when the record has
+    no switch in the path (provenance dut_switch_kind "none"); else the DUT's, by the metric's
+    direction (series_kind). A mark other than "rig" / "dut" is a HistoryError naming it."""
+    mark = (record.get("params") or {}).get(SERIES_KIND_PARAM)
+    if isinstance(mark, Mapping):
+        mark = mark.get(metric)
+    if mark is not None and mark not in SERIES_MARKS:
+        raise HistoryError(f"{where or 'record'}: {record.get('suite')}/{record.get('name')} "
+                           f"params.{SERIES_KIND_PARAM}[{metric}]: expected one of "
+                           f"{', '.join(SERIES_MARKS)}, got {mark!r}")
+    direction = metric_direction(metric)
+    if mark == "rig":
+        return "rig"
+    if mark == "dut":
+        return series_kind("", direction)
+    return series_kind(str((record.get("provenance") or {}).get("dut_switch_kind", "")),
+                       direction)
+
+
 def series_from_runs(run_dirs: Sequence[Path]) -> list[Series]:
     """One series per (record key, metric) present with a number in every run, oldest run
     first (run folders sort by their start time). A run may also be a night folder
-    (night_records). Trials are kept when the metric's record holds them every night."""
+    (night_records). Trials are kept when the metric's record holds them every night; the
+    series' kind is what its newest night's record says (record_kind)."""
     per: dict = {}
     trials: dict = {}
+    kinds: dict = {}
     runs = sorted(Path(d) for d in run_dirs)
     for i, d in enumerate(runs):
         for rec in night_records(d):
@@ -127,6 +161,7 @@ def series_from_runs(run_dirs: Sequence[Path]) -> list[Series]:
                 if isinstance(value, bool) or not isinstance(value, (int, float)):
                     continue
                 per.setdefault(key, {})[i] = float(value)
+                kinds[key] = record_kind(rec, key.metric, str(d))
                 t = trials_of(rec, key.metric)
                 if t:
                     trials.setdefault(key, {})[i] = t
@@ -140,7 +175,8 @@ def series_from_runs(run_dirs: Sequence[Path]) -> list[Series]:
             continue
         ts = trials.get(key, {})
         out.append(Series(key.label(), direction, xs,
-                          [ts[i] for i in range(len(runs))] if len(ts) == len(runs) else None))
+                          [ts[i] for i in range(len(runs))] if len(ts) == len(runs) else None,
+                          kinds[key]))
     return out
 
 
@@ -153,16 +189,22 @@ def save_history(series: Sequence[Series], path: Path, source: str,
     if provenance:
         data["nights"] = list(provenance)
     data["series"] = [{k: v for k, v in dataclasses.asdict(s).items()
-                       if v is not None or k != "trials"} for s in series]
+                       if (v is not None or k != "trials") and (v or k != "series_kind")}
+                      for s in series]
     path.write_text(json.dumps(data, indent=0) + "\n")
     return path
 
 
 def load_history(path: Path) -> list[Series]:
     data = json.loads(Path(path).read_text())
-    return [Series(s["label"], int(s["direction"]), [float(v) for v in s["values"]],
-                   [[float(x) for x in t] for t in s["trials"]] if s.get("trials") else None)
-            for s in data["series"]]
+    out = [Series(s["label"], int(s["direction"]), [float(v) for v in s["values"]],
+                  [[float(x) for x in t] for t in s["trials"]] if s.get("trials") else None,
+                  str(s.get("series_kind") or "")) for s in data["series"]]
+    for s in out:
+        if s.series_kind and s.series_kind not in KINDS:
+            raise HistoryError(f"--history: {path}: series {s.label!r}: series_kind expected "
+                               f"one of {', '.join(KINDS)}, got {s.series_kind!r}")
+    return out
 
 
 LABEL = re.compile(r"^(\S+) \[([^\]]*)\] (\S+)$")    # SeriesKey.label()
@@ -175,11 +217,11 @@ REACH_SIGMA = 0.10 / (2.326 + 0.759)
 
 
 def series_kind(dut_switch_kind: str, direction: int) -> str:
-    """What a series measures, as its records say: ``rig`` when the record's dut_switch_kind
-    is "none" (no switch in the path: the generator or the rig measuring itself, e.g. softgen's
+    """What a series measures by its record's switch kind: ``rig`` when dut_switch_kind is
+    "none" (no switch in the path: the generator or the rig measuring itself, e.g. softgen's
     own loopback), else the DUT's: ``dut_rate`` (higher is better) or ``dut_latency`` (lower is
-    better: latencies and times). A record without the field (a suite CLI's printed record)
-    counts as the DUT's: only a record that says so is set apart."""
+    better: latencies and times). A record without the field counts as the DUT's: only a
+    record that says so is set apart (record_kind also reads a record's per-metric marks)."""
     if dut_switch_kind == "none":
         return "rig"
     return "dut_rate" if direction > 0 else "dut_latency"
@@ -263,6 +305,9 @@ def verdict(detector: str, history: Sequence, value, direction: int) -> str:
     if detector == "mad2":
         return judge_confirmed(value, history[-MAD_LAST_N - 1:], direction, K_DEFAULT, REL_FLOOR,
                                MIN_HISTORY, MAD_LAST_N).verdict
+    if detector == "jlog":
+        return judge_jumpavg_log(value, history[-JUMPAVG_LAST_N:], direction, REL_FLOOR,
+                                 MIN_HISTORY, RECENT_DEFAULT)[0].verdict
     j, _ = judge_jumpavg(value, history[-JUMPAVG_LAST_N:], direction, REL_FLOOR, MIN_HISTORY,
                          RECENT_DEFAULT)
     return j.verdict
@@ -463,7 +508,8 @@ def main(args) -> int:
         groups["within_reach"] = reach
     kinds = {k: evaluate(v, steps, args.reps, args.seed, args.min_nights)
              for k, v in groups.items()}
-    print(f"\nby kind (rig: records with dut_switch_kind none, outside the regression goal, "
+    print(f"\nby kind (rig: what the records mark rig (params series_kind) or records with "
+          f"dut_switch_kind none, outside the regression goal, "
           f"counted apart; reach: series within reach of the goal, the nights' sigma "
           f"<= {100 * REACH_SIGMA:.1f} % and <= {100 * REACH_OUTLIERS:g} % of them 10 % off "
           f"the median):\n"

@@ -32,9 +32,17 @@ import json, os, subprocess, sys
 d, t0, t1, l0, l1, reps, *quick = sys.argv[1:]
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "")
 sha = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+# the binaries measured (a history is one build's: a rebuild mid-way is a real step, not noise)
+import hashlib, pathlib
+build = pathlib.Path(os.environ.get("OFBENCH_BUILD_DIR") or "build")
+h = hashlib.sha256()
+for f in sorted(build.rglob("*")):
+    if f.is_file() and not any(p.endswith(".p") for p in f.relative_to(build).parts) \
+            and (os.access(f, os.X_OK) or ".so" in f.name):
+        h.update(str(f.relative_to(build)).encode() + b"\0" + f.read_bytes())
 json.dump({"start": t0, "end": t1, "cpu": cpu, "cores": len(os.sched_getaffinity(0)),
            "loadavg_before": l0, "loadavg_after": l1, "git_sha": sha,
-           "build_dir": os.environ.get("OFBENCH_BUILD_DIR", "build"),
+           "build_dir": str(build), "build_sha256": h.hexdigest(),
            "commands": ["pytest " + " ".join(quick) + " --dut=local",
                         f"python -m suites.switch.pipeline --kinds ofbench --plan ofbench/replay --reps {reps} --duration 1"]},
           open(f"{d}/night.json", "w"), indent=1)

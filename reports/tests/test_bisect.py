@@ -195,7 +195,34 @@ def test_one_worktree_one_build_and_a_resumable_state(tmp_path):
     assert other.measured == {}                              # other settings: afresh
 
 
-def test_stop_after_needs_work(capsys):
+def test_stop_after_needs_work(capsys, tmp_path, monkeypatch):
+    """The option is refused before any scratch folder is made (it left an empty
+    /tmp/ofbench-bisect-* behind at every run of this test)."""
+    import tempfile
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     assert main(["bisect", "--metric", "a/b/c_mpps", "--good", "HEAD~1", "--bad", "HEAD",
                  "--trials", "2", "--stop-after", "60"]) == 2
     assert "--stop-after: needs --work" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_bisect_that_fails_inside_leaves_no_scratch_folder(capsys, tmp_path, monkeypatch):
+    """Its own temp folder (no --work) is removed however the bisect ends: here a range whose
+    commits do not build."""
+    import subprocess
+    import tempfile
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(git[:3] + ["init", "-q"], check=True)
+    for i in range(3):
+        (repo / "meson.build").write_text(f"this is not meson {i}\n")
+        subprocess.run(git + ["add", "-A"], check=True)
+        subprocess.run(git + ["commit", "-qm", f"c{i}"], check=True)
+    assert main(["bisect", "--metric", "a/b/c_mpps", "--good", "HEAD~2", "--bad", "HEAD",
+                 "--trials", "2", "--repo", str(repo)]) == 2
+    assert "does not build" in capsys.readouterr().err
+    assert list(scratch.iterdir()) == []

@@ -297,3 +297,26 @@ def test_mad2_needs_two_nights_beyond_the_band():
     assert judge_confirmed(11.0, hist + [9.0], +1).verdict == "ok"   # two odd nights, opposite ways
     assert judge_confirmed(11.0, hist + [11.1], +1).verdict == "progression"
     assert judge_confirmed(9.0, [10.0, 10.0], +1).verdict == "new"
+
+
+def test_jlog_groups_log_values_and_answers_in_the_values_units(tmp_path):
+    """jlog: jumpavg on ln(v / min): a latency whose nights scatter by a factor finds a 30 %
+    step as a regression (geometric means in the values' units); a series with a value <= 0
+    falls back to jumpavg; the nightly trend takes it by name."""
+    import random
+    from reports.trend import evaluate as trend_evaluate, judge_jumpavg, judge_jumpavg_log
+    rnd = random.Random(2)
+    hist = [100 * (1 + 0.01 * rnd.gauss(0, 1)) for _ in range(20)] + [130.0, 131.0]
+    j, segs = judge_jumpavg_log(129.5, hist, -1)
+    assert j.verdict == "regression" and j.median == pytest.approx(100, rel=0.02)
+    assert segs[-1].avg == pytest.approx(130.2, rel=0.01) and segs[-1].start == 20
+    assert segs[-1].change_pct == pytest.approx(30, abs=2)
+    assert judge_jumpavg_log(100.5, hist[:20], -1)[0].verdict == "ok"
+    zero = [0.0, 1.0, 2.0, 1.0]
+    assert judge_jumpavg_log(1.0, zero, -1)[0].verdict == judge_jumpavg(1.0, zero, -1)[0].verdict
+    rec = {"suite": "s", "name": "n", "metrics": {"latency_p99_us": 130.0},
+           "provenance": {"end_time": "2024-04-20T02:00:00Z", "git_sha": "f" * 40}}
+    days = [f"2024-04-{d:02d}T02:00:00.000000Z" for d in range(1, 23)]
+    key = record_keys(rec)[0][0]
+    rows = trend_evaluate([rec], {key: list(zip(days, hist))}, detector="jlog")
+    assert rows[0].judgement.verdict == "regression" and rows[0].segments

@@ -132,13 +132,14 @@ def test_the_better_detector_pays_fewer_false_alarms_per_step_found():
     steps = [StepResult("mad", 10.0, 100, 60, 59, []), StepResult("mad2", 10.0, 100, 48, 47, []),
              StepResult("jumpavg", 10.0, 100, 80, 62, []), StepResult("csit", 10.0, 100, 41, 40, [])]
     steps.append(StepResult("auto", 10.0, 100, 45, 44, []))
-    ev = Evaluation(steps, {"mad": 16, "mad2": 5, "jumpavg": 35, "csit": 12, "auto": 6}, 100, 4, 28)
+    ev = Evaluation(steps, {"mad": 16, "mad2": 5, "jumpavg": 35, "csit": 12, "jlog": 30,
+                            "auto": 6}, 100, 4, 28)
     assert ev.best() == "mad2"                      # 5 / 47 beats 16 / 59, 12 / 40, 35 / 62
     assert ev.as_dict()["false_alarms_per_10pct_step_found"]["mad2"] == pytest.approx(5 / 47, abs=1e-3)
     # meeting the goal beats any ratio
     steps[2] = StepResult("jumpavg", 10.0, 100, 96, 96, [])
-    assert Evaluation(steps, {"mad": 16, "mad2": 5, "jumpavg": 1, "csit": 12, "auto": 6}, 100, 4,
-                      28).best() == "jumpavg"
+    assert Evaluation(steps, {"mad": 16, "mad2": 5, "jumpavg": 1, "csit": 12, "jlog": 30,
+                              "auto": 6}, 100, 4, 28).best() == "jumpavg"
 
 
 def test_series_kinds_come_from_the_records_and_reach_from_the_noise(capsys, tmp_path):
@@ -174,7 +175,45 @@ def test_series_kinds_come_from_the_records_and_reach_from_the_noise(capsys, tmp
     assert main(["trend-eval", "--history", str(path), "--steps", "10", "--reps", "2",
                  "--out", str(out)]) == 0
     text = capsys.readouterr().out
-    assert "by kind (rig: records with dut_switch_kind none" in text and "trials vs nights" in text
+    assert "by kind (rig: what the records mark rig" in text and "trials vs nights" in text
     fig = json.loads(out.read_text())
     assert set(fig["by_kind"]) == {"dut_rate", "rig", "within_reach"}
     assert fig["by_kind"]["rig"]["nights_10pct_off_pct"]["a/b [none, g, p] latency_p50_us"] == 18.8
+
+
+def test_a_record_marks_its_rig_bound_metrics_and_the_history_keeps_the_kind(tmp_path, capsys):
+    """A pipeline record holds the switch's rates beside the rig's own probes (memory latency,
+    the feed's ceiling): params series_kind {metric: "rig"} sets those apart by what they are;
+    the kind is saved with the history and read back; a mark that is no kind is refused."""
+    from reports.trend_eval import record_kind
+    rec = {"suite": "switch", "name": "pipe", "metrics": {},
+           "params": {"series_kind": {"host_mem_latency_1mib_ns": "rig",
+                                      "feed_replay_ceiling_mpps": "rig", "ofbench_install_s": "dut"}},
+           "provenance": {"dut_switch_kind": "ofbench"}}
+    assert record_kind(rec, "host_mem_latency_1mib_ns") == "rig"
+    assert record_kind(rec, "feed_replay_ceiling_mpps") == "rig"
+    assert record_kind(rec, "ofbench_mpps") == "dut_rate"
+    assert record_kind(rec, "ofbench_install_s") == "dut_latency"
+    assert record_kind({**rec, "params": {"series_kind": "rig"}}, "ofbench_mpps") == "rig"
+    assert record_kind({"provenance": {"dut_switch_kind": "none"}}, "ndr_mpps") == "rig"
+    with pytest.raises(HistoryError, match=r"night-3: switch/pipe params.series_kind\[ofbench_mpps\]"):
+        record_kind({**rec, "params": {"series_kind": {"ofbench_mpps": "rigg"}}}, "ofbench_mpps",
+                    "night-3")
+    root = tmp_path / "nights"
+    for night in range(12):
+        d = root / f"night-{night:02d}"
+        d.mkdir(parents=True)
+        (d / "pipeline.json").write_text(json.dumps(
+            {**rec, "metrics": {"ofbench_mpps": 30.0 + night % 2, "host_mem_latency_1mib_ns": 7.0,
+                                "feed_replay_ceiling_mpps": 120.0, "ofbench_install_s": 0.3}}))
+    series = series_from_runs(sorted(root.iterdir()))
+    kinds = {s.label.split()[-1]: s.kind for s in series}
+    assert kinds == {"ofbench_mpps": "dut_rate", "host_mem_latency_1mib_ns": "rig",
+                     "feed_replay_ceiling_mpps": "rig", "ofbench_install_s": "dut_latency"}
+    path = save_history(series, tmp_path / "h.json", "synthetic")
+    assert {s.label.split()[-1]: s.kind for s in load_history(path)} == kinds
+    bad = json.loads(path.read_text())
+    bad["series"][0]["series_kind"] = "dut"
+    path.write_text(json.dumps(bad))
+    assert main(["trend-eval", "--history", str(path), "--min-nights", "12"]) == 2
+    assert "series_kind expected one of dut_rate, dut_latency, rig, got 'dut'" in capsys.readouterr().err

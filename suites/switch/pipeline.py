@@ -968,6 +968,19 @@ def metrics_of(res: dict) -> dict:
     return m
 
 
+# Metrics a pipeline record holds that measure the rig, not the switch: the host's memory
+# latency probe (memchase) and what it derives, and each feed's ceiling (the feed alone on the
+# lcore, no switch in the path). A record names them in params ``series_kind`` ({metric: "rig"},
+# reports/README.md "Series kinds"), so the trend counts them apart from the DUT's series.
+RIG_METRIC = re.compile(r"^(host_mem_latency_\d+mib_ns|host_cache_mib_est"
+                        r"|feed_[a-z0-9_]+_ceiling(_best)?_mpps)$")
+
+
+def series_kinds(metrics: dict) -> dict:
+    """params ``series_kind``: {metric: "rig"} for each rig-bound metric of ``metrics``."""
+    return {m: "rig" for m in sorted(metrics) if RIG_METRIC.match(m)}
+
+
 def window_reps(res: dict) -> dict:
     """``<kind>_<feed>_mpps_reps``: every measurement window's rate (the repetitions
     reports/noise.py and the trend's ``csit`` detector read), for each measured (kind, feed)."""
@@ -1016,10 +1029,12 @@ def main(argv: list[str] | None = None) -> int:
                                  workers=a.workers)
     finally:
         lab.close()
+    metrics = metrics_of(res)
     print(json.dumps({"suite": "switch", "name": a.workload or f"pipeline_64b_{a.flows // 1000}k_flows",
-                      "metrics": metrics_of(res), "params": {"flows": a.flows,
+                      "metrics": metrics, "params": {"flows": a.flows,
                       "lookup": a.lookup, "frames": a.frames, "io": "feed -> one lcore -> net_null",
-                      "plan": a.plan, "logs": str(run_dir), **window_reps(res)}, "raw": res}))
+                      "plan": a.plan, "logs": str(run_dir), **window_reps(res),
+                      "series_kind": series_kinds(metrics)}, "raw": res}))
     return 0
 
 

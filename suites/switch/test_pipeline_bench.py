@@ -30,7 +30,7 @@ def test_pipeline_64b_100k_flows(lab, profile, results, progress, n_frames):
              and (k == "ofbench" or (profile.has("ovs_dpdk") and profile.lab_kind == "local"))]
     if "ofbench" not in kinds:
         pytest.skip(switch_available("ofbench", profile))
-    from suites.switch.pipeline import metrics_of, run_pipeline_bench
+    from suites.switch.pipeline import metrics_of, run_pipeline_bench, series_kinds
     progress(f"pipeline bench: 100k flows, {n_frames} distinct 64 B frames, one lcore, "
              f"{' vs '.join(kinds)}, 3 windows each, feed ceilings")
     res = run_pipeline_bench(lab, kinds=tuple(kinds), n_flows=100_000, n_frames=n_frames)
@@ -40,7 +40,8 @@ def test_pipeline_64b_100k_flows(lab, profile, results, progress, n_frames):
                    params={"flows": 100_000, "frame_size_b": 64, "lcores": 1,
                            "distinct_frames": n_frames, "windows": 3,
                            "io": "ofbench: replay (by reference) and net_pcap infinite_rx; "
-                                 "OVS-DPDK: net_pcap infinite_rx; -> net_null,no-rx=1"},
+                                 "OVS-DPDK: net_pcap infinite_rx; -> net_null,no-rx=1",
+                           "series_kind": series_kinds(metrics)},
                    provenance={"dut_switch_kind": "ofbench", "generator": "drivers/replay+net_pcap",
                                "generator_version": "dpdk-22.11", "port_kind": "ring/pcap/null"})
     assert metrics.get("ofbench_mpps", 0) > 0, f"ofbench forwarded nothing: {res}"
@@ -83,7 +84,7 @@ def test_pipeline_workload(lab, profile, results, progress, record):
              and (k == "ofbench" or (profile.has("ovs_dpdk") and profile.lab_kind == "local"))]
     if "ofbench" not in kinds:
         pytest.skip(switch_available("ofbench", profile))
-    from suites.switch.pipeline import WORKLOADS, metrics_of, run_pipeline_bench
+    from suites.switch.pipeline import WORKLOADS, metrics_of, run_pipeline_bench, series_kinds
     wl = WORKLOADS[record]
     progress(f"pipeline bench {record}: {wl}, {' vs '.join(kinds)}")
     res = run_pipeline_bench(lab, kinds=tuple(kinds), n_flows=100_000, workload=wl)
@@ -95,7 +96,8 @@ def test_pipeline_workload(lab, profile, results, progress, record):
                            **({"zipf_s": wl.zipf_s, "distinct_frames": wl.n_distinct}
                               if wl.mix == "zipf" else {}),
                            "io": "ofbench: replay (replay-copy when rewriting) and net_pcap "
-                                 "infinite_rx; OVS-DPDK: net_pcap infinite_rx; -> net_null"},
+                                 "infinite_rx; OVS-DPDK: net_pcap infinite_rx; -> net_null",
+                           "series_kind": series_kinds(metrics)},
                    provenance={"dut_switch_kind": "ofbench", "generator": "drivers/replay+net_pcap",
                                "generator_version": "dpdk-22.11", "port_kind": "ring/pcap/null"})
     assert metrics.get("ofbench_mpps", 0) > 0, f"ofbench forwarded nothing: {res}"
@@ -169,7 +171,9 @@ def test_pipeline_worker_scaling(lab, profile, results, progress):
                            "workers": counts, "host_cores": n_cores, "windows": 3,
                            "io": "ofbench: one replay port per worker (by reference), "
                                  "the frames split across them by 5-tuple hash (RSS-like) -> "
-                                 "net_null,no-rx=1"},
+                                 "net_null,no-rx=1",
+                           "series_kind": {"feed_replay_ceiling_mpps": "rig"}
+                           if "feed_replay_ceiling_mpps" in metrics else {}},
                    provenance={"dut_switch_kind": "ofbench", "generator": "drivers/replay",
                                "generator_version": "dpdk-22.11", "port_kind": "ring/null"})
     assert metrics["workers_1_mpps"] > 0 and metrics[f"workers_{top}_mpps"] > 0, metrics

@@ -71,6 +71,11 @@ def test_metrics_of():
     assert m["ofbench_pcap_other_load_cores"] == 0.25
     assert m["host_mem_latency_1mib_ns"] == 14.5 and m["host_mem_latency_8mib_ns"] == 112.0
     assert m["host_cache_mib_est"] == 1 and m["working_set_mib_est"] == 0.0
+    # the rig's own measurements are marked as such for the trend; the switch's are not
+    assert bench.series_kinds(m) == {
+        "feed_replay_ceiling_best_mpps": "rig", "feed_replay_ceiling_mpps": "rig",
+        "host_cache_mib_est": "rig", "host_mem_latency_1mib_ns": "rig",
+        "host_mem_latency_8mib_ns": "rig"}
 
 
 def test_host_cache_and_working_set():
