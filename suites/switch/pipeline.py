@@ -437,13 +437,14 @@ class VethRig:
         short = tag.replace("bench", "b")  # interface names: 15 characters at most
         self.ns = lab.add_netns(f"{short}v")
         try:
+            # no IPv6 on the wires: no router solicitations or MLD reports among the frames
+            for k in ("all", "default"):
+                lab.netns_exec(self.ns, ["sysctl", "-qw", f"net.ipv6.conf.{k}.disable_ipv6=1"],
+                               check=False)
             self.g0, self.w0, self.g1, self.w1 = (lab.ifname(f"{short}{x}")
                                                   for x in ("g0", "w0", "g1", "w1"))
             lab.add_veth(self.ns, self.g0, self.ns, self.w0)
             lab.add_veth(self.ns, self.g1, self.ns, self.w1)
-            # no IPv6 on the wires: no router solicitations or MLD reports among the frames
-            lab.netns_exec(self.ns, ["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"],
-                           check=False)
         except BaseException:
             self.close()
             raise
@@ -811,7 +812,7 @@ def run_one(lab, kind: str, flows: list[BenchFlow], pcap: Path, *, lcore: int,
     # loopback forwarded here over SSH on a remote one
     rig = None
     if kind in VETH_KINDS:  # OVS in the feed's namespace: its controller by a Unix socket
-        listener = UnixListener(Path(lab.sock_path(f"{tag}-{kind}-ctl.sock")))
+        listener = None     # (made in OVS's run directory, where it lets a controller be)
         port = None
         rx_devargs = None
     else:
@@ -866,6 +867,8 @@ def run_one(lab, kind: str, flows: list[BenchFlow], pcap: Path, *, lcore: int,
             pid = _ovs_vswitchd_pid(str(ovs.dir))
             if pid:
                 lab.run(["taskset", "-p", "-c", str(lcore), str(pid)], check=False)
+            # ovs-vswitchd connects to a unix: controller only inside its run directory
+            listener = UnixListener(Path(ovs.dir) / "bench-ctl.sock")
             ovs.add_bridge("br0", dpid=0xB3, controller=f"unix:{listener.path}")
             ovs.add_port("br0", rig.w0, ofport=1)
             ovs.add_port("br0", rig.w1, ofport=2)
@@ -937,7 +940,8 @@ def run_one(lab, kind: str, flows: list[BenchFlow], pcap: Path, *, lcore: int,
             out["tables"] = tables
         return out
     finally:
-        listener.close()
+        if listener is not None:
+            listener.close()
         if stop:
             stop()
 
