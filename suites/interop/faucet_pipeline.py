@@ -533,6 +533,29 @@ def cache_served(metrics: dict, prefix: str) -> str:
     return ""
 
 
+VETH_BOUND = 0.9  # a rate at this share of the veth feed's ceiling or more is the port's
+
+
+def veth_bound(metrics: dict, prefix: str = "ovs_veth") -> str:
+    """What bounds a veth-fed run's rate, in words (pure): the veth port kind when the rate
+    reaches VETH_BOUND of the feed's ceiling (a busy DPDK af_packet reader with no switch
+    work, feed_veth_ceiling_mpps), else the switch's own core (its CPU share beside it; OVS
+    netdev's core also does its af_packet socket I/O). Either way not comparable with the
+    DPDK-port rates."""
+    rate, ceiling = metrics.get(f"{prefix}_mpps"), metrics.get("feed_veth_ceiling_mpps")
+    tail = "; not comparable with the DPDK-port records (another port kind)"
+    if not rate or not ceiling:
+        return "the veth port kind (ceiling not measured)" + tail
+    share = metrics.get(f"{prefix}_cpu_share")
+    if rate >= VETH_BOUND * ceiling:
+        return (f"the veth port kind: {rate} Mpps is {rate / ceiling:.0%} of what a busy DPDK "
+                f"af_packet reader with no switch work gets out of it ({ceiling} Mpps)" + tail)
+    return (f"the switch's core, not the port: {rate} Mpps is {rate / ceiling:.0%} of the veth "
+            f"ceiling ({ceiling} Mpps, a busy DPDK af_packet reader with no switch work)"
+            + (f", its forwarding thread at CPU share {share}" if share is not None else "")
+            + " (OVS netdev's core also does its af_packet socket I/O)" + tail)
+
+
 def kind_rows(metrics: dict, ovs_metrics: dict | None, not_run: dict[str, str]) -> list[dict]:
     """The FAUCET pipeline table's rows, one per switch kind and feed (pure): rate (median of
     the rounds' medians) beside the best window, the feed's ceiling, which cache served, the
@@ -554,10 +577,7 @@ def kind_rows(metrics: dict, ovs_metrics: dict | None, not_run: dict[str, str]) 
             continue
         if not src or f"{k}_mpps" not in src:
             continue
-        note = ""
-        if kind == "ovs":
-            note = ("bounded by the veth port kind (the ceiling: a busy DPDK af_packet reader "
-                    "with no switch work); not comparable with the DPDK rows")
+        note = f"bounded by {veth_bound(src, k)}" if kind == "ovs" else ""
         rows.append({"switch": kind, "port_kind": port_kind, "mpps": src[f"{k}_mpps"],
                      "best_mpps": src.get(f"{k}_best_mpps"),
                      "feed_ceiling_mpps": src.get(f"feed_{ceiling.replace('-', '_')}_ceiling_mpps"),

@@ -74,7 +74,8 @@ def _bench(lab, profile, results, progress, run_dir, n_hosts: int):
     from suites.interop.faucet_pipeline import (KIND_KEYS, PIPELINE_KINDS, VETH_GENERATOR,
                                                 FaucetWorkload, kind_rows, learn_params,
                                                 merge_rounds, pipeline_plan, round_ratios,
-                                                split_kind_metrics, table_mismatches)
+                                                split_kind_metrics, table_mismatches,
+                                                veth_bound)
     from suites.switch.pipeline import metrics_of, run_pipeline_bench
     # every switch kind of issue 41; a kind this lab cannot run gets a record saying why
     not_run = {k: why for k in PIPELINE_KINDS if (why := switch_available(k, profile))}
@@ -135,10 +136,7 @@ def _bench(lab, profile, results, progress, run_dir, n_hosts: int):
                        params={**common, "switch_kind": "ovs",
                                "io": "feeder -> veth -> OVS netdev (af_packet socket, main "
                                      "thread pinned to the bench lcore) -> veth -> dropped",
-                               "rate_bound": "the veth port kind: a busy DPDK af_packet reader "
-                                             "with no switch work gets feed_veth_ceiling_mpps "
-                                             "out of it (about 0.1 Mpps here); not comparable "
-                                             "with the DPDK-port records",
+                               "rate_bound": veth_bound(ovs_metrics),
                                "caches": "ovs_veth_emc/smc/megaflow_hits and shares "
                                          "(pmd-stats-show, main thread)"},
                        provenance={"dut_switch_kind": "ovs", "dut_lookup": "n/a",

@@ -231,8 +231,22 @@ def test_faucet_pipeline_runs_every_kind_and_gives_ovs_its_own_record():
     assert [r["switch"] for r in rows] == ["ofbench", "ovs-dpdk", "ovs"]
     assert "pipeline cache 90.0 %" in by[("ofbench", "DPDK")]["cache_served"]
     assert by[("ovs-dpdk", "DPDK")]["cache_served"].startswith("EMC 20.0 %, SMC 0.0 %, megaflow 80.0 %")
-    assert by[("ovs", "veth")]["feed_ceiling_mpps"] == 0.1 and "veth" in by[("ovs", "veth")]["note"]
+    assert by[("ovs", "veth")]["feed_ceiling_mpps"] == 0.1
+    assert by[("ovs", "veth")]["note"].startswith("bounded by the switch's core, not the port: "
+                                                  "0.07 Mpps is 70% of the veth ceiling")
     rows = kind_rows(rest, None, {"ovs": "profile lacks feature ovs"})
     assert rows[-1] == {"switch": "ovs", "port_kind": "-", "mpps": None, "best_mpps": None,
                         "feed_ceiling_mpps": None, "cache_served": "",
                         "note": "not run: profile lacks feature ovs"}
+
+
+@pytest.mark.quick
+def test_the_veth_records_say_what_bounds_their_rate():
+    from suites.interop.faucet_pipeline import veth_bound
+    port = veth_bound({"ovs_veth_mpps": 0.46, "feed_veth_ceiling_mpps": 0.48})
+    assert port.startswith("the veth port kind: 0.46 Mpps is 96% of") and "not comparable" in port
+    core = veth_bound({"ovs_veth_mpps": 0.24, "feed_veth_ceiling_mpps": 0.48,
+                       "ovs_veth_cpu_share": 0.97})
+    assert core.startswith("the switch's core, not the port: 0.24 Mpps is 50%")
+    assert "CPU share 0.97" in core
+    assert veth_bound({}).startswith("the veth port kind (ceiling not measured)")
