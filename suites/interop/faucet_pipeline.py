@@ -386,7 +386,8 @@ def merge_rounds(rounds: list[dict]) -> dict:
     afresh, the switches alternating) -> one result of the same shape (pure): per kind/feed
     ``mpps`` = median of the rounds' medians, ``mpps_best`` = the best window of any round,
     ``mpps_runs`` = the rounds' medians, cpu_share / mpps_per_cpu / other_load_cores medians,
-    cache_hit_ratio the lowest, ``datapath`` and ``tables`` from the last round; ceilings and
+    cache_hit_ratio the lowest, ``datapath``, ``tables``, ``switch_cache`` (ofbench's cache
+    counters) and ``veth`` (the veth feed's counters) from the last round; ceilings and
     memory from whichever round measured them (the last)."""
     out: dict = {}
     for res in rounds:
@@ -410,7 +411,7 @@ def merge_rounds(rounds: list[dict]) -> dict:
         hits = [r["cache_hit_ratio"] for r in runs if "cache_hit_ratio" in r]
         if hits:
             merged["cache_hit_ratio"] = min(hits)
-        for k in ("datapath", "tables"):
+        for k in ("datapath", "tables", "switch_cache", "veth"):
             if k in runs[-1]:
                 merged[k] = runs[-1][k]
         out[name] = merged
@@ -469,3 +470,116 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+# ---- every switch kind in the pipeline bench ---------------------------------------------------
+# Issue 41: FAUCET's pipeline on every switch kind of the profile. ofbench and OVS-DPDK take
+# DPDK ports (the pcap feed into one lcore, net_null sink: suites/switch/pipeline.py); OVS
+# netdev takes none, so it is fed through a veth pair by a DPDK af_packet feeder (VETH_FEED),
+# another port kind: its rate is bounded by the kernel's veth path, never compared blindly
+# with the DPDK ones (its own record, the port kind and generator in its provenance).
+PIPELINE_KINDS = ("ofbench", "ovs-dpdk", "ovs")
+KIND_KEYS = {"ofbench": "ofbench", "ovs-dpdk": "ovs_dpdk", "ovs": "ovs"}
+VETH_GENERATOR = "dut/switch/bench/feed_ceiling: pcap frames copied into mbufs -> net_af_packet"
+
+
+def pipeline_plan(kinds) -> tuple:
+    """(kind, feed) pairs the FAUCET pipeline bench measures for the kinds that run (pure):
+    ofbench on replay-copy (FAUCET's flows rewrite) and pcap, OVS-DPDK on pcap, OVS netdev on
+    the veth feed."""
+    from suites.switch.pipeline import REWRITE_PLAN, VETH_KINDS
+    plan = [(k, f) for k, f in REWRITE_PLAN if k in kinds]
+    plan += [(k, f) for k, f in VETH_KINDS.items() if k in kinds]
+    return tuple(plan)
+
+
+def split_kind_metrics(metrics: dict, kind: str = "ovs") -> tuple[dict, dict]:
+    """(the rest, ``kind``'s) of a FAUCET pipeline run's metrics (pure): the veth-fed kind's
+    rates, counters and its feed's ceiling go to its own record; what both share (FAUCET's
+    recording, frames, host memory) goes to both."""
+    from suites.switch.pipeline import VETH_KINDS
+    feed = VETH_KINDS[kind]
+    own = (f"{KIND_KEYS[kind]}_{feed}_", f"feed_{feed}_", f"{KIND_KEYS[kind]}_mpps",
+           f"{KIND_KEYS[kind]}_install_s", f"{KIND_KEYS[kind]}_cache_hit_ratio")
+    mine = {k: v for k, v in metrics.items() if k.startswith(own)}
+    rest = {k: v for k, v in metrics.items() if k not in mine}
+    other_kinds = tuple(f"{v}_" for k, v in KIND_KEYS.items() if k != kind) + \
+        ("speedup_", "feed_")
+    shared = {k: v for k, v in rest.items() if not k.startswith(other_kinds)}
+    return rest, {**shared, **mine}
+
+
+def cache_served(metrics: dict, prefix: str) -> str:
+    """Which cache classified a run's frames, in words (pure): ofbench's pipeline cache and
+    flow cache (their hits over the frames received), OVS's EMC, SMC and megaflow classifier
+    (pmd-stats-show over the frames its datapath received); "" when not measured."""
+    def pct(k):
+        v = metrics.get(f"{prefix}_{k}_share")
+        return None if v is None else f"{100 * v:.1f} %"
+    if f"{prefix}_pipe_cache_hits" in metrics:
+        parts = [f"pipeline cache {pct('pipe_cache_hits') or '?'} of frames "
+                 f"({metrics[f'{prefix}_pipe_cache_hits']} hits, "
+                 f"{metrics.get(f'{prefix}_pipe_cache_stores', '?')} stores)"]
+        if metrics.get(f"{prefix}_cache_hits"):
+            parts.append(f"flow cache {pct('cache_hits')} ({metrics[f'{prefix}_cache_hits']} "
+                         f"hits, {metrics.get(f'{prefix}_cache_misses', '?')} misses)")
+        return "; ".join(parts)
+    got = [f"{name} {pct(k)}" for k, name in (("emc_hits", "EMC"), ("smc_hits", "SMC"),
+                                               ("megaflow_hits", "megaflow"))
+           if pct(k) is not None]
+    if got:
+        ups = metrics.get(f"{prefix}_upcalls")
+        return ", ".join(got) + (f", {ups} upcalls" if ups is not None else "")
+    return ""
+
+
+VETH_BOUND = 0.9  # a rate at this share of the veth feed's ceiling or more is the port's
+
+
+def veth_bound(metrics: dict, prefix: str = "ovs_veth") -> str:
+    """What bounds a veth-fed run's rate, in words (pure): the veth port kind when the rate
+    reaches VETH_BOUND of the feed's ceiling (a busy DPDK af_packet reader with no switch
+    work, feed_veth_ceiling_mpps), else the switch's own core (its CPU share beside it; OVS
+    netdev's core also does its af_packet socket I/O). Either way not comparable with the
+    DPDK-port rates."""
+    rate, ceiling = metrics.get(f"{prefix}_mpps"), metrics.get("feed_veth_ceiling_mpps")
+    tail = "; not comparable with the DPDK-port records (another port kind)"
+    if not rate or not ceiling:
+        return "the veth port kind (ceiling not measured)" + tail
+    share = metrics.get(f"{prefix}_cpu_share")
+    if rate >= VETH_BOUND * ceiling:
+        return (f"the veth port kind: {rate} Mpps is {rate / ceiling:.0%} of what a busy DPDK "
+                f"af_packet reader with no switch work gets out of it ({ceiling} Mpps)" + tail)
+    return (f"the switch's core, not the port: {rate} Mpps is {rate / ceiling:.0%} of the veth "
+            f"ceiling ({ceiling} Mpps, a busy DPDK af_packet reader with no switch work)"
+            + (f", its forwarding thread at CPU share {share}" if share is not None else "")
+            + " (OVS netdev's core also does its af_packet socket I/O)" + tail)
+
+
+def kind_rows(metrics: dict, ovs_metrics: dict | None, not_run: dict[str, str]) -> list[dict]:
+    """The FAUCET pipeline table's rows, one per switch kind and feed (pure): rate (median of
+    the rounds' medians) beside the best window, the feed's ceiling, which cache served, the
+    port kind and generator; a kind that could not run says why."""
+    from suites.switch.pipeline import VETH_FEED
+    rows = []
+    feeds = (("ofbench", "replay_copy", "replay (frames copied into mbufs)", "replay-copy"),
+             ("ofbench", "pcap", "DPDK ring: net_pcap in, net_null out", "pcap"),
+             ("ovs-dpdk", "pcap", "DPDK ring: net_pcap in, net_null out", "pcap"),
+             ("ovs", VETH_FEED, "veth (kernel), OVS's af_packet socket", VETH_FEED))
+    for kind, feed, port_kind, ceiling in feeds:
+        src = ovs_metrics if kind == "ovs" else metrics
+        k = f"{KIND_KEYS[kind]}_{feed}"
+        if kind in not_run:
+            if not any(r["switch"] == kind for r in rows):
+                rows.append({"switch": kind, "port_kind": "-", "mpps": None, "best_mpps": None,
+                             "feed_ceiling_mpps": None, "cache_served": "",
+                             "note": f"not run: {not_run[kind]}"})
+            continue
+        if not src or f"{k}_mpps" not in src:
+            continue
+        note = f"bounded by {veth_bound(src, k)}" if kind == "ovs" else ""
+        rows.append({"switch": kind, "port_kind": port_kind, "mpps": src[f"{k}_mpps"],
+                     "best_mpps": src.get(f"{k}_best_mpps"),
+                     "feed_ceiling_mpps": src.get(f"feed_{ceiling.replace('-', '_')}_ceiling_mpps"),
+                     "cache_served": cache_served(src, k), "note": note})
+    return rows

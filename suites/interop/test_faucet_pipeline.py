@@ -1,6 +1,8 @@
 """FAUCET's pipeline as a workload (issue 41 part 2): the flows FAUCET installs for a routed
 two-VLAN network with 1k (and, nightly, 10k) learned hosts per VLAN, replayed into the switch
-pipeline bench, ofbench vs OVS-DPDK in the same run (suites/interop/faucet_pipeline.py)."""
+pipeline bench, ofbench, OVS-DPDK and OVS netdev in the same rounds (suites/interop/
+faucet_pipeline.py): the DPDK kinds on the pcap feed, OVS netdev (no DPDK port) on a veth feed,
+in its own record with its port kind and generator."""
 from __future__ import annotations
 
 import pytest
@@ -67,13 +69,20 @@ def _recording(lab, run_dir, n_hosts: int, progress):
 
 def _bench(lab, profile, results, progress, run_dir, n_hosts: int):
     import subprocess
+    import warnings
     from drivers.lab.switches import switch_available
-    from suites.interop.faucet_pipeline import (FaucetWorkload, learn_params, merge_rounds,
-                                                round_ratios, table_mismatches)
+    from suites.interop.faucet_pipeline import (KIND_KEYS, PIPELINE_KINDS, VETH_GENERATOR,
+                                                FaucetWorkload, kind_rows, learn_params,
+                                                merge_rounds, pipeline_plan, round_ratios,
+                                                split_kind_metrics, table_mismatches,
+                                                veth_bound)
     from suites.switch.pipeline import metrics_of, run_pipeline_bench
-    kinds = tuple(k for k in ("ofbench", "ovs-dpdk") if switch_available(k, profile) is None)
+    # every switch kind of issue 41; a kind this lab cannot run gets a record saying why
+    not_run = {k: why for k in PIPELINE_KINDS if (why := switch_available(k, profile))}
+    kinds = tuple(k for k in PIPELINE_KINDS if k not in not_run)
     if "ofbench" not in kinds:
-        pytest.skip(switch_available("ofbench", profile))
+        pytest.skip(not_run["ofbench"])
+    plan = pipeline_plan(kinds)
     load = [subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()]
     msgs, info = _recording(lab, run_dir, n_hosts, progress)
     wl = FaucetWorkload(f"faucet_pipeline_{n_hosts}_hosts", kind="faucet", n_frames=8192,
@@ -81,7 +90,7 @@ def _bench(lab, profile, results, progress, run_dir, n_hosts: int):
     progress(f"FAUCET pipeline: {info}; bench {' vs '.join(kinds)}, {ROUNDS} rounds")
     rounds = []
     for r in range(ROUNDS):
-        rounds.append(run_pipeline_bench(lab, kinds=kinds, n_flows=1, workload=wl,
+        rounds.append(run_pipeline_bench(lab, kinds=kinds, n_flows=1, workload=wl, plan=plan,
                                          ceilings=r == ROUNDS - 1))
         load.append(subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
         progress(f"FAUCET pipeline round {r + 1}: " + ", ".join(
@@ -100,19 +109,52 @@ def _bench(lab, profile, results, progress, run_dir, n_hosts: int):
                    **{f"learn_{k}": v for k, v in info.get("stages", {}).items()
                       if isinstance(v, (int, float))},
                    **{f"table{t}_flows": n for t, n in info["tables"].items()})
+    common = {"hosts_per_vlan": n_hosts, "frame_size_b": 64, "lcores": 1,
+              "distinct_frames": 8192, "windows": 3, "rounds": ROUNDS,
+              "controller": "faucet", "controller_version": FAUCET_VERSION,
+              **learn_params(info), "uptime": load,
+              "recording": info.get("recording", "recorded in this run")}
+    metrics, ovs_metrics = split_kind_metrics(metrics) if "ovs" in kinds else (metrics, None)
     results.record(wl.name, metrics,
-                   params={"hosts_per_vlan": n_hosts, "frame_size_b": 64, "lcores": 1,
-                           "distinct_frames": 8192, "windows": 3, "rounds": ROUNDS,
-                           "controller": "faucet", "controller_version": FAUCET_VERSION,
-                           **learn_params(info),
-                           "round_speedups": ratios, "uptime": load,
+                   params={**common, "round_speedups": ratios,
                            "ovs_dpdk_megaflow_example": (res.get("ovs-dpdk/pcap", {}).get(
                                "datapath") or {}).get("megaflow_example", ""),
-                           "recording": info.get("recording", "recorded in this run"),
-                           "io": "ofbench: replay-copy and net_pcap; OVS-DPDK: net_pcap"},
+                           "io": "ofbench: replay-copy and net_pcap; OVS-DPDK: net_pcap",
+                           "caches": "ofbench: <feed>_pipe_cache_hits/_stores and their share "
+                                     "of frames received (the pipeline cache), cache_hits/"
+                                     "misses (the flow cache); OVS-DPDK: <feed>_emc/smc/"
+                                     "megaflow_hits and shares (pmd-stats-show)"},
                    provenance={"dut_switch_kind": "ofbench", "generator": "drivers/replay+net_pcap",
                                "generator_version": "dpdk-22.11", "port_kind": "ring/pcap/null"})
+    if ovs_metrics is not None:
+        ceiling = ovs_metrics.get("feed_veth_ceiling_mpps")
+        if ceiling and ovs_metrics.get("ovs_veth_mpps") is not None:
+            ovs_metrics["ovs_veth_share_of_ceiling"] = round(
+                ovs_metrics["ovs_veth_mpps"] / ceiling, 3)
+        # OVS netdev takes no DPDK port: its own record, another port kind and generator
+        results.record(f"{wl.name}_ovs", ovs_metrics,
+                       params={**common, "switch_kind": "ovs",
+                               "io": "feeder -> veth -> OVS netdev (af_packet socket, main "
+                                     "thread pinned to the bench lcore) -> veth -> dropped",
+                               "rate_bound": veth_bound(ovs_metrics),
+                               "caches": "ovs_veth_emc/smc/megaflow_hits and shares "
+                                         "(pmd-stats-show, main thread)"},
+                       provenance={"dut_switch_kind": "ovs", "dut_lookup": "n/a",
+                                   "generator": VETH_GENERATOR, "generator_version": "dpdk-22.11",
+                                   "port_kind": "veth/af_packet"})
+    for kind, why in not_run.items():
+        results.record(f"{wl.name}_{KIND_KEYS[kind]}_not_run", {"ran": False},
+                       params={**common, "switch_kind": kind, "not_run_reason": why},
+                       provenance={"dut_switch_kind": kind, "dut_lookup": "n/a",
+                                   "generator": "none", "generator_version": "n/a",
+                                   "port_kind": "n/a"})
+        progress(f"FAUCET pipeline: {kind} not run: {why}")
+        warnings.warn(f"FAUCET pipeline, {n_hosts} hosts: {kind} not run: {why}", stacklevel=1)
+    results.add_table(kind_rows(metrics, ovs_metrics, not_run),
+                      f"FAUCET's pipeline, {n_hosts} hosts per VLAN, 64 B, one core: each switch kind")
     assert metrics.get("ofbench_mpps", 0) > 0, f"ofbench forwarded nothing: {res}"
+    if ovs_metrics is not None:
+        assert ovs_metrics.get("ovs_veth_mpps", 0) > 0, f"OVS forwarded nothing: {res}"
     mismatch = table_mismatches(metrics)
     if mismatch and "ovs_dpdk_pcap_mpps" in metrics:
         # README "Findings" 3: ofbench expires idle-timeout flows that carry traffic, so its

@@ -196,3 +196,57 @@ def test_every_rfc_kind_has_its_own_topology_tag():
     tags = {rfc_tag(k, n) for k in RFC_KINDS for n in (1000, 10_000)}
     assert len(tags) == 2 * len(RFC_KINDS)
     assert rfc_tag("ovs-dpdk", 1000) == "fr1ovd" and rfc_tag("ofbench", 10_000) == "fr10ofb"
+
+
+@pytest.mark.quick
+def test_faucet_pipeline_runs_every_kind_and_gives_ovs_its_own_record():
+    from suites.interop.faucet_pipeline import (kind_rows, merge_rounds, pipeline_plan,
+                                                split_kind_metrics)
+    from suites.switch.pipeline import metrics_of
+    assert pipeline_plan(("ofbench", "ovs-dpdk", "ovs")) == (
+        ("ofbench", "replay-copy"), ("ofbench", "pcap"), ("ovs-dpdk", "pcap"), ("ovs", "veth"))
+    assert pipeline_plan(("ofbench",)) == (("ofbench", "replay-copy"), ("ofbench", "pcap"))
+    rounds = [_round(5.0, 1.0, 5.5) for _ in range(3)]
+    for r in rounds:
+        r["ofbench/pcap"]["switch_cache"] = {"pipe_cache_hits": 900, "pipe_cache_stores": 10,
+                                             "cache_hits": 0, "cache_misses": 0,
+                                             "rx_packets": 1000}
+        r["ovs-dpdk/pcap"]["datapath"] = {"pmd": {"packets_received": 100, "emc_hits": 20,
+                                                  "smc_hits": 0, "megaflow_hits": 80}}
+        r["ovs/veth"] = {"mpps": 0.07, "mpps_best": 0.08, "install_s": 1.0, "feed": "veth",
+                         "datapath": {"pmd": {"packets_received": 50, "emc_hits": 50}},
+                         "veth": {"offered_mpps": 0.3}}
+    rounds[-1]["ceiling/veth"] = {"mpps": 0.1, "mpps_best": 0.1}
+    rounds[-1]["ceiling/pcap"] = {"mpps": 20.0, "mpps_best": 21.0}
+    m = metrics_of(merge_rounds(rounds))
+    m["flow_mods"] = 8046
+    rest, ovs = split_kind_metrics(m)
+    assert ovs["ovs_veth_mpps"] == 0.07 and ovs["feed_veth_ceiling_mpps"] == 0.1
+    assert ovs["flow_mods"] == 8046 and ovs["ovs_veth_emc_hits_share"] == 1.0
+    assert not any(k.startswith(("ofbench_", "ovs_dpdk_", "speedup", "feed_pcap")) for k in ovs)
+    assert not any(k.startswith(("ovs_veth", "feed_veth", "ovs_mpps")) for k in rest)
+    assert rest["ofbench_pcap_pipe_cache_hits_share"] == 0.9 and rest["flow_mods"] == 8046
+    rows = kind_rows(rest, ovs, {})
+    by = {(r["switch"], r["port_kind"][:4]): r for r in rows}
+    assert [r["switch"] for r in rows] == ["ofbench", "ovs-dpdk", "ovs"]
+    assert "pipeline cache 90.0 %" in by[("ofbench", "DPDK")]["cache_served"]
+    assert by[("ovs-dpdk", "DPDK")]["cache_served"].startswith("EMC 20.0 %, SMC 0.0 %, megaflow 80.0 %")
+    assert by[("ovs", "veth")]["feed_ceiling_mpps"] == 0.1
+    assert by[("ovs", "veth")]["note"].startswith("bounded by the switch's core, not the port: "
+                                                  "0.07 Mpps is 70% of the veth ceiling")
+    rows = kind_rows(rest, None, {"ovs": "profile lacks feature ovs"})
+    assert rows[-1] == {"switch": "ovs", "port_kind": "-", "mpps": None, "best_mpps": None,
+                        "feed_ceiling_mpps": None, "cache_served": "",
+                        "note": "not run: profile lacks feature ovs"}
+
+
+@pytest.mark.quick
+def test_the_veth_records_say_what_bounds_their_rate():
+    from suites.interop.faucet_pipeline import veth_bound
+    port = veth_bound({"ovs_veth_mpps": 0.46, "feed_veth_ceiling_mpps": 0.48})
+    assert port.startswith("the veth port kind: 0.46 Mpps is 96% of") and "not comparable" in port
+    core = veth_bound({"ovs_veth_mpps": 0.24, "feed_veth_ceiling_mpps": 0.48,
+                       "ovs_veth_cpu_share": 0.97})
+    assert core.startswith("the switch's core, not the port: 0.24 Mpps is 50%")
+    assert "CPU share 0.97" in core
+    assert veth_bound({}).startswith("the veth port kind (ceiling not measured)")

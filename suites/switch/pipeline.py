@@ -339,6 +339,13 @@ def _accept(listener, timeout_s: float = 60) -> w.Session:
 
 
 FEEDS = ("replay", "replay-copy", "replay-stream", "pcap")
+# OVS netdev (kind ``ovs``) takes no DPDK port: its feed is a veth pair in a namespace of the
+# run, a feeder (dut/switch/bench/feed_ceiling: the pcap's frames copied into mbufs, sent with
+# DPDK's net_af_packet) writing into one end, OVS reading the other with its own af_packet
+# socket; port 2 is another veth whose far end nobody reads (the kernel drops what arrives).
+# Not the DPDK feeds' I/O: the kernel's veth and socket path bounds the rate (veth_ceiling).
+VETH_FEED = "veth"
+VETH_KINDS = {"ovs": VETH_FEED}  # kinds that take no DPDK port -> their feed
 # port 2: discards what it is given and receives nothing (a plain net_null hands out 32 empty
 # frames per rx poll, which a switch polling every port then parses and drops: until
 # 2026-11-24 both switches of this benchmark spent part of their core on that)
@@ -382,6 +389,136 @@ def feed_ceiling(lab, feed: str, pcap: Path, *, lcore: int, seconds: float = 2.0
     return float(json.loads(line)["mpps"])
 
 
+class UnixListener:
+    """A listener on a Unix socket (LocalListener's shape: ``accept(timeout_s)``, ``close``):
+    the controller of an OVS that runs in a namespace of the run (its loopback is not this
+    one's), reached by path (OVS's ``unix:`` controller target)."""
+
+    def __init__(self, path: Path):
+        import socket
+        self.path = Path(path)
+        self.path.unlink(missing_ok=True)
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.bind(str(self.path))
+        self.sock.listen(4)
+
+    def accept(self, timeout_s: float = 60.0):
+        import socket
+        self.sock.settimeout(timeout_s)
+        try:
+            conn, _ = self.sock.accept()
+        except socket.timeout:
+            raise TimeoutError(f"nothing connected to {self.path} in {timeout_s:.0f} s") from None
+        conn.settimeout(None)
+        return conn
+
+    def close(self) -> None:
+        self.sock.close()
+        self.path.unlink(missing_ok=True)
+
+
+def other_core(lcore: int) -> int:
+    """The core a feeder takes beside the switch's ``lcore`` (pure on the box's core count)."""
+    n = os.cpu_count() or 1
+    return (lcore + 1) % n if n > 1 else lcore
+
+
+class VethRig:
+    """The veth feed of a switch that takes no DPDK port (VETH_FEED): namespace ``ns`` with
+    veth pairs g0-w0 (feed) and g1-w1 (sink), the switch given w0 and w1; ``feed()`` starts the
+    feeder (feed_ceiling: the pcap's frames copied into mbufs, out through net_af_packet on g0,
+    qdisc bypassed) on ``feed_lcore`` until stopped; ``close()`` stops it and deletes the
+    namespace (and with it the veths)."""
+
+    def __init__(self, lab, tag: str, pcap: Path, *, feed_lcore: int, n_frames: int):
+        self.lab, self.tag, self.pcap = lab, tag, pcap
+        self.feed_lcore, self.n_frames = feed_lcore, n_frames
+        self.procs: list = []
+        short = tag.replace("bench", "b")  # interface names: 15 characters at most
+        self.ns = lab.add_netns(f"{short}v")
+        try:
+            # no IPv6 on the wires: no router solicitations or MLD reports among the frames
+            for k in ("all", "default"):
+                lab.netns_exec(self.ns, ["sysctl", "-qw", f"net.ipv6.conf.{k}.disable_ipv6=1"],
+                               check=False)
+            self.g0, self.w0, self.g1, self.w1 = (lab.ifname(f"{short}{x}")
+                                                  for x in ("g0", "w0", "g1", "w1"))
+            lab.add_veth(self.ns, self.g0, self.ns, self.w0)
+            lab.add_veth(self.ns, self.g1, self.ns, self.w1)
+        except BaseException:
+            self.close()
+            raise
+
+    def start_reader(self, name: str, iface: str, lcore: int, seconds: float):
+        """feed_ceiling reading ``iface`` with net_af_packet into net_null on ``lcore`` for
+        ``seconds`` (what a busy DPDK poller gets out of this veth with no switch work)."""
+        argv = [str(self.lab.build_path("dut/switch/bench/feed_ceiling")),
+                *self.lab.eal_args(f"{self.tag}-{name}", mem_mb=256, lcores=str(lcore)),
+                "--vdev", f"net_af_packet0,iface={iface},qdisc_bypass=1",
+                "--vdev", "net_null9", "--", "--rx", "net_af_packet0", "--tx", "net_null9",
+                "--seconds", str(seconds)]
+        p = self.lab.supervisor.start(f"{self.tag}-{name}", argv, netns=self.ns)
+        self.procs.append(p)
+        return p
+
+    def feed(self):
+        argv = [str(self.lab.build_path("dut/switch/bench/feed_ceiling")),
+                *self.lab.eal_args(f"{self.tag}-vfeed", mem_mb=512, lcores=str(self.feed_lcore)),
+                "--vdev", f"net_af_packet0,iface={self.g0},qdisc_bypass=1", "--",
+                "--rx", f"replay:{self.pcap},copy=1", "--tx", "net_af_packet0",
+                "--seconds", "3600", "--mbufs", str(max(self.n_frames + 32768, 40960))]
+        p = self.lab.supervisor.start(f"{self.tag}-vfeed", argv, netns=self.ns)
+        self.procs.append(p)
+        return p
+
+    def link_counters(self, ifname: str) -> dict[str, int]:
+        """The kernel's counters of ``ifname`` (rx/tx packets and drops)."""
+        out = self.lab.netns_exec(self.ns, ["cat"] + [
+            f"/sys/class/net/{ifname}/statistics/{k}" for k in VETH_COUNTERS]).stdout.split()
+        return dict(zip(VETH_COUNTERS, map(int, out)))
+
+    def close(self) -> None:
+        for p in reversed(self.procs):
+            try:
+                self.lab.supervisor.stop(p)
+            except Exception:  # noqa: BLE001 - the namespace goes next either way
+                pass
+        self.procs.clear()
+        self.lab.del_netns(self.ns)
+
+
+VETH_COUNTERS = ("rx_packets", "tx_packets", "rx_dropped", "tx_dropped")
+
+
+def _json_line(log: Path) -> dict | None:
+    """The last JSON line a feed_ceiling process printed into its log, None if none."""
+    try:
+        lines = [ln for ln in Path(log).read_text(errors="replace").splitlines()
+                 if ln.startswith("{")]
+        return json.loads(lines[-1]) if lines else None
+    except (OSError, ValueError):
+        return None
+
+
+def veth_ceiling(lab, pcap: Path, *, lcore: int, seconds: float = 2.0, tag: str = "bench",
+                 n_frames: int = 8192) -> float:
+    """Mpps a busy DPDK af_packet reader on ``lcore`` gets out of the veth feed (the feeder on
+    the other core, as for the switch) with no switch work: the rate above which a switch on
+    this port kind cannot go here (the veth feed's feed_ceiling)."""
+    rig = VethRig(lab, f"{tag}c", pcap, feed_lcore=other_core(lcore), n_frames=n_frames)
+    try:
+        rig.feed()
+        time.sleep(0.5)
+        p = rig.start_reader("vread", rig.w0, lcore, seconds)
+        p.wait(timeout_s=seconds + 30)
+        got = _json_line(p.log_path)
+        if got is None:
+            raise RuntimeError(f"veth ceiling: the reader printed no result ({p.log_path})")
+        return float(got["mpps"])
+    finally:
+        rig.close()
+
+
 MEMCHASE_MIB = (1, 4, 8, 16)  # around the frame sets' working sets (8192 frames ~3 MiB, 24576 ~9)
 
 
@@ -423,6 +560,9 @@ def _busy_threads(kind: str, pid: int | None = None, marker: str | None = None) 
             except OSError:
                 continue
         return out
+    if kind == "ovs":  # OVS netdev: the main thread polls the kernel ports (no pmd thread)
+        pid = _ovs_vswitchd_pid(marker)
+        return [f"/proc/{pid}/task/{pid}/schedstat"] if pid else []
     out = []
     for d in Path("/proc").iterdir():
         if not d.name.isdigit():
@@ -437,6 +577,21 @@ def _busy_threads(kind: str, pid: int | None = None, marker: str | None = None) 
         except OSError:
             continue
     return out
+
+
+def _ovs_vswitchd_pid(marker: str | None) -> int | None:
+    """The pid of this box's ovs-vswitchd whose command line names ``marker`` (its state dir)."""
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            cmd = (d / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if cmd and cmd[0].endswith(b"ovs-vswitchd") and \
+                (not marker or any(marker.encode() in a for a in cmd)):
+            return int(d.name)
+    return None
 
 
 def _remote_cpu_clock(host, pid: int):
@@ -473,16 +628,18 @@ _UPCALL_FLOWS = re.compile(r"flows\s*:\s*\(current (\d+)\)\s*\(avg (\d+)\)\s*\(m
 _DUMP_MS = re.compile(r"dump duration\s*:\s*(\d+)ms")
 
 
-def parse_pmd_stats(text: str) -> dict[str, float]:
+def parse_pmd_stats(text: str, section: str = "pmd thread") -> dict[str, float]:
     """``ovs-appctl dpif-netdev/pmd-stats-show``, summed over the pmd threads (not the main
     thread): {"packets_received", "emc_hits", "smc_hits", "megaflow_hits",
     "miss_with_success_upcall", "miss_with_failed_upcall", "avg_datapath_passes_per_packet",
-    ...}: counts are summed, averages ("avg ...") kept from the last pmd thread."""
+    ...}: counts are summed, averages ("avg ...") kept from the last pmd thread.
+    ``section="main thread"``: the main thread's instead (OVS netdev without DPDK: it polls the
+    kernel ports there, through the same EMC, SMC and megaflow classifier)."""
     out: dict[str, float] = {}
     in_pmd = False
     for line in text.splitlines():
         if not line.startswith(" "):
-            in_pmd = line.startswith("pmd thread")
+            in_pmd = line.startswith(section)
             continue
         if not in_pmd or ":" not in line:
             continue
@@ -540,12 +697,14 @@ def _flow_tables(s: w.Session, xid: int = 0xF11) -> dict[int, dict[str, int]]:
             return flow_table_summary(bodies)
 
 
-def ovs_datapath_state(ovs) -> dict:
+def ovs_datapath_state(ovs, section: str = "pmd thread") -> dict:
     """What OVS-DPDK's datapath did in the windows (after ``pmd-stats-clear``): where its
     frames were classified (EMC, SMC, megaflow, upcall), its megaflows against their limit,
-    its pmd threads' cores; {} for whatever OVS does not answer."""
-    out: dict = {}
-    for cmd, parse, key in (("dpif-netdev/pmd-stats-show", parse_pmd_stats, "pmd"),
+    its pmd threads' cores; {} for whatever OVS does not answer. ``section``: whose counters
+    (parse_pmd_stats; OVS netdev's are the main thread's)."""
+    out: dict = {"pmd_section": section}
+    for cmd, parse, key in (("dpif-netdev/pmd-stats-show",
+                             lambda t: parse_pmd_stats(t, section), "pmd"),
                             ("upcall/show", parse_upcall_show, "upcall")):
         try:
             out[key] = parse(ovs.appctl(cmd))
@@ -576,9 +735,11 @@ def datapath_metrics(prefix: str, state: dict) -> dict:
     pmd = state.get("pmd") or {}
     rx = pmd.get("packets_received") or 0
     if rx:
+        m[f"{prefix}_dp_packets_received"] = int(rx)
         for k in ("emc_hits", "smc_hits", "megaflow_hits", "miss_with_success_upcall",
                   "miss_with_failed_upcall"):
             if k in pmd:
+                m[f"{prefix}_{k}"] = int(pmd[k])
                 m[f"{prefix}_{k}_share"] = round(pmd[k] / rx, 4)
         m[f"{prefix}_upcalls"] = int(pmd.get("miss_with_success_upcall", 0)
                                      + pmd.get("miss_with_failed_upcall", 0))
@@ -589,6 +750,40 @@ def datapath_metrics(prefix: str, state: dict) -> dict:
         if k in up:
             m[f"{prefix}_megaflows" if k == "flows" else f"{prefix}_{k}"] = up[k]
     return m
+
+
+SWITCH_CACHE_COUNTERS = ("pipe_cache_hits", "pipe_cache_stores", "cache_hits", "cache_misses")
+
+
+def switch_cache_counts(before: dict | None, after: dict | None) -> dict[str, int] | None:
+    """What ofbench's caches did between two stats documents (pure): its pipeline cache's hits
+    and stores (dut/switch/src/pipecache.h: one probe for every table of a multi-table way),
+    its flow cache's hits and misses, and the frames its ports received (``rx_packets``), so a
+    record says which cache served the frames. None without both documents."""
+    if not before or not after:
+        return None
+    out = {k: int(after.get(k, 0) - before.get(k, 0)) for k in SWITCH_CACHE_COUNTERS
+           if k in after}
+    rx0 = {p["port"]: p.get("rx_packets", 0) for p in before.get("ports", [])}
+    out["rx_packets"] = int(sum(p.get("rx_packets", 0) - rx0.get(p["port"], 0)
+                                for p in after.get("ports", [])))
+    return out
+
+
+def veth_rates(before: dict, after: dict, feed_if: str, switch_if: str, seconds: float
+               ) -> dict[str, float]:
+    """The veth feed's kernel counters over the windows (pure): Mpps the feeder put on the
+    wire (``offered_mpps``: the feed end's tx), Mpps that reached the switch's end (its rx) and
+    what the kernel dropped there (the switch's socket full)."""
+    if seconds <= 0:
+        return {}
+
+    def d(i, k):
+        return after[i][k] - before[i][k]
+    return {"offered_mpps": round(d(feed_if, "tx_packets") / seconds / 1e6, 4),
+            "switch_port_rx_mpps": round(d(switch_if, "rx_packets") / seconds / 1e6, 4),
+            "switch_port_rx_dropped": int(d(switch_if, "rx_dropped")),
+            "feeder_tx_dropped": int(d(feed_if, "tx_dropped"))}
 
 
 def run_one(lab, kind: str, flows: list[BenchFlow], pcap: Path, *, lcore: int,
@@ -603,17 +798,27 @@ def run_one(lab, kind: str, flows: list[BenchFlow], pcap: Path, *, lcore: int,
     one the switch takes the profile's cores, and only ofbench runs."""
     host = host if host is not None else lab
     remote = host is not lab
-    if kind != "ofbench" and feed != "pcap":
+    if kind == "ovs-dpdk" and feed != "pcap":
         raise ValueError(f"{kind}: only the pcap feed loads into it (replay is ofswitch's)")
+    if kind in VETH_KINDS and feed != VETH_KINDS[kind]:
+        raise ValueError(f"{kind}: takes no DPDK port; its feed is {VETH_KINDS[kind]!r}")
+    if kind == "ofbench" and feed == VETH_FEED:
+        raise ValueError("ofbench: the veth feed is for the kinds that take no DPDK port")
     if remote and kind != "ofbench":
         raise ValueError(f"{kind} on a lab host: only ofbench (OVS-DPDK runs on a local lab)")
     if workers > 1 and (kind != "ofbench" or not feed.startswith("replay")):
         raise ValueError("several workers: ofbench on a replay feed only (one feed port each)")
     # the switch on ``host`` connects to 127.0.0.1: a socket here on a local lab, the host's
     # loopback forwarded here over SSH on a remote one
-    listener = host.listen_here()
-    port = listener.port
-    rx_devargs = rx_spec(feed, pcap)
+    rig = None
+    if kind in VETH_KINDS:  # OVS in the feed's namespace: its controller by a Unix socket
+        listener = None     # (made in OVS's run directory, where it lets a controller be)
+        port = None
+        rx_devargs = None
+    else:
+        listener = host.listen_here()
+        port = listener.port
+        rx_devargs = rx_spec(feed, pcap)
     stop = None
     stats_of = lambda: None  # noqa: E731
     during = None
@@ -648,13 +853,37 @@ def run_one(lab, kind: str, flows: list[BenchFlow], pcap: Path, *, lcore: int,
             ovs.add_port("br0", "p1", ofport=1, type="dpdk",
                          options={"dpdk-devargs": rx_devargs})
             ovs.add_port("br0", "p2", ofport=2, type="dpdk", options={"dpdk-devargs": SINK})
+        elif kind == "ovs":
+            from drivers.lab.ovs import OvsInstance
+            rig = VethRig(lab, tag, pcap, feed_lcore=other_core(lcore), n_frames=n_frames)
+            ovs = OvsInstance(lab, f"{tag}-ovs", netns=rig.ns)
+
+            def stop():
+                ovs.stop()
+                rig.close()
+            ovs.start()
+            # its forwarding thread (the main thread polls the netdev ports) on the bench's
+            # lcore, as the other switches' worker and OVS-DPDK's pmd thread are
+            pid = _ovs_vswitchd_pid(str(ovs.dir))
+            if pid:
+                lab.run(["taskset", "-p", "-c", str(lcore), str(pid)], check=False)
+            # ovs-vswitchd connects to a unix: controller only inside its run directory
+            listener = UnixListener(Path(ovs.dir) / "bench-ctl.sock")
+            ovs.add_bridge("br0", dpid=0xB3, controller=f"unix:{listener.path}")
+            ovs.add_port("br0", rig.w0, ofport=1)
+            ovs.add_port("br0", rig.w1, ofport=2)
         else:
             raise ValueError(f"bench: unsupported switch kind {kind!r}")
         s = _accept(listener)
         s.send(w.flow_mod(command=3, table=0xFF))
         install_s = _install(s, flows, workload=workload)
+        if rig is not None:  # the feed starts once the flows are in, as a NIC's traffic would
+            rig.feed()
+            stats_of = lambda: {"veth": {i: rig.link_counters(i)  # noqa: E731
+                                         for i in (rig.g0, rig.w0)}}
         time.sleep(warmup_s)
         st0 = stats_of()
+        t_begin = time.monotonic_ns()
         # how much of its core the forwarding thread really got in each window: on a shared
         # box another busy thread on the same core halves the rate without any change here
         if remote:  # ofbench on a lab host: its threads' schedstat read there over SSH
@@ -663,7 +892,7 @@ def run_one(lab, kind: str, flows: list[BenchFlow], pcap: Path, *, lcore: int,
             threads = _busy_threads(kind, proc.pid if kind == "ofbench" else None,
                                     None if kind == "ofbench" else str(ovs.dir))
             cpu_clock = lambda: (_cpu_ns(threads), len(threads))  # noqa: E731
-        if kind == "ovs-dpdk":  # count the windows' classification only
+        if kind in ("ovs-dpdk", "ovs"):  # count the windows' classification only
             ovs.appctl("dpif-netdev/pmd-stats-clear")
         runs, shares, others = [], [], []
         for i in range(reps):
@@ -679,7 +908,9 @@ def run_one(lab, kind: str, flows: list[BenchFlow], pcap: Path, *, lcore: int,
                     # there shares the L3 and memory bandwidth with the forwarding thread
                     others.append(max(0, (b1 - b0) - (c1 - c0)) / (t1 - t0))
         st1 = stats_of()
-        dp_state = ovs_datapath_state(ovs) if kind == "ovs-dpdk" else None
+        t_end = time.monotonic_ns()
+        dp_state = ovs_datapath_state(ovs, "pmd thread" if kind == "ovs-dpdk" else
+                                      "main thread") if kind in ("ovs-dpdk", "ovs") else None
         # the tables as the switch holds them after the windows, and the flows crossed
         tables = _flow_tables(s) if workload is not None and workload.count_flows else None
         s.close()
@@ -696,13 +927,21 @@ def run_one(lab, kind: str, flows: list[BenchFlow], pcap: Path, *, lcore: int,
         hit = cache_hit_ratio(st0, st1)
         if hit is not None:
             out["cache_hit_ratio"] = hit
+        if kind == "ofbench":
+            counts = switch_cache_counts(st0, st1)
+            if counts:
+                out["switch_cache"] = counts
+        if rig is not None and st0 and st1:
+            out["veth"] = veth_rates(st0["veth"], st1["veth"], rig.g0, rig.w0,
+                                     (t_end - t_begin) / 1e9)
         if dp_state is not None:
             out["datapath"] = dp_state
         if tables is not None:
             out["tables"] = tables
         return out
     finally:
-        listener.close()
+        if listener is not None:
+            listener.close()
         if stop:
             stop()
 
@@ -871,8 +1110,9 @@ def run_pipeline_bench(lab, kinds=("ofbench", "ovs-dpdk"), n_flows: int = 100_00
     if ceilings:
         ceiling_lcore = host.cores()[0] if remote else lcore  # a lab host: its own first core
         for feed in sorted({f for k, f in plan if k in kinds}):
-            runs = [feed_ceiling(host, feed, pcap, lcore=ceiling_lcore, tag=tag,
-                                 n_frames=len(frames))
+            ceiling = veth_ceiling if feed == VETH_FEED else feed_ceiling
+            runs = [ceiling(host, *(() if feed == VETH_FEED else (feed,)), pcap,
+                            lcore=ceiling_lcore, tag=tag, n_frames=len(frames))
                     for _ in range(reps)]
             out[f"ceiling/{feed}"] = {"mpps": round(statistics.median(runs), 3),
                                       "mpps_best": round(max(runs), 3)}
@@ -947,11 +1187,22 @@ def metrics_of(res: dict) -> dict:
             m[f"{k}_other_load_cores"] = r["other_load_cores"]
         if "datapath" in r:
             m.update(datapath_metrics(k, r["datapath"]))
+        sc = r.get("switch_cache") or {}
+        for c in SWITCH_CACHE_COUNTERS:
+            if c in sc:
+                m[f"{k}_{c}"] = sc[c]
+        if sc.get("rx_packets"):  # the share of received frames each cache served
+            m[f"{k}_switch_rx_packets"] = sc["rx_packets"]
+            for c in ("pipe_cache_hits", "cache_hits"):
+                if c in sc:
+                    m[f"{k}_{c}_share"] = round(sc[c] / sc["rx_packets"], 4)
+        for c, v in (r.get("veth") or {}).items():
+            m[f"{k}_veth_{c}"] = v
         for t, c in (r.get("tables") or {}).items():
             m[f"{k}_table{t}_flows"] = c["flows"]
             m[f"{k}_table{t}_flows_hit"] = c["hit"]
-    for who in ("ofbench", "ovs_dpdk"):
-        for feed in ("replay", "replay_copy", "replay_stream", "pcap"):
+    for who in ("ofbench", "ovs_dpdk", "ovs"):
+        for feed in ("replay", "replay_copy", "replay_stream", "pcap", VETH_FEED):
             if f"{who}_{feed}_mpps" in m:
                 m[f"{who}_mpps"] = m[f"{who}_{feed}_mpps"]
                 if f"{who}_{feed}_cache_hit_ratio" in m:

@@ -230,3 +230,48 @@ def test_flow_table_summary_counts_flows_and_hits_per_table():
     body = entry(0, 5) + entry(2, 0) + entry(2, 7) + entry(2, 0)
     assert flow_table_summary([body, entry(4, 1)]) == {
         0: {"flows": 1, "hit": 1}, 2: {"flows": 3, "hit": 1}, 4: {"flows": 1, "hit": 1}}
+
+
+def test_ovs_netdev_stats_are_its_main_threads():
+    from suites.switch.pipeline import parse_pmd_stats
+    main = parse_pmd_stats(PMD_STATS, "main thread")
+    assert main == {"packets_received": 5.0, "emc_hits": 5.0}
+
+
+def test_switch_cache_counts_say_which_cache_served_the_frames():
+    before = {"cache_hits": 10, "cache_misses": 2, "pipe_cache_hits": 100, "pipe_cache_stores": 7,
+              "ports": [{"port": 1, "rx_packets": 1000}, {"port": 2, "rx_packets": 0}]}
+    after = {"cache_hits": 10, "cache_misses": 2, "pipe_cache_hits": 1090, "pipe_cache_stores": 9,
+             "ports": [{"port": 1, "rx_packets": 2000}, {"port": 2, "rx_packets": 0}]}
+    c = bench.switch_cache_counts(before, after)
+    assert c == {"pipe_cache_hits": 990, "pipe_cache_stores": 2, "cache_hits": 0,
+                 "cache_misses": 0, "rx_packets": 1000}
+    assert bench.switch_cache_counts(None, after) is None
+    m = bench.metrics_of({"ofbench/pcap": {"mpps": 1.0, "mpps_best": 1.1, "install_s": 0.1,
+                                           "switch_cache": c}})
+    assert m["ofbench_pcap_pipe_cache_hits"] == 990 and m["ofbench_pcap_pipe_cache_stores"] == 2
+    assert m["ofbench_pcap_pipe_cache_hits_share"] == 0.99
+    assert m["ofbench_pcap_cache_hits_share"] == 0.0 and m["ofbench_pcap_switch_rx_packets"] == 1000
+
+
+def test_veth_feed_rates_and_ovs_metrics():
+    b = {"g0": {"rx_packets": 0, "tx_packets": 0, "rx_dropped": 0, "tx_dropped": 0},
+         "w0": {"rx_packets": 0, "tx_packets": 0, "rx_dropped": 0, "tx_dropped": 0}}
+    a = {"g0": {"rx_packets": 0, "tx_packets": 400_000, "rx_dropped": 0, "tx_dropped": 3},
+         "w0": {"rx_packets": 390_000, "tx_packets": 0, "rx_dropped": 5, "tx_dropped": 0}}
+    r = bench.veth_rates(b, a, "g0", "w0", 2.0)
+    assert r == {"offered_mpps": 0.2, "switch_port_rx_mpps": 0.195,
+                 "switch_port_rx_dropped": 5, "feeder_tx_dropped": 3}
+    assert bench.veth_rates(b, a, "g0", "w0", 0) == {}
+    m = bench.metrics_of({"ovs/veth": {"mpps": 0.07, "mpps_best": 0.08, "install_s": 1.0,
+                                       "veth": r},
+                          "ceiling/veth": {"mpps": 0.1, "mpps_best": 0.11}})
+    assert m["ovs_mpps"] == 0.07 and m["ovs_veth_veth_offered_mpps"] == 0.2
+    assert m["feed_veth_ceiling_mpps"] == 0.1 and "speedup_vs_ovs_dpdk" not in m
+
+
+def test_the_veth_feed_is_only_for_kinds_without_dpdk_ports():
+    from pathlib import Path
+    for kind, feed in (("ofbench", "veth"), ("ovs", "pcap"), ("ovs-dpdk", "veth")):
+        with pytest.raises(ValueError):
+            bench.run_one(None, kind, [], Path("/x.pcap"), lcore=1, feed=feed)
