@@ -76,7 +76,7 @@ def _bench(lab, profile, results, progress, run_dir, n_hosts: int):
                                                 merge_rounds, pipeline_plan, round_ratios,
                                                 split_kind_metrics, table_mismatches,
                                                 veth_bound)
-    from suites.switch.pipeline import metrics_of, run_pipeline_bench
+    from suites.switch.pipeline import metrics_of, run_pipeline_bench, series_kinds
     # every switch kind of issue 41; a kind this lab cannot run gets a record saying why
     not_run = {k: why for k in PIPELINE_KINDS if (why := switch_available(k, profile))}
     kinds = tuple(k for k in PIPELINE_KINDS if k not in not_run)
@@ -117,6 +117,7 @@ def _bench(lab, profile, results, progress, run_dir, n_hosts: int):
     metrics, ovs_metrics = split_kind_metrics(metrics) if "ovs" in kinds else (metrics, None)
     results.record(wl.name, metrics,
                    params={**common, "round_speedups": ratios,
+                           "series_kind": series_kinds(metrics),
                            "ovs_dpdk_megaflow_example": (res.get("ovs-dpdk/pcap", {}).get(
                                "datapath") or {}).get("megaflow_example", ""),
                            "io": "ofbench: replay-copy and net_pcap; OVS-DPDK: net_pcap",
@@ -134,6 +135,7 @@ def _bench(lab, profile, results, progress, run_dir, n_hosts: int):
         # OVS netdev takes no DPDK port: its own record, another port kind and generator
         results.record(f"{wl.name}_ovs", ovs_metrics,
                        params={**common, "switch_kind": "ovs",
+                               "series_kind": series_kinds(ovs_metrics),
                                "io": "feeder -> veth -> OVS netdev (af_packet socket, main "
                                      "thread pinned to the bench lcore) -> veth -> dropped",
                                "rate_bound": veth_bound(ovs_metrics),
