@@ -176,6 +176,23 @@
  *                      21.2 as auto) where OURS stops near 2-4; single lookups
  *                      are latency-bound (3 dependent misses, ~4 Mlps).
  *
+ *  OFB_CLS_ALGO_KSCAN  keys of <= 4 bytes (create refuses longer ones, EINVAL):
+ *                      KEYMAP's scheme (OURS' tables hold every rule; rebuilt
+ *                      on a thread, answering while the set is the one it was
+ *                      built from, the same stamps and retirement) with
+ *                      kscan.h's key-block scan instead of the byte map: 2^h
+ *                      blocks by the key's high cared-for bits, each block's
+ *                      candidates one u32 each in rank order, scanned 8 (AVX2)
+ *                      or 16 (AVX-512) a step, the winner found by (mask, key &
+ *                      mask) in a hash table.  h by budget: the largest whose
+ *                      structure fits tuning.kscan_bytes_per_rule x rules
+ *                      (0 = 512; capped like KEYMAP's by mem_budget_bytes or
+ *                      3/4 of MemAvailable); no h fits (wide-open masks, small
+ *                      sets of 32-bit keys) -> OURS answers, the reason in
+ *                      ofb_cls_last_error().  Slide 19 at 1M (issue 42): ~540
+ *                      B/rule with OURS' tables (keymap ~2770), ~25 Mlps
+ *                      batched, built in ~2 s; single lookups ~3 Mlps.
+ *
  * Why not the document's trie.  We first modelled the H-Trie/SP-Trie hybrid
  * and bit-selection decision trees (HiCuts/HyperSplit style) for the hard case
  * (1M rules, 100 random 32-bit masks, random priorities): a random mask cares
