@@ -19,7 +19,7 @@ from cffi import FFI
 from paths import build_dir
 
 ALGOS = {"ours": 0, "tss": 1, "linear": 2, "htrie": 3, "sptrie": 4, "hybrid": 5, "louds": 6, "dtree": 7, "dfa": 8,
-         "auto": 9, "keymap": 10}
+         "auto": 9, "keymap": 10, "kscan": 11}
 # "auto" is the library's default: resolved at creation by key length (classifier.h
 # ofb_cls_algo_for_key) and at the first bulk build by the rules' mask shape;
 # Classifier.runs names what it runs.
@@ -46,7 +46,7 @@ struct ofb_cls_tuning {
             dfa_no_flat, dfa_no_vbmi, dfa_no_auto, kmap_debug, dfa_auto_one;
     uint32_t bands, gf_maxg, gf_bpe, gf_slack, gf_min, dtree_delta, dtree_trees, dfa_states_per_rule;
     uint64_t dfa_max_states, dfa_group_mb, dfa_max_mb;
-    uint32_t dfa_groups, dfa_full_min;
+    uint32_t dfa_groups, dfa_full_min, kscan_bytes_per_rule;
 };
 struct ofb_cls_params { uint32_t key_len; uint32_t expected_rules; uint64_t mem_budget_bytes;
                         int algo; uint32_t prio_min, prio_max; uint32_t bands; struct ofb_cls_tuning tuning; };
@@ -150,6 +150,7 @@ def tuning_from_env(env=None) -> dict:
         "dfa_max_mb": max(_env_num(env, "OFB_DFA_MAX_MB"), 0),
         "dfa_groups": rng("OFB_DFA_GROUPS", 1, 4),
         "dfa_full_min": rng("OFB_DFA_FULL_MIN", 4, 256),
+        "kscan_bytes_per_rule": rng("OFB_KSCAN_BYTES_PER_RULE", 1, 2**32 - 1),
     }
     if env.get("OFB_CLS_BANDS"):  # set: a fixed count (0 = 1 band, negative = the most, as before)
         b = _env_num(env, "OFB_CLS_BANDS")

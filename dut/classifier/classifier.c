@@ -139,8 +139,8 @@ int ofb_cls_build_bulk(struct ofb_cls *c, const struct ofb_cls_rule *rules, size
         /* no reader yet: nobody reads c->algo while it changes */
         if (c->auto_algo && c->algo == OFB_CLS_ALGO_DTREE && !any_reader(c) && !auto_tree_suits(c, rules, n))
             cls_set_algo(c, OFB_CLS_ALGO_OURS);
-        if (c->auto_algo && c->algo == OFB_CLS_ALGO_OURS && c->key_len <= 4 && n >= KMAP_AUTO_MIN && !any_reader(c))
-            cls_set_algo(c, OFB_CLS_ALGO_KEYMAP);   /* the map is built below; AUTO falls back to OURS if it cannot be */
+        if (c->auto_algo && c->algo == OFB_CLS_ALGO_OURS && c->key_len <= 4 && n >= KSCAN_AUTO_MIN && !any_reader(c))
+            cls_set_algo(c, OFB_CLS_ALGO_KSCAN);   /* the blocks are built below; AUTO falls back to OURS if they cannot be */
         if (c->ops->banded && c->bands_auto) {
             c->nbands = auto_bands(c, rules, n);
             set_quant(c, lo, hi);
@@ -166,9 +166,9 @@ int ofb_cls_build_bulk(struct ofb_cls *c, const struct ofb_cls_rule *rules, size
     }
     if (first && rc == 0 && c->ops->bulk_done) {   /* KEYMAP: the first map before build_bulk returns */
         c->ops->bulk_done(c);
-        if (c->auto_algo && c->algo == OFB_CLS_ALGO_KEYMAP && !atomic_load_explicit(&c->km, memory_order_relaxed) &&
-            !any_reader(c)) {
-            cls_ops_of[OFB_CLS_ALGO_KEYMAP]->destroy(c);   /* what is left of the map's build */
+        if (c->auto_algo && (c->algo == OFB_CLS_ALGO_KEYMAP || c->algo == OFB_CLS_ALGO_KSCAN) &&
+            !atomic_load_explicit(&c->km, memory_order_relaxed) && !any_reader(c)) {
+            cls_ops_of[c->algo]->destroy(c);   /* what is left of the map's build */
             cls_set_algo(c, OFB_CLS_ALGO_OURS);   /* no map (c->km_err says why): OURS answers, as OURS */
         }
     }
@@ -272,7 +272,7 @@ const char *ofb_cls_algo_name(enum ofb_cls_algo a)
 {
     if (a == OFB_CLS_ALGO_AUTO)
         return "auto";
-    return (unsigned)a <= OFB_CLS_ALGO_KEYMAP && cls_ops_of[a] ? cls_ops_of[a]->name : "?";
+    return (unsigned)a <= OFB_CLS_ALGO_KSCAN && cls_ops_of[a] ? cls_ops_of[a]->name : "?";
 }
 
 enum ofb_cls_algo ofb_cls_algo_for_key(uint32_t key_len)
@@ -291,8 +291,8 @@ enum ofb_cls_algo ofb_cls_algo(const struct ofb_cls *c)
 
 struct ofb_cls *ofb_cls_create(const struct ofb_cls_params *p)
 {
-    if (!p || p->key_len < 1 || p->key_len > OFB_CLS_MAX_KEY_LEN || (unsigned)p->algo > OFB_CLS_ALGO_KEYMAP ||
-        (p->algo == OFB_CLS_ALGO_KEYMAP && p->key_len > 4)) {   /* the map indexes keys of <= 4 bytes */
+    if (!p || p->key_len < 1 || p->key_len > OFB_CLS_MAX_KEY_LEN || (unsigned)p->algo > OFB_CLS_ALGO_KSCAN ||
+        ((p->algo == OFB_CLS_ALGO_KEYMAP || p->algo == OFB_CLS_ALGO_KSCAN) && p->key_len > 4)) {   /* the map indexes keys of <= 4 bytes */
         errno = EINVAL;
         return NULL;
     }

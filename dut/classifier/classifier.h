@@ -35,9 +35,10 @@
  *                      sets; ClassBench-like 100k: 10.9 / 5.0 / 7.3 Mlps batched,
  *                      4-5x rte_acl on acl, where OURS gives 0.68 / 0.25 / 0.56),
  *                      OURS for 4-byte keys (document 003's condition, the grouped
- *                      line filter; KEYMAP from KMAP_AUTO_MIN = 2^19 rules at the
+ *                      line filter; KSCAN from KSCAN_AUTO_MIN = 2^16 rules at the
  *                      first bulk build into an empty classifier with no reader,
- *                      OURS again if its map cannot be built) and for longer keys (the switch's 128-byte
+ *                      OURS again if its blocks cannot be built: issue 42, before
+ *                      it KEYMAP from 2^19) and for longer keys (the switch's 128-byte
  *                      OpenFlow keys with a few mask shapes per table; the switch
  *                      measures both as --lookup tuple|dtree, dut/switch/README.md).
  *                      A second look at the first bulk build into an empty
@@ -174,6 +175,23 @@
  *                      ~2.7 KB per rule, batched 16-22 Mlps (medians of 3:
  *                      21.2 as auto) where OURS stops near 2-4; single lookups
  *                      are latency-bound (3 dependent misses, ~4 Mlps).
+ *
+ *  OFB_CLS_ALGO_KSCAN  keys of <= 4 bytes (create refuses longer ones, EINVAL):
+ *                      KEYMAP's scheme (OURS' tables hold every rule; rebuilt
+ *                      on a thread, answering while the set is the one it was
+ *                      built from, the same stamps and retirement) with
+ *                      kscan.h's key-block scan instead of the byte map: 2^h
+ *                      blocks by the key's high cared-for bits, each block's
+ *                      candidates one u32 each in rank order, scanned 8 (AVX2)
+ *                      or 16 (AVX-512) a step, the winner found by (mask, key &
+ *                      mask) in a hash table.  h by budget: the largest whose
+ *                      structure fits tuning.kscan_bytes_per_rule x rules
+ *                      (0 = 512; capped like KEYMAP's by mem_budget_bytes or
+ *                      3/4 of MemAvailable); no h fits (wide-open masks, small
+ *                      sets of 32-bit keys) -> OURS answers, the reason in
+ *                      ofb_cls_last_error().  Slide 19 at 1M (issue 42): ~540
+ *                      B/rule with OURS' tables (keymap ~2770), ~25 Mlps
+ *                      batched, built in ~2 s; single lookups ~3 Mlps.
  *
  * Why not the document's trie.  We first modelled the H-Trie/SP-Trie hybrid
  * and bit-selection decision trees (HiCuts/HyperSplit style) for the hard case
@@ -417,6 +435,9 @@ enum ofb_cls_algo {
     OFB_CLS_ALGO_KEYMAP = 10,  /* keys of <= 4 bytes: the key-space map (keymap.h) in front of OURS;
                                   mem_budget_bytes = the map's limit (0 = 4 GiB, at most 3/4 of
                                   MemAvailable) */
+    OFB_CLS_ALGO_KSCAN = 11,   /* keys of <= 4 bytes: the key-block scan (kscan.h) in front of OURS, rebuilt
+                                  as KEYMAP's map; its size: tuning.kscan_bytes_per_rule, capped by
+                                  mem_budget_bytes as KEYMAP's */
 };
 
 /* Tuning: the measurement and test knobs.  Every field's 0 is the library's
@@ -466,6 +487,8 @@ struct ofb_cls_tuning {
     uint32_t dfa_groups;       /* OFB_DFA_GROUPS: 1..4 first groups at once (0 = one DFA first) */
     uint32_t dfa_full_min;     /* OFB_DFA_FULL_MIN: dfa_flat.h's full nodes above this many intervals (0 = 4, or
                                   16 then 64 past dtree.c's DFLAT_BYTES_PER_RULE) */
+    uint32_t kscan_bytes_per_rule; /* OFB_KSCAN_BYTES_PER_RULE: kscan.h's budget per rule (0 = 512): picks its
+                                  block resolution */
 };
 
 struct ofb_cls_params {

@@ -280,10 +280,19 @@ static const struct cls_ops keymap_ops = {
     .destroy = destroy_keymap, .memory = memory_keymap,
 };
 
+/* KSCAN: KEYMAP's hooks; the rebuild builds kscan.h's blocks (cls_rebuild.c: km_start) */
+static const struct cls_ops kscan_ops = {
+    .algo = OFB_CLS_ALGO_KSCAN, .name = "kscan", .banded = true,
+    .create = create_ours, .bulk = bulk_each, .insert = insert_plain, .delete_id = delete_plain,
+    .find = find_tables, .lookup = cls_lookup_keymap, .lookup_batch = cls_batch_keymap,
+    .bulk_done = bulk_done_keymap, .publish_after = cls_km_after_publish, .synchronize = synchronize_keymap,
+    .destroy = destroy_keymap, .memory = memory_keymap,
+};
+
 /* AUTO has no table: ofb_cls_create resolves it to one of the others */
-const struct cls_ops *const cls_ops_of[OFB_CLS_ALGO_KEYMAP + 1] = {
+const struct cls_ops *const cls_ops_of[OFB_CLS_ALGO_KSCAN + 1] = {
     [OFB_CLS_ALGO_OURS] = &ours_ops,     [OFB_CLS_ALGO_TSS] = &tss_ops,       [OFB_CLS_ALGO_LINEAR] = &linear_ops,
     [OFB_CLS_ALGO_HTRIE] = &htrie_ops,   [OFB_CLS_ALGO_SPTRIE] = &sptrie_ops, [OFB_CLS_ALGO_HYBRID] = &hybrid_ops,
     [OFB_CLS_ALGO_LOUDS] = &louds_ops,   [OFB_CLS_ALGO_DTREE] = &dtree_ops,   [OFB_CLS_ALGO_DFA] = &dfa_ops,
-    [OFB_CLS_ALGO_KEYMAP] = &keymap_ops,
+    [OFB_CLS_ALGO_KEYMAP] = &keymap_ops, [OFB_CLS_ALGO_KSCAN] = &kscan_ops,
 };

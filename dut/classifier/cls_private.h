@@ -206,15 +206,20 @@ struct kmjob {
     size_t n;
     uint64_t v, max_bytes;
     struct ofb_cls_tuning tu;
+    bool scan;                        /* KSCAN: kscan.h's blocks instead of the byte map */
+    int simd;                         /* KSCAN: the classifier's SIMD path (enum simd_path) */
     struct ofb_kmap *out;
     int over;
     _Atomic int cancel;               /* destroy: stop the build early */
     char err[256];
 };
-/* AUTO runs KEYMAP for keys of <= 4 bytes from this many rules at the first
- * bulk build (below it the map's 2^B bytes cost more per rule than OURS' line
- * filter, which is L2/L3-resident there) */
+/* KEYMAP's AUTO threshold before issue 42's KSCAN (keys of <= 4 bytes, from this many rules at
+ * the first bulk build; below it the map's 2^B bytes cost more per rule than OURS' line filter,
+ * which is L2/L3-resident there) */
 #define KMAP_AUTO_MIN (1u << 19)
+/* AUTO runs KSCAN (kscan.h) for keys of <= 4 bytes from this many rules at the first bulk build
+ * (issue 42: slide 19 at 1M in a quarter of keymap's bytes; at 100k far above OURS); KEYMAP by name */
+#define KSCAN_AUTO_MIN (1u << 16)
 /* Trie algos: the published pair (trie.h, incremental scheme).  base: all rules
  * up to base_last_id (LOUDS: the only trie); delta: an H-Trie of the visible
  * rules inserted since (NULL if none); v: the version it was published at
@@ -373,7 +378,7 @@ static inline bool is_dt(const struct ofb_cls *c)
 /* OURS' tables and their lookup: OURS, and KEYMAP whenever its map is stale */
 static inline bool is_ours(const struct ofb_cls *c)
 {
-    return c->algo == OFB_CLS_ALGO_OURS || c->algo == OFB_CLS_ALGO_KEYMAP;
+    return c->algo == OFB_CLS_ALGO_OURS || c->algo == OFB_CLS_ALGO_KEYMAP || c->algo == OFB_CLS_ALGO_KSCAN;
 }
 
 static inline bool is_trie(const struct ofb_cls *c)
@@ -398,7 +403,7 @@ static inline bool uses_lin(const struct ofb_cls *c)
 /* ---------- functions shared between units ---------- */
 
 /* per-algorithm hooks (cls_algos.c; their lookups: cls_lookup.c) */
-CLS_INTERNAL extern const struct cls_ops *const cls_ops_of[OFB_CLS_ALGO_KEYMAP + 1];
+CLS_INTERNAL extern const struct cls_ops *const cls_ops_of[OFB_CLS_ALGO_KSCAN + 1];
 static inline void cls_set_algo(struct ofb_cls *c, enum ofb_cls_algo a)
 {
     c->algo = a;

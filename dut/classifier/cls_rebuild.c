@@ -284,8 +284,12 @@ static uint64_t km_limit(const struct ofb_cls *c)
 static void km_job_run(struct cls_job *jb)
 {
     struct kmjob *j = (struct kmjob *)jb;
-    j->out = ofb_kmap_build(j->key_len, j->rules, j->n, j->max_bytes, &j->tu, &j->cancel, &j->over, j->err,
-                            sizeof(j->err));
+    if (j->scan)
+        j->out = ofb_kmap_build_scan(j->key_len, j->rules, j->n, j->max_bytes, &j->tu, j->simd, &j->cancel, &j->over,
+                                     j->err, sizeof(j->err));
+    else
+        j->out = ofb_kmap_build(j->key_len, j->rules, j->n, j->max_bytes, &j->tu, &j->cancel, &j->over, j->err,
+                                sizeof(j->err));
 }
 
 static void km_retire(struct ofb_cls *c, struct ofb_kmap *m)
@@ -310,6 +314,9 @@ static void km_start(struct ofb_cls *c)
     j->key_len = c->key_len;
     j->v = atomic_load_explicit(&c->version, memory_order_relaxed);
     j->max_bytes = km_limit(c);
+    j->tu = c->tu;
+    j->scan = c->algo == OFB_CLS_ALGO_KSCAN;
+    j->simd = c->simd;
     for (uint32_t ti = 0; ti < c->nwt; ti++) {
         struct tbl *t = c->wt[ti];
         size_t nb = t->n_ent ? (size_t)1 << t->nb_log : 0;

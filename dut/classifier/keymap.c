@@ -2,6 +2,7 @@
 /* Key-space map (design comment: keymap.h). */
 #define _GNU_SOURCE
 #include "keymap.h"
+#include "kscan.h"
 #include "hugepage.h"
 #include "classifier.h"
 
@@ -30,6 +31,7 @@ struct ofb_kmap {
     uint64_t v;             /* classifier.c's stamp */
     bool hp;                /* large arrays on huge pages (hugepage.h; off: the C library) */
     bool debug;             /* tuning.kmap_debug */
+    struct ofb_kscan *ks;   /* KSCAN: the key-block scan answers instead (kscan.h); the fields above unused */
 };
 
 #define S_MAX 11u
@@ -364,10 +366,31 @@ fail:
     return NULL;
 }
 
+struct ofb_kmap *ofb_kmap_build_scan(uint32_t key_len, const struct ofb_kmap_rule *rules, size_t n, uint64_t max_bytes,
+                                     const struct ofb_cls_tuning *tu, int simd, const _Atomic int *cancel,
+                                     int *over_budget, char *err, size_t errlen)
+{
+    *over_budget = 0;
+    struct ofb_kmap *m = calloc(1, sizeof(*m));
+    if (!m) {
+        snprintf(err, errlen, "kscan: out of memory");
+        return NULL;
+    }
+    m->ks = ofb_kscan_build(key_len, rules, n, max_bytes, tu ? tu->kscan_bytes_per_rule : 0, simd,
+                            !(tu && tu->no_hugepages), tu && tu->kmap_debug, cancel, over_budget, err, errlen);
+    if (!m->ks) {
+        free(m);
+        return NULL;
+    }
+    m->bytes = sizeof(*m) + ofb_kscan_bytes(m->ks);
+    return m;
+}
+
 void ofb_kmap_free(struct ofb_kmap *m)
 {
     if (!m)
         return;
+    ofb_kscan_free(m->ks);
     hfree(m, m->blk, m->blk_bytes), hfree(m, m->ri, m->ri_bytes);
     free(m);
 }
@@ -378,6 +401,10 @@ uint64_t ofb_kmap_v(const struct ofb_kmap *m) { return m->v; }
 
 void ofb_kmap_rank_info(const struct ofb_kmap *m, uint32_t rank, uint32_t *prio, uint32_t *id, uint64_t *handle)
 {
+    if (m->ks) {
+        ofb_kscan_info(m->ks, rank, prio, id, handle);
+        return;
+    }
     const struct kinfo *k = &m->ri[rank];
     *prio = k->prio;
     *id = k->id;
@@ -386,6 +413,8 @@ void ofb_kmap_rank_info(const struct ofb_kmap *m, uint32_t rank, uint32_t *prio,
 
 uint32_t ofb_kmap_lookup(const struct ofb_kmap *m, const uint8_t *key)
 {
+    if (m->ks)
+        return ofb_kscan_lookup(m->ks, key);
     uint32_t x = compress(m, key);
     const uint8_t *base = m->blk + m->stride * (x >> m->sbits);
     uint8_t b = base[x & ((1u << m->sbits) - 1)];
@@ -404,6 +433,10 @@ void ofb_kmap_lookup_batch(const struct ofb_kmap *m, const uint8_t *const keys[]
     uint8_t b[CH];
     const uint32_t s = m->sbits, lmask = (1u << s) - 1;
     const size_t stride = m->stride, lo = m->lo;
+    if (m->ks) {
+        ofb_kscan_lookup_batch(m->ks, keys, n, id_out, handle_out);
+        return;
+    }
     for (size_t base = 0; base < n; base += CH) {
         size_t q = n - base < CH ? n - base : CH;
         const uint8_t *const *k = keys + base;

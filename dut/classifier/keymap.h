@@ -82,6 +82,12 @@ struct ofb_cls_tuning;   /* classifier.h: no_hugepages, kmap_debug; NULL = defau
 struct ofb_kmap *ofb_kmap_build(uint32_t key_len, const struct ofb_kmap_rule *rules, size_t n, uint64_t max_bytes,
                                 const struct ofb_cls_tuning *tu, const _Atomic int *cancel, int *over_budget,
                                 char *err, size_t errlen);
+/* The same wrapper around kscan.h's key-block scan (OFB_CLS_ALGO_KSCAN): lookups, stamps, bytes and
+ * free below dispatch to it; a rank is then kscan's slot.  simd: enum simd_path (0 scalar, 1 AVX2,
+ * 2 AVX-512); the budget: tu->kscan_bytes_per_rule per rule, capped by max_bytes. */
+struct ofb_kmap *ofb_kmap_build_scan(uint32_t key_len, const struct ofb_kmap_rule *rules, size_t n, uint64_t max_bytes,
+                                     const struct ofb_cls_tuning *tu, int simd, const _Atomic int *cancel,
+                                     int *over_budget, char *err, size_t errlen);
 void ofb_kmap_free(struct ofb_kmap *);
 size_t ofb_kmap_bytes(const struct ofb_kmap *);
 /* The classifier's publication stamp: the map answers for readers whose

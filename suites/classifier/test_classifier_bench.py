@@ -17,7 +17,7 @@ Records: suite=classifier, name=<kind>_<N>, metrics <algo>_mlps, <algo>_batch_ml
 batch_speedup_vs_tss (rte_acl as acl_<metric>); params.acl_status says whether rte_acl built; params.simd_path which
 SIMD path OURS' phase 1 ran.  Every row also runs ``auto``, the library's default (resolved by
 key shape, params.default_runs says to what: the compiled tree for 5-16-byte keys, OURS for
-4-byte ones, keymap for 4-byte sets of 2^19 rules or more), as auto_<metric> with auto_batch_speedup_vs_acl (the issue's ">= rte_acl" goal
+4-byte ones, kscan for 4-byte sets of 2^16 rules or more, keymap from 2^19 before issue 42), as auto_<metric> with auto_batch_speedup_vs_acl (the issue's ">= rte_acl" goal
 for the default).  NTT rows also carry the hit-heavy trace (every key built from a
 rule) as hit_<algo>_batch_mlps, reported apart from the document's uniform keys.
 
@@ -26,10 +26,12 @@ Memory and build time in every record: each classifier a record measured carries
 (``cost_metrics``), and ``<...>_trie_bytes_per_rule`` for a compiled structure (tree, map, trie).
 
 Document 003 (slide 19) side by side, the ``ntt`` kind being its exact condition:
-* ``test_document_goal``: OURS on every SIMD path this CPU has (OFB_CLS_SIMD) and keymap (the
-  key-space map in front of OURS, what ``auto`` runs from 2^19 rules), TSS beside them, at 100k
-  (1M nightly) rules; the issue's goal ">= 10 Mlps batched = 20x the document's 500k
-  lookups/s" checked as a ratio in the same run (recorded, never failed on).
+* ``test_document_goal``: OURS and kscan (the key-block scan in front of OURS, what ``auto`` runs
+  from 2^16 rules since issue 42) on every SIMD path this CPU has (OFB_CLS_SIMD), keymap (the
+  key-space map, ``auto``'s choice from 2^19 rules before) and TSS beside them, at 100k (1M
+  nightly) rules; the goals ">= 10 Mlps batched = 20x the document's 500k lookups/s" and (issue
+  42) "at <= 1/4 of keymap's bytes per rule" checked as ratios in the same run (recorded, never
+  failed on: ``goal_kscan_<path>_fraction``, ``kscan_<path>_memory_vs_keymap``).
 * ``test_trie_family``: H-Trie vs SP-Trie vs mask list (TSS) vs linear as entries grow, speed
   and bytes per rule (the document: SP-Trie fastest then collapsing, the others degrading slowly).
 * ``test_hybrid_budget``: the hybrid at the document's condition over a merge-budget sweep
@@ -415,10 +417,36 @@ def test_document_goal(n, results, bench, bench_files):
                 metrics[f"{trace}_keymap_vs_tss"] = round(k["batch_mlps"] / tss["batch_mlps"], 2)
         elif k:
             params[f"keymap_{trace}_status"] = k.get("error", "no output")
+        # kscan (kscan.h: the key-block scan in front of OURS, what auto runs from 2^16 rules of
+        # <= 4 bytes since issue 42): its scan is SIMD, so on every path; bytes per rule beside keymap's
+        for path in paths:
+            results.progress(f"ntt {n} {trace}: kscan on {path}")
+            s = run_bench(bench, rp, keys, ["kscan"], 0.3, updates=200_000 if trace == "uniform" else 0,
+                          env={"OFB_CLS_SIMD": path}).get("kscan")
+            if not _ok(s):
+                if s:
+                    params[f"kscan_{path}_{trace}_status"] = s.get("error", "no output")
+                continue
+            metrics[f"{trace}_kscan_{path}_mlps"] = s["mlps"]
+            metrics[f"{trace}_kscan_{path}_batch_mlps"] = s["batch_mlps"]
+            metrics[f"{trace}_kscan_{path}_vs_document"] = round(s["batch_mlps"] / DOC_MLPS, 2)
+            if trace == "uniform":
+                cost_metrics(metrics, f"kscan_{path}", s)
+                metrics[f"kscan_{path}_updates_per_s"] = s["updates_per_s"]
+                metrics[f"kscan_{path}_batch_mlps_after_updates"] = s.get("batch_mlps_after_updates")
+            else:
+                metrics[f"kscan_{path}_map_bytes_per_rule"] = s.get("trie_bytes_per_rule")
     if "uniform_ours_avx2_batch_mlps" in metrics:
         metrics["goal_avx2_fraction"] = round(metrics["uniform_ours_avx2_batch_mlps"] / GOAL_MLPS, 3)
     if "uniform_keymap_batch_mlps" in metrics:
         metrics["goal_keymap_fraction"] = round(metrics["uniform_keymap_batch_mlps"] / GOAL_MLPS, 3)
+    # issue 42's goal at 1M: >= 10 Mlps batched at <= 1/4 of keymap's bytes per rule (both fractions >= 1)
+    for path in paths:
+        if f"uniform_kscan_{path}_batch_mlps" in metrics:
+            metrics[f"goal_kscan_{path}_fraction"] = round(metrics[f"uniform_kscan_{path}_batch_mlps"] / GOAL_MLPS, 3)
+            if metrics.get("keymap_bytes_per_rule") and metrics.get(f"kscan_{path}_bytes_per_rule"):
+                metrics[f"kscan_{path}_memory_vs_keymap"] = round(
+                    metrics[f"kscan_{path}_bytes_per_rule"] / metrics["keymap_bytes_per_rule"], 3)
     results.record(name=f"document_goal_ntt_{n}", metrics=metrics, params=params,
                    provenance={"generator": "traces/rulesets.py ntt (slide 19)", "timing": "thread CPU time",
                                "port_kind": "none (in-memory keys)"})
@@ -432,7 +460,11 @@ def test_document_goal(n, results, bench, bench_files):
                "x tss": metrics.get(f"{t}_keymap_vs_tss", "-"),
                "goal 10 Mlps met": (metrics.get(f"{t}_keymap_batch_mlps", 0) or 0) >= GOAL_MLPS}
               for t in ("uniform", "hit")]
-    results.add_table(table, f"Document 003 condition, {n} rules: OURS per SIMD path and keymap vs the "
+    table += [{"trace": t, "path": f"kscan {p}", "ours Mlps (batch)": metrics.get(f"{t}_kscan_{p}_batch_mlps", "-"),
+               "x document (0.5)": metrics.get(f"{t}_kscan_{p}_vs_document", "-"), "x tss": "-",
+               "goal 10 Mlps met": (metrics.get(f"{t}_kscan_{p}_batch_mlps", 0) or 0) >= GOAL_MLPS}
+              for t in ("uniform", "hit") for p in paths]
+    results.add_table(table, f"Document 003 condition, {n} rules: OURS per SIMD path, keymap and kscan vs the "
                              f"document's 0.5 Mlps")
 
 

@@ -7,7 +7,7 @@
  * or {"algo":"acl","error":"did not build: ..."}.
  *
  * Usage: cls-bench [EAL args --] --rules F --keys F
- *                  [--algos auto,ours,tss,linear,htrie,sptrie,hybrid,louds,dtree,dfa,keymap,acl]
+ *                  [--algos auto,ours,tss,linear,htrie,sptrie,hybrid,louds,dtree,dfa,keymap,kscan,acl]
  *                  [--min-time S] [--updates N] [--budget-mb MB] [--acl-max-mb MB] [--acl-simd P]
  * --acl-simd: rte_acl's classify path forced (scalar, sse, avx2, avx512 = AVX512X32, avx512x16,
  *   default = what rte_acl picks: AVX2 unless the EAL allows 512-bit SIMD); OURS' path is OFB_CLS_SIMD.
@@ -114,7 +114,7 @@ static void run_ours(enum ofb_cls_algo algo, const struct ofb_cls_rule *rules, u
         ofb_cls_synchronize(c);
         ready = now_process_s() - t0p;
     }
-    if (algo == OFB_CLS_ALGO_KEYMAP)   /* build_bulk waited for the map, built on its thread: count that CPU */
+    if (algo == OFB_CLS_ALGO_KEYMAP || algo == OFB_CLS_ALGO_KSCAN)   /* build_bulk waited for the map, built on its thread: count that CPU */
         build = ready = now_process_s() - t0p;
     struct ofb_cls_stats st;
     ofb_cls_get_stats(c, &st);
@@ -188,8 +188,9 @@ static void run_ours(enum ofb_cls_algo algo, const struct ofb_cls_rule *rules, u
     /* incremental tries: lookups again after the updates (keep-mode base + delta) */
     double after = 0;
     if (nu && (algo == OFB_CLS_ALGO_HTRIE || algo == OFB_CLS_ALGO_HYBRID || algo == OFB_CLS_ALGO_DTREE ||
-               algo == OFB_CLS_ALGO_DFA || algo == OFB_CLS_ALGO_KEYMAP)) {
-        if (algo == OFB_CLS_ALGO_DTREE || algo == OFB_CLS_ALGO_DFA || algo == OFB_CLS_ALGO_KEYMAP)
+               algo == OFB_CLS_ALGO_DFA || algo == OFB_CLS_ALGO_KEYMAP || algo == OFB_CLS_ALGO_KSCAN)) {
+        if (algo == OFB_CLS_ALGO_DTREE || algo == OFB_CLS_ALGO_DFA || algo == OFB_CLS_ALGO_KEYMAP ||
+            algo == OFB_CLS_ALGO_KSCAN)
             ofb_cls_synchronize(c);   /* keymap: the map rebuilt for the set the updates left */   /* adopt a rebuild still in flight: measure the tree + what stays in the delta */
         done = 0;
         t0 = now_s();
@@ -491,6 +492,8 @@ int main(int argc, char **argv)
             run_ours(OFB_CLS_ALGO_DFA, rules, n, kl, keys, nk, ref);
         else if (!strcmp(a, "keymap"))
             run_ours(OFB_CLS_ALGO_KEYMAP, rules, n, kl, keys, nk, ref);
+        else if (!strcmp(a, "kscan"))
+            run_ours(OFB_CLS_ALGO_KSCAN, rules, n, kl, keys, nk, ref);
         else if (!strcmp(a, "auto"))   /* the library's default: by key shape */
             run_ours(OFB_CLS_ALGO_AUTO, rules, n, kl, keys, nk, ref);
         else if (!strcmp(a, "acl")) {

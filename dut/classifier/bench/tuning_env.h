@@ -74,6 +74,7 @@ static inline void ofb_cls_tuning_from_env(struct ofb_cls_tuning *t)
     v = ofb_tenv_num("OFB_DFA_MAX_MB"), t->dfa_max_mb = v > 0 ? (uint64_t)v : 0;
     v = ofb_tenv_num("OFB_DFA_GROUPS"), t->dfa_groups = v >= 1 && v <= 4 ? (uint32_t)v : 0;
     v = ofb_tenv_num("OFB_DFA_FULL_MIN"), t->dfa_full_min = v >= 4 && v <= 256 ? (uint32_t)v : 0;
+    v = ofb_tenv_num("OFB_KSCAN_BYTES_PER_RULE"), t->kscan_bytes_per_rule = v > 0 && v <= UINT32_MAX ? (uint32_t)v : 0;
 }
 
 /* ofb_cls_create with the environment's tuning over p's */

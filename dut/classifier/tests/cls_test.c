@@ -63,7 +63,7 @@ static const char *shape_name[] = { "prefix", "arbitrary", "fewmasks", "eqprio",
 struct r {
     uint8_t v[128], m[128];
     uint32_t prio;
-    uint32_t id[11];  /* per algorithm (NA) */
+    uint32_t id[12];  /* per algorithm (NA) */
     int alive;
 };
 
@@ -89,15 +89,17 @@ static void gen_mask(uint8_t *m, uint32_t kl, enum shape sh, uint8_t pool[][128]
     }
 }
 
-#define NA 11 /* algorithms compared: ours, tss, linear (the reference), htrie, sptrie, hybrid, (louds: not
+#define NA 12 /* algorithms compared: ours, tss, linear (the reference), htrie, sptrie, hybrid, (louds: not
                  here, read-only), dtree, dfa, auto (the default: dtree or ours by key length and,
-                 at a bulk build, by the masks' shape), keymap (keys <= 4 bytes) */
+                 at a bulk build, by the masks' shape), keymap, kscan (keys <= 4 bytes) */
 #define SP_LIMIT (8u << 20)  /* the SP-Trie explodes on some shapes: it must fail cleanly, not eat the box */
 
 /* bands: OURS priority bands (0 = auto, which stays 1 for these small sets) */
 static int sp_refusals;
 static int dtree_only;   /* differential: dtree and linear only (dtree's leaf formats, below) */
 static int keymap_only;  /* differential: keymap and linear only (the map rebuilt at each publish, below) */
+static int kscan_only;   /* differential: kscan and linear only (its blocks rebuilt at each publish, below) */
+static int kscan_sets[2];   /* kscan_only's bulk builds: [0] over the budget (OURS answered), [1] with blocks */
 
 /* an algorithm refused an insert/bulk build: only the SP-Trie may (over its
  * limit), and it must say so; it leaves the comparison for this rule set */
@@ -190,13 +192,15 @@ static void differential(uint32_t kl, enum shape sh, int nops, int bulk, uint32_
         live[a] = a < OFB_CLS_ALGO_HTRIE || (hybrid_budget != 0 && a != OFB_CLS_ALGO_LOUDS) ||
                   ((a == OFB_CLS_ALGO_DTREE || a == OFB_CLS_ALGO_DFA || a == OFB_CLS_ALGO_AUTO) &&
                    bands == 0);   /* bands are OURS': once is enough */
-        if (a == OFB_CLS_ALGO_KEYMAP)   /* its map indexes keys of <= 4 bytes; OURS behind it: once; its
-                                           incremental rebuilds: keymap_only (below) and concurrency */
+        if (a == OFB_CLS_ALGO_KEYMAP || a == OFB_CLS_ALGO_KSCAN)   /* keys of <= 4 bytes; OURS behind it: once;
+                                           incremental rebuilds: keymap_only/kscan_only (below), concurrency */
             live[a] = kl <= 4 && bands == 0 && bulk;
         if (dtree_only)
             live[a] = a == OFB_CLS_ALGO_LINEAR || a == OFB_CLS_ALGO_DTREE;
         if (keymap_only)
             live[a] = a == OFB_CLS_ALGO_LINEAR || a == OFB_CLS_ALGO_KEYMAP;
+        if (kscan_only)
+            live[a] = a == OFB_CLS_ALGO_LINEAR || a == OFB_CLS_ALGO_KSCAN;
         /* dtree: merges of the delta into the tree on the writer after a bulk
          * build, on a thread (adopted whenever they finish) after inserts */
         if (a == OFB_CLS_ALGO_DTREE || a == OFB_CLS_ALGO_DFA || a == OFB_CLS_ALGO_AUTO)
@@ -243,6 +247,13 @@ static void differential(uint32_t kl, enum shape sh, int nops, int bulk, uint32_
             }
             for (int i = 0; i < nb; i++)
                 rules[i].id[a] = ids[i];
+            if (a == OFB_CLS_ALGO_KSCAN && kscan_only) {   /* the blocks answer, not OURS behind them, unless
+                                                              wide masks put the set over its budget */
+                const char *e = ofb_cls_last_error(c[a]);
+                kscan_sets[ofb_cls_trie_bytes(c[a]) > 0]++;
+                CHECK(ofb_cls_trie_bytes(c[a]) > 0 || (e && strstr(e, "budget")),
+                      "kscan: no blocks after a bulk build of %d rules (kl %u): %s", nb, kl, e ? e : "");
+            }
         }
         free(br);
         free(ids);
@@ -345,6 +356,88 @@ static void differential(uint32_t kl, enum shape sh, int nops, int bulk, uint32_
     free(rules);
 }
 
+/* kscan: a key of > 4 bytes is refused at create; a set over its budget leaves OURS answering with
+ * a message; sets of 1..4-byte keys (100 random masks, some repeated rules) answer every key as
+ * linear does, single and batched, on this run's SIMD path, with the blocks in place */
+static void kscan_checks(void)
+{
+    struct ofb_cls_params p = { .key_len = 5, .algo = OFB_CLS_ALGO_KSCAN };
+    CHECK(ofb_cls_create_env(&p) == NULL && errno == EINVAL, "kscan took a 5-byte key");
+    {   /* 2 rules over 32 bits at the default 512 B a rule: 2^21 block offsets do not fit */
+        uint8_t v[4] = { 1, 2, 3, 4 }, all[4] = { 0xff, 0xff, 0xff, 0xff }, low[4] = { 0, 0, 0x0f, 0xff };
+        struct ofb_cls_rule r[2] = { { 5, v, all, 11 }, { 4, v, low, 12 } };
+        struct ofb_cls_tuning tu = { 0 };
+        p = (struct ofb_cls_params){ .key_len = 4, .algo = OFB_CLS_ALGO_KSCAN, .tuning = tu };
+        struct ofb_cls *c = ofb_cls_create(&p);
+        CHECK(c && ofb_cls_build_bulk(c, r, 2, NULL) == 0, "kscan build_bulk of 2 rules");
+        const char *e = c ? ofb_cls_last_error(c) : NULL;
+        uint8_t k[4] = { 1, 2, 3, 4 }, k2[4] = { 9, 9, 3, 4 };
+        CHECK(c && ofb_cls_lookup(c, k) == 11 && ofb_cls_lookup(c, k2) == 12, "kscan (OURS behind) answers");
+        CHECK(c && ofb_cls_trie_bytes(c) == 0 && e && strstr(e, "kscan") && strstr(e, "budget"),
+              "kscan refusal message: %s", e ? e : "(none)");
+        ofb_cls_destroy(c);
+    }
+    for (uint32_t kl = 1; kl <= 4; kl++) {
+        const uint32_t n = kl == 1 ? 200 : 3000;
+        uint8_t *vm = malloc((size_t)n * 2 * kl), pool[100][4];
+        struct ofb_cls_rule *br = malloc(sizeof(*br) * n);
+        for (int i = 0; i < 100; i++)
+            for (uint32_t j = 0; j < kl; j++)
+                pool[i][j] = (uint8_t)(rnd() | rnd());
+        for (uint32_t i = 0; i < n; i++) {
+            uint8_t *v = vm + (size_t)i * 2 * kl, *m = v + kl;
+            if (i && rnd() % 16 == 0) {   /* a repeated (mask, value), its own priority */
+                memcpy(v, vm + (size_t)(rnd() % i) * 2 * kl, 2 * kl);
+            } else {
+                memcpy(m, pool[rnd() % 100], kl);
+                for (uint32_t j = 0; j < kl; j++)
+                    v[j] = (uint8_t)rnd() & m[j];
+            }
+            br[i] = (struct ofb_cls_rule){ (uint32_t)(rnd() % 64), v, m, (uint64_t)i + 1 };
+        }
+        struct ofb_cls_params ps = { .key_len = kl, .algo = OFB_CLS_ALGO_KSCAN };
+        struct ofb_cls_params pl = { .key_len = kl, .algo = OFB_CLS_ALGO_LINEAR };
+        ps.tuning.kscan_bytes_per_rule = 1u << 16;   /* small sets: room for 2^21 blocks */
+        struct ofb_cls *s = NULL, *l = ofb_cls_create(&pl);
+        {   /* the run's SIMD path (OFB_CLS_SIMD), the budget above */
+            struct ofb_cls_tuning keep = ps.tuning;
+            ofb_cls_tuning_from_env(&ps.tuning);
+            ps.tuning.kscan_bytes_per_rule = keep.kscan_bytes_per_rule;
+            s = ofb_cls_create(&ps);
+        }
+        CHECK(s && l && ofb_cls_build_bulk(s, br, n, NULL) == 0 && ofb_cls_build_bulk(l, br, n, NULL) == 0,
+              "kscan/linear build of %u rules (kl %u)", n, kl);
+        CHECK(s && ofb_cls_algo(s) == OFB_CLS_ALGO_KSCAN && ofb_cls_trie_bytes(s) > 0, "kscan kl %u: no blocks (%s)",
+              kl, s && ofb_cls_last_error(s) ? ofb_cls_last_error(s) : "");
+        enum { NK = 4096 };
+        uint8_t (*keys)[4] = malloc(sizeof(*keys) * NK);
+        const uint8_t **kp = malloc(sizeof(*kp) * NK);
+        uint64_t *hs = malloc(sizeof(uint64_t) * NK), *hl = malloc(sizeof(uint64_t) * NK);
+        for (int k = 0; k < NK; k++) {
+            const struct ofb_cls_rule *r = &br[rnd() % n];   /* kl <= 2: every key; else random, or in a rule */
+            for (uint32_t j = 0; j < kl; j++)
+                keys[k][j] = kl <= 2 ? (uint8_t)((k >> (8 * (kl - 1 - j))) & 0xff)
+                             : k % 2 ? (uint8_t)(r->value[j] | (rnd() & ~r->mask[j])) : (uint8_t)rnd();
+            kp[k] = keys[k];
+        }
+        int hits = 0;
+        for (int k = 0; s && l && k < NK; k += 61) {   /* odd batch sizes */
+            size_t m = NK - k < 61 ? (size_t)(NK - k) : 61;
+            ofb_cls_lookup_batch(s, kp + k, m, hs + k, NULL);
+            ofb_cls_lookup_batch(l, kp + k, m, hl + k, NULL);
+        }
+        for (int k = 0; s && l && k < NK; k++) {
+            CHECK(hs[k] == hl[k] && ofb_cls_lookup(s, kp[k]) == hl[k], "kscan kl %u key %d: %lu single %lu, linear %lu",
+                  kl, k, (unsigned long)hs[k], (unsigned long)ofb_cls_lookup(s, kp[k]), (unsigned long)hl[k]);
+            hits += hl[k] != 0;
+        }
+        CHECK(hits > NK / 16, "kscan kl %u: %d of %d keys hit", kl, hits, NK);
+        ofb_cls_destroy(s);
+        ofb_cls_destroy(l);
+        free(keys), free(kp), free(hs), free(hl), free(br), free(vm);
+    }
+}
+
 /* keymap: a key of > 4 bytes is refused at create; rules the map cannot take
  * (32 cared-for bits, a budget too small) leave OURS answering, with a
  * message; a map that fits answers (ofb_cls_trie_bytes > 0) */
@@ -378,7 +471,7 @@ static void keymap_refusals(void)
             CHECK(ofb_cls_trie_bytes(c) > 0 && !e, "keymap: no map for a 24-bit set (%s)", e ? e : "");
         ofb_cls_destroy(c);
     }
-    /* AUTO on <= 4-byte keys: keymap from KMAP_AUTO_MIN (2^19) rules at the
+    /* AUTO on <= 4-byte keys: kscan from KSCAN_AUTO_MIN (2^16) rules at the
      * first bulk build, answering as linear does (3-byte keys, 100 rand()|rand()
      * masks as slide 19 draws them) */
     {
@@ -400,7 +493,7 @@ static void keymap_refusals(void)
         struct ofb_cls *a = ofb_cls_create_env(&pa), *l = ofb_cls_create(&pl);
         CHECK(a && l && ofb_cls_build_bulk(a, br, n, NULL) == 0 && ofb_cls_build_bulk(l, br, n, NULL) == 0,
               "auto/linear build of 2^19 rules");
-        CHECK(ofb_cls_algo(a) == OFB_CLS_ALGO_KEYMAP && ofb_cls_trie_bytes(a) > 0, "auto at 2^19 3-byte rules runs %s",
+        CHECK(ofb_cls_algo(a) == OFB_CLS_ALGO_KSCAN && ofb_cls_trie_bytes(a) > 0, "auto at 2^19 3-byte rules runs %s",
               ofb_cls_algo_name(ofb_cls_algo(a)));
         uint8_t keys[256][3];
         const uint8_t *kp[256];
@@ -554,7 +647,7 @@ static void *reader(void *arg)
 static void concurrency(enum ofb_cls_algo algo, double seconds, uint32_t kl)
 {
     struct ofb_cls_params p = { .key_len = kl, .algo = algo,
-                                .mem_budget_bytes = algo == OFB_CLS_ALGO_KEYMAP ? 0 : 1u << 20 };
+                                .mem_budget_bytes = algo == OFB_CLS_ALGO_KEYMAP || algo == OFB_CLS_ALGO_KSCAN ? 0 : 1u << 20 };
     atomic_store(&stop, 0);
     atomic_store(&reads_done, 0);
     cc = ofb_cls_create_env(&p);
@@ -739,6 +832,20 @@ int main(int argc, char **argv)
                                (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
                 }
         keymap_only = 0;
+        /* kscan: the same with its blocks (a budget per rule that small sets fit), 1-4-byte keys */
+        kscan_only = 1;
+        setenv("OFB_KSCAN_BYTES_PER_RULE", "1000000", 1);
+        for (uint32_t kl = 1; kl <= 4; kl++)
+            for (int sh = 0; sh < SH_N; sh++)
+                for (int bulk = 0; bulk < 2; bulk++)
+                    differential(kl, (enum shape)sh, kl >= 3 ? nops / 30 : nops / 2, bulk, 0, 0);
+        unsetenv("OFB_KSCAN_BYTES_PER_RULE");
+        kscan_only = 0;
+        CHECK(kscan_sets[1] >= 3 * kscan_sets[0], "kscan: blocks in only %d of %d bulk-built sets", kscan_sets[1],
+              kscan_sets[0] + kscan_sets[1]);
+        if (getenv("CLS_TEST_VERBOSE"))
+            printf("kscan: blocks in %d of %d bulk-built sets\n", kscan_sets[1], kscan_sets[0] + kscan_sets[1]);
+        kscan_checks();
         if (getenv("CLS_TEST_VERBOSE"))
             printf("keymap refusals and auto at 2^19 rules...\n");
         keymap_refusals();
@@ -761,6 +868,9 @@ int main(int argc, char **argv)
         concurrency(OFB_CLS_ALGO_DFA, quick ? 1.0 : 5.0, 8);
         /* keymap: maps built on a thread, adopted, retired under readers */
         concurrency(OFB_CLS_ALGO_KEYMAP, quick ? 1.0 : 5.0, 3);
+        setenv("OFB_KSCAN_BYTES_PER_RULE", "1000000", 1);   /* the same with kscan's blocks (small sets fit) */
+        concurrency(OFB_CLS_ALGO_KSCAN, quick ? 1.0 : 5.0, 3);
+        unsetenv("OFB_KSCAN_BYTES_PER_RULE");
     } else {  /* the hybrid's incremental scheme: base + delta, kills, merges, under readers */
         concurrency(OFB_CLS_ALGO_HYBRID, quick ? 1.0 : 5.0, 8);
     }

@@ -226,7 +226,8 @@ def test_auto_takes_the_partitioned_dfa_within_its_budget(simd, monkeypatch):
             c.close()
 
 
-@pytest.mark.parametrize("algo", ["ours", "tss", "linear", "htrie", "sptrie", "hybrid", "dtree", "dfa", "keymap"])
+@pytest.mark.parametrize("algo", ["ours", "tss", "linear", "htrie", "sptrie", "hybrid", "dtree", "dfa", "keymap",
+                                  "kscan"])
 def test_ties_earlier_insert_wins_and_delete_by_value(algo):
     with Classifier(4, algo) as c:
         a = c.insert(5, b"\x0a\x00\x00\x00", b"\xff\x00\x00\x00", 111)
@@ -478,6 +479,37 @@ def test_keymap_answers_like_linear_with_its_map_rebuilt_at_each_update(monkeypa
             assert c.insert(p + 1, v, m, 1000 + i) == ref.insert(p + 1, v, m, 1000 + i)
             assert [c.lookup(k) for k in keys[::7]] == [ref.lookup(k) for k in keys[::7]]
         assert c.lookup_batch(keys) == ref.lookup_batch(keys)
+
+
+def test_kscan_answers_like_linear_with_its_blocks_rebuilt_at_each_update(monkeypatch):
+    """kscan: the key-block scan (kscan.h) in front of OURS, rebuilt as keymap's map; 4-byte keys
+    over every SIMD path this CPU has; a budget per rule that a set of 300 rules fits."""
+    monkeypatch.setenv("OFB_CLS_KEYMAP_SYNC", "1")
+    monkeypatch.setenv("OFB_KSCAN_BYTES_PER_RULE", "200000")
+    rnd = random.Random(42)
+    masks = [bytes(rnd.randrange(256) | rnd.randrange(256) for _ in range(4)) for _ in range(20)]
+    rules = []
+    for i in range(300):
+        m = rnd.choice(masks)
+        rules.append((rnd.randrange(50), bytes(rnd.randrange(256) & b for b in m), m, i + 1))
+    keys = [bytes(rnd.randrange(256) for _ in range(4)) for _ in range(200)]
+    keys += [bytes(v[j] | (rnd.randrange(256) & ~m[j] & 0xFF) for j in range(4)) for _, v, m, _ in rules[:150]]
+    for simd in [p for p in binding.SIMD_PATHS if binding.simd_supported(p)]:
+        with Classifier(4, "kscan", simd=simd) as c, Classifier(4, "linear") as ref:
+            assert c.runs == "kscan"
+            c.build_bulk(rules)
+            ref.build_bulk(rules)
+            assert c.lib.ofb_cls_trie_bytes(c._c) > 0, c.last_error()   # the blocks answer
+            assert c.lookup_batch(keys) == ref.lookup_batch(keys)
+            assert [c.lookup(k) for k in keys] == [ref.lookup(k) for k in keys]
+            assert sum(1 for h, _ in ref.lookup_batch(keys) if h) >= 100
+            for i in range(0, 30, 3):
+                c.delete_id(i + 1)
+                ref.delete_id(i + 1)
+                p, v, m, _ = rules[i + 1]
+                assert c.insert(p + 1, v, m, 1000 + i) == ref.insert(p + 1, v, m, 1000 + i)
+                assert [c.lookup(k) for k in keys[::7]] == [ref.lookup(k) for k in keys[::7]]
+            assert c.lookup_batch(keys) == ref.lookup_batch(keys)
 
 
 def test_keymap_refuses_long_keys_and_says_why_it_has_no_map():
