@@ -16,7 +16,9 @@
 #ifndef OFB_CLS_HUGEPAGE_H
 #define OFB_CLS_HUGEPAGE_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdlib.h>
 
 #define OFB_HP_SIZE ((size_t)2 << 20)
 
@@ -31,5 +33,31 @@ static inline size_t ofb_hp_round(size_t bytes)
 __attribute__((visibility("hidden"))) void *ofb_hp_map(size_t bytes);
 /* give back a region from ofb_hp_map (bytes: as asked then) */
 __attribute__((visibility("hidden"))) void ofb_hp_unmap(void *p, size_t bytes);
+
+/* An array read at random: a region (ofb_hp_map, zeroed) when it is 2 MiB or more and hp is
+ * set, else the C library (zeroed when zero is set).  *taken (may be NULL): the bytes taken,
+ * whole 2 MiB pages for a region. */
+static inline void *ofb_hp_alloc(bool hp, size_t bytes, bool zero, size_t *taken)
+{
+    if (bytes < OFB_HP_SIZE || !hp) {
+        if (taken)
+            *taken = bytes;
+        return zero ? calloc(1, bytes ? bytes : 1) : malloc(bytes ? bytes : 1);
+    }
+    if (taken)
+        *taken = ofb_hp_round(bytes);
+    return ofb_hp_map(bytes);
+}
+
+/* give back what ofb_hp_alloc gave (hp and bytes: as asked then); NULL is fine */
+static inline void ofb_hp_free(bool hp, void *p, size_t bytes)
+{
+    if (!p)
+        return;
+    if (bytes < OFB_HP_SIZE || !hp)
+        free(p);
+    else
+        ofb_hp_unmap(p, bytes);
+}
 
 #endif

@@ -38,32 +38,11 @@ struct ofb_kmap {
 #define S_MIN 4u
 
 /* Arrays read at random by lookups (map, off, win, ri) live on 2 MiB pages
- * when they are that large (hugepage.h): on 4 KiB pages each of a hit's three
- * reads would also miss the TLB.  Below 2 MiB, or with huge pages off: the C
- * library. */
-static void *halloc(const struct ofb_kmap *m, size_t bytes, bool zero)
-{
-    if (bytes < OFB_HP_SIZE || !m->hp)
-        return zero ? calloc(1, bytes ? bytes : 1) : malloc(bytes ? bytes : 1);
-    return ofb_hp_map(bytes);   /* anonymous pages start zeroed */
-}
-
-static void hfree(const struct ofb_kmap *m, void *p, size_t bytes)
-{
-    if (!p)
-        return;
-    if (bytes < OFB_HP_SIZE || !m->hp)
-        free(p);
-    else
-        ofb_hp_unmap(p, bytes);
-}
-
+ * when they are that large (hugepage.h's ofb_hp_alloc): on 4 KiB pages each of
+ * a hit's three reads would also miss the TLB. */
 static inline uint32_t compress(const struct ofb_kmap *m, const uint8_t *key)
 {
-    uint32_t x = 0;
-    for (uint32_t k = 0; k < m->key_len; k++)
-        x |= m->T[k][key[k]];
-    return x;
+    return ofb_kmap_compress(m->T, m->key_len, key);
 }
 
 static inline uint32_t compress4(const struct ofb_kmap *m, const uint8_t *key)
@@ -71,7 +50,7 @@ static inline uint32_t compress4(const struct ofb_kmap *m, const uint8_t *key)
     return m->T[0][key[0]] | m->T[1][key[1]] | m->T[2][key[2]] | m->T[3][key[3]];
 }
 
-static uint32_t union_mask(uint32_t key_len, const struct ofb_kmap_rule *r, size_t n, uint32_t *u_bytes)
+uint32_t ofb_kmap_union(uint32_t key_len, const struct ofb_kmap_rule *r, size_t n, uint32_t u_bytes[4])
 {
     uint32_t bits = 0;
     memset(u_bytes, 0, 4 * sizeof(uint32_t));
@@ -103,27 +82,29 @@ static uint64_t est_bytes(uint32_t bits, uint32_t s, uint64_t pairs, size_t n)
     return ((uint64_t)1 << bits) + 4 * cap * nblk + 4 * pairs + 8 * nblk + (sizeof(struct kinfo) + 12) * n;
 }
 
-static void make_tables(struct ofb_kmap *m, const uint32_t *ub)
+void ofb_kmap_tables(uint32_t T[4][256], uint32_t key_len, const uint32_t u_bytes[4])
 {
     /* bit positions: byte 0 most significant; compressed order follows */
-    uint32_t pos = m->bits;
-    for (uint32_t k = 0; k < m->key_len; k++) {
+    uint32_t pos = 0;
+    for (uint32_t k = 0; k < key_len; k++)
+        pos += (uint32_t)__builtin_popcount(u_bytes[k]);
+    for (uint32_t k = 0; k < key_len; k++) {
         uint32_t bp[8];
         for (int j = 7; j >= 0; j--)
-            bp[j] = (ub[k] >> j & 1) ? --pos : UINT32_MAX;
+            bp[j] = (u_bytes[k] >> j & 1) ? --pos : UINT32_MAX;
         for (uint32_t v = 0; v < 256; v++) {
             uint32_t x = 0;
             for (int j = 0; j < 8; j++)
                 if ((v >> j & 1) && bp[j] != UINT32_MAX)
                     x |= 1u << bp[j];
-            m->T[k][v] = x;
+            T[k][v] = x;
         }
     }
-    for (uint32_t k = m->key_len; k < 4; k++)
-        memset(m->T[k], 0, sizeof(m->T[k]));
+    for (uint32_t k = key_len; k < 4; k++)
+        memset(T[k], 0, sizeof(T[k]));
 }
 
-static int cmp_rank(const void *a, const void *b)
+int ofb_kmap_cmp_rank(const void *a, const void *b)
 {
     const struct ofb_kmap_rule *x = *(const struct ofb_kmap_rule *const *)a, *y = *(const struct ofb_kmap_rule *const *)b;
     if (x->prio != y->prio)
@@ -209,7 +190,7 @@ static int build_blocks(struct ofb_kmap *m, const uint64_t *cvm, size_t n, uint3
     size_t lo = (((size_t)1 << s) + 3) & ~(size_t)3;   /* the list, 4-byte aligned (blocks of 1-2 keys) */
     stride = lo + sizeof(uint32_t) * cap;
     region_bytes = stride * nblk;
-    region = halloc(m, region_bytes, true);
+    region = ofb_hp_alloc(m->hp, region_bytes, true, NULL);
     if (!region)
         goto out;
     rc = 1;
@@ -259,7 +240,7 @@ static int build_blocks(struct ofb_kmap *m, const uint64_t *cvm, size_t n, uint3
         m->bytes += region_bytes;
     }
 out:
-    hfree(m, region, region_bytes);
+    ofb_hp_free(m->hp, region, region_bytes);
     free(off), free(cand), free(fill), free(tmp), free(loc);
     return rc;
 }
@@ -276,7 +257,7 @@ struct ofb_kmap *ofb_kmap_build(uint32_t key_len, const struct ofb_kmap_rule *ru
         snprintf(err, errlen, "keymap: key_len %u is not 1..4 bytes", key_len);
         return NULL;
     }
-    uint32_t bits = union_mask(key_len, rules, n, ub);
+    uint32_t bits = ofb_kmap_union(key_len, rules, n, ub);
     if (bits > OFB_KMAP_MAX_BITS) {
         *over_budget = 1;
         snprintf(err, errlen, "keymap: the rules care about %u key bits, the map takes at most %u (2^bits bytes)",
@@ -294,12 +275,12 @@ struct ofb_kmap *ofb_kmap_build(uint32_t key_len, const struct ofb_kmap_rule *ru
     m->debug = tu && tu->kmap_debug;
     m->bits = bits;
     m->n = (uint32_t)n;
-    make_tables(m, ub);
+    ofb_kmap_tables(m->T, key_len, ub);
     for (size_t i = 0; i < n; i++)
         ord[i] = &rules[i];
-    qsort(ord, n, sizeof(*ord), cmp_rank);
+    qsort(ord, n, sizeof(*ord), ofb_kmap_cmp_rank);
     m->ri_bytes = sizeof(struct kinfo) * (n + 1);
-    m->ri = halloc(m, m->ri_bytes, false);
+    m->ri = ofb_hp_alloc(m->hp, m->ri_bytes, false, NULL);
     if (!m->ri)
         goto oom;
     for (size_t i = 0; i < n; i++) {
@@ -324,7 +305,7 @@ struct ofb_kmap *ofb_kmap_build(uint32_t key_len, const struct ofb_kmap_rule *ru
                  "keymap: %zu rules over %u key bits need ~%llu MB (%llu candidate pairs), over the limit of %llu MB",
                  n, bits, (unsigned long long)(need >> 20), (unsigned long long)pairs,
                  (unsigned long long)(max_bytes >> 20));
-        free(cvm), free(cm), hfree(m, m->ri, m->ri_bytes), free(m);
+        free(cvm), free(cm), ofb_hp_free(m->hp, m->ri, m->ri_bytes), free(m);
         return NULL;
     }
     m->bytes = sizeof(*m) + m->ri_bytes;
@@ -391,7 +372,7 @@ void ofb_kmap_free(struct ofb_kmap *m)
     if (!m)
         return;
     ofb_kscan_free(m->ks);
-    hfree(m, m->blk, m->blk_bytes), hfree(m, m->ri, m->ri_bytes);
+    ofb_hp_free(m->hp, m->blk, m->blk_bytes), ofb_hp_free(m->hp, m->ri, m->ri_bytes);
     free(m);
 }
 

@@ -74,6 +74,25 @@ struct ofb_kmap_rule {
     uint8_t value[4], mask[4];  /* key_len bytes used; value & mask needed only where mask is set */
 };
 
+/* Key compression (keymap and kscan.h): U = the union of the rules' masks; per key byte k,
+ * T[k][value] = the value's U bits packed in order (byte 0 most significant), rows past key_len
+ * zero; a key compresses to the OR of its key_len reads.  ofb_kmap_union fills u_bytes and
+ * returns |U|; ofb_kmap_tables fills T from them. */
+__attribute__((visibility("hidden"))) uint32_t ofb_kmap_union(uint32_t key_len, const struct ofb_kmap_rule *r,
+                                                              size_t n, uint32_t u_bytes[4]);
+__attribute__((visibility("hidden"))) void ofb_kmap_tables(uint32_t T[4][256], uint32_t key_len,
+                                                           const uint32_t u_bytes[4]);
+/* qsort order of rule pointers: rank (prio desc, id asc) */
+__attribute__((visibility("hidden"))) int ofb_kmap_cmp_rank(const void *a, const void *b);
+
+static inline uint32_t ofb_kmap_compress(const uint32_t T[4][256], uint32_t key_len, const uint8_t *key)
+{
+    uint32_t x = 0;
+    for (uint32_t k = 0; k < key_len; k++)
+        x |= T[k][key[k]];
+    return x;
+}
+
 struct ofb_kmap;
 
 /* cancel (may be NULL): set by another thread, the build stops early and

@@ -38,34 +38,11 @@ struct ofb_kscan {
 #define KS_MAX_MEAN 256u        /* coarser blocks than this many candidates on average: refused (OURS answers) */
 #define KS_NONE UINT32_MAX
 
-/* 2 MiB-page regions for the large arrays (hugepage.h), the C library below that or with huge pages off;
- * the bytes counted are the bytes taken (rounded up to whole 2 MiB pages on the regions) */
-static void *ks_alloc(bool hp, size_t bytes, size_t *taken)
-{
-    if (bytes < OFB_HP_SIZE || !hp) {
-        *taken = bytes;
-        return calloc(1, bytes ? bytes : 1);
-    }
-    *taken = ofb_hp_round(bytes);
-    return ofb_hp_map(bytes);
-}
-
-static void ks_release(bool hp, void *p, size_t bytes)
-{
-    if (!p)
-        return;
-    if (bytes < OFB_HP_SIZE || !hp)
-        free(p);
-    else
-        ofb_hp_unmap(p, bytes);
-}
-
+/* The large arrays on 2 MiB-page regions (hugepage.h's ofb_hp_alloc); the bytes counted are
+ * the bytes taken (whole 2 MiB pages on the regions) */
 static inline uint32_t ks_compress(const struct ofb_kscan *m, const uint8_t *key)
 {
-    uint32_t x = 0;
-    for (uint32_t k = 0; k < m->key_len; k++)
-        x |= m->T[k][key[k]];
-    return x;
+    return ofb_kmap_compress(m->T, m->key_len, key);
 }
 
 static inline uint32_t ks_hash(uint32_t mid, uint32_t cval, uint32_t lg)
@@ -80,41 +57,10 @@ static double ks_now(void)
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-static int cmp_rank(const void *a, const void *b)
-{
-    const struct ofb_kmap_rule *x = *(const struct ofb_kmap_rule *const *)a, *y = *(const struct ofb_kmap_rule *const *)b;
-    if (x->prio != y->prio)
-        return x->prio > y->prio ? -1 : 1;
-    return x->id < y->id ? -1 : x->id > y->id;
-}
-
 static int cmp_u32(const void *a, const void *b)
 {
     uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
     return x < y ? -1 : x > y;
-}
-
-/* the union of the masks' bits -> compression tables (byte 0 most significant, order kept) */
-static void ks_tables(struct ofb_kscan *m, const struct ofb_kmap_rule *r, size_t n)
-{
-    uint32_t ub[4] = { 0 };
-    for (size_t i = 0; i < n; i++)
-        for (uint32_t k = 0; k < m->key_len; k++)
-            ub[k] |= r[i].mask[k];
-    m->bits = 0;
-    for (uint32_t k = 0; k < m->key_len; k++)
-        m->bits += (uint32_t)__builtin_popcount(ub[k]);
-    uint32_t pos = m->bits;
-    memset(m->T, 0, sizeof(m->T));
-    for (uint32_t k = 0; k < m->key_len; k++) {
-        uint32_t bp[8];
-        for (int j = 7; j >= 0; j--)
-            bp[j] = (ub[k] >> j & 1) ? --pos : UINT32_MAX;
-        for (uint32_t v = 0; v < 256; v++)
-            for (int j = 0; j < 8; j++)
-                if ((v >> j & 1) && bp[j] != UINT32_MAX)
-                    m->T[k][v] |= 1u << bp[j];
-    }
 }
 
 /* pairs (rule, block) at h high bits: Sum 2^(free high bits) */
@@ -137,9 +83,9 @@ void ofb_kscan_free(struct ofb_kscan *m)
 {
     if (!m)
         return;
-    ks_release(m->hp, m->off, m->off_bytes);
-    ks_release(m->hp, m->ent, m->ent_bytes);
-    ks_release(m->hp, m->ht, m->ht_bytes);
+    ofb_hp_free(m->hp, m->off, m->off_bytes);
+    ofb_hp_free(m->hp, m->ent, m->ent_bytes);
+    ofb_hp_free(m->hp, m->ht, m->ht_bytes);
     free(m->masks);
     free(m);
 }
@@ -166,10 +112,12 @@ struct ofb_kscan *ofb_kscan_build(uint32_t key_len, const struct ofb_kmap_rule *
     m->key_len = key_len;
     m->simd = simd;
     m->hp = hugepages;
-    ks_tables(m, rules, n);
+    uint32_t ub[4];
+    m->bits = ofb_kmap_union(key_len, rules, n, ub);
+    ofb_kmap_tables(m->T, key_len, ub);
     for (size_t i = 0; i < n; i++)
         ord[i] = &rules[i];
-    qsort(ord, n, sizeof(*ord), cmp_rank);
+    qsort(ord, n, sizeof(*ord), ofb_kmap_cmp_rank);
     for (size_t i = 0; i < n; i++) {
         uint8_t v[4] = { 0 };
         for (uint32_t k = 0; k < key_len; k++)
@@ -194,7 +142,7 @@ struct ofb_kscan *ofb_kscan_build(uint32_t key_len, const struct ofb_kmap_rule *
     m->ht_lg = 1;
     while (((size_t)1 << m->ht_lg) < 2 * n)
         m->ht_lg++;
-    m->ht = ks_alloc(m->hp, sizeof(struct hent) << m->ht_lg, &m->ht_bytes);
+    m->ht = ofb_hp_alloc(m->hp, sizeof(struct hent) << m->ht_lg, true, &m->ht_bytes);
     if (!m->ht)
         goto oom;
     uint32_t hmask = (1u << m->ht_lg) - 1;
@@ -249,9 +197,9 @@ struct ofb_kscan *ofb_kscan_build(uint32_t key_len, const struct ofb_kmap_rule *
     m->lmask = (uint32_t)(((uint64_t)1 << m->s) - 1);
     m->pairs = pairs;
     size_t nblk = (size_t)1 << m->h;
-    m->off = ks_alloc(m->hp, sizeof(uint32_t) * (nblk + 1), &m->off_bytes);
-    m->ent = ks_alloc(m->hp, sizeof(uint32_t) * (pairs + KS_PAD), &m->ent_bytes);
-    fill = ks_alloc(false, sizeof(uint32_t) * nblk, &fill_bytes);
+    m->off = ofb_hp_alloc(m->hp, sizeof(uint32_t) * (nblk + 1), true, &m->off_bytes);
+    m->ent = ofb_hp_alloc(m->hp, sizeof(uint32_t) * (pairs + KS_PAD), true, &m->ent_bytes);
+    fill = ofb_hp_alloc(false, sizeof(uint32_t) * nblk, true, &fill_bytes);
     if (!m->off || !m->ent || !fill)
         goto oom;
     /* count, prefix sums, fill in rank order (blocks list their candidates best first) */
@@ -282,7 +230,7 @@ struct ofb_kscan *ofb_kscan_build(uint32_t key_len, const struct ofb_kmap_rule *
             sub = (sub - fh) & fh;
         } while (sub);
     }
-    ks_release(false, fill, fill_bytes);
+    ofb_hp_free(false, fill, fill_bytes);
     free(cm), free(cv), free(mid), free(keep);
     m->bytes = sizeof(*m) + m->off_bytes + m->ent_bytes + m->ht_bytes + sizeof(uint32_t) * (m->nmask + 1);
     if (debug)
@@ -295,7 +243,7 @@ oom:
     snprintf(err, errlen, "kscan: out of memory building the blocks of %zu rules", n);
 fail:
     free(ord), free(cm), free(cv), free(mid), free(keep);
-    ks_release(false, fill, fill_bytes);
+    ofb_hp_free(false, fill, fill_bytes);
     ofb_kscan_free(m);
     return NULL;
 }
