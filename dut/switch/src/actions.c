@@ -66,14 +66,7 @@ static struct rte_mbuf *copy_mbuf(struct pkt_ctx *c)
 void ofs_act_emit(struct pkt_ctx *c, uint32_t port, uint16_t max_len, bool use_original)
 {
 	fix_checksums(c);
-	/* Pad to the Ethernet minimum (60 bytes without FCS) as a NIC would on the wire: a pop
-	 * can leave a frame shorter than what the sender gave us. */
-	if (plen(c) < 60 && c->m->nb_segs == 1) {
-		uint32_t pad = 60 - plen(c);
-		uint8_t *z = (uint8_t *)rte_pktmbuf_append(c->m, (uint16_t)pad);
-		if (z)
-			memset(z, 0, pad);
-	}
+	ofs_pad_min(c);
 	if (port == OFPP_CONTROLLER) {
 		to_controller(c, max_len);
 		if (use_original) { rte_pktmbuf_free(c->m); c->m = NULL; }

@@ -212,6 +212,19 @@ static inline bool l4_csum_replace(struct pkt_ctx *c, bool pseudo, const uint8_t
 	return ofs_csum_l4_update(c, pseudo, old, new, n);
 }
 
+/* Pad a frame to the Ethernet minimum (60 bytes without FCS) as a NIC would on the wire: a pop
+ * can leave a frame shorter than what the sender gave us (ofs_act_emit and pipecache.h's
+ * programs, before a port). */
+static inline void ofs_pad_min(struct pkt_ctx *c)
+{
+	if (plen(c) < 60 && c->m->nb_segs == 1) {
+		uint32_t pad = 60 - plen(c);
+		uint8_t *z = (uint8_t *)rte_pktmbuf_append(c->m, (uint16_t)pad);
+		if (z)
+			memset(z, 0, pad);
+	}
+}
+
 /* ---- actions.c ---------------------------------------------------------------------------- */
 /* Send the packet to one port (OpenFlow port number, or CONTROLLER, TABLE, FLOOD, ALL,
  * IN_PORT); use_original hands over c->m itself, else a copy goes. */

@@ -318,12 +318,7 @@ static inline void pc_prog_run(struct pkt_ctx *c, const struct ofs_pc_prog *g)
 	}
 	/* ofs_act_emit's way for a port: padded to 60 bytes, never back out of in_port unless
 	 * IN_PORT says so, a port the switch does not have drops */
-	if (plen(c) < 60) {
-		uint32_t pad = 60 - plen(c);
-		uint8_t *z = (uint8_t *)rte_pktmbuf_append(c->m, (uint16_t)pad);
-		if (z)
-			memset(z, 0, pad);
-	}
+	ofs_pad_min(c);
 	uint32_t port = g->out_port == OFPP_IN_PORT ? c->in_port : g->out_port;
 	int idx = g->out_port != OFPP_IN_PORT && port == c->in_port ? -1 : ofs_port_idx(port);
 	if (idx >= 0)
