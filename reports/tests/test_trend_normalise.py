@@ -142,7 +142,8 @@ def test_the_nightly_divides_by_the_records_own_probe_and_the_page_names_it(tmp_
                                                   for i, (_, c) in enumerate(hist_vals) if i != 4],
                keys["ofbench_cache_hit_ratio"]: [(_prov(i)["end_time"], 1.0) for i in range(20)]}
     commits = {keys["ofbench_mpps"]: [_prov(i)["git_sha"] for i in range(20)]}
-    raw = {r.key.metric: r for r in trend_evaluate([rec], history, detector="auto", commits=commits)}
+    raw = {r.key.metric: r for r in trend_evaluate([rec], history, detector="auto",
+                                                    commits=commits, normalise="none")}
     rows = {r.key.metric: r for r in trend_evaluate([rec], history, detector="auto",
                                                      commits=commits, normalise="ceiling")}
     assert raw["ofbench_mpps"].judgement.verdict == "progression"
@@ -216,3 +217,21 @@ def test_night_folders_keep_a_probes_gaps_and_trend_eval_says_them(tmp_path, cap
     assert main(["trend-eval", "--history", str(hist), "--steps", "10", "--reps", "1",
                  "--normalise", "ceiling"]) == 0
     assert "probe missing on night(s) 26" in capsys.readouterr().out
+
+
+def test_the_nightly_normalises_by_default():
+    """make nightly's trend (the harness calls run_trend with its defaults) judges a DUT rate
+    divided by its feed's ceiling; --normalise none judges it raw."""
+    import inspect
+
+    from reports.trend import NORMALISE_DEFAULT, run_trend
+    assert NORMALISE_DEFAULT == "ceiling"
+    assert inspect.signature(run_trend).parameters["normalise"].default == "ceiling"
+    assert inspect.signature(trend_evaluate).parameters["normalise"].default == "ceiling"
+    rec = {"suite": "switch", "name": "p", "provenance": _prov(3),
+           "params": {"series_kind": {"feed_replay_ceiling_mpps": "rig"}},
+           "metrics": {"ofbench_mpps": 30.0, "feed_replay_ceiling_mpps": 125.0}}
+    rows = {r.key.metric: r for r in trend_evaluate([rec], {})}
+    assert rows["ofbench_mpps"].normaliser == "feed_replay_ceiling_mpps"
+    assert {r.key.metric: r for r in trend_evaluate([rec], {}, normalise="none")}[
+        "ofbench_mpps"].normaliser == ""
