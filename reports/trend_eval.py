@@ -590,7 +590,8 @@ def main(args) -> int:
         series = series_from_runs([Path(d) for d in args.run_dirs], probes)
         source = f"{len(args.run_dirs)} run folders"
     if args.save_history:
-        print(f"history: {save_history(series, Path(args.save_history), source, nights_prov, probes)}")
+        saved = save_history(series, Path(args.save_history), source, nights_prov, probes)
+        print(f"history: {saved}")
     steps = [float(x) for x in str(args.steps).split(",") if x.strip()]
     raw = series
     series, notes = attach_normalisers(raw, how, probes)

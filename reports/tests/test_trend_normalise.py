@@ -137,7 +137,8 @@ def test_the_nightly_divides_by_the_records_own_probe_and_the_page_names_it(tmp_
                        "ofbench_cache_hit_ratio": 1.0, "host_mem_latency_1mib_ns": 7.0},
            "provenance": {**_prov(25), "end_time": "2026-11-26T02:00:00Z"}}
     keys = {k.metric: k for k, _ in record_keys(rec)}
-    history = {keys["ofbench_mpps"]: [(_prov(i)["end_time"], d) for i, (d, _) in enumerate(hist_vals)],
+    history = {keys["ofbench_mpps"]: [(_prov(i)["end_time"], d)
+                                      for i, (d, _) in enumerate(hist_vals)],
                keys["feed_replay_ceiling_mpps"]: [(_prov(i)["end_time"], c)
                                                   for i, (_, c) in enumerate(hist_vals) if i != 4],
                keys["ofbench_cache_hit_ratio"]: [(_prov(i)["end_time"], 1.0) for i in range(20)]}
