@@ -6,6 +6,7 @@
                                                 run overwrites the same points), spool on failure
   python -m reports replay --influx-url URL     send what reports/spool/ holds
   python -m reports trend [RUN_DIR] --influx-url URL [--detector auto|jumpavg|mad|mad2|csit|jlog --last-n 30 --k 3]
+                          [--normalise none|ceiling|rig-index]
                                                 write trend.html; exit 1 on a regression, 2 when
                                                 the history could not be read
   python -m reports trend-eval RUN_DIR... | --history FILE [--steps 5,10,20] [--out FILE]
@@ -75,8 +76,11 @@ def main(argv: list[str] | None = None) -> int:
         if name != "render":
             _influx_args(p)
         if name == "trend":
-            from reports.trend import DETECTOR_DEFAULT, DETECTORS, LAST_N_DEFAULT
+            from reports.trend import (DETECTOR_DEFAULT, DETECTORS, LAST_N_DEFAULT,
+                                       NORMALISE_DEFAULT, NORMALISERS)
             p.add_argument("--detector", choices=DETECTORS, default=DETECTOR_DEFAULT)
+            p.add_argument("--normalise", choices=NORMALISERS, default=NORMALISE_DEFAULT,
+                           help="divide a DUT rate by the same night's rig probes")
             p.add_argument("--last-n", type=int, default=LAST_N_DEFAULT)
             p.add_argument("--k", type=float, default=3.0, help="the mad detector's band")
     from reports.trend_eval import add_arguments
@@ -157,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0 if not (res.spooled or res.rejected) else 3
         from reports.trend import run_trend
         report = run_trend(Path(args.run_dir).resolve(), last_n=args.last_n, k=args.k,
-                           detector=args.detector, **settings)
+                           detector=args.detector, normalise=args.normalise, **settings)
         print(report.summary())
         return report.exit_code
 

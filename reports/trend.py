@@ -7,7 +7,10 @@ every 10 % step in the DUT's rates within 2 nights with no false alarm (jumpavg 
 same there, but raises about 8x mad2's false alarms on heavy-tailed latencies, where mad2 is the
 quietest), and it raised the fewest false alarms per step found over all series; on the loaded
 box (no DUT series at all) it ties mad2. jumpavg's segments are drawn on the trend page either
-way (``--detector jumpavg|mad|mad2|csit`` lets one rule decide every series):
+way (``--detector jumpavg|mad|mad2|csit`` lets one rule decide every series). A DUT rate is
+judged divided by the same night's ceiling of its feed, a rig probe of the same record
+(NORMALISE_DEFAULT, ``--normalise``; see "normalising" below), so a host that got faster or
+slower is not read as the switch's doing:
 
 - ``jumpavg`` (FD.io CSIT's change-point grouping, PyPI jumpavg): the history and the new value
   are split into statistically consistent segments (minimum description length, each segment
@@ -76,6 +79,7 @@ import dataclasses
 import datetime as dt
 import json
 import math
+import re
 import statistics
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
@@ -354,6 +358,114 @@ def judge_csit(value, history: Sequence, direction: int, min_step: float = CSIT_
     return _segments_judgement(point, segs, changed, len(hist), direction), segs
 
 
+# ---- normalising a DUT rate by the same night's rig probes (issue 40) --------------------------
+#
+# A host that gets faster or slower moves every rate measured on it: on the 64 nights of one
+# build (reports/history/quiet-box-6fcd266-64-nights.json) ofbench's rate rose 4.5 % between two
+# lock holds while the feed alone on the same lcore (the feed's ceiling, a rig probe in the same
+# record) rose 3.5 %. Dividing the DUT's rate by the same night's ceiling of the same feed keeps
+# what the switch did and leaves most of what the host did out (the ratio moved 0.8 %).
+#
+#   none       the raw value
+#   ceiling    value / feed_<feed>_ceiling_mpps of the same record (the feed named in the metric,
+#              or the record's only feed)
+#   rig-index  value / the geometric mean of that feed's ceiling probes (the windows' median and
+#              the best window: feed_<feed>_ceiling_mpps, feed_<feed>_ceiling_best_mpps)
+#
+# Only a DUT rate (a rate unit in its name: mpps, mlps, ...) is normalised; a ratio, a time or a
+# rig series is judged as measured. A night whose probe is missing is never divided by anything
+# else: tonight without it is judged raw against the raw history (and says so); a history night
+# without it is left out of the normalised history (and the row says how many).
+
+NORMALISERS = ("none", "ceiling", "rig-index")
+# the nightly's default: on both 64-night histories every 10 % step of the DUT's rates found
+# within 2 nights with no false alarm (raw: 82.5 % / 0.46 on the one where the host moved;
+# reports/README.md "Normalised by the rig")
+NORMALISE_DEFAULT = "ceiling"
+CEILING = re.compile(r"^feed_(?P<feed>[a-z0-9_]+?)_ceiling(?P<best>_best)?_mpps$")
+
+
+def rig_metric_names(record: Mapping) -> set[str]:
+    """The metrics a record says measure the rig: params ``series_kind`` "rig" (the whole
+    record) or {metric: "rig"}, or every metric when provenance dut_switch_kind is "none"."""
+    mark = (record.get("params") or {}).get("series_kind")
+    metrics = record.get("metrics") or {}
+    if mark == "rig" or str((record.get("provenance") or {}).get("dut_switch_kind")) == "none":
+        return set(metrics)
+    if isinstance(mark, Mapping):
+        return {m for m, k in mark.items() if k == "rig" and m in metrics}
+    return set()
+
+
+def normaliser_for(metric: str, rig_metrics: Iterable[str], how: str = NORMALISE_DEFAULT
+                   ) -> tuple[tuple[str, ...], str]:
+    """(the rig metrics whose geometric mean divides ``metric``, why none when that is empty).
+    ``how`` one of NORMALISERS; a metric is normalised only when it is a rate (a rate unit
+    among its words) and not itself a probe; the probe is the ceiling of the feed the metric
+    names (the longest feed name that is a run of its words), else of the record's only feed."""
+    if how not in NORMALISERS:
+        raise ValueError(f"--normalise: expected one of {', '.join(NORMALISERS)}, got {how!r}")
+    if how == "none":
+        return (), ""
+    rig = set(rig_metrics)
+    if metric in rig or CEILING.match(metric):
+        return (), "a rig probe"
+    if not set(metric.lower().split("_")) & HIGHER_UNITS:
+        return (), "not a rate"
+    feeds: dict[str, list[str]] = {}
+    for m in sorted(rig):
+        c = CEILING.match(m)
+        if c:
+            feeds.setdefault(c.group("feed"), []).append(m)
+    if not feeds:
+        return (), "no feed ceiling in the record"
+    named = sorted((f for f in feeds if f"_{f}_" in f"_{metric}_"), key=len, reverse=True)
+    if named:
+        feed = named[0]
+    elif len(feeds) == 1:
+        feed = next(iter(feeds))
+    else:
+        return (), f"{len(feeds)} feeds' ceilings, none named in the metric"
+    median = f"feed_{feed}_ceiling_mpps"
+    if how == "ceiling":
+        return ((median,) if median in feeds[feed] else (feeds[feed][0],)), ""
+    return tuple(feeds[feed]), ""
+
+
+def normaliser_label(probes: Sequence[str]) -> str:
+    """How the page and the figures name a normaliser: the probe, or geomean(probes)."""
+    return probes[0] if len(probes) == 1 else f"geomean({', '.join(probes)})" if probes else ""
+
+
+def divisor(values: Sequence) -> float | None:
+    """The geometric mean of one night's probe values; None when one is missing or not > 0."""
+    nums = [as_number(v) for v in values]
+    if not nums or any(x is None or x <= 0 for x in nums):
+        return None
+    return math.exp(sum(math.log(x) for x in nums) / len(nums))
+
+
+def _scale(run, d: float):
+    return [x / d for x in run] if isinstance(run, list) else run / d
+
+
+def normalised(value, value_div: float | None, history: Sequence,
+               history_divs: Sequence[float | None], name: str
+               ) -> tuple[object, list, list[int], str]:
+    """(value, history, the kept history's indices, note) as the detector judges them: each
+    divided by its own night's probe (``*_div``, divisor()). Tonight without its probe: the raw
+    value against the raw history, noted; history nights without theirs are left out, noted.
+    A value may be a run's trials (a list: each trial divided)."""
+    if value_div is None:
+        return value, list(history), list(range(len(history))), \
+            f"{name} missing tonight: judged raw"
+    keep = [i for i, d in enumerate(history_divs) if d is not None]
+    hist = [_scale(history[i], history_divs[i]) for i in keep]
+    dropped = len(history) - len(keep)
+    note = f"/ {name}" + (f"; {dropped} history night(s) without it left out" if dropped else "")
+    return _scale(value, value_div), hist, keep, note
+
+
 # ---- series keys -----------------------------------------------------------------------------
 
 SERIES_TAGS = ("name", "profile", "dut_switch_kind", "generator", "port_kind")
@@ -401,6 +513,9 @@ class TrendRow:
     segments: list[Segment] = dataclasses.field(default_factory=list)  # jumpavg's, history + value
     commits: str = ""                           # jumpavg: "<last sha before>..<first sha of>" the
                                                 # new segment (git's range: after a, up to b)
+    normaliser: str = ""                        # what the value and history were divided by
+    note: str = ""                              # how the normaliser was applied (or why not)
+    raw_value: float | None = None              # the value as measured, when normalised
 
 
 def _commit_range(segs: Sequence[Segment], shas: Sequence[str]) -> str:
@@ -417,19 +532,51 @@ def evaluate(records: Iterable[Mapping], history: Mapping[SeriesKey, Sequence[tu
              k: float = K_DEFAULT, rel_floor: float = REL_FLOOR,
              min_history: int = MIN_HISTORY, detector: str = DETECTOR_DEFAULT,
              commits: Mapping[SeriesKey, Sequence[str]] | None = None,
-             recent: int = RECENT_DEFAULT) -> list[TrendRow]:
+             recent: int = RECENT_DEFAULT, normalise: str = NORMALISE_DEFAULT
+             ) -> list[TrendRow]:
     """Judge every metric of every record against history[key] (pure). A key with a testbed
     falls back to the same series without one (history exported before testbeds were named).
-    commits[key]: the git sha of each history point (jumpavg's commit range)."""
+    commits[key]: the git sha of each history point (jumpavg's commit range). ``normalise``
+    (NORMALISERS): a DUT rate and its history divided by the same night's rig probes of the
+    same record (normaliser_for; the probes' history: the same series with the probe's metric,
+    paired by time)."""
     if detector not in DETECTORS:
         raise ValueError(f"--detector: expected one of {', '.join(DETECTORS)}, got {detector!r}")
+    if normalise not in NORMALISERS:
+        raise ValueError(f"--normalise: expected one of {', '.join(NORMALISERS)}, "
+                         f"got {normalise!r}")
     rows = []
+    # the feed ceilings each record's series had before (a probe missing tonight is still named)
+    hist_probes: dict = {}
+    if normalise != "none":
+        for hk in history:
+            if CEILING.match(hk.metric):
+                hist_probes.setdefault(dataclasses.replace(hk, metric=""), set()).add(hk.metric)
     for rec in records:
+        rig = rig_metric_names(rec)
+        metrics = rec.get("metrics") or {}
         for key, value in record_keys(rec):
             hkey = key if key in history or not (key.testbed_id or key.pool) else key.without_testbed()
+            if normalise != "none":
+                rig = rig | hist_probes.get(dataclasses.replace(hkey, metric=""), set())
             hist = list(history.get(hkey, []))
+            shas_h = list((commits or {}).get(hkey, []))
             direction = metric_direction(key.metric)
             how = detector_for(detector, direction)
+            probes, _why = normaliser_for(key.metric, rig, normalise) \
+                if direction > 0 and key.metric not in rig else ((), "")
+            norm = dict(normaliser="", note="", raw_value=None)
+            if probes and as_number(value) is not None:
+                name = normaliser_label(probes)
+                at = [dict(history.get(dataclasses.replace(hkey, metric=p), [])) for p in probes]
+                v, hv, keep, note = normalised(
+                    as_number(value), divisor([metrics.get(p) for p in probes]),
+                    [v for _, v in hist], [divisor([a.get(t) for a in at]) for t, _ in hist],
+                    name)
+                hist = [(hist[i][0], x) for i, x in zip(keep, hv)]
+                shas_h = [shas_h[i] for i in keep if i < len(shas_h)]
+                norm = dict(normaliser=name, note=note, raw_value=as_number(value))
+                value = v
             if how in ("mad", "mad2"):
                 j = judge(value, [v for _, v in hist], direction, k, rel_floor, min_history) \
                     if how == "mad" else \
@@ -441,7 +588,8 @@ def evaluate(records: Iterable[Mapping], history: Mapping[SeriesKey, Sequence[tu
                 segs = group_series(nums + [v], direction, rel_floor) \
                     if v is not None and direction and len(hist) >= min_history \
                     and None not in nums else []
-                rows.append(TrendRow(key, j, rec["provenance"]["end_time"], hist, segs))
+                rows.append(TrendRow(key, j, rec["provenance"]["end_time"], hist, segs,
+                                     **norm))
                 continue
             if how == "csit":
                 j, segs = judge_csit(value, [v for _, v in hist], direction,
@@ -453,9 +601,9 @@ def evaluate(records: Iterable[Mapping], history: Mapping[SeriesKey, Sequence[tu
             else:
                 j, segs = judge_jumpavg(value, [v for _, v in hist], direction, rel_floor,
                                         min_history, recent)
-            shas = list((commits or {}).get(hkey, [])) + [str(rec["provenance"].get("git_sha", ""))]
+            shas = shas_h + [str(rec["provenance"].get("git_sha", ""))]
             rng = _commit_range(segs, shas) if j.verdict in ("regression", "progression") else ""
-            rows.append(TrendRow(key, j, rec["provenance"]["end_time"], hist, segs, rng))
+            rows.append(TrendRow(key, j, rec["provenance"]["end_time"], hist, segs, rng, **norm))
     order = {"regression": 0, "progression": 1, "ok": 2, "new": 3, "untracked": 4,
              "not_measured": 5}
     rows.sort(key=lambda r: (order.get(r.judgement.verdict, 9), r.key))
@@ -824,8 +972,9 @@ def _plot_row(row: TrendRow, out_png: Path) -> Path:
                 ax.plot([xs_[0], xs_[-1]], [seg.avg, seg.avg], "-", color=colour, lw=2.2,
                         alpha=0.7)
                 ax.axvspan(xs_[0], xs_[-1], color=colour, alpha=0.05)
+        per = f" / {row.normaliser}" if row.normaliser and not row.note.endswith("raw") else ""
         ax.set_title(f"{row.key.suite}/{row.key.name} [{row.key.dut_switch_kind}]\n"
-                     f"{row.key.metric}", fontsize=8, loc="left")
+                     f"{row.key.metric}{per}", fontsize=8 if not per else 7, loc="left")
         ax.tick_params(labelsize=7)
         ax.xaxis.set_major_formatter(mdates.DateFormatter("%m-%d"))
         ax.grid(alpha=0.3)
@@ -899,7 +1048,7 @@ def write_trend_page(run_dir: Path, rows: Sequence[TrendRow], error: str | None 
         body.append('<p class="note">' + esc(", ".join(f"{k}={v}" for k, v in settings.items()))
                     + "</p>")
     head = ["verdict", "suite", "name", "switch", "generator", "port", "metric", "value",
-            "median", "band ±", "change %", "history n", "starts in"]
+            "median", "band ±", "change %", "history n", "starts in", "normalised by"]
     trs = []
     for r in rows:
         j = r.judgement
@@ -909,7 +1058,10 @@ def write_trend_page(run_dir: Path, rows: Sequence[TrendRow], error: str | None 
             f'<td class="name">{esc(r.key.name)}</td><td>{esc(r.key.dut_switch_kind)}</td>'
             f"<td>{esc(r.key.generator)}</td><td>{esc(r.key.port_kind)}</td>"
             f"<td>{esc(r.key.metric)}</td>{cell(j.value)}{cell(j.median)}{cell(j.band)}"
-            f"{cell(j.change_pct)}{cell(j.n_history)}<td>{esc(r.commits)}</td></tr>")
+            f"{cell(j.change_pct)}{cell(j.n_history)}<td>{esc(r.commits)}</td>"
+            f"<td>{esc(r.note or '—')}"
+            f"{'' if r.raw_value is None else ' (measured ' + esc(fmt(r.raw_value)) + ')'}"
+            "</td></tr>")
     body.append('<div class="scroll"><table class="trend"><thead><tr>'
                 + "".join(f"<th>{h}</th>" for h in head) + "</tr></thead><tbody>"
                 + "".join(trs) + "</tbody></table></div>")
@@ -938,6 +1090,13 @@ def write_trend_page(run_dir: Path, rows: Sequence[TrendRow], error: str | None 
            + (", a change only when the run before was beyond the band the same way"
               if (settings or {}).get("detector", DETECTOR_DEFAULT) == "mad2" else "")
            + " (lines: jumpavg's consistent segments, drawn, not judged)")
+    normalise = (settings or {}).get("normalise", "none")
+    if normalise != "none":
+        how += (f"; DUT rates divided by the same night's rig probes ({normalise}: "
+                + ("the feed's ceiling" if normalise == "ceiling" else
+                   "the geometric mean of the feed's ceiling probes")
+                + "), value, median and band in those units; the column 'normalised by' names "
+                "each row's probe, or why it was judged raw")
     header = (f"<h1>ofbench trend · {esc(run_dir.name)}</h1><div class=\"sub\">{esc(how)} · "
               '<a href="index.html">run index</a></div>')
     out = run_dir / TREND_HTML
@@ -947,6 +1106,7 @@ def write_trend_page(run_dir: Path, rows: Sequence[TrendRow], error: str | None 
         "error": error, "settings": dict(settings or {}), "counts": counts,
         "rows": [{**dataclasses.asdict(r.key), **dataclasses.asdict(r.judgement),
                   "time": r.time, "history": r.history, "commits": r.commits,
+                  "normaliser": r.normaliser, "note": r.note, "raw_value": r.raw_value,
                   "segments": [dataclasses.asdict(g) for g in r.segments]} for r in rows],
         "pools": [{**dataclasses.asdict(t.key), "sigma": t.sigma, "band": t.band,
                    "testbeds": [dataclasses.asdict(b) for b in t.testbeds],
@@ -1002,7 +1162,8 @@ def run_trend(run_dir: Path, url: str, token: str = "-", org: str = "-",
               bucket: str = "ofbench/autogen", last_n: int = LAST_N_DEFAULT,
               k: float = K_DEFAULT, rel_floor: float = REL_FLOOR,
               min_history: int = MIN_HISTORY, run_start: str | None = None,
-              detector: str = DETECTOR_DEFAULT) -> TrendReport:
+              detector: str = DETECTOR_DEFAULT,
+              normalise: str = NORMALISE_DEFAULT) -> TrendReport:
     """Compare the run's records with their history; write trend.html/json.
 
     History = points strictly before `run_start` (default: the earliest start_time among the
@@ -1016,7 +1177,11 @@ def run_trend(run_dir: Path, url: str, token: str = "-", org: str = "-",
                            else None)
     if detector not in DETECTORS:
         raise ValueError(f"--detector: expected one of {', '.join(DETECTORS)}, got {detector!r}")
-    settings = {"detector": detector, "last_n": last_n, "k": k, "rel_floor": rel_floor,
+    if normalise not in NORMALISERS:
+        raise ValueError(f"--normalise: expected one of {', '.join(NORMALISERS)}, "
+                         f"got {normalise!r}")
+    settings = {"detector": detector, "normalise": normalise, "last_n": last_n, "k": k,
+                "rel_floor": rel_floor,
                 "min_history": min_history, "history_before": before, "bucket": bucket}
     if detector in ("jumpavg", "csit"):
         settings.pop("k")
@@ -1036,7 +1201,8 @@ def run_trend(run_dir: Path, url: str, token: str = "-", org: str = "-",
                                     commits=commits)
         except Exception as e:  # report it on the page and in the exit code, don't crash
             error = f"{type(e).__name__}: {e}"[:500]
-    rows = evaluate(records, history, k, rel_floor, min_history, detector, commits) \
+    rows = evaluate(records, history, k, rel_floor, min_history, detector, commits,
+                    normalise=normalise) \
         if not error else evaluate(records, {}, k, rel_floor, min_history=math.inf)
     own = record_pool_points(records)
     pool_hist: dict = {}

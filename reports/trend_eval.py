@@ -2,6 +2,7 @@
 
     python -m reports trend-eval RUN_DIR... | --history FILE [--steps 5,10,20] [--reps 10]
                                  [--seed 1] [--min-nights 30] [--save-history FILE] [--out FILE]
+                                 [--normalise none|ceiling|rig-index]
 
 A history is every tracked metric (one with a better direction, reports.metrics) of every
 record that all the given runs share, one value per run ("night"), oldest first: runs of the
@@ -30,6 +31,11 @@ night), ``jlog`` (reports.trend.judge_jumpavg_log: jumpavg on the values' logari
 candidate for latencies) and ``auto`` (the nightly's default: jumpavg for rates, mad2 for
 latencies and times). A step injected at night k scales that night's trials too.
 
+``--normalise`` (reports.trend.NORMALISERS) divides each DUT rate by the same night's rig probe
+of the same record (the feed's ceiling) before any detector sees it; the steps are injected into
+the DUT's raw values, never into the probe. The DUT rates that have a probe are also evaluated
+raw and under every normaliser, side by side (``by_normaliser`` in the figures).
+
 A night is a run folder (its results.jsonl), or with ``--nights DIR`` every sub-folder of DIR
 (scripts/trend_history.sh writes them): the records of every results.jsonl below it and of every
 ``*.json`` record file in it (a suite CLI's printed record: suite, name, metrics, params).
@@ -45,9 +51,11 @@ from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
 from reports.metrics import metric_direction
-from reports.trend import (CSIT_CONFIRM, CSIT_MIN_STEP, K_DEFAULT, MIN_HISTORY, RECENT_DEFAULT,
-                           REL_FLOOR, detector_for, judge, judge_confirmed, judge_csit,
-                           judge_jumpavg, judge_jumpavg_log, record_keys)
+from reports.trend import (CEILING, CSIT_CONFIRM, CSIT_MIN_STEP, K_DEFAULT, MIN_HISTORY,
+                           NORMALISE_DEFAULT, NORMALISERS, RECENT_DEFAULT, REL_FLOOR, detector_for,
+                           divisor, judge, judge_confirmed, judge_csit, judge_jumpavg,
+                           judge_jumpavg_log, normalised, normaliser_for, normaliser_label,
+                           record_keys)
 from reports.noise import REP_SUFFIXES
 
 MAD_LAST_N = 20          # the MAD rule's history (its nightly default before jumpavg)
@@ -69,6 +77,8 @@ class Series:
     values: list[float]
     trials: list[list[float]] | None = None   # each night's trials (csit), when kept
     series_kind: str = ""     # dut_rate | dut_latency | rig as its records say (record_kind)
+    normaliser: str = ""      # the rig probe(s) a night's value is divided by (attach_normalisers)
+    divs: list | None = None  # each night's divisor (None: that night's probe is missing)
 
     @property
     def kind(self) -> str:
@@ -146,11 +156,13 @@ def record_kind(record: Mapping, metric: str, where: str = "") -> str:
                        direction)
 
 
-def series_from_runs(run_dirs: Sequence[Path]) -> list[Series]:
+def series_from_runs(run_dirs: Sequence[Path], probes: dict | None = None) -> list[Series]:
     """One series per (record key, metric) present with a number in every run, oldest run
     first (run folders sort by their start time). A run may also be a night folder
     (night_records). Trials are kept when the metric's record holds them every night; the
-    series' kind is what its newest night's record says (record_kind)."""
+    series' kind is what its newest night's record says (record_kind). ``probes``, when given,
+    is filled with the rig probes (feed ceilings) measured on some nights but not all:
+    {label: [value or None per night]} (a normaliser's missing nights, attach_normalisers)."""
     per: dict = {}
     trials: dict = {}
     kinds: dict = {}
@@ -168,6 +180,9 @@ def series_from_runs(run_dirs: Sequence[Path]) -> list[Series]:
     out = []
     for key, vals in sorted(per.items()):
         direction = metric_direction(key.metric)
+        if probes is not None and len(vals) != len(runs) and CEILING.match(key.metric) \
+                and kinds[key] == "rig":
+            probes[key.label()] = [vals.get(i) for i in range(len(runs))]
         if direction == 0 or len(vals) != len(runs):
             continue
         xs = [vals[i] for i in range(len(runs))]
@@ -181,16 +196,22 @@ def series_from_runs(run_dirs: Sequence[Path]) -> list[Series]:
 
 
 def save_history(series: Sequence[Series], path: Path, source: str,
-                 provenance: Sequence[Mapping] | None = None) -> Path:
-    """Write the series (and each night's provenance, when known) as a history file."""
+                 provenance: Sequence[Mapping] | None = None,
+                 probes: Mapping[str, list] | None = None) -> Path:
+    """Write the series (and each night's provenance, when known) as a history file; ``probes``:
+    rig probes missing on some nights (series_from_runs), kept so a normaliser's gaps stay
+    visible."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     data: dict = {"source": source}
     if provenance:
         data["nights"] = list(provenance)
     data["series"] = [{k: v for k, v in dataclasses.asdict(s).items()
-                       if (v is not None or k != "trials") and (v or k != "series_kind")}
+                       if (v is not None or k != "trials") and (v or k != "series_kind")
+                       and k not in ("normaliser", "divs")}
                       for s in series]
+    if probes:
+        data["probes"] = dict(probes)
     path.write_text(json.dumps(data, indent=0) + "\n")
     return path
 
@@ -205,6 +226,55 @@ def load_history(path: Path) -> list[Series]:
             raise HistoryError(f"--history: {path}: series {s.label!r}: series_kind expected "
                                f"one of {', '.join(KINDS)}, got {s.series_kind!r}")
     return out
+
+
+def load_probes(path: Path) -> dict[str, list]:
+    """The partial rig probes a history file keeps (save_history's ``probes``), {} if none."""
+    data = json.loads(Path(path).read_text())
+    return {str(k): [None if v is None else float(v) for v in vals]
+            for k, vals in (data.get("probes") or {}).items()}
+
+
+def attach_normalisers(series: Sequence[Series], how: str = NORMALISE_DEFAULT,
+                       probes: Mapping[str, list] | None = None
+                       ) -> tuple[list[Series], list[str]]:
+    """Copies of the series, each DUT rate with its normaliser (reports.trend.normaliser_for:
+    the same record's feed ceiling, ``how`` one of NORMALISERS) and each night's divisor, and a
+    line per normalised series saying by what, or that a night's probe is missing (that night:
+    judged raw against the raw history, reports.trend.normalised). The probes are the same
+    record's rig series (a label's suite/name and tags), in ``series`` (every night) or
+    ``probes`` (some nights); a history saved before records named their kinds (no
+    series_kind) takes the feed ceilings by their names."""
+    if how not in NORMALISERS:
+        raise HistoryError(f"--normalise: expected one of {', '.join(NORMALISERS)}, "
+                           f"got {how!r}")
+    by_record: dict[str, dict[str, list]] = {}
+    for s in series:
+        m = LABEL.match(s.label)
+        if m and (s.kind == "rig" or not s.series_kind and CEILING.match(m.group(3))):
+            by_record.setdefault(f"{m.group(1)} [{m.group(2)}]", {})[m.group(3)] = s.values
+    for label, vals in (probes or {}).items():
+        m = LABEL.match(label)
+        if m:
+            by_record.setdefault(f"{m.group(1)} [{m.group(2)}]", {})[m.group(3)] = vals
+    out, notes = [], []
+    for s in series:
+        m = LABEL.match(s.label)
+        s = dataclasses.replace(s, normaliser="", divs=None)
+        if how != "none" and m and s.kind == "dut_rate":
+            rig = by_record.get(f"{m.group(1)} [{m.group(2)}]", {})
+            names, _why = normaliser_for(m.group(3), rig, how)
+            if names:
+                divs = [divisor([rig[p][i] if i < len(rig[p]) else None for p in names])
+                        for i in range(len(s.values))]
+                s.normaliser, s.divs = normaliser_label(names), divs
+                missing = [i + 1 for i, d in enumerate(divs) if d is None]
+                notes.append(f"{s.label}: / {s.normaliser}" + (
+                    f"; probe missing on night(s) {', '.join(map(str, missing))}: those nights "
+                    f"judged raw against the raw history, left out of later nights' history"
+                    if missing else ""))
+        out.append(s)
+    return out, notes
 
 
 LABEL = re.compile(r"^(\S+) \[([^\]]*)\] (\S+)$")    # SeriesKey.label()
@@ -289,10 +359,15 @@ def _point(run) -> float:
     return statistics.median(run) if isinstance(run, list) else run
 
 
-def verdict(detector: str, history: Sequence, value, direction: int) -> str:
+def verdict(detector: str, history: Sequence, value, direction: int,
+            divs: Sequence | None = None) -> str:
     """One night's verdict; history and value are runs (a number, or a night's trials: mad and
     jumpavg take the night's recorded value, csit the trials; auto: jumpavg for a rate, mad2
-    for a latency or time, reports.trend.detector_for)."""
+    for a latency or time, reports.trend.detector_for). ``divs``: each night's divisor, history
+    then tonight (a normalised series: reports.trend.normalised, as the nightly judges it)."""
+    if divs is not None:
+        value, history, _, _ = normalised(value, divs[len(history)], history,
+                                          divs[:len(history)], "")
     detector = detector_for(detector, direction)
     if detector == "csit":
         return judge_csit(value, history[-JUMPAVG_LAST_N:], direction, CSIT_MIN_STEP,
@@ -423,12 +498,14 @@ def evaluate(series: Sequence[Series], steps_pct: Iterable[float] = (5, 10, 20),
                 factor = 1 - pct / 100 if s.direction > 0 else 1 + pct / 100
                 xs = [v * factor if i >= k else v for i, v in enumerate(s.values)]
                 rs = [scaled(r, factor) if i >= k else r for i, r in enumerate(s.runs())]
+                # the step is the DUT's: injected into its raw values, never into the probe
+                # (a normalised series divides the stepped value by the night's own probe)
                 for d in DETECTORS:
                     r = per[d]
                     r.injected += 1
                     ys = rs if d == "csit" else xs
                     for t in range(k, min(len(xs), k + MAX_DELAY)):
-                        if verdict(d, ys[:t], ys[t], s.direction) == "regression":
+                        if verdict(d, ys[:t], ys[t], s.direction, s.divs) == "regression":
                             r.detected += 1
                             r.within_2 += t - k + 1 <= 2
                             r.nights_to_detect.append(t - k + 1)
@@ -442,8 +519,8 @@ def evaluate(series: Sequence[Series], steps_pct: Iterable[float] = (5, 10, 20),
             series_nights += 1
             for d in DETECTORS:
                 ys = runs if d == "csit" else s.values
-                if verdict(d, ys[:t], ys[t], s.direction) in ("regression",
-                                                                          "progression"):
+                if verdict(d, ys[:t], ys[t], s.direction, s.divs) in ("regression",
+                                                                                  "progression"):
                     false[d] += 1
     return Evaluation(results, false, series_nights, len(series), nights)
 
@@ -469,28 +546,71 @@ def side_by_side(evals: Mapping[str, Evaluation], groups: Mapping[str, Sequence[
     return "\n".join(lines)
 
 
+def normaliser_table(evals: Mapping[str, Evaluation], step_pct: float = 10) -> str:
+    """One line per normaliser: each detector's step_pct % steps found within 2 nights / false
+    alarms per 100 series-nights on the same series; * = meets the goal."""
+    head = f"{'normaliser':12}  " + "  ".join(f"{d:>14}" for d in DETECTORS)
+    lines = [head, "-" * len(head)]
+    for name, ev in evals.items():
+        cells = []
+        for d in DETECTORS:
+            st = next(x for x in ev.steps if x.detector == d and x.step_pct == step_pct)
+            fa = ev.false_alarms_per_100(d)
+            ok = "*" if st.within_2_rate >= 0.95 and fa <= 1.0 else " "
+            cells.append(f"{100 * st.within_2_rate:5.1f}%/{fa:5.1f}{ok}")
+        lines.append(f"{name:12}  " + "  ".join(f"{c:>14}" for c in cells))
+    lines.append(f"({step_pct:g} % steps found within 2 nights / false alarms per 100 "
+                 f"series-nights; * meets the goal)")
+    return "\n".join(lines)
+
+
 def main(args) -> int:
     nights_prov = None
+    probes: dict = {}
+    how = getattr(args, "normalise", NORMALISE_DEFAULT) or NORMALISE_DEFAULT
+    if how not in NORMALISERS:
+        raise HistoryError(f"--normalise: expected one of {', '.join(NORMALISERS)}, "
+                           f"got {how!r}")
     if args.history:
         series = load_history(Path(args.history))
+        probes = load_probes(Path(args.history))
         source = args.history
     elif args.nights:
         root = Path(args.nights)
         nights = sorted(d for d in root.iterdir() if d.is_dir()) if root.is_dir() else []
         if not nights:
             raise HistoryError(f"--nights: no night folders in {root}")
-        series = series_from_runs(nights)
+        series = series_from_runs(nights, probes)
         source = f"{len(nights)} night folders ({root.name})"
         nights_prov = [json.loads((d / "night.json").read_text()) if (d / "night.json").exists()
                        else {"folder": d.name} for d in nights]
     else:
         if not args.run_dirs:
             raise HistoryError("RUN_DIR: give the runs' folders, --nights DIR or --history FILE")
-        series = series_from_runs([Path(d) for d in args.run_dirs])
+        series = series_from_runs([Path(d) for d in args.run_dirs], probes)
         source = f"{len(args.run_dirs)} run folders"
     if args.save_history:
-        print(f"history: {save_history(series, Path(args.save_history), source, nights_prov)}")
+        saved = save_history(series, Path(args.save_history), source, nights_prov, probes)
+        print(f"history: {saved}")
     steps = [float(x) for x in str(args.steps).split(",") if x.strip()]
+    raw = series
+    series, notes = attach_normalisers(raw, how, probes)
+    print(f"normalise: {how}" + "".join(f"\n  {n}" for n in notes)
+          + ("" if notes or how == "none" else " (no DUT rate has a rig probe to divide by)"))
+    # the same DUT rates raw and under every normaliser, the same injected steps (seed)
+    by_norm: dict = {}
+    normalisable = {s.label for s in attach_normalisers(raw, "ceiling", probes)[0] if s.divs}
+    if normalisable:
+        rates = [s for s in raw if s.label in normalisable]
+        for h in NORMALISERS:
+            by_norm[h] = evaluate([x for x in attach_normalisers(raw, h, probes)[0]
+                                   if x.label in normalisable], steps, args.reps,
+                                  args.seed, args.min_nights)
+        print(f"\nDUT rates with a rig probe ({len(rates)}: "
+              f"{', '.join(s.label.split()[-1] for s in rates)}), raw and normalised:\n"
+              + normaliser_table(by_norm, 10.0 if 10.0 in steps else steps[0]))
+        for h, e in by_norm.items():
+            print(f"\n{h}:\n{e.table()}")
     ev = evaluate(series, steps, args.reps, args.seed, args.min_nights)
     print(f"all series:\n{ev.table()}")
     parts = {}
@@ -522,7 +642,11 @@ def main(args) -> int:
                   f"the nights' sd {100 * tv[1]:.2f} %")
     if args.out:
         Path(args.out).write_text(json.dumps(
-            {"source": source, "seed": args.seed, "reps": args.reps, **ev.as_dict(),
+            {"source": source, "seed": args.seed, "reps": args.reps, "normalise": how,
+             "normalisers": {s.label: s.normaliser for s in series if s.normaliser},
+             "normalise_notes": notes, **ev.as_dict(),
+             "by_normaliser": {h: {**e.as_dict(), "series": sorted(normalisable)}
+                               for h, e in by_norm.items()},
              "by_noise": {k: {**v.as_dict(), "series": [s.label for s in series
                                                         if k == "with_trials" and s.trials
                                                         or s in by_noise(series).get(k, [])]}
@@ -553,6 +677,8 @@ def add_arguments(p) -> None:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--min-nights", type=int, default=MIN_NIGHTS_DEFAULT)
     p.add_argument("--out", default=None, help="write the figures as JSON here")
+    p.add_argument("--normalise", choices=NORMALISERS, default=NORMALISE_DEFAULT,
+                   help="divide each DUT rate by the same night's rig probes (reports.trend)")
 
 
 def as_mapping(ev: Evaluation) -> Mapping:

@@ -8,7 +8,10 @@
 #     windows are the night's trials (CSIT trends per-run values with the trials' spread); its
 #     record gets the provenance the pytest bench's carries (switch kind ofbench), so the trend
 #     keys it as the DUT's.
-# Each night's folder holds night.json: date, CPU, load average before/after, git sha, commands.
+# Each night's folder holds night.json: date, CPU, load average before/after, git sha, commands,
+# the build's hash and, when OFBENCH_BUILD_SHA says it, the commit the build was made from
+# (git_sha is the checkout the script runs in, which may move while a history is recorded).
+# PAUSE_S seconds between two lock holds (default 0) leave the bench to other engineers.
 #   scripts/trend_history.sh OUT_DIR [NIGHTS] [REPS] [BATCH]
 #   python -m reports trend-eval --nights OUT_DIR --save-history FILE
 set -euo pipefail
@@ -43,6 +46,8 @@ for f in sorted(build.rglob("*")):
 json.dump({"start": t0, "end": t1, "cpu": cpu, "cores": len(os.sched_getaffinity(0)),
            "loadavg_before": l0, "loadavg_after": l1, "git_sha": sha,
            "build_dir": str(build), "build_sha256": h.hexdigest(),
+           **({"build_git_sha": os.environ["OFBENCH_BUILD_SHA"]}
+              if os.environ.get("OFBENCH_BUILD_SHA") else {}),
            "commands": ["pytest " + " ".join(quick) + " --dut=local",
                         f"python -m suites.switch.pipeline --kinds ofbench --plan ofbench/replay --reps {reps} --duration 1"]},
           open(f"{d}/night.json", "w"), indent=1)
@@ -82,4 +87,5 @@ lock=${OFBENCH_LOCK:-/tmp/ofbench-bench.lock}
 mkdir -p "$out"
 while [ "$(ls "$out"/night-*/night.json 2>/dev/null | wc -l)" -lt "$nights" ]; do
     flock "$lock" "$0" --batch "$out" "$nights" "$reps" "$batch"
+    [ "$(ls "$out"/night-*/night.json 2>/dev/null | wc -l)" -lt "$nights" ] && sleep "${PAUSE_S:-0}"
 done

@@ -459,3 +459,39 @@ def test_pool_trend_against_real_influxd(tmp_path, influxd_flux):
     assert report.flagged_testbeds == ["tb4 (lab4, pool rack2)"]
     assert "testbed outside its pool: tb4 (lab4, pool rack2)" in report.summary()
     assert report.exit_code == 0      # a note on the testbed, not a regression of the DUT
+
+
+def test_the_nightly_trend_divides_a_rate_by_its_feeds_ceiling_from_real_influxd(tmp_path,
+                                                                                 influxd_flux):
+    """make nightly's trend (run_trend's defaults): the history of a DUT rate and of its feed's
+    ceiling (one record, one point time) come back from InfluxDB and are paired by time; the
+    host got 6 % faster tonight (rate and ceiling alike): ok once divided, a progression raw;
+    the page names the divisor."""
+    settings = influxd_flux.client_settings()
+    exp = InfluxExporter(**settings, spool_dir=tmp_path / "spool")
+    marks = {"series_kind": {"feed_replay_ceiling_mpps": "rig"}}
+    for night in range(10):
+        w = ResultWriter(tmp_path / f"run-202404{night + 20:02d}T020000Z-0000",
+                         {**BASE_PROVENANCE, "git_sha": f"{night + 1:07x}"})
+        wob = 1 + 0.004 * (night % 3)
+        rec = w.write("switch", "pipeline_64b_100k_flows",
+                      {"ofbench_mpps": 30.0 * wob, "feed_replay_ceiling_mpps": 125.0 * wob},
+                      params=marks, provenance=provenance_at(T0 - dt.timedelta(days=10 - night)))
+        assert exp.export([rec]).sent == 1
+    run_dir = tmp_path / "run-20240501T020000Z-c0de"
+    ResultWriter(run_dir, BASE_PROVENANCE).write(
+        "switch", "pipeline_64b_100k_flows",
+        {"ofbench_mpps": 30.0 * 1.06, "feed_replay_ceiling_mpps": 125.0 * 1.06},
+        params=marks, provenance=provenance_at(T0))
+    report = run_trend(run_dir, **settings, last_n=8)
+    rows = {r.key.metric: r for r in report.rows}
+    r = rows["ofbench_mpps"]
+    assert r.normaliser == "feed_replay_ceiling_mpps" and r.note == "/ feed_replay_ceiling_mpps"
+    assert r.judgement.verdict == "ok" and r.judgement.n_history == 8
+    assert r.judgement.value == pytest.approx(0.24) and r.raw_value == pytest.approx(31.8)
+    assert rows["feed_replay_ceiling_mpps"].normaliser == ""
+    data = json.loads((run_dir / "trend.json").read_text())
+    assert data["settings"]["normalise"] == "ceiling"
+    assert "/ feed_replay_ceiling_mpps (measured 31.8)" in (run_dir / "trend.html").read_text()
+    raw = run_trend(run_dir, **settings, last_n=8, normalise="none")
+    assert {x.key.metric: x for x in raw.rows}["ofbench_mpps"].judgement.verdict == "progression"
