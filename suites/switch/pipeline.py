@@ -752,7 +752,10 @@ def datapath_metrics(prefix: str, state: dict) -> dict:
     return m
 
 
-SWITCH_CACHE_COUNTERS = ("pipe_cache_hits", "pipe_cache_stores", "cache_hits", "cache_misses")
+# (pipe_cache_prog_hits: hits that ran a compiled program; pipe_cache_sig_checks: entries read
+# on a signature match that held another key; from the switches that report them)
+SWITCH_CACHE_COUNTERS = ("pipe_cache_hits", "pipe_cache_stores", "pipe_cache_prog_hits",
+                         "pipe_cache_sig_checks", "cache_hits", "cache_misses")
 
 
 def switch_cache_counts(before: dict | None, after: dict | None) -> dict[str, int] | None:

@@ -122,12 +122,14 @@ static void stats_answer(int ls)
 	char buf[16384];  /* ports + workers with their rig histograms */
 	size_t n = 0;
 	uint64_t hits = 0, misses = 0, pc_hits = 0, pc_stores = 0, pc_prog = 0;
+	uint64_t pc_sig = 0;
 	for (unsigned w = 0; w < ofs_dp.n_workers; w++) {
 		hits += ofs_dp.workers[w].cache_hits;
 		misses += ofs_dp.workers[w].cache_misses;
 		pc_hits += ofs_dp.workers[w].pc_hits;
 		pc_stores += ofs_dp.workers[w].pc_stores;
 		pc_prog += ofs_dp.workers[w].pc_prog_hits;
+		pc_sig += ofs_dp.workers[w].pc_sig_checks;
 	}
 	uint32_t flows = 0;
 	for (int t = 0; t < OFS_N_TABLES; t++)
@@ -135,13 +137,13 @@ static void stats_answer(int ls)
 	n += (size_t)snprintf(buf + n, sizeof(buf) - n,
 		"{\"dpid\": %llu, \"of_connected\": %s, \"flows\": %u, \"cache_hits\": %llu, "
 		"\"cache_misses\": %llu, \"pipe_cache_hits\": %llu, \"pipe_cache_stores\": %llu, "
-		"\"pipe_cache_prog_hits\": %llu, "
+		"\"pipe_cache_prog_hits\": %llu, \"pipe_cache_sig_checks\": %llu, "
 		"\"cache_lines\": %u, \"ctl_dropped_slow\": %llu, "
 		"\"msgs_dropped_too_long\": %llu, \"ports\": [",
 		(unsigned long long)ofs_dp.dpid, of_connected ? "true" : "false", flows,
 		(unsigned long long)hits, (unsigned long long)misses,
 		(unsigned long long)pc_hits, (unsigned long long)pc_stores,
-		(unsigned long long)pc_prog,
+		(unsigned long long)pc_prog, (unsigned long long)pc_sig,
 		ofs_dp.workers[0].cache_mask + 1, (unsigned long long)ctl_dropped_slow,
 		(unsigned long long)ofs_msgs_dropped_too_long);
 	for (unsigned i = 0; i < ofs_dp.n_ports; i++) {

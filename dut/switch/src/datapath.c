@@ -296,21 +296,35 @@ static __rte_noinline void run_pipeline_hit(struct pkt_ctx *c, const struct ofs_
 	pc_prog_run(c, g);
 }
 
-/* A miss: the per-table way (first: table 0's flow from the burst pre-pass), stored for the
- * probe's key when it crossed two tables or more through actions the key determines. */
-static __rte_noinline void run_pipeline_store(struct pkt_ctx *c, struct ofs_flow *first,
-					      const struct pc_probe *p)
-{
+/* A miss's way, kept until the burst's end (process_burst), then stored for its probe. */
+struct pc_pend {
 	struct pc_rec rec;
-	struct ofs_layout lay = c->lay;  /* as received: the program is compiled for it */
-	uint16_t et = ntohs(c->key.eth_type);
-	rec.n = 0;
-	run_pipeline_x(c, 0, first, NULL, &rec);
-	if (rec.n >= 2 && rec.n <= OFS_PC_HOPS && pc_way_ok(rec.n, rec.f)) {
-		struct ofs_worker *w = c->w;
-		struct ofs_pc_entry *e = pc_store(w, p, rec.n, rec.t, rec.f);
+	struct ofs_layout lay;       /* as received: the program is compiled for it */
+	uint16_t et;                 /* its eth_type, host order */
+	uint16_t j;                  /* its frame in the burst (its probe) */
+};
+
+/* A miss: the per-table way (first: table 0's flow from the burst pre-pass), kept in *pd for
+ * the store when it crossed two tables or more through actions the key determines. */
+static __rte_noinline bool run_pipeline_store(struct pkt_ctx *c, struct ofs_flow *first,
+					      struct pc_pend *pd)
+{
+	pd->lay = c->lay;
+	pd->et = ntohs(c->key.eth_type);
+	pd->rec.n = 0;
+	run_pipeline_x(c, 0, first, NULL, &pd->rec);
+	return pd->rec.n >= 2 && pd->rec.n <= OFS_PC_HOPS && pc_way_ok(pd->rec.n, pd->rec.f);
+}
+
+/* The burst's kept ways, stored once every frame of it ran (pc_store's why). */
+static __rte_noinline void pc_store_pending(struct ofs_worker *w, const struct pc_probe *pcp,
+					    const struct pc_pend *pd, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		const struct pc_pend *x = &pd[i];
+		struct ofs_pc_entry *e = pc_store(w, &pcp[x->j], x->rec.n, x->rec.t, x->rec.f);
 		if (w->pc_prog && w->pc_prog_on)
-			pc_compile(&w->pc_prog[e - w->pc], rec.n, rec.f, &lay, et);
+			pc_compile(&w->pc_prog[e - w->pc], x->rec.n, x->rec.f, &x->lay, x->et);
 		else if (w->pc_prog)
 			w->pc_prog[e - w->pc].kind = 0;
 	}
@@ -334,6 +348,11 @@ static __rte_noinline void ofs_pc_refresh(struct ofs_worker *w, uint64_t gen)
 	unsigned n_tables = 0;
 	bool ok = w->pc != NULL && !__atomic_load_n(&ofs_dp.pipe_cache_off, __ATOMIC_ACQUIRE);
 	w->pc_gen = gen;
+	uint32_t sets = __atomic_load_n(&ofs_dp.pipe_test_sets, __ATOMIC_ACQUIRE);
+	uint32_t sig_mask = __atomic_load_n(&ofs_dp.pipe_test_sig_mask, __ATOMIC_ACQUIRE);
+	w->pc_set_mask = sets && sets <= OFS_PC_SETS && !(sets & (sets - 1)) ? sets - 1
+									   : OFS_PC_SETS - 1;
+	w->pc_sig_mask = sig_mask ? sig_mask : ~0u;
 	for (unsigned t = 0; t < OFS_N_TABLES && ok; t++) {
 		const struct ofs_table_view *v = __atomic_load_n(&ofs_dp.tables[t].view,
 								 __ATOMIC_ACQUIRE);
@@ -553,6 +572,8 @@ static void process_burst(struct ofs_worker *w, int pidx, struct rte_mbuf **pkts
 	bool pc_on = w->pc_on;
 	bool slow[OFS_BURST];
 	if (pc_on) {
+		/* hash, the set's signatures prefetched; the matching ways' entry and program
+		 * prefetched; the words compared (pipecache.h "Probes") */
 		for (uint16_t j = 0; j < n; j++) {
 			if (!live[j])
 				continue;
@@ -560,18 +581,25 @@ static void process_burst(struct ofs_worker *w, int pidx, struct rte_mbuf **pkts
 			pc_prefetch(w, &pcp[j]);
 		}
 		for (uint16_t j = 0; j < n; j++) {
+			if (!live[j])
+				continue;
+			pc_scan(w, &pcp[j]);
+			if (pcp[j].cand && w->pc_prog_on)
+				rte_prefetch0(&w->pc_prog[pc_way(w, pcp[j].set, (unsigned)
+							__builtin_ctz(pcp[j].cand)) - w->pc]);
+		}
+		for (uint16_t j = 0; j < n; j++) {
 			slow[j] = live[j];
-			if (live[j] && pc_find(w, &pcp[j])) {
+			if (live[j] && pcp[j].cand && pc_find(w, &pcp[j])) {
 				slow[j] = false;
-				rte_prefetch0(&pcp[j].hit->flow[0]);
-				if (w->pc_prog_on)
-					rte_prefetch0(&w->pc_prog[pcp[j].hit - w->pc]);
+				/* a program's hit reads no flow (its counts wait in the program) */
+				if (!w->pc_prog_on || !w->pc_prog[pcp[j].hit - w->pc].kind)
+					rte_prefetch0(&pcp[j].hit->flow[0]);
 			}
 		}
 		for (uint16_t j = 0; j < n; j++)
 			if (live[j] && pcp[j].hit) {
 				const struct ofs_pc_entry *e = pcp[j].hit;
-				/* a program's hit reads no flow (its counts wait in the program) */
 				if (w->pc_prog_on && w->pc_prog[e - w->pc].kind)
 					continue;
 				for (unsigned h = 0; h < e->n_hops; h++)
@@ -678,15 +706,20 @@ static void process_burst(struct ofs_worker *w, int pidx, struct rte_mbuf **pkts
 				run_pipeline(&ctx[j], 0, first[j]);
 		return;
 	}
+	struct pc_pend pend[OFS_BURST];
+	unsigned n_pend = 0;
 	for (uint16_t j = 0; j < n; j++) {
 		if (!slow[j] && live[j] && pcp[j].hit) {
 			w->pc_hits++;
 			run_pipeline_hit(&ctx[j], pcp[j].hit,
 					 w->pc_prog_on ? &w->pc_prog[pcp[j].hit - w->pc] : NULL);
 		} else if (slow[j]) {
-			run_pipeline_store(&ctx[j], first[j], &pcp[j]);
+			pend[n_pend].j = j;
+			n_pend += run_pipeline_store(&ctx[j], first[j], &pend[n_pend]);
 		}
 	}
+	if (n_pend)
+		pc_store_pending(w, pcp, pend, n_pend);
 }
 
 /* Rig measurements (issue 44, OFS_RIG_BUCKETS): the bucket of a value v >= 1 in units. */
@@ -713,10 +746,17 @@ int ofs_worker_main(void *arg)
 		return -1;
 	}
 	/* the pipeline cache (pipecache.h): without its memory the worker runs without it */
-	w->pc = rte_zmalloc_socket("pipecache", sizeof(struct ofs_pc_entry) * 2 * OFS_PC_SETS,
+	w->pc = rte_zmalloc_socket("pipecache", sizeof(struct ofs_pc_entry) * OFS_PC_ENTRIES,
 				   RTE_CACHE_LINE_SIZE, (int)rte_socket_id());
+	w->pc_set = w->pc ? rte_zmalloc_socket("pipecache_sets", sizeof(struct ofs_pc_set) *
+						OFS_PC_SETS, RTE_CACHE_LINE_SIZE,
+						(int)rte_socket_id()) : NULL;
+	if (!w->pc_set) {
+		rte_free(w->pc);
+		w->pc = NULL;
+	}
 	w->pc_prog = w->pc ? rte_zmalloc_socket("pipecache_prog", sizeof(struct ofs_pc_prog) *
-						 2 * OFS_PC_SETS, RTE_CACHE_LINE_SIZE,
+						 OFS_PC_ENTRIES, RTE_CACHE_LINE_SIZE,
 						 (int)rte_socket_id()) : NULL;
 	w->pc_dirty = w->pc_prog ? rte_zmalloc_socket("pipecache_dirty", sizeof(uint32_t) *
 						  OFS_PC_DIRTY, 0, (int)rte_socket_id()) : NULL;
@@ -726,6 +766,7 @@ int ofs_worker_main(void *arg)
 	}
 	w->pc_n_dirty = 0;
 	w->pc_set_mask = OFS_PC_SETS - 1;
+	w->pc_sig_mask = ~0u;
 	w->pc_on = false;
 	w->pc_gen = ~0ull;  /* refreshed at the first burst */
 	if (!w->pc)
@@ -809,9 +850,11 @@ int ofs_worker_main(void *arg)
 	rte_rcu_qsbr_thread_unregister(ofs_dp.qsbr, w->idx);
 	rte_free(c);
 	rte_free(w->pc);
+	rte_free(w->pc_set);
 	rte_free(w->pc_prog);
 	rte_free(w->pc_dirty);
 	w->pc = NULL;
+	w->pc_set = NULL;
 	w->pc_prog = NULL;
 	w->pc_dirty = NULL;
 	w->pc_on = false;

@@ -362,20 +362,27 @@ struct ofs_cache_line {
 _Static_assert(sizeof(struct ofs_cache_line) == 64, "a cache entry's line is one cache line");
 _Static_assert(OFS_CK_WORDS <= OFS_CK_LINE1_WORDS + 7, "a wide entry is two lines");
 
-/* Pipeline cache (pipecache.h): per worker OFS_PC_SETS sets of two entries, an entry the flows
- * (hops) a frame of one key crossed, table after table. gen: ofs_dp.pipe_gen when the worker
- * made it (0: empty); w: the key's words (ofs_worker.pc_word, then the layout's two). */
-#define OFS_PC_SETS 16384    /* 32768 entries, 4 MiB per worker */
+/* Pipeline cache (pipecache.h): per worker OFS_PC_SETS sets of OFS_PC_WAYS entries, an entry
+ * the flows (hops) a frame of one key crossed, table after table; in front of each set one
+ * line of signatures (struct ofs_pc_set), so a probe reads one line per set and an entry only
+ * when its signature matches. w: the key's words (ofs_worker.pc_word, then the layout's two). */
+#define OFS_PC_WAYS 8        /* entries per set (one signature line) */
+#define OFS_PC_SETS 4096     /* 32768 entries, 4 MiB per worker */
+#define OFS_PC_ENTRIES (OFS_PC_SETS * OFS_PC_WAYS)
 #define OFS_PC_WORDS 8       /* key words with the layout's two */
 #define OFS_PC_HOPS 5        /* tables a stored way crosses at most */
-#define OFS_PC_DIRTY (2 * OFS_PC_SETS) /* programs with pending counts listed (each entry
+#define OFS_PC_DIRTY OFS_PC_ENTRIES /* programs with pending counts listed (each entry
 				* once between flushes; more, by repeats: all flushed) */
+struct ofs_pc_set {
+	uint64_t gen;                /* the pc_gen its signatures are of; another: every way empty */
+	uint32_t sig[OFS_PC_WAYS];   /* way i's key hash | 1; 0: empty */
+	uint32_t next;               /* the way the next store into a full set takes */
+} __rte_cache_aligned;
+_Static_assert(sizeof(struct ofs_pc_set) == 64, "a set's signatures are one line");
 struct ofs_pc_entry {
-	uint64_t gen;
-	uint32_t sig;                /* the key's hash, | 1 */
 	uint8_t n_hops;
 	uint8_t table[OFS_PC_HOPS];
-	uint64_t w[OFS_PC_WORDS];
+	uint64_t w[OFS_PC_WORDS];    /* 7 in the first line: a short key's hit reads one line */
 	struct ofs_flow *flow[OFS_PC_HOPS];  /* the last may be NULL: a miss, dropped */
 } __rte_cache_aligned;
 _Static_assert(sizeof(struct ofs_pc_entry) == 128, "a pipeline cache entry is two lines");
@@ -436,9 +443,12 @@ struct ofs_worker {
 	uint64_t entered;            /* tables whose lookup structure this worker entered */
 	/* pipeline cache (pipecache.h): NULL when it could not be allocated; on while the
 	 * pipeline has two tables or more whose words fit (ofs_pc_refresh at each pipe_gen) */
-	struct ofs_pc_entry *pc;
+	struct ofs_pc_entry *pc;     /* set s's ways: pc[s * OFS_PC_WAYS ...] */
+	struct ofs_pc_set *pc_set;   /* set s's signatures */
 	struct ofs_pc_prog *pc_prog;  /* pc[i]'s program (NULL: no memory, every hit replays) */
-	uint32_t pc_set_mask;
+	uint32_t pc_set_mask;        /* OFS_PC_SETS - 1, or ofs_dp.pipe_test_sets - 1 */
+	uint32_t pc_sig_mask;        /* ~0, or ofs_dp.pipe_test_sig_mask (forced collisions) */
+	uint64_t pc_sig_checks;      /* entries read on a signature match that held another key */
 	bool pc_on;
 	bool pc_prog_on;             /* stores compile programs, hits run them (!pipe_prog_off) */
 	uint8_t pc_n_words;
@@ -516,6 +526,10 @@ struct ofs_dp {
 	bool pipe_prog_off;          /* --no-pipe-prog (and the differential test): pipeline-cache
 				      * hits replay every hop's actions, no compiled programs (read
 				      * at the next pipe_gen) */
+	uint32_t pipe_test_sets;     /* the differential test's forced conflicts: 0, or a power
+				      * of two <= OFS_PC_SETS, the sets the workers use */
+	uint32_t pipe_test_sig_mask; /* 0, or the signature bits kept (forced signature
+				      * collisions); both read at the next pipe_gen */
 	uint64_t pipe_gen;           /* views published so far (flowtable.c publish_view, release):
 				      * the pipeline cache's generation (pipecache.h) */
 	/* agent wake-up (see "The agent does not poll" above); agent_sleeping is only ever set

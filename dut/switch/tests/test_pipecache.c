@@ -6,9 +6,13 @@
  * Epoch after epoch this thread, as the agent, changes four tables through ofs_handle_msg
  * (ADD, MODIFY_STRICT, DELETE_STRICT; goto-table, write-metadata, push/pop VLAN, set-field
  * eth_src/eth_dst/vlan_vid, dec TTL, output to port 1, 2 or IN_PORT, drop, table-miss drop) and
- * commits, then feeds the same frames five times: pipeline cache off (every lookup), on without
- * compiled programs (the misses store their ways), on again (hits replay each hop), and the
- * same two with programs (pipecache.h pc_compile: stores compile, hits run the program). Each run's frames per port, in order, byte for
+ * commits, then feeds the same frames eight times: pipeline cache off (every lookup), on without
+ * compiled programs (the misses store their ways), on again (hits replay each hop), the
+ * same two with programs (pipecache.h pc_compile: stores compile, hits run the program), and
+ * three with forced conflicts and signature collisions (ofs_dp.pipe_test_sets: one set of
+ * eight ways for the 96 keys, so stores evict entries, programs with pending counts among
+ * them; pipe_test_sig_mask: two signatures for every key, so most signature matches are
+ * another key's entry): programs twice, then replaying. Each run's frames per port, in order, byte for
  * byte, the flows' packet/byte count deltas (after ofs_counters_sync), which flows' last_used
  * moved, and the tables' lookup/matched count deltas must be the off run's. Frames have TTLs
  * 1..3 (the same key, a TTL that expires or not), are tagged or not, some with Ethernet padding
@@ -376,10 +380,12 @@ static unsigned compare(const struct run *a, const struct run *b, const char *wh
 	return bad;
 }
 
-static void set_cache(bool on, bool prog)
+static void set_cache(bool on, bool prog, bool forced)
 {
 	__atomic_store_n(&ofs_dp.pipe_cache_off, !on, __ATOMIC_RELEASE);
 	__atomic_store_n(&ofs_dp.pipe_prog_off, !prog, __ATOMIC_RELEASE);
+	__atomic_store_n(&ofs_dp.pipe_test_sets, forced ? 1u : 0u, __ATOMIC_RELEASE);
+	__atomic_store_n(&ofs_dp.pipe_test_sig_mask, forced ? 2u : 0u, __ATOMIC_RELEASE);
 	__atomic_add_fetch(&ofs_dp.pipe_gen, 1, __ATOMIC_RELEASE);
 }
 
@@ -421,8 +427,9 @@ int main(int argc, char **argv)
 	w->lcore_id = lc;
 	rte_eal_remote_launch(ofs_worker_main, w, lc);
 
-	static struct run r[5];
-	for (int i = 0; i < 5; i++)
+	static struct run r[8];
+	uint64_t forced_stores = 0, forced_checks = 0;
+	for (int i = 0; i < 8; i++)
 		r[i].out = calloc(1, sizeof(*r[i].out));
 	unsigned bad = 0, forwarded = 0;
 	static uint16_t seq[NFEED];
@@ -435,27 +442,41 @@ int main(int argc, char **argv)
 		list_flows();
 		for (unsigned i = 0; i < NFEED; i++)
 			seq[i] = (uint16_t)(rand() % NKEYS);
-		set_cache(false, false);
+		set_cache(false, false, false);
 		one_run(w, seq, &r[0]);
-		set_cache(true, false);
+		set_cache(true, false, false);
 		one_run(w, seq, &r[1]);
 		one_run(w, seq, &r[2]);
-		set_cache(true, true);
+		set_cache(true, true, false);
 		one_run(w, seq, &r[3]);
 		one_run(w, seq, &r[4]);
+		uint64_t st0 = w->pc_stores, ck0 = w->pc_sig_checks;
+		set_cache(true, true, true);
+		one_run(w, seq, &r[5]);
+		one_run(w, seq, &r[6]);
+		set_cache(true, false, true);
+		one_run(w, seq, &r[7]);
+		forced_stores += w->pc_stores - st0;
+		forced_checks += w->pc_sig_checks - ck0;
 		bad += compare(&r[0], &r[1], "cache on (stores)", ep);
 		bad += compare(&r[0], &r[2], "cache on (hits)", ep);
 		bad += compare(&r[0], &r[3], "programs (stores)", ep);
 		bad += compare(&r[0], &r[4], "programs (hits)", ep);
+		bad += compare(&r[0], &r[5], "forced conflicts, programs (stores)", ep);
+		bad += compare(&r[0], &r[6], "forced conflicts, programs (again)", ep);
+		bad += compare(&r[0], &r[7], "forced conflicts, replaying", ep);
 		forwarded += r[0].n_out[0] + r[0].n_out[1];
 	}
 	ofs_dp.force_quit = true;
 	rte_eal_wait_lcore(lc);
 	printf("pipecache: %u epochs, %u frames out uncached, %llu cache hits (%llu by programs), "
-	       "%llu stores, %u flow mods refused; differ %u\n", epochs, forwarded,
+	       "%llu stores, %u flow mods refused; forced conflicts: %llu stores into %u ways, "
+	       "%llu signature matches on another key; differ %u\n", epochs, forwarded,
 	       (unsigned long long)w->pc_hits, (unsigned long long)w->pc_prog_hits,
-	       (unsigned long long)w->pc_stores, refused, bad);
-	int fail = bad != 0 || w->pc_hits == 0 || w->pc_prog_hits == 0 || forwarded == 0;
+	       (unsigned long long)w->pc_stores, refused, (unsigned long long)forced_stores,
+	       OFS_PC_WAYS, (unsigned long long)forced_checks, bad);
+	int fail = bad != 0 || w->pc_hits == 0 || w->pc_prog_hits == 0 || forwarded == 0 ||
+		   forced_checks == 0 || forced_stores <= OFS_PC_WAYS * epochs;
 	dp_rig_close(&rig);
 	printf("%s\n", fail ? "FAIL" : "OK");
 	return fail;
