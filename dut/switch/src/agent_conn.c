@@ -401,7 +401,10 @@ static void conn_keepalive(struct conn *c, uint64_t now, uint64_t interval_ns)
 		uint8_t h[OFP_HDR_LEN] = { OFP13_VERSION, OFPT_ECHO_REQUEST };
 		wr16(h + 2, OFP_HDR_LEN);
 		wr32(h + 4, OFS_ECHO_XID);
-		conn_queue(c, h, sizeof(h), false);
+		/* exempt from the queue limit: one 8-byte probe per interval (echo_pending), and a
+		 * controller still reading a large reply it asked for (queued whole, route()) must
+		 * not be dropped as "not reading" for it; one that never answers is closed above */
+		conn_queue(c, h, sizeof(h), true);
 		c->echo_pending = true;
 		c->echo_sent_ns = now;
 	}
