@@ -15,7 +15,9 @@
  * connection whose session has done HELLO and wants them (role, SET_ASYNC).
  * Keepalive (--echo-interval-ms, default 5000, 0 off): after that long without a byte from a
  * controller, an ECHO_REQUEST; without a byte for one more interval, the connection is closed
- * (and reopened with backoff). Checked on the housekeeping tick (100 ms resolution).
+ * (and reopened with backoff). A controller still reading a long reply (the socket taking
+ * more of a queue it had refused) counts as alive, and the probe is exempt from the queue
+ * limit, so a slow reader of a large answer it asked for is neither probed out nor dropped. Checked on the housekeeping tick (100 ms resolution).
  * Fail mode (OF1.3.5 6.4, --fail-mode): secure (default): with no controller connected the
  * flow tables keep forwarding and what needs a controller (PACKET_IN) is dropped; standalone:
  * while no controller is connected the workers bypass the tables and forward as learning
@@ -217,7 +219,8 @@ struct conn {
 	size_t rx_len;
 	unsigned backoff_ms;
 	uint64_t next_try_ns;        /* when to try connecting again */
-	uint64_t last_rx_ns;         /* keepalive: last bytes received */
+	uint64_t last_rx_ns;         /* keepalive: last sign of life (bytes received, or a queue
+				      * the socket had refused taken further on POLLOUT) */
 	uint64_t echo_sent_ns;
 	bool echo_pending;
 };
@@ -488,8 +491,17 @@ void *ofs_agent_main(void *arg)
 		}
 		for (unsigned i = 0; np > 0 && i < n_conns; i++) {
 			struct conn *c = &conns[i];
-			if (c->fd >= 0 && (pf[2 + i].revents & POLLOUT) && !conn_flush(c))
-				conn_close(c, now, "send failed");
+			if (c->fd >= 0 && (pf[2 + i].revents & POLLOUT)) {
+				size_t queued = c->out.len - c->out_off;
+				if (!conn_flush(c)) {
+					conn_close(c, now, "send failed");
+				} else if (c->out.len - c->out_off < queued) {
+					/* the socket took more of a queue it had refused: the
+					 * controller is reading (a sign of life, as a byte from it) */
+					c->last_rx_ns = now;
+					c->echo_pending = false;
+				}
+			}
 			if (c->fd >= 0 && (pf[2 + i].revents & (POLLIN | POLLHUP | POLLERR)) &&
 			    !conn_receive(c, &tmp, now))
 				conn_close(c, now, "session closed");
