@@ -9,6 +9,9 @@
 #include <immintrin.h>
 
 #define V 2   /* vectors of 16 lanes per chunk */
+#ifndef GP
+#define GP 3  /* groups walked at once */
+#endif
 
 #define WALK \
 TARGET \
@@ -35,22 +38,32 @@ void NAME(const struct ofb_dflat *f, const uint8_t *const keys[], size_t n, uint
         __m512i best[V]; \
         for (int v = 0; v < V; v++) \
             best[v] = _mm512_set1_epi32(-1); \
-        for (uint32_t g = 0; g < f->ngroups; g++) { \
-            __m512i elo[V], ehi[V];   /* each lane's 64-bit entry: lanes 0-7, 8-15 */ \
-            for (int v = 0; v < V; v++) { \
-                /* lanes past m start final with no rule: never active */ \
-                __mmask8 ml = (__mmask8)(m <= 16u * v ? 0 : m >= 16u * v + 8 ? 0xff : (1u << (m - 16 * v)) - 1); \
-                __mmask8 mh = (__mmask8)(m <= 16u * v + 8 ? 0 : m >= 16u * v + 16 ? 0xff : (1u << (m - 16 * v - 8)) - 1); \
-                elo[v] = _mm512_mask_set1_epi64(_mm512_set1_epi64(1), ml, (long long)f->root[g]); \
-                ehi[v] = _mm512_mask_set1_epi64(_mm512_set1_epi64(1), mh, (long long)f->root[g]); \
-            } \
+        /* partitioned DFAs (issue 42): up to GP groups walked at once, each (group, vector) pair its own \
+         * chain of gathers stepping until its last lane ended: more independent misses in flight */ \
+        for (uint32_t g0 = 0; g0 < f->ngroups; g0 += GP) { \
+            unsigned gp = f->ngroups - g0 < GP ? f->ngroups - g0 : GP; \
+            __m512i elo[GP][V], ehi[GP][V];   /* each lane's 64-bit entry: lanes 0-7, 8-15 */ \
+            __mmask16 act[GP][V]; \
+            for (unsigned gi = 0; gi < GP; gi++) \
+                for (int v = 0; v < V; v++) { \
+                    /* lanes past m start final with no rule: never active */ \
+                    unsigned mv = gi >= gp || m <= 16u * v ? 0 : m - 16u * v >= 16 ? 16 : m - 16u * v; \
+                    long long rt = gi < gp ? (long long)f->root[g0 + gi] : 1; \
+                    elo[gi][v] = _mm512_mask_set1_epi64(_mm512_set1_epi64(1), (__mmask8)((1u << mv) - 1), rt); \
+                    ehi[gi][v] = _mm512_mask_set1_epi64(_mm512_set1_epi64(1), (__mmask8)(((1u << mv) - 1) >> 8), rt); \
+                    act[gi][v] = (rt & 1) ? 0 : (__mmask16)((1u << mv) - 1); \
+                } \
             for (;;) { \
                 __mmask16 any = 0; \
+                for (unsigned gi = 0; gi < GP; gi++) \
                 for (int v = 0; v < V; v++) { \
+                    if (!act[gi][v]) \
+                        continue; \
                     /* ref (low halves) and hdr (high halves) of the 16 entries */ \
-                    __m512i r = _mm512_permutex2var_epi32(elo[v], even, ehi[v]); \
-                    __m512i h = _mm512_permutex2var_epi32(elo[v], odd, ehi[v]); \
+                    __m512i r = _mm512_permutex2var_epi32(elo[gi][v], even, ehi[gi][v]); \
+                    __m512i h = _mm512_permutex2var_epi32(elo[gi][v], odd, ehi[gi][v]); \
                     __mmask16 k = _mm512_testn_epi32_mask(r, one); \
+                    act[gi][v] = k; \
                     any |= k; \
                     __m512i kix = _mm512_add_epi32(laneoff[v], _mm512_and_si512(_mm512_srli_epi32(r, 1), f15)); \
                     __m512i b = _mm512_and_si512(KEYBYTE, ff); \
@@ -60,16 +73,17 @@ void NAME(const struct ofb_dflat *f, const uint8_t *const keys[], size_t n, uint
                                                ix, one); \
                     ix = _mm512_mask_add_epi32(ix, _mm512_cmpgt_epu32_mask(b, _mm512_srli_epi32(_mm512_slli_epi32(h, 8), 24)), \
                                                ix, one); \
-                    elo[v] = _mm512_mask_i32gather_epi64(elo[v], (__mmask8)k, _mm512_castsi512_si256(ix), e, 8); \
-                    ehi[v] = _mm512_mask_i32gather_epi64(ehi[v], (__mmask8)(k >> 8), _mm512_extracti64x4_epi64(ix, 1), e, 8); \
+                    elo[gi][v] = _mm512_mask_i32gather_epi64(elo[gi][v], (__mmask8)k, _mm512_castsi512_si256(ix), e, 8); \
+                    ehi[gi][v] = _mm512_mask_i32gather_epi64(ehi[gi][v], (__mmask8)(k >> 8), _mm512_extracti64x4_epi64(ix, 1), e, 8); \
                 } \
                 if (!any) \
                     break; \
             } \
-            for (int v = 0; v < V; v++) { \
-                __m512i r = _mm512_permutex2var_epi32(elo[v], even, ehi[v]); \
-                best[v] = _mm512_min_epu32(best[v], _mm512_sub_epi32(_mm512_srli_epi32(r, 1), one)); \
-            } \
+            for (unsigned gi = 0; gi < gp; gi++) \
+                for (int v = 0; v < V; v++) { \
+                    __m512i r = _mm512_permutex2var_epi32(elo[gi][v], even, ehi[gi][v]); \
+                    best[v] = _mm512_min_epu32(best[v], _mm512_sub_epi32(_mm512_srli_epi32(r, 1), one)); \
+                } \
         } \
         uint32_t out[DFLAT_CHUNK] __attribute__((aligned(64))); \
         for (int v = 0; v < V; v++) \

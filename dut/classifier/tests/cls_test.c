@@ -141,12 +141,16 @@ static void dfa_flat_check(void)
         setenv("OFB_CLS_DFA_BULK_SYNC", "1", 1);
         setenv("OFB_DFA_MAX_STATES", "4000000", 1);   /* random byte prefixes need more states than the default cap */
         struct ofb_cls *a = ofb_cls_create_env(&pa), *d = ofb_cls_create_env(&pd), *l = ofb_cls_create(&pl);
+        setenv("OFB_DFA_GROUPS", "3", 1);   /* a partitioned DFA: the walks' groups at once (issue 42) */
+        struct ofb_cls *d3 = ofb_cls_create_env(&pd);
+        unsetenv("OFB_DFA_GROUPS");
         unsetenv("OFB_CLS_DFA_BULK_SYNC");
         unsetenv("OFB_DFA_MAX_STATES");
-        CHECK(a && a0 && d && l && ofb_cls_build_bulk(a, br, n, NULL) == 0 && ofb_cls_build_bulk(a0, br, n, NULL) == 0 &&
-                  ofb_cls_build_bulk(d, br, n, NULL) == 0 && ofb_cls_build_bulk(l, br, n, NULL) == 0,
+        CHECK(a && a0 && d && d3 && l && ofb_cls_build_bulk(a, br, n, NULL) == 0 &&
+                  ofb_cls_build_bulk(a0, br, n, NULL) == 0 && ofb_cls_build_bulk(d, br, n, NULL) == 0 &&
+                  ofb_cls_build_bulk(d3, br, n, NULL) == 0 && ofb_cls_build_bulk(l, br, n, NULL) == 0,
               "dfa_flat: builds of %u %u-byte rules", n, kl);
-        if (!a || !a0 || !d || !l)
+        if (!a || !a0 || !d || !d3 || !l)
             goto next;
         CHECK(ofb_cls_algo(a) == OFB_CLS_ALGO_DTREE && ofb_cls_trie_bytes(a) > ofb_cls_trie_bytes(a0),
               "auto at %u %u-byte prefix rules: %s, %lu bytes, without its DFA %lu: no DFA in front", n, kl,
@@ -156,7 +160,7 @@ static void dfa_flat_check(void)
             size_t m = bs[round % 11];
             uint8_t keys[64][16];
             const uint8_t *kp[64];
-            uint64_t ha[64], hd[64], hl[64];
+            uint64_t ha[64], hd[64], hl[64], h3[64];
             for (size_t k = 0; k < m; k++) {
                 for (uint32_t j = 0; j < kl; j++)
                     keys[k][j] = (uint8_t)rnd();
@@ -170,14 +174,16 @@ static void dfa_flat_check(void)
             ofb_cls_lookup_batch(a, kp, m, ha, NULL);
             ofb_cls_lookup_batch(d, kp, m, hd, NULL);
             ofb_cls_lookup_batch(l, kp, m, hl, NULL);
+            ofb_cls_lookup_batch(d3, kp, m, h3, NULL);
             for (size_t k = 0; k < m; k++)
-                CHECK(ha[k] == hl[k] && hd[k] == hl[k] && ofb_cls_lookup(a, kp[k]) == hl[k] &&
+                CHECK(ha[k] == hl[k] && hd[k] == hl[k] && h3[k] == hl[k] && ofb_cls_lookup(a, kp[k]) == hl[k] &&
                           ofb_cls_lookup(d, kp[k]) == hl[k],
-                      "dfa_flat kl %u batch %zu key %zu: auto %lu dfa %lu linear %lu (simd %s)", kl, m, k,
-                      (unsigned long)ha[k], (unsigned long)hd[k], (unsigned long)hl[k], ofb_cls_simd_name(a));
+                      "dfa_flat kl %u batch %zu key %zu: auto %lu dfa %lu dfa/3 groups %lu linear %lu (simd %s)", kl, m,
+                      k, (unsigned long)ha[k], (unsigned long)hd[k], (unsigned long)h3[k], (unsigned long)hl[k],
+                      ofb_cls_simd_name(a));
         }
     next:
-        ofb_cls_destroy(a), ofb_cls_destroy(a0), ofb_cls_destroy(d), ofb_cls_destroy(l);
+        ofb_cls_destroy(a), ofb_cls_destroy(a0), ofb_cls_destroy(d), ofb_cls_destroy(d3), ofb_cls_destroy(l);
         free(val), free(msk), free(br);
     }
 }

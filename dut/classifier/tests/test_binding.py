@@ -121,7 +121,7 @@ def test_dfa_differential_against_python_reference(simd, sync, key_len, monkeypa
 
 @pytest.mark.parametrize("groups", ["one", "partitioned"])
 @pytest.mark.parametrize("sync", ["0", "1"])
-@pytest.mark.parametrize("simd", ["scalar", "avx2"])
+@pytest.mark.parametrize("simd", ["scalar", "avx2", "avx512"])
 @pytest.mark.parametrize("shape", ["cb_acl", "cb_fw", "cb_ipc"])
 def test_dfa_classbench_like_against_linear(shape, simd, sync, groups, monkeypatch):
     """dfa and dtree on a ClassBench-like set (bulk build: the tree at once, the DFA on the
