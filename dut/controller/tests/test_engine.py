@@ -245,3 +245,44 @@ def test_strict_priority_engine_finishes_highs_before_any_waiting_low():
     assert len(sent.items) == 60
     last_high = max(done[f] for f in frames[1::2])
     assert sum(done[f] < last_high for f in frames[0::2]) <= 2
+
+
+def test_batched_send_carries_packets_that_finish_while_a_send_is_under_way(tmp_path):
+    """With ``send_batch``, a worker that finds a send under way leaves its packet in the
+    outbox; the sending worker takes it along in its next call. Every packet goes out exactly
+    once, and its t_out is taken after the call that carried it returned."""
+    cfg = parse_config({"patterns": ["x"], "high_workers": 4,
+                        "completion_log": str(tmp_path / "c.csv")})
+    release = threading.Event()
+    calls, returned_at = [], []
+
+    def send_batch(items):
+        if not calls:
+            release.wait(10)  # the first send blocks (os-ken's send queue full)
+        calls.append(list(items))
+        returned_at.append(time.time_ns())
+
+    eng = PriorityEngine(cfg, Sent(), matcher=SlowMatcher(0.001), send_batch=send_batch)
+    frames = [frame(i, 5) for i in range(20)]
+    try:
+        for f in frames:
+            eng.handle(f, 2)
+        deadline = time.monotonic() + 10
+        while len(eng._outbox) < 19 and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert len(eng._outbox) == 19  # all others finished while the first send blocked
+        release.set()
+        while sum(map(len, calls)) < 20 and time.monotonic() < deadline:
+            time.sleep(0.005)
+    finally:
+        release.set()
+        eng.stop()
+    sent = [d for c in calls for d, _ in c]
+    assert sorted(sent) == sorted(frames)
+    assert [len(c) for c in calls] == [1, 19]
+    assert {p for c in calls for _, p in c} == {2}
+    recs = parse_lines((tmp_path / "c.csv").read_text().splitlines())
+    assert len(recs) == 20
+    assert recs[0].t_out_ns >= returned_at[0]
+    assert len({r.t_out_ns for r in recs[1:]}) == 1  # one call, one t_out
+    assert recs[1].t_out_ns >= returned_at[1]
