@@ -60,8 +60,7 @@ class PayloadSearchApp(app_manager.OSKenApp):
         self._current_dp = None
         self.engine = None
         self._osken_packet_in_parser = None
-        self.engine = self.ENGINE(self.cfg, self._send_packet_out,
-                                  send_batch=self._send_packet_outs)
+        self.engine = self.ENGINE(self.cfg, self._send_packet_out)
         if self.cfg.packet_in_intake == "raw":
             parsers = ofproto_v1_3_parser._MSG_PARSERS
             self._osken_packet_in_parser = parsers[OFPT_PACKET_IN]
@@ -111,17 +110,6 @@ class PayloadSearchApp(app_manager.OSKenApp):
             self._xid = (self._xid + 1) & 0xFFFFFFFF
             xid = self._xid
         self._current_dp.send(packet_out_bytes(xid, in_port, self._out_port, data))
-
-    def _send_packet_outs(self, items) -> None:
-        # Several Packet-Outs in one Datapath.send (one buffer, one wake-up of os-ken's send
-        # thread, one slot of its 16-deep queue); engine._Base._flush_outbox says why.
-        with self._xid_lock:
-            xid = self._xid
-            self._xid = (xid + len(items)) & 0xFFFFFFFF
-        out_port = self._out_port
-        self._current_dp.send(b"".join(
-            packet_out_bytes(xid + i + 1, in_port, out_port, data)
-            for i, (data, in_port) in enumerate(items)))
 
     def close(self):
         if self._osken_packet_in_parser is not None:

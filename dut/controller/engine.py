@@ -52,7 +52,6 @@ from dut.controller.timing import CompletionLog, PacketRecord
 from paths import REPO
 
 SendFn = Callable[[bytes, int], None]
-SendBatchFn = Callable[[list[tuple[bytes, int]]], None]  # [(frame, in_port), ...]
 _STOP = object()
 
 
@@ -106,68 +105,27 @@ class SearchProcess:
 
 class _Base:
     def __init__(self, cfg: ControllerConfig, send: SendFn, clock=time.time_ns,
-                 log: CompletionLog | None = None, send_batch: SendBatchFn | None = None):
+                 log: CompletionLog | None = None):
         self.cfg = cfg
         self.send = send
-        self.send_batch = send_batch
         self.clock = clock
         self.log = log or CompletionLog(cfg.completion_log)
         self.handled = {HIGH: 0, LOW: 0}
-        self._outbox: collections.deque = collections.deque()
-        self._flushing = threading.Lock()
 
     def _finish(self, data: bytes, in_port: int, ip_id: int | None, klass: str,
                 t_in_ns: int, matches: int) -> None:
-        if self.send_batch is not None:
-            self._outbox.append((data, in_port, ip_id, klass, t_in_ns, matches))
-            self._flush_outbox()
-            return
         self.send(data, in_port)
         t_out = self.clock()
         self.handled[klass] += 1  # only an approximate counter under threads (not a metric)
         self.log.write(PacketRecord(-1 if ip_id is None else ip_id, klass, t_in_ns, t_out,
                                     matches))
 
-    def _flush_outbox(self) -> None:
-        """Hand every finished packet to ``send_batch`` in one call; log them after it returns.
-
-        One thread sends at a time (``_flushing``); a worker that finds it taken leaves its
-        packet in the outbox and goes on to its next search: the sending thread looks at the
-        outbox again after each call, so nothing is left behind. Why: os-ken's send thread
-        wakes (and, under ``worker_mode: threads``, waits for the GIL among 9 searching
-        workers) once per ``Datapath.send``, and its queue holds 16 messages, so one
-        Packet-Out per call made every worker wait for a GIL turn of the send thread. Packets
-        that finish while a send is under way now go out together in the next call.
-        ``t_out`` is still taken when the send call that carried the packet returned.
-        """
-        outbox = self._outbox
-        while outbox:
-            if not self._flushing.acquire(blocking=False):
-                return  # the holder sends this packet too: it looks again after releasing
-            try:
-                batch = []
-                try:
-                    while True:
-                        batch.append(outbox.popleft())
-                except IndexError:
-                    pass
-                if not batch:
-                    continue
-                self.send_batch([(b[0], b[1]) for b in batch])
-                t_out = self.clock()
-                for _data, _port, ip_id, klass, t_in_ns, matches in batch:
-                    self.handled[klass] += 1
-                    self.log.write(PacketRecord(-1 if ip_id is None else ip_id, klass,
-                                                t_in_ns, t_out, matches))
-            finally:
-                self._flushing.release()
-
 
 class FifoEngine(_Base):
     """Everything on the calling thread, in arrival order."""
 
-    def __init__(self, cfg, send, clock=time.time_ns, log=None, matcher=None, send_batch=None):
-        super().__init__(cfg, send, clock, log, send_batch)
+    def __init__(self, cfg, send, clock=time.time_ns, log=None, matcher=None):
+        super().__init__(cfg, send, clock, log)
         self.matcher = matcher or make_matcher(cfg.matcher, cfg.patterns)
 
     def handle(self, data: bytes, in_port: int) -> None:
@@ -225,8 +183,8 @@ class TwoClassQueue:
 class PriorityEngine(_Base):
     """Classify and enqueue on the calling thread; 1 low + N high workers do the rest."""
 
-    def __init__(self, cfg, send, clock=time.time_ns, log=None, matcher=None, send_batch=None):
-        super().__init__(cfg, send, clock, log, send_batch)
+    def __init__(self, cfg, send, clock=time.time_ns, log=None, matcher=None):
+        super().__init__(cfg, send, clock, log)
         self.queue = TwoClassQueue(cfg.strict_priority)
         self.matcher = None
         if matcher is not None:  # tests inject one (threads mode only)

@@ -90,19 +90,3 @@ def test_osken_intake_leaves_os_ken_parsing(make_app):
     msg = _receive(_FakeDatapath(MAIN_DISPATCHER), _packet_in(4, b"z" * 64))
     assert isinstance(msg, parser.OFPPacketIn) and bytes(msg.data) == b"z" * 64
     assert app.engine.handled == []
-
-
-def test_batched_packet_outs_are_one_send_of_the_single_messages(make_app):
-    """_send_packet_outs hands os-ken one buffer: the same bytes as one Packet-Out per packet
-    (openflow.wire.packet_out_bytes) with consecutive xids."""
-    from openflow.wire import OFPP_FLOOD, packet_out_bytes
-    app = make_app("raw")
-    sent = []
-    dp = _FakeDatapath(MAIN_DISPATCHER)
-    dp.send = sent.append
-    app._current_dp = dp
-    app._send_packet_out(b"frame0", 1)
-    app._send_packet_outs([(b"frame1", 2), (b"frame2", 3)])
-    assert sent == [packet_out_bytes(1, 1, OFPP_FLOOD, b"frame0"),
-                    packet_out_bytes(2, 2, OFPP_FLOOD, b"frame1")
-                    + packet_out_bytes(3, 3, OFPP_FLOOD, b"frame2")]
