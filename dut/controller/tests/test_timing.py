@@ -1,5 +1,6 @@
 """The document's completion-time metric and the completion log."""
 import threading
+import time
 
 from dut.controller.timing import (CompletionLog, PacketRecord, arrival_ms, completion_ms,
                                    intake_ms, parse_lines, ratio)
@@ -65,3 +66,18 @@ def test_log_without_path_is_a_no_op():
     log = CompletionLog(None)
     log.write(PacketRecord(1, "low", 0, 1, 0))
     log.close()
+
+
+def test_log_lines_reach_the_file_while_it_is_open(tmp_path):
+    # The suite tails the file during a run: lines must appear without close().
+    path = tmp_path / "c.csv"
+    log = CompletionLog(str(path), flush_s=0.005)
+    try:
+        log.write(PacketRecord(7, "high", 1, 2, 0))
+        deadline = time.monotonic() + 5
+        while len(path.read_text().splitlines()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert [r.ip_id for r in parse_lines(path.read_text().splitlines())] == [7]
+    finally:
+        log.close()
+    assert not log._flusher.is_alive()
