@@ -525,6 +525,17 @@ def evaluate(series: Sequence[Series], steps_pct: Iterable[float] = (5, 10, 20),
     return Evaluation(results, false, series_nights, len(series), nights)
 
 
+def _detector_cells(ev: Evaluation, step_pct: float) -> list[str]:
+    """Each detector's "found within 2 nights %/false alarms per 100" cell, * = meets the goal."""
+    cells = []
+    for d in DETECTORS:
+        st = next(x for x in ev.steps if x.detector == d and x.step_pct == step_pct)
+        fa = ev.false_alarms_per_100(d)
+        ok = "*" if st.within_2_rate >= 0.95 and fa <= 1.0 else " "
+        cells.append(f"{100 * st.within_2_rate:5.1f}%/{fa:5.1f}{ok}")
+    return cells
+
+
 def side_by_side(evals: Mapping[str, Evaluation], groups: Mapping[str, Sequence[Series]],
                  step_pct: float = 10) -> str:
     """One line per group: series (within reach), then each detector's share of step_pct %
@@ -532,12 +543,7 @@ def side_by_side(evals: Mapping[str, Evaluation], groups: Mapping[str, Sequence[
     head = f"{'group':12} {'series':>6} {'reach':>5}  " + "  ".join(f"{d:>14}" for d in DETECTORS)
     lines = [head, "-" * len(head)]
     for name, ev in evals.items():
-        cells = []
-        for d in DETECTORS:
-            st = next(x for x in ev.steps if x.detector == d and x.step_pct == step_pct)
-            fa = ev.false_alarms_per_100(d)
-            ok = "*" if st.within_2_rate >= 0.95 and fa <= 1.0 else " "
-            cells.append(f"{100 * st.within_2_rate:5.1f}%/{fa:5.1f}{ok}")
+        cells = _detector_cells(ev, step_pct)
         ss = groups[name]
         lines.append(f"{name:12} {len(ss):6} {sum(within_reach(x) for x in ss):5}  "
                      + "  ".join(f"{c:>14}" for c in cells))
@@ -552,12 +558,7 @@ def normaliser_table(evals: Mapping[str, Evaluation], step_pct: float = 10) -> s
     head = f"{'normaliser':12}  " + "  ".join(f"{d:>14}" for d in DETECTORS)
     lines = [head, "-" * len(head)]
     for name, ev in evals.items():
-        cells = []
-        for d in DETECTORS:
-            st = next(x for x in ev.steps if x.detector == d and x.step_pct == step_pct)
-            fa = ev.false_alarms_per_100(d)
-            ok = "*" if st.within_2_rate >= 0.95 and fa <= 1.0 else " "
-            cells.append(f"{100 * st.within_2_rate:5.1f}%/{fa:5.1f}{ok}")
+        cells = _detector_cells(ev, step_pct)
         lines.append(f"{name:12}  " + "  ".join(f"{c:>14}" for c in cells))
     lines.append(f"({step_pct:g} % steps found within 2 nights / false alarms per 100 "
                  f"series-nights; * meets the goal)")

@@ -363,6 +363,18 @@ def cost_metrics(metrics: dict, prefix: str, o: dict) -> None:
             metrics[f"{prefix}_{key}"] = o[key]
 
 
+def speed_metrics(metrics: dict, trace: str, label: str, o: dict) -> None:
+    """One algorithm's lookups on document 003's workload: ``<trace>_<label>_mlps``,
+    ``_batch_mlps`` and ``_vs_document``; on the uniform trace (the one with updates) its costs
+    (cost_metrics) and ``<label>_updates_per_s`` too."""
+    metrics[f"{trace}_{label}_mlps"] = o["mlps"]
+    metrics[f"{trace}_{label}_batch_mlps"] = o["batch_mlps"]
+    metrics[f"{trace}_{label}_vs_document"] = round(o["batch_mlps"] / DOC_MLPS, 2)
+    if trace == "uniform":
+        cost_metrics(metrics, label, o)
+        metrics[f"{label}_updates_per_s"] = o["updates_per_s"]
+
+
 def _ok(o: dict | None) -> bool:
     return bool(o) and "error" not in o
 
@@ -391,12 +403,7 @@ def test_document_goal(n, results, bench, bench_files):
             if not _ok(o):
                 continue
             assert o["simd"] == path, f"asked for {path}, cls-bench ran {o['simd']}"
-            metrics[f"{trace}_ours_{path}_mlps"] = o["mlps"]
-            metrics[f"{trace}_ours_{path}_batch_mlps"] = o["batch_mlps"]
-            metrics[f"{trace}_ours_{path}_vs_document"] = round(o["batch_mlps"] / DOC_MLPS, 2)
-            if trace == "uniform":
-                cost_metrics(metrics, f"ours_{path}", o)
-                metrics[f"ours_{path}_updates_per_s"] = o["updates_per_s"]
+            speed_metrics(metrics, trace, f"ours_{path}", o)
             if _ok(tss) and tss["batch_mlps"]:
                 metrics[f"{trace}_ours_{path}_vs_tss"] = round(o["batch_mlps"] / tss["batch_mlps"], 2)
         # keymap (the key-space map in front of OURS; what auto runs from 2^19 rules of <= 4 bytes):
@@ -404,12 +411,8 @@ def test_document_goal(n, results, bench, bench_files):
         results.progress(f"ntt {n} {trace}: keymap")
         k = run_bench(bench, rp, keys, ["keymap"], 0.3, updates=200_000 if trace == "uniform" else 0).get("keymap")
         if _ok(k):
-            metrics[f"{trace}_keymap_mlps"] = k["mlps"]
-            metrics[f"{trace}_keymap_batch_mlps"] = k["batch_mlps"]
-            metrics[f"{trace}_keymap_vs_document"] = round(k["batch_mlps"] / DOC_MLPS, 2)
+            speed_metrics(metrics, trace, "keymap", k)
             if trace == "uniform":
-                cost_metrics(metrics, "keymap", k)
-                metrics["keymap_updates_per_s"] = k["updates_per_s"]
                 metrics["keymap_batch_mlps_after_updates"] = k.get("batch_mlps_after_updates")
             else:  # no updates on this trace: the map cls-bench measured is the bulk build's
                 metrics["keymap_map_bytes_per_rule"] = k.get("trie_bytes_per_rule")
@@ -427,12 +430,8 @@ def test_document_goal(n, results, bench, bench_files):
                 if s:
                     params[f"kscan_{path}_{trace}_status"] = s.get("error", "no output")
                 continue
-            metrics[f"{trace}_kscan_{path}_mlps"] = s["mlps"]
-            metrics[f"{trace}_kscan_{path}_batch_mlps"] = s["batch_mlps"]
-            metrics[f"{trace}_kscan_{path}_vs_document"] = round(s["batch_mlps"] / DOC_MLPS, 2)
+            speed_metrics(metrics, trace, f"kscan_{path}", s)
             if trace == "uniform":
-                cost_metrics(metrics, f"kscan_{path}", s)
-                metrics[f"kscan_{path}_updates_per_s"] = s["updates_per_s"]
                 metrics[f"kscan_{path}_batch_mlps_after_updates"] = s.get("batch_mlps_after_updates")
             else:
                 metrics[f"kscan_{path}_map_bytes_per_rule"] = s.get("trie_bytes_per_rule")

@@ -453,18 +453,26 @@ def test_louds_matches_the_reference_and_refuses_updates(budget):
         assert c.lookup_batch(keys) == want and c.stats()["rules"] == 300
 
 
+def _masked_set(rnd, key_len, *, masks, rules, prio, keys, in_rules):
+    """(rules, keys): ``rules`` rules (priority < prio, ids 1..) over ``masks`` random masks of
+    key_len bytes, then ``keys`` random keys and one key inside each of the first in_rules rules."""
+    ms = [bytes(rnd.randrange(256) | rnd.randrange(256) for _ in range(key_len)) for _ in range(masks)]
+    rs = []
+    for i in range(rules):
+        m = rnd.choice(ms)
+        rs.append((rnd.randrange(prio), bytes(rnd.randrange(256) & b for b in m), m, i + 1))
+    ks = [bytes(rnd.randrange(256) for _ in range(key_len)) for _ in range(keys)]
+    ks += [bytes(v[j] | (rnd.randrange(256) & ~m[j] & 0xFF) for j in range(key_len))
+           for _, v, m, _ in rs[:in_rules]]
+    return rs, ks
+
+
 def test_keymap_answers_like_linear_with_its_map_rebuilt_at_each_update(monkeypatch):
     """keymap: the key-space map (keymap.h) in front of OURS; OFB_CLS_KEYMAP_SYNC=1 rebuilds it
     at every publish, so each lookup after an update asks a fresh map (a 3-byte key: 16 MiB)."""
     monkeypatch.setenv("OFB_CLS_KEYMAP_SYNC", "1")
-    rnd = random.Random(19)
-    masks = [bytes(rnd.randrange(256) | rnd.randrange(256) for _ in range(3)) for _ in range(6)]
-    rules = []
-    for i in range(200):
-        m = rnd.choice(masks)
-        rules.append((rnd.randrange(100), bytes(rnd.randrange(256) & b for b in m), m, i + 1))
-    keys = [bytes(rnd.randrange(256) for _ in range(3)) for _ in range(300)]
-    keys += [bytes(v[j] | (rnd.randrange(256) & ~m[j] & 0xFF) for j in range(3)) for _, v, m, _ in rules[:100]]
+    rules, keys = _masked_set(random.Random(19), 3, masks=6, rules=200, prio=100, keys=300,
+                              in_rules=100)
     with Classifier(3, "keymap") as c, Classifier(3, "linear") as ref:
         assert c.runs == "keymap"
         c.build_bulk(rules)
@@ -486,14 +494,8 @@ def test_kscan_answers_like_linear_with_its_blocks_rebuilt_at_each_update(monkey
     over every SIMD path this CPU has; a budget per rule that a set of 300 rules fits."""
     monkeypatch.setenv("OFB_CLS_KEYMAP_SYNC", "1")
     monkeypatch.setenv("OFB_KSCAN_BYTES_PER_RULE", "200000")
-    rnd = random.Random(42)
-    masks = [bytes(rnd.randrange(256) | rnd.randrange(256) for _ in range(4)) for _ in range(20)]
-    rules = []
-    for i in range(300):
-        m = rnd.choice(masks)
-        rules.append((rnd.randrange(50), bytes(rnd.randrange(256) & b for b in m), m, i + 1))
-    keys = [bytes(rnd.randrange(256) for _ in range(4)) for _ in range(200)]
-    keys += [bytes(v[j] | (rnd.randrange(256) & ~m[j] & 0xFF) for j in range(4)) for _, v, m, _ in rules[:150]]
+    rules, keys = _masked_set(random.Random(42), 4, masks=20, rules=300, prio=50, keys=200,
+                              in_rules=150)
     for simd in [p for p in binding.SIMD_PATHS if binding.simd_supported(p)]:
         with Classifier(4, "kscan", simd=simd) as c, Classifier(4, "linear") as ref:
             assert c.runs == "kscan"
